@@ -1,0 +1,41 @@
+/* Little-endian field access for protocol payloads (unaligned-safe). */
+#ifndef HP_BYTES_H
+#define HP_BYTES_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint16_t hp_get_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+static inline uint32_t hp_get_u32(const uint8_t *p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static inline uint8_t *hp_put_u8(uint8_t *p, uint8_t v) {
+  *p = v;
+  return p + 1;
+}
+
+static inline uint8_t *hp_put_u16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+  return p + 2;
+}
+
+static inline uint8_t *hp_put_u32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = (uint8_t)(v >> (8 * i));
+  return p + 4;
+}
+
+static inline uint8_t *hp_put_u64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = (uint8_t)(v >> (8 * i));
+  return p + 8;
+}
+
+static inline uint8_t *hp_put_f32(uint8_t *p, float v) {
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  return hp_put_u32(p, bits);
+}
+
+#endif

@@ -1,0 +1,233 @@
+#include "hp_device.h"
+
+#include <string.h>
+
+#include "hp_bytes.h"
+
+/* A partial frame older than this is dropped, so a lost byte cannot wedge the decoder. */
+#define HP_IDLE_RESET_US 250000u
+#define HP_READ_CHUNK 256u
+
+static uint8_t *response_payload(hp_device *dev) { return dev->cfg.tx_buf + HP_HEADER_BYTES; }
+
+static uint32_t response_room(const hp_device *dev) {
+  uint32_t room = dev->cfg.tx_cap - HP_FRAME_OVERHEAD;
+  return room > HP_MAX_PAYLOAD ? HP_MAX_PAYLOAD : room;
+}
+
+static void write_all(hp_device *dev, const uint8_t *buf, uint32_t len) {
+  while (len > 0) {
+    int32_t n = dev->cfg.hal->write(dev->cfg.hal->ctx, buf, len);
+    if (n <= 0) return; /* the link is gone; the host will time out and retry */
+    buf += n;
+    len -= (uint32_t)n;
+  }
+}
+
+static void send_response(hp_device *dev, uint8_t type, uint16_t seq, uint32_t payload_len) {
+  dev->last_tx_len = hp_frame_seal(dev->cfg.tx_buf, type, seq, (uint16_t)payload_len);
+  write_all(dev, dev->cfg.tx_buf, dev->last_tx_len);
+}
+
+static void send_error(hp_device *dev, uint16_t seq, uint16_t code, const char *message) {
+  uint8_t *p = response_payload(dev);
+  size_t len = strlen(message);
+  uint32_t room = response_room(dev) - 3;
+  if (len > 255) len = 255;
+  if (len > room) len = room;
+  p = hp_put_u16(p, code);
+  p = hp_put_u8(p, (uint8_t)len);
+  memcpy(p, message, len);
+  send_response(dev, HP_MSG_ERROR, seq, 3 + (uint32_t)len);
+}
+
+static uint8_t *put_string(uint8_t *p, const char *s) {
+  size_t len = s ? strlen(s) : 0;
+  if (len > 255) len = 255;
+  p = hp_put_u8(p, (uint8_t)len);
+  memcpy(p, s, len);
+  return p + len;
+}
+
+static uint8_t *put_tensor(uint8_t *p, const hp_tensor_info *t) {
+  p = hp_put_u8(p, t->dtype);
+  p = hp_put_u8(p, t->rank);
+  for (uint8_t i = 0; i < t->rank && i < HP_MAX_DIMS; ++i) p = hp_put_u32(p, (uint32_t)t->dims[i]);
+  p = hp_put_f32(p, t->scale);
+  p = hp_put_u32(p, (uint32_t)t->zero_point);
+  return hp_put_u32(p, t->bytes);
+}
+
+static void handle_hello(hp_device *dev, const hp_frame *req) {
+  const hp_hal *hal = dev->cfg.hal;
+  uint8_t *start = response_payload(dev);
+  uint8_t *p = hp_put_u16(start, HP_PROTOCOL_VERSION);
+  p = put_string(p, dev->cfg.board_id);
+  p = put_string(p, dev->cfg.build_id);
+  memcpy(p, dev->model.model_sha256_prefix, sizeof dev->model.model_sha256_prefix);
+  p += sizeof dev->model.model_sha256_prefix;
+  p = hp_put_u32(p, dev->model.arena_configured);
+  p = hp_put_u32(p, dev->model.arena_used);
+  p = hp_put_u32(p, dev->cfg.rx_cap);
+  p = hp_put_u32(p, dev->cfg.tx_cap);
+  p = hp_put_u32(p, hal->rx_buffer_bytes);
+  p = hp_put_u32(p, hal->cpu_hz);
+  p = hp_put_u8(p, (uint8_t)((hal->cycles ? HP_TIMER_CYCLES : 0) | (hal->micros ? HP_TIMER_MICROS : 0)));
+  p = hp_put_u32(p, (uint32_t)dev->runner_status);
+  p = put_tensor(p, &dev->model.input);
+  p = put_tensor(p, &dev->model.output);
+  send_response(dev, HP_MSG_HELLO | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
+}
+
+static void handle_load_input(hp_device *dev, const hp_frame *req) {
+  if (req->length < 4) {
+    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "LOAD_INPUT needs a 4-byte offset");
+    return;
+  }
+  uint32_t offset = hp_get_u32(req->payload);
+  uint32_t len = req->length - 4u;
+  /* Chunks arrive in order; resending an earlier chunk is allowed, a gap is not. */
+  if (offset > dev->input_filled || offset + len > dev->model.input.bytes) {
+    send_error(dev, req->seq, HP_ERR_BAD_OFFSET, "input chunk outside the loaded range");
+    return;
+  }
+  memcpy(dev->cfg.runner->input(dev->cfg.runner->ctx) + offset, req->payload + 4, len);
+  dev->input_filled = offset + len;
+  dev->output_valid = 0;
+  hp_put_u32(response_payload(dev), dev->input_filled);
+  send_response(dev, HP_MSG_LOAD_INPUT | HP_RESPONSE_BIT, req->seq, 4);
+}
+
+static uint32_t copy_output(hp_device *dev, uint8_t *dst, uint32_t offset, uint32_t room) {
+  uint32_t left = dev->model.output.bytes - offset;
+  uint32_t n = left < room ? left : room;
+  memcpy(dst, dev->cfg.runner->output(dev->cfg.runner->ctx) + offset, n);
+  return n;
+}
+
+static void handle_invoke(hp_device *dev, const hp_frame *req) {
+  if (dev->input_filled != dev->model.input.bytes) {
+    send_error(dev, req->seq, HP_ERR_INPUT_INCOMPLETE, "load the whole input before INVOKE");
+    return;
+  }
+  const hp_hal *hal = dev->cfg.hal;
+  const hp_runner *runner = dev->cfg.runner;
+  uint64_t c0 = hal->cycles ? hal->cycles(hal->ctx) : 0;
+  uint64_t t0 = hal->micros ? hal->micros(hal->ctx) : 0;
+  int32_t status = runner->invoke(runner->ctx);
+  uint64_t c1 = hal->cycles ? hal->cycles(hal->ctx) : 0;
+  uint64_t t1 = hal->micros ? hal->micros(hal->ctx) : 0;
+  /* The arena planner may reuse the input tensor's memory during Invoke: load it again. */
+  dev->input_filled = 0;
+  if (status != 0) {
+    dev->output_valid = 0;
+    send_error(dev, req->seq, HP_ERR_INVOKE_FAILED, "model invoke failed");
+    return;
+  }
+  dev->output_valid = 1;
+  uint8_t *start = response_payload(dev);
+  uint8_t *p = hp_put_u64(start, c1 - c0);
+  p = hp_put_u64(p, t1 - t0);
+  p = hp_put_u32(p, dev->model.output.bytes);
+  p += copy_output(dev, p, 0, response_room(dev) - (uint32_t)(p - start));
+  send_response(dev, HP_MSG_INVOKE | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
+}
+
+static void handle_read_output(hp_device *dev, const hp_frame *req) {
+  if (req->length != 6) {
+    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "READ_OUTPUT needs offset u32 and length u16");
+    return;
+  }
+  if (!dev->output_valid) {
+    send_error(dev, req->seq, HP_ERR_NO_OUTPUT, "no output since the last input was loaded");
+    return;
+  }
+  uint32_t offset = hp_get_u32(req->payload);
+  uint32_t want = hp_get_u16(req->payload + 4);
+  if (offset > dev->model.output.bytes) {
+    send_error(dev, req->seq, HP_ERR_BAD_OFFSET, "offset beyond the output tensor");
+    return;
+  }
+  uint8_t *start = response_payload(dev);
+  uint8_t *p = hp_put_u32(start, offset);
+  uint32_t room = response_room(dev) - 4;
+  p += copy_output(dev, p, offset, want < room ? want : room);
+  send_response(dev, HP_MSG_READ_OUTPUT | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
+}
+
+static int is_retransmission(const hp_device *dev, const hp_frame *req) {
+  return dev->last_tx_len != 0 && req->type == dev->last_type && req->seq == dev->last_seq &&
+         req->crc == dev->last_crc;
+}
+
+static void dispatch(hp_device *dev, const hp_frame *req) {
+  if (req->type != HP_MSG_HELLO && is_retransmission(dev, req)) {
+    write_all(dev, dev->cfg.tx_buf, dev->last_tx_len); /* our answer was lost: repeat it */
+    return;
+  }
+  if (req->type == HP_MSG_HELLO) {
+    handle_hello(dev, req);
+  } else if (dev->runner_status != 0 &&
+             (req->type == HP_MSG_LOAD_INPUT || req->type == HP_MSG_INVOKE ||
+              req->type == HP_MSG_READ_OUTPUT)) {
+    send_error(dev, req->seq, HP_ERR_MODEL_NOT_READY, "the model failed to load on the device");
+  } else if (req->type == HP_MSG_LOAD_INPUT) {
+    handle_load_input(dev, req);
+  } else if (req->type == HP_MSG_INVOKE) {
+    handle_invoke(dev, req);
+  } else if (req->type == HP_MSG_READ_OUTPUT) {
+    handle_read_output(dev, req);
+  } else {
+    send_error(dev, req->seq, HP_ERR_UNKNOWN_TYPE, "unknown message type");
+  }
+  dev->last_type = req->type;
+  dev->last_seq = req->seq;
+  dev->last_crc = req->crc;
+}
+
+void hp_device_init(hp_device *dev, const hp_device_config *cfg) {
+  memset(dev, 0, sizeof *dev);
+  dev->cfg = *cfg;
+  hp_decoder_init(&dev->decoder, cfg->rx_buf, cfg->rx_cap);
+  dev->runner_status = cfg->runner->setup(cfg->runner->ctx, &dev->model);
+}
+
+static void drop_stale_partial_frame(hp_device *dev, int32_t got) {
+  const hp_hal *hal = dev->cfg.hal;
+  if (!hal->micros) {
+    if (got == 0) hp_decoder_reset(&dev->decoder);
+    return;
+  }
+  uint64_t now = hal->micros(hal->ctx);
+  if (got > 0) dev->last_byte_us = now;
+  else if (dev->decoder.have && now - dev->last_byte_us > HP_IDLE_RESET_US)
+    hp_decoder_reset(&dev->decoder);
+}
+
+int32_t hp_device_poll(hp_device *dev, uint32_t timeout_ms) {
+  uint8_t chunk[HP_READ_CHUNK];
+  int32_t got = dev->cfg.hal->read(dev->cfg.hal->ctx, chunk, sizeof chunk, timeout_ms);
+  if (got < 0) return got;
+  drop_stale_partial_frame(dev, got);
+  uint32_t offset = 0;
+  while (offset < (uint32_t)got) {
+    uint32_t consumed = 0;
+    hp_frame frame;
+    hp_decode_status status =
+        hp_decoder_feed(&dev->decoder, chunk + offset, (uint32_t)got - offset, &consumed, &frame);
+    offset += consumed;
+    if (status == HP_DECODE_FRAME) {
+      dispatch(dev, &frame);
+    } else if (status != HP_DECODE_NEED_MORE) {
+      if (status == HP_DECODE_BAD_CRC) send_error(dev, frame.seq, HP_ERR_BAD_CRC, "CRC mismatch");
+      else send_error(dev, frame.seq, HP_ERR_FRAME_TOO_LONG, "frame larger than the receive buffer");
+      dev->last_tx_len = 0; /* the buffer no longer holds the last request's answer */
+    }
+  }
+  return 0;
+}
+
+void hp_device_run(hp_device *dev) {
+  while (hp_device_poll(dev, 100) >= 0) {
+  }
+}

@@ -1,0 +1,123 @@
+/* The device side of protocol v1: decodes requests, drives a model runner, answers.
+ *
+ * It knows nothing of TFLM or of any board. A board supplies an hp_hal (serial bytes and
+ * clocks) and an hp_runner (the model); the same code runs on a microcontroller, under QEMU
+ * and inside the virtual board. Message layouts are in docs/protocol.md.
+ */
+#ifndef HP_DEVICE_H
+#define HP_DEVICE_H
+
+#include <stdint.h>
+
+#include "hp_frame.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HP_PROTOCOL_VERSION 1u
+#define HP_MAX_DIMS 6
+
+enum hp_message_type {
+  HP_MSG_HELLO = 0x01,
+  HP_MSG_LOAD_INPUT = 0x02,
+  HP_MSG_INVOKE = 0x03,
+  HP_MSG_READ_OUTPUT = 0x04,
+  HP_MSG_ERROR = 0x7F,
+  HP_RESPONSE_BIT = 0x80 /* a response carries its request's type with this bit set */
+};
+
+enum hp_error_code {
+  HP_ERR_BAD_CRC = 1,
+  HP_ERR_FRAME_TOO_LONG = 2,
+  HP_ERR_UNKNOWN_TYPE = 3,
+  HP_ERR_BAD_PAYLOAD = 4,
+  HP_ERR_BAD_OFFSET = 5,
+  HP_ERR_INPUT_INCOMPLETE = 6,
+  HP_ERR_INVOKE_FAILED = 7,
+  HP_ERR_MODEL_NOT_READY = 8,
+  HP_ERR_NO_OUTPUT = 9
+};
+
+enum hp_timer_flags { HP_TIMER_CYCLES = 1u, HP_TIMER_MICROS = 2u };
+
+/* dtype codes are TfLiteType's: 1 float32, 2 int32, 3 uint8, 7 int16, 9 int8, ... */
+typedef struct {
+  uint8_t dtype;
+  uint8_t rank;
+  int32_t dims[HP_MAX_DIMS];
+  float scale;
+  int32_t zero_point;
+  uint32_t bytes;
+} hp_tensor_info;
+
+typedef struct {
+  hp_tensor_info input;
+  hp_tensor_info output;
+  uint8_t model_sha256_prefix[8];
+  uint32_t arena_configured;
+  uint32_t arena_used;
+} hp_model_info;
+
+typedef struct {
+  void *ctx;
+  /* Returns 0 once the model is ready and info is filled in, else a runner-specific code. */
+  int32_t (*setup)(void *ctx, hp_model_info *info);
+  uint8_t *(*input)(void *ctx);
+  int32_t (*invoke)(void *ctx); /* 0 on success */
+  const uint8_t *(*output)(void *ctx);
+} hp_runner;
+
+typedef struct {
+  void *ctx;
+  /* Wait up to timeout_ms for bytes; returns how many were read, or < 0 once the link is gone. */
+  int32_t (*read)(void *ctx, uint8_t *buf, uint32_t cap, uint32_t timeout_ms);
+  /* Returns bytes written (possibly fewer than len), or < 0 on failure. */
+  int32_t (*write)(void *ctx, const uint8_t *buf, uint32_t len);
+  uint64_t (*cycles)(void *ctx); /* NULL where the core has no cycle counter */
+  uint64_t (*micros)(void *ctx); /* NULL where there is no microsecond clock */
+  uint32_t cpu_hz;               /* 0 when unknown */
+  uint32_t rx_buffer_bytes;      /* how much the link buffers before the core reads it */
+} hp_hal;
+
+typedef struct {
+  const hp_hal *hal;
+  const hp_runner *runner;
+  const char *board_id;
+  const char *build_id;
+  uint8_t *rx_buf; /* holds the largest request frame accepted */
+  uint32_t rx_cap;
+  uint8_t *tx_buf; /* holds the largest response frame sent */
+  uint32_t tx_cap;
+} hp_device_config;
+
+typedef struct {
+  hp_device_config cfg;
+  hp_decoder decoder;
+  hp_model_info model;
+  int32_t runner_status;
+  uint32_t input_filled; /* contiguous input bytes loaded since the last invoke */
+  uint8_t output_valid;
+  uint64_t last_byte_us;
+  /* The last answered request, so an exact retransmission gets the same answer again. */
+  uint8_t last_type;
+  uint16_t last_seq;
+  uint32_t last_crc;
+  uint32_t last_tx_len;
+} hp_device;
+
+/* Calls runner->setup once; a failed setup is reported in HELLO and on every request. */
+void hp_device_init(hp_device *dev, const hp_device_config *cfg);
+
+/* Read what arrives within timeout_ms and answer every complete request.
+ * Returns 0, or < 0 once the link is gone. */
+int32_t hp_device_poll(hp_device *dev, uint32_t timeout_ms);
+
+/* Poll until the link is gone (firmware main loops call this and never return). */
+void hp_device_run(hp_device *dev);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,95 @@
+"""Start the board a run talks to and hand back a connected protocol client."""
+
+import hashlib
+import importlib.util
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.boards import Board
+from harness.device.discovery import find_port
+from harness.errors import LinkError, UserError
+from harness.link.client import DeviceClient
+from harness.link.transport import open_link
+
+SIM_START_SECONDS = 60
+
+
+def sim_build_id() -> str:
+    """The virtual board's firmware is the compiled device core: name it by its hash."""
+    origin = importlib.util.find_spec("harness._devicecore").origin
+    return "sim-" + hashlib.sha256(Path(origin).read_bytes()).hexdigest()[:12]
+
+
+def _wait_for_line(proc: subprocess.Popen, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
+        if ready:
+            return proc.stdout.readline().decode().strip()
+        if proc.poll() is not None:
+            return ""
+    return ""
+
+
+@contextmanager
+def sim_board_process(board: Board, model_path: Path) -> Iterator[str]:
+    """Run the virtual board for the duration of the block; yields its pseudo-terminal path."""
+    fw = board.firmware
+    command = [
+        sys.executable, "-m", "harness.device.sim_board",
+        "--model", str(model_path),
+        "--arena", str(fw.get("arena_bytes", 8 << 20)),
+        "--board-id", board.id,
+        "--build-id", sim_build_id(),
+        "--rx-frame", str(fw.get("rx_frame_bytes", 4108)),
+        "--tx-frame", str(fw.get("tx_frame_bytes", 4108)),
+        "--rx-buffer", str(fw.get("rx_buffer_bytes", 4096)),
+    ]
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
+        try:
+            line = _wait_for_line(proc, SIM_START_SECONDS)
+            if not line.startswith("pty "):
+                errors.seek(0)
+                tail = errors.read().decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+                raise LinkError(f"the virtual board did not start: {tail[0]}")
+            yield line.removeprefix("pty ")
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextmanager
+def connect(board: Board, model_path: Path, port: str | None = None) -> Iterator[DeviceClient]:
+    """A client that has said HELLO to the board: the virtual board is started, a real one found."""
+    if board.kind == "virtual":
+        with sim_board_process(board, model_path) as pty_path:
+            with _client(pty_path, board) as client:
+                yield client
+        return
+    if board.kind == "device":
+        with _client(port or find_port(board), board) as client:
+            yield client
+        return
+    raise UserError(f"board {board.id}: kind {board.kind!r} cannot be run yet; use --board sim")
+
+
+@contextmanager
+def _client(url: str, board: Board) -> Iterator[DeviceClient]:
+    link = open_link(url, board.baudrate)
+    try:
+        client = DeviceClient(link)
+        client.hello()
+        yield client
+    finally:
+        link.close()

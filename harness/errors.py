@@ -1,0 +1,9 @@
+"""Errors the CLI turns into one clear line and exit code 2."""
+
+
+class UserError(Exception):
+    """Bad input from the user: a name, a path or a file. The message names the fix."""
+
+
+class LinkError(Exception):
+    """The device did not answer, or answered with something unusable."""

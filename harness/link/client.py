@@ -1,0 +1,141 @@
+"""Protocol v1 client: requests with sequence numbers, retries on silence or corruption."""
+
+import random
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from harness.errors import LinkError
+from harness.link.framing import FrameDecoder, Rejected, encode_frame
+from harness.link.protocol import (
+    PROTOCOL_VERSION,
+    RESPONSE_BIT,
+    DeviceInfo,
+    ErrorCode,
+    InvokeResult,
+    Msg,
+    load_input_payload,
+    parse_error,
+    parse_hello,
+    parse_invoke,
+    read_output_payload,
+)
+
+# The device answers these by dropping the frame; sending it again is the cure.
+RETRYABLE_ERRORS = {ErrorCode.BAD_CRC, ErrorCode.FRAME_TOO_LONG}
+
+
+class DeviceError(LinkError):
+    def __init__(self, code: int, message: str):
+        name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else f"code {code}"
+        super().__init__(f"device error {name}: {message}")
+        self.code = code
+
+
+@dataclass
+class LinkStats:
+    frames_sent: int = 0
+    resends: int = 0
+    corrupt_frames: int = 0
+    stale_frames: int = 0
+
+
+class DeviceClient:
+    def __init__(self, port, *, timeout: float = 2.0, invoke_timeout: float = 60.0, retries: int = 3):
+        self.port = port
+        self.timeout = timeout
+        self.invoke_timeout = invoke_timeout
+        self.retries = retries
+        self.stats = LinkStats()
+        self.info: DeviceInfo | None = None
+        self._decoder = FrameDecoder()
+        self._events: deque = deque()
+        # A fresh random start keeps a new session's requests from matching a cached old answer.
+        self._seq = random.randrange(0x10000)
+
+    def hello(self) -> DeviceInfo:
+        self.port.reset_input_buffer()
+        self._decoder.reset()
+        self._events.clear()
+        info = parse_hello(self.request(Msg.HELLO))
+        if info.protocol_version != PROTOCOL_VERSION:
+            raise LinkError(
+                f"device speaks protocol v{info.protocol_version}, this harness v{PROTOCOL_VERSION}: "
+                "flash matching firmware"
+            )
+        self.info = info
+        return info
+
+    def load_input(self, data: bytes) -> None:
+        info = self._require_info()
+        if len(data) != info.input.bytes:
+            raise LinkError(f"input is {len(data)} bytes, the device expects {info.input.bytes}")
+        chunk = info.max_request_payload - 4
+        for offset in range(0, len(data), chunk):
+            piece = data[offset : offset + chunk]
+            ack = int.from_bytes(self.request(Msg.LOAD_INPUT, load_input_payload(offset, piece)), "little")
+            if ack != offset + len(piece):
+                raise LinkError(f"device acknowledged {ack} input bytes, expected {offset + len(piece)}")
+
+    def invoke(self) -> InvokeResult:
+        info = self._require_info()
+        payload = self.request(Msg.INVOKE, timeout=self.invoke_timeout)
+        cycles, micros, total, output = parse_invoke(payload, info)
+        while len(output) < total:
+            want = min(total - len(output), info.max_response_frame - 16)
+            more = self.request(Msg.READ_OUTPUT, read_output_payload(len(output), want))
+            output += more[4:]
+        return InvokeResult(cycles, micros, output)
+
+    def run(self, data: bytes) -> InvokeResult:
+        self.load_input(data)
+        return self.invoke()
+
+    def request(self, msg: Msg, payload: bytes = b"", timeout: float | None = None) -> bytes:
+        self._seq = (self._seq + 1) & 0xFFFF
+        frame = encode_frame(msg, self._seq, payload)
+        for attempt in range(self.retries + 1):
+            if attempt:
+                self.stats.resends += 1
+            self.port.write(frame)
+            self.stats.frames_sent += 1
+            answer = self._await(msg, self._seq, timeout or self.timeout)
+            if answer is not None:
+                return answer
+        raise LinkError(
+            f"no valid answer to {msg.name} after {self.retries + 1} attempts; "
+            "check the port, the baud rate and that the board runs harness firmware"
+        )
+
+    def _await(self, msg: Msg, seq: int, timeout: float) -> bytes | None:
+        """The answer's payload, or None when the request should be sent again."""
+        deadline = time.monotonic() + timeout
+        while True:
+            while self._events:
+                event = self._events.popleft()
+                if isinstance(event, Rejected):
+                    self.stats.corrupt_frames += 1
+                    return None
+                if event.seq != seq:
+                    self.stats.stale_frames += 1
+                    continue
+                if event.type == Msg.ERROR:
+                    code, text = parse_error(event.payload)
+                    if code in RETRYABLE_ERRORS:
+                        return None
+                    raise DeviceError(code, text)
+                if event.type == msg | RESPONSE_BIT:
+                    return event.payload
+                self.stats.stale_frames += 1
+            if time.monotonic() > deadline:
+                self._decoder.reset()
+                return None
+            data = self.port.read(max(1, self.port.in_waiting))
+            if data:
+                self._events.extend(self._decoder.feed(data))
+
+    def _require_info(self) -> DeviceInfo:
+        if self.info is None:
+            self.info = self.hello()
+        return self.info
+

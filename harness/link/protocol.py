@@ -1,0 +1,139 @@
+"""Protocol v1 messages as the host sees them: types, error codes and payload layouts.
+
+The device side is firmware/core/hp_device.c; tests check these numbers against its header.
+"""
+
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+
+from harness.tensors import TensorSpec
+
+PROTOCOL_VERSION = 1
+RESPONSE_BIT = 0x80
+
+
+class Msg(IntEnum):
+    HELLO = 0x01
+    LOAD_INPUT = 0x02
+    INVOKE = 0x03
+    READ_OUTPUT = 0x04
+    ERROR = 0x7F
+
+
+class ErrorCode(IntEnum):
+    BAD_CRC = 1
+    FRAME_TOO_LONG = 2
+    UNKNOWN_TYPE = 3
+    BAD_PAYLOAD = 4
+    BAD_OFFSET = 5
+    INPUT_INCOMPLETE = 6
+    INVOKE_FAILED = 7
+    MODEL_NOT_READY = 8
+    NO_OUTPUT = 9
+
+
+TIMER_CYCLES = 1
+TIMER_MICROS = 2
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    protocol_version: int
+    board_id: str
+    build_id: str
+    model_sha256_prefix: str
+    arena_configured: int
+    arena_used: int
+    max_request_frame: int
+    max_response_frame: int
+    rx_buffer_bytes: int
+    cpu_hz: int
+    timer_flags: int
+    runner_status: int
+    input: TensorSpec
+    output: TensorSpec
+
+    @property
+    def max_request_payload(self) -> int:
+        return min(self.max_request_frame - 12, 0xFFFF)
+
+    @property
+    def has_cycles(self) -> bool:
+        return bool(self.timer_flags & TIMER_CYCLES)
+
+    @property
+    def has_micros(self) -> bool:
+        return bool(self.timer_flags & TIMER_MICROS)
+
+
+@dataclass(frozen=True)
+class InvokeResult:
+    cycles: int | None
+    micros: int | None
+    output: bytes
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data = data
+        self.pos = 0
+
+    def take(self, fmt: str):
+        values = struct.unpack_from("<" + fmt, self.data, self.pos)
+        self.pos += struct.calcsize("<" + fmt)
+        return values if len(values) > 1 else values[0]
+
+    def string(self) -> str:
+        n = self.take("B")
+        value = self.data[self.pos : self.pos + n].decode("utf-8", "replace")
+        self.pos += n
+        return value
+
+    def raw(self, n: int) -> bytes:
+        value = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return value
+
+    def tensor(self) -> TensorSpec:
+        dtype, rank = self.take("BB")
+        shape = tuple(self.take(f"{rank}i")) if rank > 1 else ((self.take("i"),) if rank else ())
+        scale, zero_point, nbytes = self.take("fiI")
+        return TensorSpec(dtype, shape, float(scale), zero_point, nbytes)
+
+
+def parse_hello(payload: bytes) -> DeviceInfo:
+    r = _Reader(payload)
+    version = r.take("H")
+    board_id = r.string()
+    build_id = r.string()
+    sha_prefix = r.raw(8).hex()
+    arena_configured, arena_used, max_req, max_resp, rx_buffer, cpu_hz = r.take("6I")
+    timer_flags = r.take("B")
+    runner_status = r.take("I")
+    return DeviceInfo(
+        version, board_id, build_id, sha_prefix, arena_configured, arena_used, max_req, max_resp,
+        rx_buffer, cpu_hz, timer_flags, runner_status, r.tensor(), r.tensor(),
+    )
+
+
+def parse_invoke(payload: bytes, info: DeviceInfo) -> tuple[int | None, int | None, int, bytes]:
+    cycles, micros, total = struct.unpack_from("<QQI", payload)
+    return (
+        cycles if info.has_cycles else None,
+        micros if info.has_micros else None,
+        total,
+        payload[20:],
+    )
+
+
+def parse_error(payload: bytes) -> tuple[int, str]:
+    code, n = struct.unpack_from("<HB", payload)
+    return code, payload[3 : 3 + n].decode("utf-8", "replace")
+
+
+def load_input_payload(offset: int, chunk: bytes) -> bytes:
+    return struct.pack("<I", offset) + chunk
+
+
+def read_output_payload(offset: int, length: int) -> bytes:
+    return struct.pack("<IH", offset, length)

@@ -1,0 +1,104 @@
+"""Model cards: models/*.toml say where a model comes from and how to feed and read it."""
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import UserError
+from harness.paths import models_dir
+
+DEFAULT_MODEL = "mlperf_tiny_vww"
+OUTPUT_KINDS = ("softmax", "logits", "sigmoid")
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    pipeline: str  # "resize_whole": bilinear stretch of the whole image, no crop
+    size: tuple[int, int]  # height, width
+    color: str  # "rgb" or "grayscale"
+    interpolation: str
+    crop: str
+    scaling: str  # "raw" keeps 0..255; "unit" gives 0..1; "symmetric" gives -1..1
+    dtype: str
+
+
+@dataclass(frozen=True)
+class OutputMeaning:
+    kind: str
+    positive_index: int
+    labels: tuple[str, ...]
+    threshold: float = 0.5
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    name: str
+    title: str
+    task: str
+    licence: str
+    file_name: str
+    sha256: str | None
+    source: dict
+    mirror_path: str | None
+    preprocessing: Preprocessing
+    output: OutputMeaning
+    card_path: Path
+    notes: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def _parse(path: Path) -> ModelCard:
+    try:
+        data = tomllib.loads(path.read_text())
+        pre = data["preprocessing"]
+        out = data["output"]
+        card = ModelCard(
+            name=data["name"],
+            title=data.get("title", data["name"]),
+            task=data["task"],
+            licence=data.get("licence", "unknown"),
+            file_name=data["file"]["name"],
+            sha256=data["file"].get("sha256"),
+            source=data["source"],
+            mirror_path=data["source"].get("mirror_path"),
+            preprocessing=Preprocessing(
+                pipeline=pre["pipeline"],
+                size=(int(pre["size"][0]), int(pre["size"][1])),
+                color=pre["color"],
+                interpolation=pre.get("interpolation", "bilinear"),
+                crop=pre.get("crop", "none"),
+                scaling=pre["scaling"],
+                dtype=pre["dtype"],
+            ),
+            output=OutputMeaning(
+                kind=out["kind"],
+                positive_index=int(out["positive_index"]),
+                labels=tuple(out["labels"]),
+                threshold=float(out.get("threshold", 0.5)),
+            ),
+            card_path=path,
+            notes=data.get("notes", ""),
+        )
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
+        raise UserError(f"model card {path} is invalid ({exc}); compare it with models/{DEFAULT_MODEL}.toml") from exc
+    if card.output.kind not in OUTPUT_KINDS:
+        raise UserError(f"model card {path}: output.kind must be one of {', '.join(OUTPUT_KINDS)}")
+    return card
+
+
+def all_cards() -> dict[str, ModelCard]:
+    return {c.name: c for c in map(_parse, sorted(models_dir().glob("*.toml")))}
+
+
+def load_card(spec: str) -> ModelCard:
+    """A card by name (models/NAME.toml) or by the path of a .toml file."""
+    if spec.endswith(".toml") or "/" in spec:
+        path = Path(spec)
+        if not path.is_file():
+            raise UserError(f"model card {spec} does not exist; pass a card name or an existing .toml path")
+        return _parse(path)
+    path = models_dir() / f"{spec}.toml"
+    if path.is_file():
+        return _parse(path)
+    names = sorted(p.stem for p in models_dir().glob("*.toml"))
+    raise UserError(f"unknown model {spec!r}; valid models: {', '.join(names)} (or a path to a card .toml)")

