@@ -1,7 +1,7 @@
 """Model cards: models/*.toml say where a model comes from and how to feed and read it."""
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserError
@@ -20,6 +20,7 @@ class Preprocessing:
     crop: str
     scaling: str  # "raw" keeps 0..255; "unit" gives 0..1; "symmetric" gives -1..1
     dtype: str
+    rounding: str = "round"  # "truncate" reproduces a plain float-to-uint8 cast
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,6 @@ class ModelCard:
     output: OutputMeaning
     card_path: Path
     notes: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 def _parse(path: Path) -> ModelCard:
@@ -69,6 +69,7 @@ def _parse(path: Path) -> ModelCard:
                 crop=pre.get("crop", "none"),
                 scaling=pre["scaling"],
                 dtype=pre["dtype"],
+                rounding=pre.get("rounding", "round"),
             ),
             output=OutputMeaning(
                 kind=out["kind"],

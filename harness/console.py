@@ -1,0 +1,42 @@
+"""Terminal output: a progress bar with ETA on a terminal, plain progress lines under CI or in logs."""
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+
+def interactive() -> bool:
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def stdout_console() -> Console:
+    return Console() if sys.stdout.isatty() else Console(width=160, no_color=True)
+
+
+@contextmanager
+def progress(total: int, label: str) -> Iterator:
+    """Yields advance(): call it once per finished item."""
+    if interactive():
+        columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("eta"), TimeRemainingColumn())
+        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task(label, total=total)
+            yield lambda: bar.advance(task)
+        return
+    start = time.monotonic()
+    done = 0
+    step = max(1, total // 10)
+
+    def advance() -> None:
+        nonlocal done
+        done += 1
+        if done % step == 0 or done == total:
+            elapsed = time.monotonic() - start
+            eta = elapsed / done * (total - done)
+            print(f"{label}: {done}/{total} ({100 * done // total}%), eta {eta:.0f}s", file=sys.stderr, flush=True)
+
+    yield advance

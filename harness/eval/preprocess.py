@@ -1,0 +1,76 @@
+"""Turn an image into the exact input tensor a model card asks for."""
+
+import numpy as np
+from PIL import Image
+
+from harness.errors import UserError
+from harness.model.card import Preprocessing
+from harness.tensors import TensorSpec
+
+# tf.image.rgb_to_grayscale weights, as the Wake Vision code uses for greyscale and lighting.
+LUMA_WEIGHTS = np.array([0.2989, 0.5870, 0.1140], dtype=np.float32)
+
+
+def luma(rgb: np.ndarray) -> np.ndarray:
+    return rgb[..., :3].astype(np.float32) @ LUMA_WEIGHTS
+
+
+def _axis_weights(in_size: int, out_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """tf.image.resize(method='bilinear', antialias=False): half-pixel centres, edge clamping."""
+    scale = in_size / out_size
+    pos = (np.arange(out_size, dtype=np.float32) + 0.5) * scale - 0.5
+    floor = np.floor(pos)
+    lower = np.maximum(floor, 0).astype(np.int64)
+    upper = np.minimum(np.ceil(pos), in_size - 1).astype(np.int64)
+    return lower, upper, (pos - floor).astype(np.float32)
+
+
+def resize_bilinear(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    image = image.astype(np.float32)
+    y0, y1, fy = _axis_weights(image.shape[0], height)
+    x0, x1, fx = _axis_weights(image.shape[1], width)
+    fx = fx[None, :, None]
+    top = image[y0][:, x0] * (1 - fx) + image[y0][:, x1] * fx
+    bottom = image[y1][:, x0] * (1 - fx) + image[y1][:, x1] * fx
+    return top + (bottom - top) * fy[:, None, None]
+
+
+_SCALINGS = {
+    "raw": lambda x: x,
+    "unit": lambda x: x / 255.0,
+    "symmetric": lambda x: x / 127.5 - 1.0,
+}
+
+
+def load_rgb(path) -> np.ndarray:
+    with Image.open(path) as image:
+        return np.asarray(image.convert("RGB"))
+
+
+def real_input(rgb: np.ndarray, pre: Preprocessing) -> np.ndarray:
+    """The model's input in real units, HxWxC float32."""
+    if pre.pipeline != "resize_whole":
+        raise UserError(f"preprocessing pipeline {pre.pipeline!r} is not supported; use resize_whole")
+    if pre.scaling not in _SCALINGS:
+        raise UserError(f"preprocessing scaling {pre.scaling!r} is unknown; use one of {', '.join(_SCALINGS)}")
+    resized = resize_bilinear(rgb, *pre.size)
+    if pre.color == "grayscale":
+        resized = luma(resized)[..., None]
+    return _SCALINGS[pre.scaling](resized).astype(np.float32)
+
+
+def to_tensor(real: np.ndarray, spec: TensorSpec, rounding: str = "round") -> np.ndarray:
+    """Quantize or cast real values into the model's input tensor (with its batch dimension)."""
+    if int(np.prod(spec.shape)) != real.size:
+        raise UserError(
+            f"preprocessing gives {list(real.shape)} but the model input is {list(spec.shape)}; fix the card"
+        )
+    dtype = spec.numpy_dtype
+    if np.issubdtype(dtype, np.floating):
+        values = real
+    else:
+        values = real / spec.scale + spec.zero_point if spec.is_quantized else real
+        values = np.floor(values) if rounding == "truncate" else np.round(values)
+        info = np.iinfo(dtype)
+        values = np.clip(values, info.min, info.max)
+    return values.astype(dtype).reshape(spec.shape)

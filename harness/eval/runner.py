@@ -1,0 +1,229 @@
+"""`harness eval`: stream a subset's samples to a board, run host references, score and store it all."""
+
+import platform
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from harness import __version__
+from harness.boards import Board
+from harness.console import progress
+from harness.device.launch import connect
+from harness.errors import UserError
+from harness.eval.dataset import Dataset, Sample
+from harness.eval.metrics import score
+from harness.eval.outputs import diff_steps, diff_unit, predict
+from harness.eval.preprocess import load_rgb, real_input, to_tensor
+from harness.eval.subsets import Subset, select_samples
+from harness.link.protocol import DeviceInfo
+from harness.model.card import ModelCard
+from harness.model.references import DEFAULT_REFERENCES, load_references
+from harness.model.tflite_file import TfliteModel
+from harness.results.store import new_run_id, run_folder
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    card: ModelCard
+    model: TfliteModel
+    board: Board
+    dataset: Dataset
+    subsets: list[Subset]
+    limit: int | None
+    port: str | None
+    results_root: Path
+    reference_names: tuple[str, ...] = DEFAULT_REFERENCES
+
+
+@dataclass
+class SampleRecord:
+    sample: Sample
+    device_output: bytes
+    cycles: int | None
+    micros: int | None
+    host_outputs: dict[str, bytes]
+
+
+def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, board: Board) -> None:
+    if info.runner_status != 0:
+        raise UserError(f"the model failed to load on {board.id} (runner status {info.runner_status})")
+    if info.model_sha256_prefix != model.sha256[:16]:
+        raise UserError(
+            f"{board.id} runs model {info.model_sha256_prefix}…, not {model.sha256[:16]}… "
+            f"({model.path.name}): run `harness flash --board {board.id}` with this model first"
+        )
+    if not (info.input.same_layout(model.input) and info.output.same_layout(model.output)):
+        raise UserError(
+            f"{board.id} reports tensors {info.input.describe()} -> {info.output.describe()}, the model has "
+            f"{model.input.describe()} -> {model.output.describe()}: reflash the board"
+        )
+
+
+def _input_tensor(request: EvalRequest, sample: Sample) -> np.ndarray:
+    try:
+        rgb = load_rgb(sample.image_path)
+    except OSError as exc:
+        raise UserError(f"cannot read image {sample.image_path} ({exc}); check the dataset folder") from exc
+    pre = request.card.preprocessing
+    return to_tensor(real_input(rgb, pre), request.model.input, pre.rounding)
+
+
+def _stream(request: EvalRequest, samples: list[Sample], references) -> tuple[list[SampleRecord], DeviceInfo, dict]:
+    records = []
+    with connect(request.board, request.model.path, request.port) as client:
+        _check_device_runs_model(client.info, request.model, request.board)
+        with progress(len(samples), f"eval {request.board.id}") as advance:
+            for sample in samples:
+                tensor = _input_tensor(request, sample)
+                result = client.run(tensor.tobytes())
+                hosts = {ref.name: ref.run(tensor) for ref in references}
+                records.append(SampleRecord(sample, result.output, result.cycles, result.micros, hosts))
+                advance()
+        return records, client.info, vars(client.stats)
+
+
+def _stats(values: list[int]) -> dict | None:
+    if not values:
+        return None
+    array = np.asarray(values, dtype=np.float64)
+    return {
+        "min": float(array.min()),
+        "median": float(np.median(array)),
+        "p90": float(np.percentile(array, 90)),
+        "max": float(array.max()),
+    }
+
+
+def _summarise(request: EvalRequest, records: list[SampleRecord], info: DeviceInfo, refs) -> dict:
+    model, meaning = request.model, request.card.output
+    names = [ref.name for ref in refs.references]
+    primary = names[0] if names else None
+    device_pred = np.array([predict(r.device_output, model.output, meaning)[0] for r in records])
+    host_pred = {n: np.array([predict(r.host_outputs[n], model.output, meaning)[0] for r in records]) for n in names}
+    diffs = {
+        n: np.array([diff_steps(r.device_output, r.host_outputs[n], model.output, model.output_step) for r in records])
+        for n in names
+    }
+    subsets = {}
+    for subset in request.subsets:
+        members = np.array([subset.contains(r.sample) for r in records], dtype=bool)
+        labels = np.array([subset.label(r.sample) for r in records])[members]
+        subsets[subset.name] = {
+            "n": int(members.sum()),
+            "positive_class": "person" if subset.positive_label == 1 else "non-person",
+            "device": score(labels, device_pred[members], subset.positive_label).as_dict(),
+            "host": {n: score(labels, host_pred[n][members], subset.positive_label).as_dict() for n in names},
+            "versus": {
+                n: {
+                    "agreement": float(np.mean(device_pred[members] == host_pred[n][members])) if members.any() else None,
+                    "max_diff_steps": float(diffs[n][members].max()) if members.any() else 0.0,
+                }
+                for n in names
+            },
+        }
+    source = request.board.latency_source
+    return {
+        "model": request.card.name,
+        "board": request.board.id,
+        "dataset": request.dataset.name,
+        "samples": len(records),
+        "subsets": subsets,
+        "primary_reference": primary,
+        "bit_exact": {n: int(sum(r.device_output == r.host_outputs[n] for r in records)) for n in names},
+        "output_diff_unit": diff_unit(model.output, model.output_step),
+        "latency": {
+            "source": source,
+            "micros": _stats([r.micros for r in records if r.micros is not None]),
+            "cycles": _stats([r.cycles for r in records if r.cycles is not None]),
+            "cpu_hz": info.cpu_hz or None,
+        },
+        "arena": {"source": source, "configured": info.arena_configured, "used": info.arena_used},
+        "references": {"used": names, "refused": refs.refused},
+    }
+
+
+def _sample_columns(request: EvalRequest, records: list[SampleRecord], ref_names: list[str]) -> dict[str, list]:
+    model, meaning = request.model, request.card.output
+    columns: dict[str, list] = {
+        "sample_id": [r.sample.id for r in records],
+        "label": [r.sample.person for r in records],
+    }
+    for subset in request.subsets:
+        columns[f"in_{subset.name}"] = [subset.contains(r.sample) for r in records]
+    for flag in records[0].sample.flags if records else ():
+        columns[f"flag_{flag}"] = [r.sample.flags[flag] for r in records]
+    device = [predict(r.device_output, model.output, meaning) for r in records]
+    columns |= {
+        "device_output": [r.device_output for r in records],
+        "device_prediction": [p for p, _ in device],
+        "device_score": [s for _, s in device],
+    }
+    for name in ref_names:
+        host = [predict(r.host_outputs[name], model.output, meaning) for r in records]
+        columns[f"{name}_output"] = [r.host_outputs[name] for r in records]
+        columns[f"{name}_prediction"] = [p for p, _ in host]
+        columns[f"{name}_score"] = [s for _, s in host]
+        columns[f"{name}_max_diff_steps"] = [
+            diff_steps(r.device_output, r.host_outputs[name], model.output, model.output_step) for r in records
+        ]
+    columns["cycles"] = [r.cycles for r in records]
+    columns["microseconds"] = [r.micros for r in records]
+    columns["latency_source"] = [request.board.latency_source] * len(records)
+    return columns
+
+
+def run_eval(request: EvalRequest) -> dict:
+    samples = select_samples(request.dataset.samples, request.subsets, request.limit)
+    if not samples:
+        names = ", ".join(s.name for s in request.subsets)
+        raise UserError(f"dataset {request.dataset.name} has no samples in {names}; choose other subsets")
+    _input_tensor(request, samples[0])  # a card that does not fit the model fails before the board starts
+    refs = load_references(request.model, request.reference_names)
+    started = datetime.now(UTC)
+    records, info, link_stats = _stream(request, samples, refs.references)
+    finished = datetime.now(UTC)
+    summary = _summarise(request, records, info, refs)
+    run_id = new_run_id(request.card.name, request.board.id)
+    summary["run_id"] = run_id
+    summary["link"] = link_stats
+    manifest = {
+        "run_id": run_id,
+        "harness_version": __version__,
+        "started": started.isoformat(),
+        "finished": finished.isoformat(),
+        "model": {
+            "card": request.card.name,
+            "file": str(request.model.path),
+            "sha256": request.model.sha256,
+            "input": request.model.input.describe(),
+            "output": request.model.output.describe(),
+        },
+        "board": {"id": request.board.id, "kind": request.board.kind, "latency_source": request.board.latency_source},
+        "device": {
+            "board_id": info.board_id,
+            "firmware_build_id": info.build_id,
+            "protocol_version": info.protocol_version,
+            "model_sha256_prefix": info.model_sha256_prefix,
+            "arena_configured": info.arena_configured,
+            "arena_used": info.arena_used,
+            "cpu_hz": info.cpu_hz,
+        },
+        "dataset": {
+            "name": request.dataset.name,
+            "labels": str(request.dataset.csv_path),
+            "labels_sha256": request.dataset.csv_sha256,
+            "subsets": [s.name for s in request.subsets],
+            "limit": request.limit,
+        },
+        "references": {r.name: r.description for r in refs.references} | {"refused": refs.refused},
+        "host": {"python": sys.version.split()[0], "platform": platform.platform()},
+    }
+    with run_folder(request.results_root, run_id) as folder:
+        folder.write_table("samples.parquet", _sample_columns(request, records, summary["references"]["used"]))
+        folder.write_json("manifest.json", manifest)
+        folder.write_json("summary.json", summary)
+    summary["run_dir"] = str(request.results_root / run_id)
+    return summary

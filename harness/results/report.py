@@ -1,0 +1,50 @@
+"""The per-subset table printed at the end of a run."""
+
+from rich.table import Table
+
+from harness.console import stdout_console
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}"
+
+
+def print_summary(summary: dict) -> None:
+    references = summary["references"]["used"]
+    primary = summary["primary_reference"]
+    table = Table(title=f"{summary['model']} on {summary['board']} — {summary['dataset']}", title_justify="left")
+    table.add_column("subset")
+    table.add_column("n", justify="right")
+    table.add_column("device acc %", justify="right")
+    table.add_column("device F1 %", justify="right")
+    for name in references:
+        table.add_column(f"{name} acc %", justify="right")
+        table.add_column(f"{name} F1 %", justify="right")
+    if primary:
+        table.add_column(f"agree {primary} %", justify="right")
+        table.add_column("max Δ steps", justify="right")
+    for subset, entry in summary["subsets"].items():
+        row = [subset, str(entry["n"]), _pct(entry["device"]["accuracy"]), _pct(entry["device"]["f1"])]
+        for name in references:
+            row += [_pct(entry["host"][name]["accuracy"]), _pct(entry["host"][name]["f1"])]
+        if primary:
+            versus = entry["versus"][primary]
+            row += [_pct(versus["agreement"]), f"{versus['max_diff_steps']:g}"]
+        table.add_row(*row)
+    console = stdout_console()
+    console.print(table)
+    latency = summary["latency"]
+    if latency["micros"]:
+        m = latency["micros"]
+        console.print(
+            f"latency ({latency['source']}): median {m['median'] / 1000:.2f} ms, "
+            f"min {m['min'] / 1000:.2f} ms, max {m['max'] / 1000:.2f} ms per inference"
+        )
+    arena = summary["arena"]
+    console.print(f"arena ({arena['source']}): {arena['used']} of {arena['configured']} bytes used")
+    if primary:
+        exact = summary["bit_exact"][primary]
+        console.print(f"device output bytes equal {primary} host bytes for {exact} of {summary['samples']} samples")
+    for name, why in summary["references"]["refused"].items():
+        console.print(f"host reference {name} refused the model: {why}")
+    console.print(f"results: {summary['run_dir']}")
