@@ -21,7 +21,6 @@ def find_port(board: Board) -> str:
         return ports[0]
     if not ports:
         raise UserError(
-            f"no {board.id} found on USB (looked for {', '.join(board.usb_ids) or 'no IDs'}); "
-            "connect it or pass --port"
+            f"no {board.id} found on USB (looked for {', '.join(board.usb_ids) or 'no IDs'}); connect it or pass --port"
         )
     raise UserError(f"several {board.id} boards found ({', '.join(ports)}); choose one with --port")

@@ -42,14 +42,23 @@ def sim_board_process(board: Board, model_path: Path) -> Iterator[str]:
     """Run the virtual board for the duration of the block; yields its pseudo-terminal path."""
     fw = board.firmware
     command = [
-        sys.executable, "-m", "harness.device.sim_board",
-        "--model", str(model_path),
-        "--arena", str(fw.get("arena_bytes", 8 << 20)),
-        "--board-id", board.id,
-        "--build-id", sim_build_id(),
-        "--rx-frame", str(fw.get("rx_frame_bytes", 4108)),
-        "--tx-frame", str(fw.get("tx_frame_bytes", 4108)),
-        "--rx-buffer", str(fw.get("rx_buffer_bytes", 4096)),
+        sys.executable,
+        "-m",
+        "harness.device.sim_board",
+        "--model",
+        str(model_path),
+        "--arena",
+        str(fw.get("arena_bytes", 8 << 20)),
+        "--board-id",
+        board.id,
+        "--build-id",
+        sim_build_id(),
+        "--rx-frame",
+        str(fw.get("rx_frame_bytes", 4108)),
+        "--tx-frame",
+        str(fw.get("tx_frame_bytes", 4108)),
+        "--rx-buffer",
+        str(fw.get("rx_buffer_bytes", 4096)),
     ]
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
@@ -73,9 +82,8 @@ def sim_board_process(board: Board, model_path: Path) -> Iterator[str]:
 def connect(board: Board, model_path: Path, port: str | None = None) -> Iterator[DeviceClient]:
     """A client that has said HELLO to the board: the virtual board is started, a real one found."""
     if board.kind == "virtual":
-        with sim_board_process(board, model_path) as pty_path:
-            with _client(pty_path, board) as client:
-                yield client
+        with sim_board_process(board, model_path) as pty_path, _client(pty_path, board) as client:
+            yield client
         return
     if board.kind == "device":
         with _client(port or find_port(board), board) as client:

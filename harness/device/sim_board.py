@@ -5,6 +5,7 @@ protocol v1 until it is terminated or its parent exits.
 """
 
 import argparse
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -80,34 +81,73 @@ class TflmRunner:
             return 1
 
 
+class SimBoard:
+    """The device core on a fresh pseudo-terminal, driving `runner` (needs model_info, status, invoke)."""
+
+    def __init__(self, runner, *, board_id: str, build_id: str, rx_frame: int, tx_frame: int, rx_buffer: int):
+        self._lib = device_core()
+        self._runner = runner
+        self._master, self._slave = os.openpty()
+        tty.setraw(self._slave)  # no echo and no line discipline before the host configures the port
+        os.set_blocking(self._master, False)
+        self._invoke = SIM_INVOKE(runner.invoke)  # must outlive the board
+        self._ids = (board_id.encode(), build_id.encode())
+        self._board = self._lib.sim_board_create(
+            self._master,
+            *self._ids,
+            ctypes.byref(runner.model_info),
+            runner.status,
+            rx_frame,
+            tx_frame,
+            rx_buffer,
+            self._invoke,
+            None,
+        )
+        if not self._board:
+            self.close()
+            raise RuntimeError("could not create the device core (frame buffers too small?)")
+        runner.input_ptr = self._lib.sim_board_input(self._board)
+        runner.output_ptr = self._lib.sim_board_output(self._board)
+
+    @property
+    def pty_path(self) -> str:
+        return os.ttyname(self._slave)
+
+    def poll(self, timeout_ms: int = 100) -> int:
+        return self._lib.sim_board_poll(self._board, timeout_ms)
+
+    def close(self) -> None:
+        if getattr(self, "_board", None):
+            self._lib.sim_board_destroy(self._board)
+            self._board = None
+        for fd in (self._master, self._slave):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __enter__(self) -> "SimBoard":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def serve(args: argparse.Namespace) -> None:
-    lib = device_core()
     with open(args.model, "rb") as f:
         runner = TflmRunner(f.read(), args.arena)
-    master, slave = os.openpty()
-    tty.setraw(slave)  # no echo and no line discipline before the host configures the port
-    os.set_blocking(master, False)
-    invoke_callback = SIM_INVOKE(runner.invoke)  # kept referenced for the board's lifetime
-    board_id, build_id = args.board_id.encode(), args.build_id.encode()
-    board = lib.sim_board_create(
-        master, board_id, build_id, ctypes.byref(runner.model_info), runner.status,
-        args.rx_frame, args.tx_frame, args.rx_buffer, invoke_callback, None,
+    board = SimBoard(
+        runner,
+        board_id=args.board_id,
+        build_id=args.build_id,
+        rx_frame=args.rx_frame,
+        tx_frame=args.tx_frame,
+        rx_buffer=args.rx_buffer,
     )
-    if not board:
-        sys.exit("sim board: could not create the device core (buffers too small?)")
-    runner.input_ptr = lib.sim_board_input(board)
-    runner.output_ptr = lib.sim_board_output(board)
-
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-    print(f"pty {os.ttyname(slave)}", flush=True)
-    try:
-        while not stopping and lib.sim_board_poll(board, 100) >= 0:
+    print(f"pty {board.pty_path}", flush=True)
+    with board:
+        while not stopping and board.poll(100) >= 0:
             pass
-    finally:
-        lib.sim_board_destroy(board)
-        os.close(master)
-        os.close(slave)
 
 
 def main(argv: list[str] | None = None) -> None:

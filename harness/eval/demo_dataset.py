@@ -22,9 +22,25 @@ from harness.eval.preprocess import luma
 RECIPE_VERSION = "demo-v1"
 CANVAS = 224
 COLUMNS = (
-    "filename", "person", "depiction", "body_part", "predominantly_female", "predominantly_male",
-    "gender_unknown", "young", "middle_age", "older", "age_unknown", "near", "medium_distance", "far",
-    "dark", "normal_lighting", "bright", "person_depiction", "non-person_depiction",
+    "filename",
+    "person",
+    "depiction",
+    "body_part",
+    "predominantly_female",
+    "predominantly_male",
+    "gender_unknown",
+    "young",
+    "middle_age",
+    "older",
+    "age_unknown",
+    "near",
+    "medium_distance",
+    "far",
+    "dark",
+    "normal_lighting",
+    "bright",
+    "person_depiction",
+    "non-person_depiction",
     "non-person_non-depiction",
 )
 # Wake Vision's thresholds: bbox area fraction for distance, mean grey level for lighting.
@@ -69,8 +85,20 @@ def _person_sources() -> list[PersonSource]:
 
 def _backgrounds() -> list[tuple[str, np.ndarray]]:
     names = (
-        "coffee", "chelsea", "rocket", "hubble_deep_field", "grass", "brick", "gravel",
-        "immunohistochemistry", "retina", "moon", "coins", "cell", "page", "text",
+        "coffee",
+        "chelsea",
+        "rocket",
+        "hubble_deep_field",
+        "grass",
+        "brick",
+        "gravel",
+        "immunohistochemistry",
+        "retina",
+        "moon",
+        "coins",
+        "cell",
+        "page",
+        "text",
     )
     return [(name, _rgb(getattr(skimage.data, name)())) for name in names]
 
@@ -138,9 +166,14 @@ def _compose(rng: np.random.Generator) -> list[tuple[Image.Image, dict]]:
             canvas = _crop_square(backgrounds[int(rng.integers(len(backgrounds)))][1], rng)
             area = _paste_at_fraction(canvas, source.image, rng.uniform(low, high), rng)
             flags = {
-                "person": 1, "body_part": int(source.body_part), source.gender: 1, age: 1,
-                "near": int(area >= 0.6), "medium_distance": int(0.1 <= area < 0.6),
-                "far": int(0.005 <= area < 0.1), "source": source.name,
+                "person": 1,
+                "body_part": int(source.body_part),
+                source.gender: 1,
+                age: 1,
+                "near": int(area >= 0.6),
+                "medium_distance": int(0.1 <= area < 0.6),
+                "far": int(0.005 <= area < 0.1),
+                "source": source.name,
             }
             items.append((canvas, flags))
     for index in range(PLAIN_NON_PERSON):
@@ -151,7 +184,9 @@ def _compose(rng: np.random.Generator) -> list[tuple[Image.Image, dict]]:
         wall = _crop_square(backgrounds[5][1], rng)  # brick
         subject = people[index % len(people)]
         _paste_at_fraction(wall, np.asarray(_drawing(subject.image)), rng.uniform(0.2, 0.5), rng)
-        items.append((wall, {"person": 0, "depiction": 1, "person_depiction": 1, "source": f"drawing of {subject.name}"}))
+        items.append(
+            (wall, {"person": 0, "depiction": 1, "person_depiction": 1, "source": f"drawing of {subject.name}"})
+        )
         wall = _crop_square(backgrounds[5][1], rng)
         name, image = objects[index % len(objects)]
         _paste_at_fraction(wall, np.asarray(_drawing(image)), rng.uniform(0.2, 0.5), rng)
@@ -167,7 +202,7 @@ def build_demo_dataset(target: Path, seed: int = 20240501) -> Path:
     (partial / "images").mkdir(parents=True)
     rows, sources = [], []
     for index, (canvas, flags) in enumerate(_compose(rng)):
-        lighting_name, level = LIGHTING_TARGETS[index % len(LIGHTING_TARGETS)]
+        _lighting_name, level = LIGHTING_TARGETS[index % len(LIGHTING_TARGETS)]
         image, mean_grey = _set_lighting(canvas, level)
         filename = f"demo_{index:04d}.png"
         image.save(partial / "images" / filename)

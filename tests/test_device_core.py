@@ -1,0 +1,138 @@
+"""The C device core (firmware/core) behind a real pseudo-terminal, driven by the host client."""
+
+import time
+
+import pytest
+
+from harness.link.client import DeviceError
+from harness.link.framing import FrameDecoder, Received, encode_frame
+from harness.link.protocol import ErrorCode, Msg, load_input_payload, parse_error
+from tests.fake_runner import ChecksumRunner, core_on_pty, expected_output
+
+
+def _raw_exchange(port, frame: bytes, wait: float = 0.5) -> list:
+    port.write(frame)
+    decoder, events, deadline = FrameDecoder(), [], time.monotonic() + wait
+    while time.monotonic() < deadline:
+        events += decoder.feed(port.read(512))
+        if events:
+            time.sleep(0.05)
+            events += decoder.feed(port.read(port.in_waiting or 1))
+            return events
+    return events
+
+
+def test_hello_describes_the_device():
+    with core_on_pty(ChecksumRunner(300, 2)) as (_, client):
+        info = client.hello()
+    assert (info.protocol_version, info.board_id, info.build_id) == (1, "test-board", "test-build")
+    assert info.model_sha256_prefix == "0001020304050607"
+    assert (info.arena_configured, info.arena_used) == (1000, 600)
+    assert (info.max_request_frame, info.max_response_frame, info.rx_buffer_bytes) == (524, 524, 4096)
+    assert info.input.shape == (1, 300) and info.input.bytes == 300 and info.input.dtype_name == "uint8"
+    assert info.output.shape == (1, 2)
+    assert info.has_micros and not info.has_cycles and info.runner_status == 0
+
+
+def test_chunked_input_and_invoke():
+    data = bytes(range(256)) * 4  # 1024 bytes: two LOAD_INPUT chunks of a 524-byte frame
+    runner = ChecksumRunner(len(data), 4)
+    with core_on_pty(runner) as (_, client):
+        result = client.run(data)
+        assert client.stats.frames_sent == 1 + 3 + 1  # HELLO, three chunks, INVOKE
+    assert result.output == expected_output(data, 4)
+    assert result.micros is not None and result.cycles is None
+
+
+def test_output_larger_than_a_response_frame_is_read_in_pieces():
+    data = bytes(range(50))
+    with core_on_pty(ChecksumRunner(50, 300), tx_frame=76) as (_, client):
+        result = client.run(data)
+    assert result.output == expected_output(data, 300)
+
+
+def test_invoke_needs_the_whole_input_again_after_each_invoke():
+    with core_on_pty(ChecksumRunner(10, 2)) as (_, client):
+        with pytest.raises(DeviceError) as first:
+            client.invoke()
+        client.run(bytes(10))
+        with pytest.raises(DeviceError) as second:
+            client.invoke()
+    assert first.value.code == second.value.code == ErrorCode.INPUT_INCOMPLETE
+
+
+def test_input_chunk_with_a_gap_is_refused():
+    with core_on_pty(ChecksumRunner(100, 2)) as (_, client):
+        client.hello()
+        with pytest.raises(DeviceError) as error:
+            client.request(Msg.LOAD_INPUT, load_input_payload(10, b"abc"))
+    assert error.value.code == ErrorCode.BAD_OFFSET
+
+
+def test_model_that_failed_to_load_is_reported():
+    with core_on_pty(ChecksumRunner(10, 2, status=5)) as (_, client):
+        assert client.hello().runner_status == 5
+        with pytest.raises(DeviceError) as error:
+            client.load_input(bytes(10))
+    assert error.value.code == ErrorCode.MODEL_NOT_READY
+
+
+def test_corrupt_request_gets_bad_crc_and_the_next_frame_is_served():
+    with core_on_pty(ChecksumRunner(10, 2)) as (port, _):
+        frame = bytearray(encode_frame(Msg.HELLO, 41))
+        frame[-1] ^= 0xFF
+        events = _raw_exchange(port, bytes(frame))
+        assert events[0].type == Msg.ERROR and parse_error(events[0].payload)[0] == ErrorCode.BAD_CRC
+        assert _raw_exchange(port, encode_frame(Msg.HELLO, 42))[0].type == Msg.HELLO | 0x80
+
+
+def test_exact_retransmission_is_answered_from_cache_without_running_twice():
+    runner = ChecksumRunner(4, 2)
+    with core_on_pty(runner) as (port, _):
+        _raw_exchange(port, encode_frame(Msg.LOAD_INPUT, 7, load_input_payload(0, b"\x01\x02\x03\x04")))
+        invoke = encode_frame(Msg.INVOKE, 8)
+        first = _raw_exchange(port, invoke)
+        again = _raw_exchange(port, invoke)
+    assert runner.invokes == 1
+    assert first[0].payload[16:] == again[0].payload[16:]  # same output; timing fields identical too
+    assert first == again
+
+
+def test_noise_and_a_stalled_partial_frame_do_not_wedge_the_device():
+    with core_on_pty(ChecksumRunner(10, 2)) as (port, client):
+        port.write(b"\x00\xa5 boot noise \xa5\x5a\x01")  # ends inside a frame header
+        time.sleep(0.4)  # longer than the device's idle reset
+        assert client.hello().board_id == "test-board"
+
+
+def test_oversized_frame_is_refused_with_frame_too_long():
+    with core_on_pty(ChecksumRunner(10, 2), rx_frame=64) as (port, _):
+        events = _raw_exchange(port, encode_frame(Msg.LOAD_INPUT, 3, bytes(200)))
+    assert isinstance(events[0], Received) and events[0].type == Msg.ERROR
+    assert parse_error(events[0].payload)[0] == ErrorCode.FRAME_TOO_LONG
+
+
+class _CorruptingPort:
+    """Wraps a port and damages selected outgoing frames, as a noisy line would."""
+
+    def __init__(self, port, damage_writes: set[int]):
+        self._port, self._damage, self._writes = port, damage_writes, 0
+
+    def write(self, data: bytes) -> int:
+        self._writes += 1
+        if self._writes in self._damage:
+            data = bytearray(data)
+            data[len(data) // 2] ^= 0x40
+        return self._port.write(bytes(data))
+
+    def __getattr__(self, name):
+        return getattr(self._port, name)
+
+
+def test_client_recovers_from_corrupted_requests():
+    data = bytes(range(200))
+    with core_on_pty(ChecksumRunner(200, 3)) as (port, client):
+        client.port = _CorruptingPort(port, damage_writes={2, 4, 5})
+        result = client.run(data)
+    assert result.output == expected_output(data, 3)
+    assert client.stats.resends == 3

@@ -1,0 +1,58 @@
+"""`harness eval` end to end on the virtual board, through the real command line."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+
+
+def _harness(*args, cwd):
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True, env=os.environ.copy()
+    )
+
+
+def _only_run(results):
+    runs = [p for p in results.iterdir()]
+    assert len(runs) == 1 and not runs[0].name.startswith(".")
+    return runs[0]
+
+
+def test_small_model_on_two_subsets_with_limit(tmp_path, small_model):
+    done = _harness(
+        "eval", "--model", "wv_quality_k_2_c_3", "--subset", "distance_far,lighting_dark", "--limit", "10",
+        "--results", str(tmp_path), cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    run = _only_run(tmp_path)
+    table = pq.read_table(run / "samples.parquet").to_pylist()
+    assert len(table) == 10
+    assert all(row["device_output"] == row["tflm_output"] for row in table)
+    assert all(row["in_distance_far"] or row["in_lighting_dark"] for row in table)
+    assert all(row["latency_source"] == "sim" and row["microseconds"] > 0 for row in table)
+    summary = json.loads((run / "summary.json").read_text())
+    assert set(summary["subsets"]) == {"distance_far", "lighting_dark"}
+    assert summary["subsets"]["distance_far"]["n"] + summary["subsets"]["lighting_dark"]["n"] >= 10
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["model"]["sha256"] == "c15b8f2be126af10e0d9a61036d363421021237a73aaf4efb7f65e72f79aebfc"
+    assert manifest["device"]["firmware_build_id"].startswith("sim-")
+    assert "distance_far" in done.stdout and "lighting_dark" in done.stdout
+
+
+@pytest.mark.slow
+def test_readme_main_job_default_model_distance_far(tmp_path, vww_model):
+    done = _harness("eval", "--board", "sim", "--subset", "distance_far", "--results", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    run = _only_run(tmp_path)
+    rows = pq.read_table(run / "samples.parquet").to_pylist()
+    assert len(rows) >= 20 and all(row["in_distance_far"] for row in rows)
+    assert all(row["device_output"] == row["tflm_output"] for row in rows)
+    summary = json.loads((run / "summary.json").read_text())
+    far = summary["subsets"]["distance_far"]
+    assert far["n"] == len(rows)
+    assert far["versus"]["tflm"] == {"agreement": 1.0, "max_diff_steps": 0.0}
+    assert summary["bit_exact"]["tflm"] == len(rows)
+    assert "distance_far" in done.stdout and "device acc" in done.stdout

@@ -1,0 +1,68 @@
+"""The virtual board process: the C core on a pseudo-terminal running the TFLM host interpreter."""
+
+import dataclasses
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.boards import get_board
+from harness.device.launch import connect, sim_board_process
+from harness.errors import LinkError
+from harness.link.client import DeviceError
+from harness.link.protocol import ErrorCode, Msg, load_input_payload
+from harness.model.references import TflmReference
+from harness.model.tflite_file import read_tflite
+
+
+def _children() -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        found |= {int(pid) for pid in (task / "children").read_text().split()}
+    return found
+
+
+def test_virtual_board_runs_the_model_like_the_host_interpreter(small_model):
+    model = read_tflite(small_model)
+    reference = TflmReference(model)
+    rng = np.random.default_rng(3)
+    with connect(get_board("sim"), small_model) as client:
+        info = client.info
+        assert info.board_id == "sim" and info.build_id.startswith("sim-")
+        assert info.model_sha256_prefix == model.sha256[:16]
+        assert info.input.same_layout(model.input) and info.output.same_layout(model.output)
+        assert 0 < info.arena_used < info.arena_configured
+        for _ in range(5):
+            tensor = rng.integers(0, 256, model.input.shape, dtype=np.uint8)
+            result = client.run(tensor.tobytes())
+            assert result.output == reference.run(tensor)
+            assert result.micros is not None and result.micros > 0
+
+
+def test_virtual_board_is_gone_when_the_block_ends(small_model):
+    before = _children()
+    with sim_board_process(get_board("sim"), small_model) as pty_path:
+        assert Path(pty_path).exists()
+        assert _children() - before
+    assert not (_children() - before)
+
+
+def _sim_with_arena(arena_bytes: int):
+    sim = get_board("sim")
+    return dataclasses.replace(sim, firmware=sim.firmware | {"arena_bytes": arena_bytes})
+
+
+def test_an_arena_too_small_for_the_model_is_reported_in_hello(small_model):
+    with connect(_sim_with_arena(15000), small_model) as client:
+        assert client.info.runner_status != 0
+        with pytest.raises(DeviceError) as error:
+            client.request(Msg.LOAD_INPUT, load_input_payload(0, b"x"))
+    assert error.value.code == ErrorCode.MODEL_NOT_READY
+
+
+def test_a_board_that_dies_while_starting_is_a_clear_link_error(small_model):
+    # TFLM's host interpreter crashes outright on a tiny arena: the process is gone, not hung.
+    with pytest.raises(LinkError, match="the virtual board did not start"):
+        with connect(_sim_with_arena(100), small_model):
+            pass
