@@ -10,6 +10,20 @@ SHARED = Path(os.environ.get("HARNESS_SHARED_DIR", REPO.parent / "shared"))
 FIXTURE_MODELS = SHARED / "fixtures" / "models"
 
 
+def pytest_sessionstart(session):
+    """C changes need a rebuild of the device core; testing a stale library would prove nothing."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("harness._devicecore")
+    if spec is None:
+        pytest.exit("the device core is not built: run `pip install -e .`", returncode=2)
+    built = Path(spec.origin).stat().st_mtime
+    sources = [*REPO.glob("firmware/core/*.[ch]"), *REPO.glob("firmware/sim/*.c")]
+    stale = [p.name for p in sources if p.stat().st_mtime > built]
+    if stale:
+        pytest.exit(f"the device core is older than {', '.join(stale)}: run `pip install -e .`", returncode=2)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_cache(tmp_path_factory):
     """Tests never touch the user's cache; the demo set and downloads land in one session folder."""

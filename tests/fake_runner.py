@@ -43,8 +43,9 @@ class ChecksumRunner:
 @contextmanager
 def core_on_pty(runner, rx_frame=524, tx_frame=524, timeout=0.5):
     """The C device core serving `runner` on a pseudo-terminal; yields (pyserial port, client)."""
-    with SimBoard(runner, board_id="test-board", build_id="test-build", rx_frame=rx_frame,
-                  tx_frame=tx_frame, rx_buffer=4096) as board:
+    with SimBoard(
+        runner, board_id="test-board", build_id="test-build", rx_frame=rx_frame, tx_frame=tx_frame, rx_buffer=4096
+    ) as board:
         stop = threading.Event()
 
         def serve():

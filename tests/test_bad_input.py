@@ -10,7 +10,10 @@ import pytest
 def _eval(tmp_path, *args):
     done = subprocess.run(
         [sys.executable, "-m", "harness", "eval", "--results", str(tmp_path / "results"), *args],
-        cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
     )
     return done
 

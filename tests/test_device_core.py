@@ -46,7 +46,7 @@ def test_chunked_input_and_invoke():
 
 def test_output_larger_than_a_response_frame_is_read_in_pieces():
     data = bytes(range(50))
-    with core_on_pty(ChecksumRunner(50, 300), tx_frame=76) as (_, client):
+    with core_on_pty(ChecksumRunner(50, 300), tx_frame=200) as (_, client):
         result = client.run(data)
     assert result.output == expected_output(data, 300)
 

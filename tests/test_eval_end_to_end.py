@@ -23,8 +23,16 @@ def _only_run(results):
 
 def test_small_model_on_two_subsets_with_limit(tmp_path, small_model):
     done = _harness(
-        "eval", "--model", "wv_quality_k_2_c_3", "--subset", "distance_far,lighting_dark", "--limit", "10",
-        "--results", str(tmp_path), cwd=tmp_path,
+        "eval",
+        "--model",
+        "wv_quality_k_2_c_3",
+        "--subset",
+        "distance_far,lighting_dark",
+        "--limit",
+        "10",
+        "--results",
+        str(tmp_path),
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     run = _only_run(tmp_path)

@@ -41,9 +41,9 @@ static void send_error(hp_device *dev, uint16_t seq, uint16_t code, const char *
   send_response(dev, HP_MSG_ERROR, seq, 3 + (uint32_t)len);
 }
 
-static uint8_t *put_string(uint8_t *p, const char *s) {
+static uint8_t *put_id(uint8_t *p, const char *s) {
   size_t len = s ? strlen(s) : 0;
-  if (len > 255) len = 255;
+  if (len > HP_MAX_ID_CHARS) len = HP_MAX_ID_CHARS;
   p = hp_put_u8(p, (uint8_t)len);
   memcpy(p, s, len);
   return p + len;
@@ -62,8 +62,8 @@ static void handle_hello(hp_device *dev, const hp_frame *req) {
   const hp_hal *hal = dev->cfg.hal;
   uint8_t *start = response_payload(dev);
   uint8_t *p = hp_put_u16(start, HP_PROTOCOL_VERSION);
-  p = put_string(p, dev->cfg.board_id);
-  p = put_string(p, dev->cfg.build_id);
+  p = put_id(p, dev->cfg.board_id);
+  p = put_id(p, dev->cfg.build_id);
   memcpy(p, dev->model.model_sha256_prefix, sizeof dev->model.model_sha256_prefix);
   p += sizeof dev->model.model_sha256_prefix;
   p = hp_put_u32(p, dev->model.arena_configured);
@@ -185,11 +185,13 @@ static void dispatch(hp_device *dev, const hp_frame *req) {
   dev->last_crc = req->crc;
 }
 
-void hp_device_init(hp_device *dev, const hp_device_config *cfg) {
+int32_t hp_device_init(hp_device *dev, const hp_device_config *cfg) {
   memset(dev, 0, sizeof *dev);
+  if (cfg->rx_cap < HP_MIN_RX_FRAME || cfg->tx_cap < HP_MIN_TX_FRAME) return -1;
   dev->cfg = *cfg;
   hp_decoder_init(&dev->decoder, cfg->rx_buf, cfg->rx_cap);
   dev->runner_status = cfg->runner->setup(cfg->runner->ctx, &dev->model);
+  return 0;
 }
 
 static void drop_stale_partial_frame(hp_device *dev, int32_t got) {

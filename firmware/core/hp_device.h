@@ -17,6 +17,11 @@ extern "C" {
 
 #define HP_PROTOCOL_VERSION 1u
 #define HP_MAX_DIMS 6
+#define HP_MAX_ID_CHARS 32u /* board and build ids are cut to this length in HELLO */
+/* The largest HELLO payload: version, two ids, sha prefix, six u32, flags, status, two tensors. */
+#define HP_HELLO_MAX_BYTES (2u + 2u * (1u + HP_MAX_ID_CHARS) + 8u + 24u + 1u + 4u + 2u * (2u + 4u * HP_MAX_DIMS + 12u))
+#define HP_MIN_RX_FRAME (HP_FRAME_OVERHEAD + 16u)
+#define HP_MIN_TX_FRAME (HP_FRAME_OVERHEAD + HP_HELLO_MAX_BYTES)
 
 enum hp_message_type {
   HP_MSG_HELLO = 0x01,
@@ -106,8 +111,9 @@ typedef struct {
   uint32_t last_tx_len;
 } hp_device;
 
-/* Calls runner->setup once; a failed setup is reported in HELLO and on every request. */
-void hp_device_init(hp_device *dev, const hp_device_config *cfg);
+/* Calls runner->setup once; a failed setup is reported in HELLO and on every request.
+ * Returns -1 (and leaves the device unusable) if rx_cap < HP_MIN_RX_FRAME or tx_cap < HP_MIN_TX_FRAME. */
+int32_t hp_device_init(hp_device *dev, const hp_device_config *cfg);
 
 /* Read what arrives within timeout_ms and answer every complete request.
  * Returns 0, or < 0 once the link is gone. */

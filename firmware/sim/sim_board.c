@@ -101,8 +101,7 @@ sim_board *sim_board_create(int fd, const char *board_id, const char *build_id,
   board->output = calloc(1, info->output.bytes ? info->output.bytes : 1);
   board->rx_buf = malloc(rx_cap);
   board->tx_buf = malloc(tx_cap);
-  if (!board->input || !board->output || !board->rx_buf || !board->tx_buf ||
-      rx_cap < HP_FRAME_OVERHEAD + 16 || tx_cap < HP_FRAME_OVERHEAD + 64) {
+  if (!board->input || !board->output || !board->rx_buf || !board->tx_buf) {
     sim_board_destroy(board);
     return NULL;
   }
@@ -111,7 +110,10 @@ sim_board *sim_board_create(int fd, const char *board_id, const char *build_id,
                               callback_output};
   hp_device_config cfg = {&board->hal, &board->runner, board_id, build_id,
                           board->rx_buf, rx_cap, board->tx_buf, tx_cap};
-  hp_device_init(&board->device, &cfg);
+  if (hp_device_init(&board->device, &cfg) != 0) {
+    sim_board_destroy(board);
+    return NULL;
+  }
   return board;
 }
 

