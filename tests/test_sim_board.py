@@ -63,6 +63,5 @@ def test_an_arena_too_small_for_the_model_is_reported_in_hello(small_model):
 
 def test_a_board_that_dies_while_starting_is_a_clear_link_error(small_model):
     # TFLM's host interpreter crashes outright on a tiny arena: the process is gone, not hung.
-    with pytest.raises(LinkError, match="the virtual board did not start"):
-        with connect(_sim_with_arena(100), small_model):
-            pass
+    with pytest.raises(LinkError, match="the virtual board did not start"), connect(_sim_with_arena(100), small_model):
+        pass
