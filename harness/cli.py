@@ -49,12 +49,13 @@ def _cmd_eval(args) -> int:
     board = get_board(args.board)
     subsets = parse_subsets(args.subset)
     card = load_card(args.model)
+    dataset = load_dataset(args.dataset)  # before the model: a typo should not cost a download
     model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
     request = EvalRequest(
         card=card,
         model=model,
         board=board,
-        dataset=load_dataset(args.dataset),
+        dataset=dataset,
         subsets=subsets,
         limit=args.limit,
         port=args.port,
