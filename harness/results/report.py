@@ -13,20 +13,16 @@ def print_summary(summary: dict) -> None:
     references = summary["references"]["used"]
     primary = summary["primary_reference"]
     table = Table(title=f"{summary['model']} on {summary['board']} — {summary['dataset']}", title_justify="left")
-    table.add_column("subset")
-    table.add_column("n", justify="right")
-    table.add_column("device acc %", justify="right")
-    table.add_column("device F1 %", justify="right")
-    for name in references:
-        table.add_column(f"{name} acc %", justify="right")
-        table.add_column(f"{name} F1 %", justify="right")
+    table.add_column("subset", overflow="fold")
+    table.add_column("n", justify="right", no_wrap=True)
+    for name in ("device", *references):
+        table.add_column(f"{name}\nacc / F1 %", justify="right", no_wrap=True)
     if primary:
-        table.add_column(f"agree {primary} %", justify="right")
-        table.add_column("max Δ steps", justify="right")
+        table.add_column(f"agree\n{primary} %", justify="right", no_wrap=True)
+        table.add_column("max Δ\nsteps", justify="right", no_wrap=True)
     for subset, entry in summary["subsets"].items():
-        row = [subset, str(entry["n"]), _pct(entry["device"]["accuracy"]), _pct(entry["device"]["f1"])]
-        for name in references:
-            row += [_pct(entry["host"][name]["accuracy"]), _pct(entry["host"][name]["f1"])]
+        scores = [entry["device"], *(entry["host"][name] for name in references)]
+        row = [subset, str(entry["n"]), *(f"{_pct(s['accuracy'])} / {_pct(s['f1'])}" for s in scores)]
         if primary:
             versus = entry["versus"][primary]
             row += [_pct(versus["agreement"]), f"{versus['max_diff_steps']:g}"]
