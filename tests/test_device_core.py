@@ -6,7 +6,7 @@ import pytest
 
 from harness.link.client import DeviceError
 from harness.link.framing import FrameDecoder, Received, encode_frame
-from harness.link.protocol import ErrorCode, Msg, load_input_payload, parse_error
+from harness.link.protocol import ErrorCode, Msg, TickKind, load_input_payload, parse_error
 from tests.fake_runner import ChecksumRunner, core_on_pty, expected_output
 
 
@@ -31,7 +31,7 @@ def test_hello_describes_the_device():
     assert (info.max_request_frame, info.max_response_frame, info.rx_buffer_bytes) == (524, 524, 4096)
     assert info.input.shape == (1, 300) and info.input.bytes == 300 and info.input.dtype_name == "uint8"
     assert info.output.shape == (1, 2)
-    assert info.has_micros and not info.has_cycles and info.runner_status == 0
+    assert info.tick_kind == TickKind.WALL_CLOCK and info.tick_hz == 10**9 and info.runner_status == 0
 
 
 def test_chunked_input_and_invoke():
@@ -41,7 +41,7 @@ def test_chunked_input_and_invoke():
         result = client.run(data)
         assert client.stats.frames_sent == 1 + 3 + 1  # HELLO, three chunks, INVOKE
     assert result.output == expected_output(data, 4)
-    assert result.micros is not None and result.cycles is None
+    assert result.timing.micros > 0 and result.timing.cycles is None
 
 
 def test_output_larger_than_a_response_frame_is_read_in_pieces():
@@ -94,7 +94,7 @@ def test_exact_retransmission_is_answered_from_cache_without_running_twice():
         first = _raw_exchange(port, invoke)
         again = _raw_exchange(port, invoke)
     assert runner.invokes == 1
-    assert first[0].payload[16:] == again[0].payload[16:]  # same output; timing fields identical too
+    assert first[0].payload[8:] == again[0].payload[8:]  # same output; the timing field is identical too
     assert first == again
 
 
@@ -136,3 +136,19 @@ def test_client_recovers_from_corrupted_requests():
         result = client.run(data)
     assert result.output == expected_output(data, 3)
     assert client.stats.resends == 3
+
+
+def test_link_test_echoes_and_perf_times_a_fixed_workload():
+    with core_on_pty(ChecksumRunner(10, 2), tx_frame=300) as (_, client):
+        payload = bytes(range(256))
+        assert client.echo(payload) == payload
+        with pytest.raises(DeviceError) as error:
+            client.echo(bytes(400))  # fits a request frame, not a 300-byte response frame
+        with pytest.raises(DeviceError) as too_long:
+            client.echo(bytes(600))  # larger than the 524-byte receive buffer
+        first, checksum = client.perf(100)
+        second, again = client.perf(100)
+    assert error.value.code == ErrorCode.BAD_PAYLOAD
+    assert too_long.value.code == ErrorCode.FRAME_TOO_LONG
+    assert checksum == again != 0
+    assert first.seconds > 0 and second.seconds > 0 and first.cycles is None

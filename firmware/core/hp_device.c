@@ -3,9 +3,10 @@
 #include <string.h>
 
 #include "hp_bytes.h"
+#include "hp_crc32.h"
 
-/* A partial frame older than this is dropped, so a lost byte cannot wedge the decoder. */
-#define HP_IDLE_RESET_US 250000u
+/* A partial frame idle for 1/4 s is dropped, so a lost byte cannot wedge the decoder. */
+#define HP_IDLE_RESET_DIVIDER 4u
 #define HP_READ_CHUNK 256u
 
 static uint8_t *response_payload(hp_device *dev) { return dev->cfg.tx_buf + HP_HEADER_BYTES; }
@@ -13,6 +14,11 @@ static uint8_t *response_payload(hp_device *dev) { return dev->cfg.tx_buf + HP_H
 static uint32_t response_room(const hp_device *dev) {
   uint32_t room = dev->cfg.tx_cap - HP_FRAME_OVERHEAD;
   return room > HP_MAX_PAYLOAD ? HP_MAX_PAYLOAD : room;
+}
+
+static uint64_t now(const hp_device *dev) {
+  const hp_hal *hal = dev->cfg.hal;
+  return hal->ticks ? hal->ticks(hal->ctx) : 0;
 }
 
 static void write_all(hp_device *dev, const uint8_t *buf, uint32_t len) {
@@ -72,7 +78,8 @@ static void handle_hello(hp_device *dev, const hp_frame *req) {
   p = hp_put_u32(p, dev->cfg.tx_cap);
   p = hp_put_u32(p, hal->rx_buffer_bytes);
   p = hp_put_u32(p, hal->cpu_hz);
-  p = hp_put_u8(p, (uint8_t)((hal->cycles ? HP_TIMER_CYCLES : 0) | (hal->micros ? HP_TIMER_MICROS : 0)));
+  p = hp_put_u32(p, hal->ticks ? hal->tick_hz : 0);
+  p = hp_put_u8(p, hal->ticks ? hal->tick_kind : (uint8_t)HP_TICKS_NONE);
   p = hp_put_u32(p, (uint32_t)dev->runner_status);
   p = put_tensor(p, &dev->model.input);
   p = put_tensor(p, &dev->model.output);
@@ -110,13 +117,10 @@ static void handle_invoke(hp_device *dev, const hp_frame *req) {
     send_error(dev, req->seq, HP_ERR_INPUT_INCOMPLETE, "load the whole input before INVOKE");
     return;
   }
-  const hp_hal *hal = dev->cfg.hal;
   const hp_runner *runner = dev->cfg.runner;
-  uint64_t c0 = hal->cycles ? hal->cycles(hal->ctx) : 0;
-  uint64_t t0 = hal->micros ? hal->micros(hal->ctx) : 0;
+  uint64_t t0 = now(dev);
   int32_t status = runner->invoke(runner->ctx);
-  uint64_t c1 = hal->cycles ? hal->cycles(hal->ctx) : 0;
-  uint64_t t1 = hal->micros ? hal->micros(hal->ctx) : 0;
+  uint64_t elapsed = now(dev) - t0;
   /* The arena planner may reuse the input tensor's memory during Invoke: load it again. */
   dev->input_filled = 0;
   if (status != 0) {
@@ -126,8 +130,7 @@ static void handle_invoke(hp_device *dev, const hp_frame *req) {
   }
   dev->output_valid = 1;
   uint8_t *start = response_payload(dev);
-  uint8_t *p = hp_put_u64(start, c1 - c0);
-  p = hp_put_u64(p, t1 - t0);
+  uint8_t *p = hp_put_u64(start, elapsed);
   p = hp_put_u32(p, dev->model.output.bytes);
   p += copy_output(dev, p, 0, response_room(dev) - (uint32_t)(p - start));
   send_response(dev, HP_MSG_INVOKE | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
@@ -155,6 +158,36 @@ static void handle_read_output(hp_device *dev, const hp_frame *req) {
   send_response(dev, HP_MSG_READ_OUTPUT | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
 }
 
+static void handle_link_test(hp_device *dev, const hp_frame *req) {
+  if (req->length > response_room(dev)) {
+    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "LINK_TEST payload larger than a response frame");
+    return;
+  }
+  memcpy(response_payload(dev), req->payload, req->length);
+  send_response(dev, HP_MSG_LINK_TEST | HP_RESPONSE_BIT, req->seq, req->length);
+}
+
+uint32_t hp_perf_workload(uint32_t iterations) {
+  uint8_t pattern[256];
+  for (uint32_t i = 0; i < sizeof pattern; ++i) pattern[i] = (uint8_t)(i * 7u + 3u);
+  uint32_t crc = 0;
+  for (uint32_t i = 0; i < iterations; ++i) crc = hp_crc32_update(crc, pattern, sizeof pattern);
+  return crc;
+}
+
+static void handle_perf(hp_device *dev, const hp_frame *req) {
+  if (req->length != 4) {
+    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "PERF needs an iteration count u32");
+    return;
+  }
+  uint64_t t0 = now(dev);
+  uint32_t checksum = hp_perf_workload(hp_get_u32(req->payload));
+  uint64_t elapsed = now(dev) - t0;
+  uint8_t *p = hp_put_u64(response_payload(dev), elapsed);
+  hp_put_u32(p, checksum);
+  send_response(dev, HP_MSG_PERF | HP_RESPONSE_BIT, req->seq, 12);
+}
+
 static int is_retransmission(const hp_device *dev, const hp_frame *req) {
   return dev->last_tx_len != 0 && req->type == dev->last_type && req->seq == dev->last_seq &&
          req->crc == dev->last_crc;
@@ -177,6 +210,10 @@ static void dispatch(hp_device *dev, const hp_frame *req) {
     handle_invoke(dev, req);
   } else if (req->type == HP_MSG_READ_OUTPUT) {
     handle_read_output(dev, req);
+  } else if (req->type == HP_MSG_LINK_TEST) {
+    handle_link_test(dev, req);
+  } else if (req->type == HP_MSG_PERF) {
+    handle_perf(dev, req);
   } else {
     send_error(dev, req->seq, HP_ERR_UNKNOWN_TYPE, "unknown message type");
   }
@@ -196,13 +233,13 @@ int32_t hp_device_init(hp_device *dev, const hp_device_config *cfg) {
 
 static void drop_stale_partial_frame(hp_device *dev, int32_t got) {
   const hp_hal *hal = dev->cfg.hal;
-  if (!hal->micros) {
+  if (!hal->ticks || !hal->tick_hz) {
     if (got == 0) hp_decoder_reset(&dev->decoder);
     return;
   }
-  uint64_t now = hal->micros(hal->ctx);
-  if (got > 0) dev->last_byte_us = now;
-  else if (dev->decoder.have && now - dev->last_byte_us > HP_IDLE_RESET_US)
+  uint64_t t = now(dev);
+  if (got > 0) dev->last_byte_tick = t;
+  else if (dev->decoder.have && t - dev->last_byte_tick > hal->tick_hz / HP_IDLE_RESET_DIVIDER)
     hp_decoder_reset(&dev->decoder);
 }
 

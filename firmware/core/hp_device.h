@@ -18,8 +18,8 @@ extern "C" {
 #define HP_PROTOCOL_VERSION 1u
 #define HP_MAX_DIMS 6
 #define HP_MAX_ID_CHARS 32u /* board and build ids are cut to this length in HELLO */
-/* The largest HELLO payload: version, two ids, sha prefix, six u32, flags, status, two tensors. */
-#define HP_HELLO_MAX_BYTES (2u + 2u * (1u + HP_MAX_ID_CHARS) + 8u + 24u + 1u + 4u + 2u * (2u + 4u * HP_MAX_DIMS + 12u))
+/* The largest HELLO payload: version, two ids, sha prefix, seven u32, tick kind, status, two tensors. */
+#define HP_HELLO_MAX_BYTES (2u + 2u * (1u + HP_MAX_ID_CHARS) + 8u + 28u + 1u + 4u + 2u * (2u + 4u * HP_MAX_DIMS + 12u))
 #define HP_MIN_RX_FRAME (HP_FRAME_OVERHEAD + 16u)
 #define HP_MIN_TX_FRAME (HP_FRAME_OVERHEAD + HP_HELLO_MAX_BYTES)
 
@@ -28,6 +28,8 @@ enum hp_message_type {
   HP_MSG_LOAD_INPUT = 0x02,
   HP_MSG_INVOKE = 0x03,
   HP_MSG_READ_OUTPUT = 0x04,
+  HP_MSG_LINK_TEST = 0x05, /* echo: the answer carries the request's payload back */
+  HP_MSG_PERF = 0x06,      /* time a fixed integer workload (no model needed) */
   HP_MSG_ERROR = 0x7F,
   HP_RESPONSE_BIT = 0x80 /* a response carries its request's type with this bit set */
 };
@@ -44,7 +46,13 @@ enum hp_error_code {
   HP_ERR_NO_OUTPUT = 9
 };
 
-enum hp_timer_flags { HP_TIMER_CYCLES = 1u, HP_TIMER_MICROS = 2u };
+/* What one tick of hp_hal.ticks measures. */
+enum hp_tick_kind {
+  HP_TICKS_NONE = 0,
+  HP_TICKS_CPU_CYCLES = 1, /* a cycle counter such as the Cortex-M DWT or the ESP32 CCOUNT */
+  HP_TICKS_WALL_CLOCK = 2, /* a real-time clock */
+  HP_TICKS_EMULATED = 3    /* an emulator's virtual time; under QEMU -icount it counts instructions */
+};
 
 /* dtype codes are TfLiteType's: 1 float32, 2 int32, 3 uint8, 7 int16, 9 int8, ... */
 typedef struct {
@@ -79,10 +87,11 @@ typedef struct {
   int32_t (*read)(void *ctx, uint8_t *buf, uint32_t cap, uint32_t timeout_ms);
   /* Returns bytes written (possibly fewer than len), or < 0 on failure. */
   int32_t (*write)(void *ctx, const uint8_t *buf, uint32_t len);
-  uint64_t (*cycles)(void *ctx); /* NULL where the core has no cycle counter */
-  uint64_t (*micros)(void *ctx); /* NULL where there is no microsecond clock */
-  uint32_t cpu_hz;               /* 0 when unknown */
-  uint32_t rx_buffer_bytes;      /* how much the link buffers before the core reads it */
+  uint64_t (*ticks)(void *ctx); /* a free-running 64-bit count; NULL where there is no clock */
+  uint32_t tick_hz;             /* ticks per second */
+  uint8_t tick_kind;            /* enum hp_tick_kind */
+  uint32_t cpu_hz;              /* 0 when unknown */
+  uint32_t rx_buffer_bytes;     /* how much the link buffers before the core reads it */
 } hp_hal;
 
 typedef struct {
@@ -103,7 +112,7 @@ typedef struct {
   int32_t runner_status;
   uint32_t input_filled; /* contiguous input bytes loaded since the last invoke */
   uint8_t output_valid;
-  uint64_t last_byte_us;
+  uint64_t last_byte_tick;
   /* The last answered request, so an exact retransmission gets the same answer again. */
   uint8_t last_type;
   uint16_t last_seq;
@@ -121,6 +130,10 @@ int32_t hp_device_poll(hp_device *dev, uint32_t timeout_ms);
 
 /* Poll until the link is gone (firmware main loops call this and never return). */
 void hp_device_run(hp_device *dev);
+
+/* The PERF workload: CRC-32 over a fixed 256-byte pattern, `iterations` times. Its instruction
+ * count is fixed for a given build, which makes it a regression check under emulation. */
+uint32_t hp_perf_workload(uint32_t iterations);
 
 #ifdef __cplusplus
 }

@@ -55,11 +55,11 @@ static int32_t posix_write(void *ctx, const uint8_t *buf, uint32_t len) {
   }
 }
 
-static uint64_t posix_micros(void *ctx) {
+static uint64_t posix_nanos(void *ctx) {
   (void)ctx;
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static int32_t callback_setup(void *ctx, hp_model_info *info) {
@@ -105,7 +105,8 @@ sim_board *sim_board_create(int fd, const char *board_id, const char *build_id,
     sim_board_destroy(board);
     return NULL;
   }
-  board->hal = (hp_hal){board, posix_read, posix_write, NULL, posix_micros, 0, rx_buffer_bytes};
+  board->hal = (hp_hal){board, posix_read, posix_write, posix_nanos, 1000000000u, HP_TICKS_WALL_CLOCK,
+                        0, rx_buffer_bytes};
   board->runner = (hp_runner){board, callback_setup, callback_input, callback_invoke,
                               callback_output};
   hp_device_config cfg = {&board->hal, &board->runner, board_id, build_id,

@@ -19,7 +19,7 @@ from harness.eval.metrics import score
 from harness.eval.outputs import diff_steps, diff_unit, predict
 from harness.eval.preprocess import load_rgb, real_input, to_tensor
 from harness.eval.subsets import Subset, select_samples
-from harness.link.protocol import DeviceInfo
+from harness.link.protocol import DeviceInfo, Timing
 from harness.model.card import ModelCard
 from harness.model.references import DEFAULT_REFERENCES, load_references
 from harness.model.tflite_file import TfliteModel
@@ -43,8 +43,7 @@ class EvalRequest:
 class SampleRecord:
     sample: Sample
     device_output: bytes
-    cycles: int | None
-    micros: int | None
+    timing: Timing
     host_outputs: dict[str, bytes]
 
 
@@ -81,7 +80,7 @@ def _stream(request: EvalRequest, samples: list[Sample], references) -> tuple[li
                 tensor = _input_tensor(request, sample)
                 result = client.run(tensor.tobytes())
                 hosts = {ref.name: ref.run(tensor) for ref in references}
-                records.append(SampleRecord(sample, result.output, result.cycles, result.micros, hosts))
+                records.append(SampleRecord(sample, result.output, result.timing, hosts))
                 advance()
         return records, client.info, vars(client.stats)
 
@@ -139,8 +138,9 @@ def _summarise(request: EvalRequest, records: list[SampleRecord], info: DeviceIn
         "output_diff_unit": diff_unit(model.output, model.output_step),
         "latency": {
             "source": source,
-            "micros": _stats([r.micros for r in records if r.micros is not None]),
-            "cycles": _stats([r.cycles for r in records if r.cycles is not None]),
+            "timer": info.tick_kind.name.lower(),
+            "micros": _stats([r.timing.micros for r in records if r.timing.micros is not None]),
+            "cycles": _stats([r.timing.cycles for r in records if r.timing.cycles is not None]),
             "cpu_hz": info.cpu_hz or None,
         },
         "arena": {"source": source, "configured": info.arena_configured, "used": info.arena_used},
@@ -172,8 +172,11 @@ def _sample_columns(request: EvalRequest, records: list[SampleRecord], ref_names
         columns[f"{name}_max_diff_steps"] = [
             diff_steps(r.device_output, r.host_outputs[name], model.output, model.output_step) for r in records
         ]
-    columns["cycles"] = pa.array([r.cycles for r in records], type=pa.int64())
-    columns["microseconds"] = pa.array([r.micros for r in records], type=pa.int64())
+    columns["ticks"] = pa.array([r.timing.ticks for r in records], type=pa.int64())
+    columns["tick_hz"] = [r.timing.tick_hz for r in records]
+    columns["timer"] = [r.timing.kind.name.lower() for r in records]
+    columns["cycles"] = pa.array([r.timing.cycles for r in records], type=pa.int64())
+    columns["microseconds"] = pa.array([r.timing.micros for r in records], type=pa.float64())
     columns["latency_source"] = [request.board.latency_source] * len(records)
     return columns
 

@@ -1,6 +1,7 @@
 """Protocol v1 client: requests with sequence numbers, retries on silence or corruption."""
 
 import random
+import struct
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -14,15 +15,18 @@ from harness.link.protocol import (
     ErrorCode,
     InvokeResult,
     Msg,
+    Timing,
     load_input_payload,
     parse_error,
     parse_hello,
     parse_invoke,
+    parse_perf,
     read_output_payload,
 )
 
-# The device answers these by dropping the frame; sending it again is the cure.
-RETRYABLE_ERRORS = {ErrorCode.BAD_CRC, ErrorCode.FRAME_TOO_LONG}
+# A damaged request is dropped by the device; sending it again is the cure. (An oversized one is
+# refused with FRAME_TOO_LONG, which no resend cures.)
+RETRYABLE_ERRORS = {ErrorCode.BAD_CRC}
 
 
 class DeviceError(LinkError):
@@ -83,12 +87,21 @@ class DeviceClient:
         started = time.monotonic()
         payload = self.request(Msg.INVOKE, timeout=self._invoke_wait())
         self._slowest_invoke = max(self._slowest_invoke, time.monotonic() - started)
-        cycles, micros, total, output = parse_invoke(payload, info)
+        measured, total, output = parse_invoke(payload, info)
         while len(output) < total:
             want = min(total - len(output), info.max_response_frame - 16)
             more = self.request(Msg.READ_OUTPUT, read_output_payload(len(output), want))
             output += more[4:]
-        return InvokeResult(cycles, micros, output)
+        return InvokeResult(measured, output)
+
+    def echo(self, payload: bytes) -> bytes:
+        """LINK_TEST: the device sends the payload back."""
+        return self.request(Msg.LINK_TEST, payload)
+
+    def perf(self, iterations: int) -> tuple[Timing, int]:
+        """PERF: the device times its fixed workload; returns the span and the workload's checksum."""
+        info = self._require_info()
+        return parse_perf(self.request(Msg.PERF, struct.pack("<I", iterations), timeout=self._invoke_wait()), info)
 
     def _invoke_wait(self) -> float:
         """Until one invoke has been seen, the configured bound; then a multiple of the slowest seen,

@@ -18,6 +18,8 @@ class Msg(IntEnum):
     LOAD_INPUT = 0x02
     INVOKE = 0x03
     READ_OUTPUT = 0x04
+    LINK_TEST = 0x05
+    PERF = 0x06
     ERROR = 0x7F
 
 
@@ -33,8 +35,11 @@ class ErrorCode(IntEnum):
     NO_OUTPUT = 9
 
 
-TIMER_CYCLES = 1
-TIMER_MICROS = 2
+class TickKind(IntEnum):
+    NONE = 0
+    CPU_CYCLES = 1
+    WALL_CLOCK = 2
+    EMULATED = 3  # an emulator's virtual time: under QEMU -icount it counts instructions, not cycles
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,8 @@ class DeviceInfo:
     max_response_frame: int
     rx_buffer_bytes: int
     cpu_hz: int
-    timer_flags: int
+    tick_hz: int
+    tick_kind: TickKind
     runner_status: int
     input: TensorSpec
     output: TensorSpec
@@ -58,19 +64,34 @@ class DeviceInfo:
     def max_request_payload(self) -> int:
         return min(self.max_request_frame - 12, 0xFFFF)
 
-    @property
-    def has_cycles(self) -> bool:
-        return bool(self.timer_flags & TIMER_CYCLES)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A span the device measured in its own ticks."""
+
+    ticks: int | None
+    tick_hz: int
+    kind: TickKind
 
     @property
-    def has_micros(self) -> bool:
-        return bool(self.timer_flags & TIMER_MICROS)
+    def seconds(self) -> float | None:
+        return self.ticks / self.tick_hz if self.ticks is not None and self.tick_hz else None
+
+    @property
+    def micros(self) -> float | None:
+        seconds = self.seconds
+        return None if seconds is None else seconds * 1e6
+
+    @property
+    def cycles(self) -> int | None:
+        """Only a cycle counter gives cycles; emulated ticks are never presented as cycles."""
+        return self.ticks if self.kind == TickKind.CPU_CYCLES else None
 
 
 @dataclass(frozen=True)
 class InvokeResult:
-    cycles: int | None
-    micros: int | None
+    timing: Timing
     output: bytes
 
 
@@ -108,8 +129,8 @@ def parse_hello(payload: bytes) -> DeviceInfo:
     board_id = r.string()
     build_id = r.string()
     sha_prefix = r.raw(8).hex()
-    arena_configured, arena_used, max_req, max_resp, rx_buffer, cpu_hz = r.take("6I")
-    timer_flags = r.take("B")
+    arena_configured, arena_used, max_req, max_resp, rx_buffer, cpu_hz, tick_hz = r.take("7I")
+    tick_kind = TickKind(r.take("B"))
     runner_status = r.take("I")
     return DeviceInfo(
         version,
@@ -122,21 +143,27 @@ def parse_hello(payload: bytes) -> DeviceInfo:
         max_resp,
         rx_buffer,
         cpu_hz,
-        timer_flags,
+        tick_hz,
+        tick_kind,
         runner_status,
         r.tensor(),
         r.tensor(),
     )
 
 
-def parse_invoke(payload: bytes, info: DeviceInfo) -> tuple[int | None, int | None, int, bytes]:
-    cycles, micros, total = struct.unpack_from("<QQI", payload)
-    return (
-        cycles if info.has_cycles else None,
-        micros if info.has_micros else None,
-        total,
-        payload[20:],
-    )
+def timing(ticks: int, info: DeviceInfo) -> Timing:
+    has_clock = info.tick_kind != TickKind.NONE
+    return Timing(ticks if has_clock else None, info.tick_hz, info.tick_kind)
+
+
+def parse_invoke(payload: bytes, info: DeviceInfo) -> tuple[Timing, int, bytes]:
+    ticks, total = struct.unpack_from("<QI", payload)
+    return timing(ticks, info), total, payload[12:]
+
+
+def parse_perf(payload: bytes, info: DeviceInfo) -> tuple[Timing, int]:
+    ticks, checksum = struct.unpack_from("<QI", payload)
+    return timing(ticks, info), checksum
 
 
 def parse_error(payload: bytes) -> tuple[int, str]:
