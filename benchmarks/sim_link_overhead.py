@@ -34,7 +34,7 @@ def main() -> None:
     tensors = [to_tensor(real_input(load_rgb(s.image_path), card.preprocessing), model.input) for s in samples]
     host = TflmReference(model)
     direct, board_round_trip, on_device_invoke = [], [], []
-    with connect(get_board("sim"), model.path) as client:
+    with connect(get_board("sim"), model) as client:
         for tensor in tensors:
             start = time.perf_counter()
             host.run(tensor)

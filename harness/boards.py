@@ -24,6 +24,7 @@ class Board:
     core: str = ""
     firmware: dict = field(default_factory=dict)
     platformio: dict = field(default_factory=dict)
+    qemu: dict = field(default_factory=dict)
     source_file: Path | None = None
 
 
@@ -44,6 +45,7 @@ def _load(path: Path) -> Board:
             core=data.get("core", ""),
             firmware=data.get("firmware", {}),
             platformio=data.get("platformio", {}),
+            qemu=data.get("qemu", {}),
             source_file=path,
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:

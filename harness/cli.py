@@ -1,13 +1,14 @@
 """The `harness` command line."""
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from harness import __version__
 from harness.boards import all_boards, get_board
 from harness.console import stdout_console
-from harness.errors import LinkError, UserError
+from harness.errors import BuildError, LinkError, UserError
 from harness.eval.dataset import DEMO, load_dataset
 from harness.eval.subsets import SUBSETS, parse_subsets
 from harness.model.card import DEFAULT_MODEL, all_cards, load_card
@@ -42,6 +43,13 @@ def _reference_names(text: str) -> tuple[str, ...]:
     return names
 
 
+def _tflm_tree(args):
+    from harness.firmware.tflm_tree import TflmTree
+
+    path = args.tflm or os.environ.get("HARNESS_TFLM_TREE")
+    return TflmTree(Path(path)) if path else None
+
+
 def _cmd_eval(args) -> int:
     from harness.eval.runner import EvalRequest, run_eval
     from harness.results.report import print_summary
@@ -61,8 +69,52 @@ def _cmd_eval(args) -> int:
         port=args.port,
         results_root=Path(args.results),
         reference_names=args.references,
+        tflm=_tflm_tree(args),
     )
     print_summary(run_eval(request))
+    return 0
+
+
+def _cmd_link_test(args) -> int:
+    from harness.console import progress
+    from harness.device.launch import connect
+    from harness.link.selftest import describe, run_link_test
+
+    board = get_board(args.board)
+    with connect(board, None, args.port) as client, progress(args.bytes, f"link-test {board.id}") as advance:
+        report = run_link_test(client, board, args.bytes, advance=advance)
+    console = stdout_console()
+    for line in describe(report, board.latency_source):
+        console.print(line, highlight=False)
+    return 0 if report.ok else 1
+
+
+def _cmd_flash(args) -> int:
+    from harness.device.launch import connect
+
+    board = get_board(args.board)
+    console = stdout_console()
+    if board.kind == "virtual":
+        console.print("the virtual board runs the model each command names; there is nothing to flash")
+        return 0
+    if board.kind == "device":
+        raise UserError(
+            f"flashing {board.id} needs its PlatformIO project, which this harness version does not generate yet"
+        )
+    tflm = _tflm_tree(args)
+    model = None
+    if tflm is not None:
+        card = load_card(args.model)
+        model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
+    with connect(board, model, tflm=tflm) as client:
+        info = client.info
+    what = f"model {info.model_sha256_prefix}…" if model else "self-test firmware (no model: pass --tflm PATH)"
+    console.print(f"{board.id}: firmware {info.build_id} booted and answered HELLO; {what}", highlight=False)
+    console.print(
+        f"  protocol v{info.protocol_version}, frames {info.max_request_frame}/{info.max_response_frame} B, "
+        f"timer {info.tick_kind.name.lower()} at {info.tick_hz:,} Hz",
+        highlight=False,
+    )
     return 0
 
 
@@ -108,7 +160,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_REFERENCES,
         help=f"host references, comma-separated (default: {','.join(DEFAULT_REFERENCES)})",
     )
+    run.add_argument("--tflm", help="TFLM source tree for firmware builds (default: $HARNESS_TFLM_TREE)")
     run.set_defaults(handler=_cmd_eval)
+
+    flash = commands.add_parser("flash", help="build the firmware for a board and load it (QEMU: boot and check)")
+    flash.add_argument("--board", required=True, help="board id from boards/")
+    flash.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
+    flash.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
+    flash.add_argument("--tflm", help="TFLM source tree (default: $HARNESS_TFLM_TREE); without it, self-test firmware")
+    flash.set_defaults(handler=_cmd_flash)
+
+    link = commands.add_parser("link-test", help="check and time the link: echo frames both ways, PERF workload")
+    link.add_argument("--board", default="sim", help="board id from boards/ (default: sim)")
+    link.add_argument("--port", help="serial device or pyserial URL of a real board")
+    link.add_argument("--bytes", type=_positive_int, default=1 << 20, help="bytes through the link, both ways")
+    link.set_defaults(handler=_cmd_link_test)
 
     commands.add_parser("boards", help="list the boards").set_defaults(handler=_cmd_boards)
     commands.add_parser("models", help="list the model cards").set_defaults(handler=_cmd_models)
@@ -123,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except LinkError as exc:
+    except (LinkError, BuildError) as exc:
         print(f"harness: link error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

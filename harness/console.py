@@ -20,21 +20,21 @@ def stdout_console() -> Console:
 
 @contextmanager
 def progress(total: int, label: str) -> Iterator:
-    """Yields advance(): call it once per finished item."""
+    """Yields advance(amount=1): call it as work finishes."""
     if interactive():
         columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("eta"), TimeRemainingColumn())
         with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task(label, total=total)
-            yield lambda: bar.advance(task)
+            yield lambda amount=1: bar.advance(task, amount)
         return
     start = time.monotonic()
     done = 0
     step = max(1, total // 10)
 
-    def advance() -> None:
+    def advance(amount: int = 1) -> None:
         nonlocal done
-        done += 1
-        if done % step == 0 or done == total:
+        before, done = done, done + amount
+        if done // step > before // step or done == total:
             elapsed = time.monotonic() - start
             eta = elapsed / done * (total - done)
             print(f"{label}: {done}/{total} ({100 * done // total}%), eta {eta:.0f}s", file=sys.stderr, flush=True)

@@ -7,3 +7,7 @@ class UserError(Exception):
 
 class LinkError(Exception):
     """The device did not answer, or answered with something unusable."""
+
+
+class BuildError(Exception):
+    """Firmware did not build; the message names the log to read."""

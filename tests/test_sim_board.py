@@ -27,7 +27,7 @@ def test_virtual_board_runs_the_model_like_the_host_interpreter(small_model):
     model = read_tflite(small_model)
     reference = TflmReference(model)
     rng = np.random.default_rng(3)
-    with connect(get_board("sim"), small_model) as client:
+    with connect(get_board("sim"), read_tflite(small_model)) as client:
         info = client.info
         assert info.board_id == "sim" and info.build_id.startswith("sim-")
         assert info.model_sha256_prefix == model.sha256[:16]
@@ -54,7 +54,7 @@ def _sim_with_arena(arena_bytes: int):
 
 
 def test_an_arena_too_small_for_the_model_is_reported_in_hello(small_model):
-    with connect(_sim_with_arena(15000), small_model) as client:
+    with connect(_sim_with_arena(15000), read_tflite(small_model)) as client:
         assert client.info.runner_status != 0
         with pytest.raises(DeviceError) as error:
             client.request(Msg.LOAD_INPUT, load_input_payload(0, b"x"))
@@ -63,5 +63,6 @@ def test_an_arena_too_small_for_the_model_is_reported_in_hello(small_model):
 
 def test_a_board_that_dies_while_starting_is_a_clear_link_error(small_model):
     # TFLM's host interpreter crashes outright on a tiny arena: the process is gone, not hung.
-    with pytest.raises(LinkError, match="the virtual board did not start"), connect(_sim_with_arena(100), small_model):
+    model = read_tflite(small_model)
+    with pytest.raises(LinkError, match="the virtual board did not start"), connect(_sim_with_arena(100), model):
         pass

@@ -13,9 +13,13 @@ from pathlib import Path
 
 from harness.boards import Board
 from harness.device.discovery import find_port
+from harness.device.qemu import qemu_link
 from harness.errors import LinkError, UserError
+from harness.firmware.build import build_firmware
+from harness.firmware.tflm_tree import TflmTree
 from harness.link.client import DeviceClient
 from harness.link.transport import open_link
+from harness.model.tflite_file import TfliteModel
 
 SIM_START_SECONDS = 60
 
@@ -38,15 +42,15 @@ def _wait_for_line(proc: subprocess.Popen, timeout: float) -> str:
 
 
 @contextmanager
-def sim_board_process(board: Board, model_path: Path) -> Iterator[str]:
-    """Run the virtual board for the duration of the block; yields its pseudo-terminal path."""
+def sim_board_process(board: Board, model_path: Path | None) -> Iterator[str]:
+    """Run the virtual board for the duration of the block; yields its pseudo-terminal path.
+    Without a model it runs as self-test firmware does: HELLO, LINK_TEST and PERF only."""
     fw = board.firmware
     command = [
         sys.executable,
         "-m",
         "harness.device.sim_board",
-        "--model",
-        str(model_path),
+        *(["--model", str(model_path)] if model_path else []),
         "--arena",
         str(fw.get("arena_bytes", 8 << 20)),
         "--board-id",
@@ -79,25 +83,37 @@ def sim_board_process(board: Board, model_path: Path) -> Iterator[str]:
 
 
 @contextmanager
-def connect(board: Board, model_path: Path, port: str | None = None) -> Iterator[DeviceClient]:
-    """A client that has said HELLO to the board: the virtual board is started, a real one found."""
+def connect(
+    board: Board, model: TfliteModel | None, port: str | None = None, tflm: TflmTree | None = None
+) -> Iterator[DeviceClient]:
+    """A client that has said HELLO to the board running `model` (None: self-test firmware).
+    The virtual board and QEMU boards are started for the block; a real one is found or named."""
     if board.kind == "virtual":
-        with sim_board_process(board, model_path) as pty_path, _client(pty_path, board) as client:
+        with sim_board_process(board, model.path if model else None) as pty_path, _client(pty_path, board) as client:
             yield client
-        return
-    if board.kind == "device":
+    elif board.kind == "emulated":
+        firmware = build_firmware(board, model, tflm)
+        with qemu_link(board, firmware.elf) as link, _session(link) as client:
+            yield client
+    elif board.kind == "device":
         with _client(port or find_port(board), board) as client:
             yield client
-        return
-    raise UserError(f"board {board.id}: kind {board.kind!r} cannot be run yet; use --board sim")
+    else:
+        raise UserError(f"board {board.id}: unknown kind {board.kind!r} in {board.source_file}")
 
 
 @contextmanager
 def _client(url: str, board: Board) -> Iterator[DeviceClient]:
     link = open_link(url, board.baudrate)
     try:
-        client = DeviceClient(link)
-        client.hello()
-        yield client
+        with _session(link) as client:
+            yield client
     finally:
         link.close()
+
+
+@contextmanager
+def _session(link) -> Iterator[DeviceClient]:
+    client = DeviceClient(link)
+    client.hello()
+    yield client

@@ -21,6 +21,7 @@ from harness.tensors import DTYPE_CODES
 
 RUNNER_OK = 0
 RUNNER_SETUP_FAILED = 1
+RUNNER_NO_MODEL = 2  # as firmware/app/runner.h's HARNESS_RUNNER_NO_MODEL
 
 
 def _exit_with_parent() -> None:
@@ -131,9 +132,25 @@ class SimBoard:
         self.close()
 
 
+class NoModelRunner:
+    """The virtual board without a model, like self-test firmware: HELLO, LINK_TEST and PERF."""
+
+    status = RUNNER_NO_MODEL
+
+    def __init__(self):
+        self.model_info = ModelInfo()
+        self.input_ptr = self.output_ptr = None
+
+    def invoke(self, _user) -> int:
+        return 1
+
+
 def serve(args: argparse.Namespace) -> None:
-    with open(args.model, "rb") as f:
-        runner = TflmRunner(f.read(), args.arena)
+    if args.model:
+        with open(args.model, "rb") as f:
+            runner = TflmRunner(f.read(), args.arena)
+    else:
+        runner = NoModelRunner()
     board = SimBoard(
         runner,
         board_id=args.board_id,
@@ -152,7 +169,7 @@ def serve(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--model", required=True)
+    parser.add_argument("--model", help="the .tflite to run; without it the board serves self-tests only")
     parser.add_argument("--arena", type=int, required=True)
     parser.add_argument("--board-id", default="sim")
     parser.add_argument("--build-id", required=True)

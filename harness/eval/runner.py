@@ -13,12 +13,14 @@ from harness import __version__
 from harness.boards import Board
 from harness.console import progress
 from harness.device.launch import connect
+from harness.device.qemu import emulated_instructions
 from harness.errors import UserError
 from harness.eval.dataset import Dataset, Sample
 from harness.eval.metrics import score
 from harness.eval.outputs import diff_steps, diff_unit, predict
 from harness.eval.preprocess import load_rgb, real_input, to_tensor
 from harness.eval.subsets import Subset, select_samples
+from harness.firmware.tflm_tree import TflmTree
 from harness.link.protocol import DeviceInfo, Timing
 from harness.model.card import ModelCard
 from harness.model.references import DEFAULT_REFERENCES, load_references
@@ -37,6 +39,7 @@ class EvalRequest:
     port: str | None
     results_root: Path
     reference_names: tuple[str, ...] = DEFAULT_REFERENCES
+    tflm: TflmTree | None = None
 
 
 @dataclass
@@ -45,6 +48,12 @@ class SampleRecord:
     device_output: bytes
     timing: Timing
     host_outputs: dict[str, bytes]
+    instructions: int | None  # emulated boards only: exact under QEMU -icount
+
+    @property
+    def micros(self) -> float | None:
+        """Real time only: an emulator's virtual time is not presented as latency."""
+        return None if self.instructions is not None else self.timing.micros
 
 
 def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, board: Board) -> None:
@@ -73,14 +82,15 @@ def _input_tensor(request: EvalRequest, sample: Sample) -> np.ndarray:
 
 def _stream(request: EvalRequest, samples: list[Sample], references) -> tuple[list[SampleRecord], DeviceInfo, dict]:
     records = []
-    with connect(request.board, request.model.path, request.port) as client:
+    with connect(request.board, request.model, request.port, request.tflm) as client:
         _check_device_runs_model(client.info, request.model, request.board)
         with progress(len(samples), f"eval {request.board.id}") as advance:
             for sample in samples:
                 tensor = _input_tensor(request, sample)
                 result = client.run(tensor.tobytes())
                 hosts = {ref.name: ref.run(tensor) for ref in references}
-                records.append(SampleRecord(sample, result.output, result.timing, hosts))
+                instructions = emulated_instructions(result.timing.ticks, result.timing.tick_hz, request.board)
+                records.append(SampleRecord(sample, result.output, result.timing, hosts, instructions))
                 advance()
         return records, client.info, vars(client.stats)
 
@@ -139,8 +149,9 @@ def _summarise(request: EvalRequest, records: list[SampleRecord], info: DeviceIn
         "latency": {
             "source": source,
             "timer": info.tick_kind.name.lower(),
-            "micros": _stats([r.timing.micros for r in records if r.timing.micros is not None]),
+            "micros": _stats([r.micros for r in records if r.micros is not None]),
             "cycles": _stats([r.timing.cycles for r in records if r.timing.cycles is not None]),
+            "instructions": _stats([r.instructions for r in records if r.instructions is not None]),
             "cpu_hz": info.cpu_hz or None,
         },
         "arena": {"source": source, "configured": info.arena_configured, "used": info.arena_used},
@@ -176,7 +187,8 @@ def _sample_columns(request: EvalRequest, records: list[SampleRecord], ref_names
     columns["tick_hz"] = [r.timing.tick_hz for r in records]
     columns["timer"] = [r.timing.kind.name.lower() for r in records]
     columns["cycles"] = pa.array([r.timing.cycles for r in records], type=pa.int64())
-    columns["microseconds"] = pa.array([r.timing.micros for r in records], type=pa.float64())
+    columns["microseconds"] = pa.array([r.micros for r in records], type=pa.float64())
+    columns["instructions"] = pa.array([r.instructions for r in records], type=pa.int64())
     columns["latency_source"] = [request.board.latency_source] * len(records)
     return columns
 

@@ -65,7 +65,6 @@ class DeviceInfo:
         return min(self.max_request_frame - 12, 0xFFFF)
 
 
-
 @dataclass(frozen=True)
 class Timing:
     """A span the device measured in its own ticks."""

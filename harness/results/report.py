@@ -30,6 +30,12 @@ def print_summary(summary: dict) -> None:
     console = stdout_console()
     console.print(table)
     latency = summary["latency"]
+    if latency.get("instructions"):
+        n = latency["instructions"]
+        console.print(
+            f"instructions per inference ({latency['source']}, QEMU -icount): median {n['median']:,.0f}, "
+            f"min {n['min']:,.0f}, max {n['max']:,.0f}"
+        )
     if latency["micros"]:
         m = latency["micros"]
         console.print(

@@ -1,0 +1,25 @@
+/* The firmware's entry point on every board: the protocol core over the board's link. */
+#include "board.h"
+#include "harness_build_config.h"
+#include "runner.h"
+
+static uint8_t rx_frame[HP_RX_FRAME_BYTES] __attribute__((aligned(4)));
+static uint8_t tx_frame[HP_TX_FRAME_BYTES] __attribute__((aligned(4)));
+static hp_device device;
+
+int main(void) {
+  board_init();
+  const hp_device_config config = {
+      board_hal(), model_runner(), HP_BOARD_ID, HP_BUILD_ID,
+      rx_frame,    sizeof rx_frame, tx_frame,   sizeof tx_frame,
+  };
+  if (hp_device_init(&device, &config) != 0) {
+    static const char message[] = "harness: frame buffers below the protocol minimum\n";
+    board_debug_write(message, sizeof message - 1);
+    for (;;) {
+    }
+  }
+  hp_device_run(&device);
+  for (;;) {
+  }
+}

@@ -1,0 +1,95 @@
+"""`harness link-test`: push bytes through the protocol both ways, check every one, time it; then
+time the device's fixed PERF workload a few times to show whether its counts repeat."""
+
+import random
+import time
+from dataclasses import dataclass, field
+
+from harness.boards import Board
+from harness.device.qemu import emulated_instructions
+from harness.link.client import DeviceClient, LinkStats
+
+PERF_ITERATIONS = 1000
+PERF_REPEATS = 3
+
+
+@dataclass
+class PerfRun:
+    ticks: int | None
+    checksum: int
+    instructions: int | None
+    cycles: int | None
+    micros: float | None
+
+
+@dataclass
+class LinkTestReport:
+    board: str
+    build_id: str
+    frame_payload: int
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    frames: int = 0
+    mismatches: int = 0
+    seconds: float = 0.0
+    stats: LinkStats | None = None
+    perf: list[PerfRun] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatches == 0 and len({run.checksum for run in self.perf}) <= 1
+
+    def perf_repeats_exactly(self) -> bool:
+        counts = [run.instructions if run.instructions is not None else run.ticks for run in self.perf]
+        return len(set(counts)) == 1
+
+
+def run_link_test(client: DeviceClient, board: Board, total_bytes: int, advance=lambda n: None) -> LinkTestReport:
+    info = client.info
+    size = min(info.max_request_payload, info.max_response_frame - 12)
+    report = LinkTestReport(board.id, info.build_id, size)
+    rng = random.Random(0x5EED)
+    start = time.perf_counter()
+    while report.bytes_sent + report.bytes_received < total_bytes:
+        payload = rng.randbytes(size)
+        echoed = client.echo(payload)
+        report.frames += 1
+        report.mismatches += echoed != payload
+        report.bytes_sent += len(payload)
+        report.bytes_received += len(echoed)
+        advance(len(payload) + len(echoed))
+    report.seconds = time.perf_counter() - start
+    report.stats = client.stats
+    for _ in range(PERF_REPEATS):
+        timing, checksum = client.perf(PERF_ITERATIONS)
+        instructions = emulated_instructions(timing.ticks, timing.tick_hz, board)
+        micros = None if instructions is not None else timing.micros
+        report.perf.append(PerfRun(timing.ticks, checksum, instructions, timing.cycles, micros))
+    return report
+
+
+def describe(report: LinkTestReport, latency_source: str) -> list[str]:
+    rate = (report.bytes_sent + report.bytes_received) / report.seconds if report.seconds else 0.0
+    stats = report.stats
+    lines = [
+        f"link test on {report.board} ({report.build_id}): {report.frames} echo frames of {report.frame_payload} bytes",
+        f"  sent {report.bytes_sent:,} B, received {report.bytes_received:,} B in {report.seconds:.2f} s "
+        f"({rate / 1e3:,.1f} kB/s both ways, {report.bytes_sent / report.seconds / 1e3:,.1f} kB/s each way)",
+        f"  payload mismatches {report.mismatches}, resends {stats.resends}, corrupt frames {stats.corrupt_frames}, "
+        f"stale frames {stats.stale_frames}; every frame's CRC-32 checked",
+    ]
+    first = report.perf[0]
+    if first.instructions is not None:
+        figures = [f"{run.instructions:,}" for run in report.perf]
+        unit = f"instructions ({latency_source}, QEMU -icount)"
+    elif first.cycles is not None:
+        figures, unit = [f"{run.cycles:,}" for run in report.perf], f"cycles ({latency_source})"
+    elif first.micros is not None:
+        figures, unit = [f"{run.micros:,.1f}" for run in report.perf], f"µs ({latency_source})"
+    else:
+        figures, unit = ["n/a"], "(the device has no timer)"
+    verdict = "repeat exactly" if report.perf_repeats_exactly() else "vary"
+    lines.append(
+        f"  PERF ({PERF_ITERATIONS} x CRC-32 of 256 B), {len(report.perf)} runs: {', '.join(figures)} {unit}; {verdict}"
+    )
+    return lines

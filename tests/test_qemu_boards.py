@@ -1,0 +1,149 @@
+"""Our ARM firmware on QEMU's Cortex-M7 and Cortex-M4 boards, over a local TCP socket."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.boards import get_board
+from harness.device.launch import connect
+
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+    reason="needs gcc-arm-none-eabi and qemu-system-arm (scripts/install --test installs them as root)",
+)
+
+
+def _qemu_pids() -> set[int]:
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == "qemu-system-arm":
+                    pids.add(int(entry.name))
+            except OSError:
+                pass
+    return pids
+
+
+def _harness(*args, **kwargs):
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("board", ["qemu_m7", "qemu_m4"])
+def test_link_test_moves_a_mebibyte_with_every_crc_checked(board):
+    before = _qemu_pids()
+    proc = _harness("link-test", "--board", board)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    assert "payload mismatches 0, resends 0, corrupt frames 0" in out
+    sent = int(out.split("sent ")[1].split(" B")[0].replace(",", ""))
+    received = int(out.split("received ")[1].split(" B")[0].replace(",", ""))
+    assert sent + received >= 1 << 20 and sent == received
+    assert "kB/s" in out
+    assert "instructions (emulated, QEMU -icount); repeat exactly" in out
+    assert not (_qemu_pids() - before), "QEMU was left running"
+
+
+def test_instruction_counts_repeat_across_separate_qemu_runs():
+    board = get_board("qemu_m7")
+    counts = []
+    for _ in range(2):
+        with connect(board, None) as client:
+            timing, _ = client.perf(500)
+            from harness.device.qemu import emulated_instructions
+
+            counts.append(emulated_instructions(timing.ticks, timing.tick_hz, board))
+    assert counts[0] == counts[1] and counts[0] > 0
+
+
+def test_flash_boots_self_test_firmware_and_reports_it():
+    proc = _harness("flash", "--board", "qemu_m4")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert "qemu_m4: firmware qemu_m4-" in out and "self-test firmware" in out
+
+
+def test_ctrl_c_stops_qemu(tmp_path):
+    before = _qemu_pids()
+    proc = _harness("link-test", "--board", "qemu_m7", "--bytes", str(50 << 20))
+    deadline = time.monotonic() + 60
+    while not (_qemu_pids() - before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _qemu_pids() - before, "QEMU never started"
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err
+    time.sleep(0.5)
+    assert not (_qemu_pids() - before), "QEMU was left running after Ctrl-C"
+
+
+def test_killed_harness_takes_qemu_with_it():
+    before = _qemu_pids()
+    proc = _harness("link-test", "--board", "qemu_m7", "--bytes", str(50 << 20))
+    deadline = time.monotonic() + 60
+    while not (_qemu_pids() - before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.kill()
+    proc.communicate(timeout=30)
+    deadline = time.monotonic() + 10
+    while _qemu_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not (_qemu_pids() - before), "QEMU outlived a killed harness"
+
+
+def test_eval_on_qemu_without_tflm_says_what_is_missing(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_TFLM_TREE"}
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "eval", "--board", "qemu_m7", "--limit", "1", "--results", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "--tflm PATH" in done.stderr
+
+
+TFLM_TREE = os.environ.get("HARNESS_TFLM_TREE")
+
+
+@pytest.mark.skipif(not TFLM_TREE, reason="set HARNESS_TFLM_TREE to a TFLM tree (docs/boards.md) to run TFLM on QEMU")
+def test_vww_on_qemu_matches_tflm_python_on_every_demo_sample(tmp_path, vww_model):
+    import json
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "eval",
+            "--board",
+            "qemu_m7",
+            "--tflm",
+            TFLM_TREE,
+            "--results",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=3000,
+    )
+    assert done.returncode == 0, done.stderr
+    run = next(tmp_path.iterdir())
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["bit_exact"]["tflm"] == summary["samples"] > 0
+    assert summary["latency"]["source"] == "emulated" and summary["latency"]["instructions"]["min"] > 0
