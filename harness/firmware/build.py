@@ -62,7 +62,7 @@ def _sources(board: Board, with_model: bool) -> list[Path]:
     ]
 
 
-def _fingerprint(board: Board, sources: list[Path], model: TfliteModel | None, tflm: TflmTree | None) -> str:
+def _fingerprint(board: Board, sources: list[Path], model: TfliteModel | None, library: Path | None) -> str:
     digest = hashlib.sha256()
     digest.update(board.source_file.read_bytes() if board.source_file else board.id.encode())
     for path in [*sources, *sorted((_firmware_dir() / "templates").iterdir())]:
@@ -70,7 +70,7 @@ def _fingerprint(board: Board, sources: list[Path], model: TfliteModel | None, t
     for header in sorted(_firmware_dir().rglob("*.h")):
         digest.update(header.name.encode() + header.read_bytes())
     digest.update((model.sha256 if model else "no-model").encode())
-    digest.update((tflm.fingerprint if tflm else "no-tflm").encode())
+    digest.update(str(library or "no-tflm").encode())  # the library's folder names its whole recipe
     digest.update(_compiler_version().encode())
     return digest.hexdigest()[:12]
 
@@ -111,7 +111,7 @@ def _object_name(source: Path) -> str:
     return "obj/" + hashlib.sha1(str(source).encode()).hexdigest()[:10] + "_" + source.stem + ".o"
 
 
-def _render(board: Board, build_id: str, project: Path, sources, model, tflm) -> None:
+def _render(board: Board, build_id: str, project: Path, sources, model, tflm, library) -> None:
     fw = board.firmware
     templates = Environment(loader=FileSystemLoader(_firmware_dir() / "templates"), undefined=StrictUndefined)
     includes = [_firmware_dir() / "core", _firmware_dir() / "app", _firmware_dir() / "boards" / fw["family"], Path(".")]
@@ -124,7 +124,7 @@ def _render(board: Board, build_id: str, project: Path, sources, model, tflm) ->
         sources = [*sources, project / "model_data.S"]
         includes += tflm.include_dirs
         defines += tflm.defines
-        libraries = str(tflm.library(board, TOOLCHAIN))
+        libraries = str(library)
     (project / "harness_build_config.h").write_text(_config_header(board, build_id, model))
     ram_bytes = int(board.ram_bytes)
     (project / "link.ld").write_text(
@@ -160,7 +160,8 @@ def build_firmware(board: Board, model: TfliteModel | None = None, tflm: TflmTre
             f"building a model into {board.id}'s firmware needs TFLM sources: pass --tflm PATH (see docs/boards.md)"
         )
     sources = _sources(board, with_model=model is not None)
-    fingerprint = _fingerprint(board, sources, model, tflm)
+    library = tflm.library(board, TOOLCHAIN) if model is not None else None
+    fingerprint = _fingerprint(board, sources, model, library)
     build_id = f"{board.id}-{fingerprint}"
     final = cache_dir() / "firmware" / build_id
     result = FirmwareBuild(board, build_id, final, model is not None)
@@ -169,7 +170,7 @@ def build_firmware(board: Board, model: TfliteModel | None = None, tflm: TflmTre
     partial = final.with_name(final.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    _render(board, build_id, partial, sources, model, tflm)
+    _render(board, build_id, partial, sources, model, tflm, library)
     log = partial / "build.log"
     with open(log, "w") as out:
         done = subprocess.run(

@@ -25,7 +25,6 @@ _METHOD_EXCEPTIONS = {
 }
 _CUSTOM_METHODS = {"TFLite_Detection_PostProcess": "AddDetectionPostprocess"}
 _BUILTIN_NAMES = {value: name for name, value in vars(schema.BuiltinOperator).items() if not name.startswith("_")}
-_SKIPPED_DIRS = {"examples", "tools", "python", "benchmarks", "testing", "integration_tests"}
 LIBRARY_TIMEOUT_SECONDS = 3600
 
 
@@ -57,14 +56,10 @@ class TflmTree:
 
     @cached_property
     def sources(self) -> list[Path]:
-        found = []
-        for path in sorted(self.root.rglob("*")):
-            if path.suffix not in (".cc", ".c") or path.name.endswith("_test.cc"):
-                continue
-            if _SKIPPED_DIRS & set(path.relative_to(self.root).parts):
-                continue
-            found.append(path)
-        return found
+        """Every C and C++ source: a generated tree holds exactly the library (no tests, no examples)."""
+        return [
+            p for p in sorted(self.root.rglob("*")) if p.suffix in (".cc", ".c") and not p.name.endswith("_test.cc")
+        ]
 
     @cached_property
     def fingerprint(self) -> str:
@@ -95,7 +90,13 @@ class TflmTree:
 
     @property
     def defines(self) -> list[str]:
-        return ["-DTF_LITE_STATIC_MEMORY", *(["-DCMSIS_NN"] if self.has_cmsis_nn else [])]
+        # TFLM's BUILD_TYPE=release_with_logs: assertions off, error logs kept.
+        return ["-DTF_LITE_STATIC_MEMORY", "-DNDEBUG", *(["-DCMSIS_NN"] if self.has_cmsis_nn else [])]
+
+    def optimization(self, source: Path) -> str:
+        """TFLM's own choice: kernels and third-party code for speed, the rest for size."""
+        parts = source.relative_to(self.root).parts
+        return "-O2" if "kernels" in parts or parts[0] == "third_party" else "-Os"
 
     @property
     def kernels(self) -> str:
@@ -111,15 +112,9 @@ class TflmTree:
         )
 
     def library(self, board, toolchain: str) -> Path:
-        """libtflm.a compiled for the board's CPU flags, cached per tree and flags."""
+        """libtflm.a compiled for the board's CPU flags, cached by its whole build recipe."""
         cpu = board.firmware["cpu_flags"]
-        key = hashlib.sha256(f"{self.fingerprint}|{cpu}".encode()).hexdigest()[:16]
-        folder = cache_dir() / "tflm" / key
-        library = folder / "libtflm.a"
-        if library.is_file():
-            return library
-        folder.mkdir(parents=True, exist_ok=True)
-        flags = f"{cpu} -Os -g -ffunction-sections -fdata-sections {' '.join(self.defines)} " + " ".join(
+        flags = f"{cpu} -g -ffunction-sections -fdata-sections -fno-unwind-tables {' '.join(self.defines)} " + " ".join(
             f"-I{path}" for path in self.include_dirs
         )
         rules, objects = [], []
@@ -127,16 +122,23 @@ class TflmTree:
             obj = f"obj/{index}_{source.stem}.o"
             objects.append(obj)
             compiler = (
-                f"{toolchain}g++ {flags} -std=c++17 -fno-rtti -fno-exceptions -fno-threadsafe-statics"
+                f"{toolchain}g++ {flags} {self.optimization(source)} -std=c++17 -fno-rtti -fno-exceptions "
+                "-fno-threadsafe-statics"
                 if source.suffix == ".cc"
-                else f"{toolchain}gcc {flags} -std=c11"
+                else f"{toolchain}gcc {flags} {self.optimization(source)} -std=c11"
             )
             rules.append(f"{obj}: {source}\n\t@mkdir -p obj\n\t{compiler} -c $< -o $@\n")
         makefile = f"libtflm.a: {' '.join(objects)}\n\t{toolchain}ar rcs $@ $^\n\n" + "\n".join(rules)
+        key = hashlib.sha256(f"{self.fingerprint}|{makefile}".encode()).hexdigest()[:16]
+        folder = cache_dir() / "tflm" / key
+        library = folder / "libtflm.a"
+        if library.is_file():
+            return library
+        folder.mkdir(parents=True, exist_ok=True)
         (folder / "Makefile").write_text(makefile)
         with open(folder / "build.log", "w") as log:
             done = subprocess.run(
-                ["make", "-j2", "-k"], cwd=folder, stdout=log, stderr=subprocess.STDOUT, timeout=LIBRARY_TIMEOUT_SECONDS
+                ["make", "-j2"], cwd=folder, stdout=log, stderr=subprocess.STDOUT, timeout=LIBRARY_TIMEOUT_SECONDS
             )
         if done.returncode != 0:
             raise BuildError(f"the TFLM library did not build for {board.id}; log: {folder / 'build.log'}")

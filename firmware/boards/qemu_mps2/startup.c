@@ -12,6 +12,9 @@ void SysTick_Handler(void);
 void _init(void) {}
 void _fini(void) {}
 
+/* C++ static objects register their destructors against this handle (crtbegin defines it). */
+void *__dso_handle = 0;
+
 void Reset_Handler(void) {
   const uint32_t *src = &_sidata;
   for (uint32_t *dst = &_sdata; dst < &_edata;) *dst++ = *src++;
