@@ -12,6 +12,7 @@ import pytest
 
 from harness.boards import get_board
 from harness.device.launch import connect
+from harness.device.qemu import emulated_instructions
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
@@ -63,8 +64,6 @@ def test_instruction_counts_repeat_across_separate_qemu_runs():
     for _ in range(2):
         with connect(board, None) as client:
             timing, _ = client.perf(500)
-            from harness.device.qemu import emulated_instructions
-
             counts.append(emulated_instructions(timing.ticks, timing.tick_hz, board))
     assert counts[0] == counts[1] and counts[0] > 0
 
