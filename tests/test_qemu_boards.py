@@ -146,3 +146,20 @@ def test_vww_on_qemu_matches_tflm_python_on_every_demo_sample(tmp_path, vww_mode
     summary = json.loads((run / "summary.json").read_text())
     assert summary["bit_exact"]["tflm"] == summary["samples"] > 0
     assert summary["latency"]["source"] == "emulated" and summary["latency"]["instructions"]["min"] > 0
+
+
+@pytest.mark.skipif(not TFLM_TREE, reason="set HARNESS_TFLM_TREE to a TFLM tree (docs/boards.md) to run TFLM on QEMU")
+def test_inference_instruction_counts_repeat_for_the_same_input(small_model):
+    import numpy as np
+
+    from harness.firmware.tflm_tree import TflmTree
+    from harness.model.tflite_file import read_tflite
+
+    board, model = get_board("qemu_m4"), read_tflite(small_model)
+    tensor = np.random.default_rng(7).integers(0, 256, model.input.shape, dtype=np.uint8).tobytes()
+    counts = []
+    for _ in range(2):
+        with connect(board, model, tflm=TflmTree(TFLM_TREE)) as client:
+            timing = client.run(tensor).timing
+            counts.append(emulated_instructions(timing.ticks, timing.tick_hz, board))
+    assert counts[0] == counts[1] > 0

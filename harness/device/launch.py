@@ -13,6 +13,7 @@ from pathlib import Path
 
 from harness.boards import Board
 from harness.device.discovery import find_port
+from harness.device.processes import die_with_parent, stop
 from harness.device.qemu import qemu_link
 from harness.errors import LinkError, UserError
 from harness.firmware.build import build_firmware
@@ -65,7 +66,13 @@ def sim_board_process(board: Board, model_path: Path | None) -> Iterator[str]:
         str(fw.get("rx_buffer_bytes", 4096)),
     ]
     with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            preexec_fn=die_with_parent,
+        )
         try:
             line = _wait_for_line(proc, SIM_START_SECONDS)
             if not line.startswith("pty "):
@@ -74,12 +81,7 @@ def sim_board_process(board: Board, model_path: Path | None) -> Iterator[str]:
                 raise LinkError(f"the virtual board did not start: {tail[0]}")
             yield line.removeprefix("pty ")
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
 
 
 @contextmanager

@@ -4,12 +4,9 @@ Harness owns the process: it starts QEMU for one command and stops it afterwards
 and Ctrl-C; QEMU also dies with harness if harness is killed (PR_SET_PDEATHSIG).
 """
 
-import ctypes
 import shutil
-import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -19,14 +16,10 @@ from pathlib import Path
 import serial
 
 from harness.boards import Board
+from harness.device.processes import die_with_parent, stop
 from harness.errors import LinkError, UserError
 
 CONNECT_SECONDS = 20
-
-
-def _die_with_parent() -> None:
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _free_port() -> int:
@@ -79,7 +72,7 @@ def qemu_link(board: Board, elf: Path) -> Iterator[serial.SerialBase]:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         link = None
         try:
@@ -93,12 +86,7 @@ def qemu_link(board: Board, elf: Path) -> Iterator[serial.SerialBase]:
         finally:
             if link is not None:
                 link.close()
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
 
 
 def emulated_instructions(ticks: int | None, tick_hz: int, board: Board) -> int | None:

@@ -24,13 +24,6 @@ RUNNER_SETUP_FAILED = 1
 RUNNER_NO_MODEL = 2  # as firmware/app/runner.h's HARNESS_RUNNER_NO_MODEL
 
 
-def _exit_with_parent() -> None:
-    """Ask Linux to end this process when the harness that started it ends, however it ends."""
-    if sys.platform.startswith("linux"):
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-
 def _tensor_info(details: dict) -> TensorInfo:
     info = TensorInfo()
     dtype = np.dtype(details["dtype"])
@@ -176,7 +169,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rx-frame", type=int, default=4108)
     parser.add_argument("--tx-frame", type=int, default=4108)
     parser.add_argument("--rx-buffer", type=int, default=4096)
-    _exit_with_parent()
     serve(parser.parse_args(argv))
 
 
