@@ -96,6 +96,7 @@ def connect(
     elif board.kind == "emulated":
         firmware = build_firmware(board, model, tflm)
         with qemu_link(board, firmware.elf) as link, _session(link) as client:
+            client.firmware = firmware.provenance()
             yield client
     elif board.kind == "device":
         with _client(port or find_port(board), board) as client:

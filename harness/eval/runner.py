@@ -80,7 +80,8 @@ def _input_tensor(request: EvalRequest, sample: Sample) -> np.ndarray:
     return to_tensor(real_input(rgb, pre), request.model.input, pre.rounding)
 
 
-def _stream(request: EvalRequest, samples: list[Sample], references) -> tuple[list[SampleRecord], DeviceInfo, dict]:
+def _stream(request: EvalRequest, samples: list[Sample], references):
+    """Every sample through the board and the host references: (records, HELLO, link stats, firmware)."""
     records = []
     with connect(request.board, request.model, request.port, request.tflm) as client:
         _check_device_runs_model(client.info, request.model, request.board)
@@ -92,7 +93,7 @@ def _stream(request: EvalRequest, samples: list[Sample], references) -> tuple[li
                 instructions = emulated_instructions(result.timing.ticks, result.timing.tick_hz, request.board)
                 records.append(SampleRecord(sample, result.output, result.timing, hosts, instructions))
                 advance()
-        return records, client.info, vars(client.stats)
+        return records, client.info, vars(client.stats), client.firmware
 
 
 def _stats(values: list[int]) -> dict | None:
@@ -201,7 +202,7 @@ def run_eval(request: EvalRequest) -> dict:
     _input_tensor(request, samples[0])  # a card that does not fit the model fails before the board starts
     refs = load_references(request.model, request.reference_names)
     started = datetime.now(UTC)
-    records, info, link_stats = _stream(request, samples, refs.references)
+    records, info, link_stats, firmware = _stream(request, samples, refs.references)
     finished = datetime.now(UTC)
     summary = _summarise(request, records, info, refs)
     run_id = new_run_id(request.card.name, request.board.id)
@@ -228,6 +229,8 @@ def run_eval(request: EvalRequest) -> dict:
             "arena_configured": info.arena_configured,
             "arena_used": info.arena_used,
             "cpu_hz": info.cpu_hz,
+            "timer": {"kind": info.tick_kind.name.lower(), "hz": info.tick_hz},
+            "firmware": firmware,  # how harness built it (emulated boards); None when it did not
         },
         "dataset": {
             "name": request.dataset.name,

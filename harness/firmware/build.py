@@ -28,10 +28,22 @@ class FirmwareBuild:
     build_id: str
     directory: Path
     has_model: bool
+    kernels: str  # "reference", "cmsis_nn", or "none" for self-test firmware
+    compiler: str
 
     @property
     def elf(self) -> Path:
         return self.directory / "firmware.elf"
+
+    def provenance(self) -> dict:
+        """What a result needs to say about the firmware that produced it."""
+        return {
+            "build_id": self.build_id,
+            "kernels": self.kernels,
+            "compiler": self.compiler,
+            "cpu_flags": self.board.firmware.get("cpu_flags"),
+            "makefile": str(self.directory / "Makefile"),
+        }
 
 
 def _firmware_dir() -> Path:
@@ -164,7 +176,8 @@ def build_firmware(board: Board, model: TfliteModel | None = None, tflm: TflmTre
     fingerprint = _fingerprint(board, sources, model, library)
     build_id = f"{board.id}-{fingerprint}"
     final = cache_dir() / "firmware" / build_id
-    result = FirmwareBuild(board, build_id, final, model is not None)
+    kernels = tflm.kernels if model is not None else "none"
+    result = FirmwareBuild(board, build_id, final, model is not None, kernels, _compiler_version())
     if result.elf.is_file():
         return result
     partial = final.with_name(final.name + ".partial")

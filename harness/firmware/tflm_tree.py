@@ -89,9 +89,20 @@ class TflmTree:
         return (self.root / "third_party" / "cmsis_nn").is_dir()
 
     @property
+    def is_cortex_m_generic(self) -> bool:
+        return (self.root / "tensorflow" / "lite" / "micro" / "cortex_m_generic").is_dir()
+
+    @property
     def defines(self) -> list[str]:
         # TFLM's BUILD_TYPE=release_with_logs: assertions off, error logs kept.
-        return ["-DTF_LITE_STATIC_MEMORY", "-DNDEBUG", *(["-DCMSIS_NN"] if self.has_cmsis_nn else [])]
+        defines = ["-DTF_LITE_STATIC_MEMORY", "-DNDEBUG"]
+        if self.has_cmsis_nn:
+            defines.append("-DCMSIS_NN")
+        if self.is_cortex_m_generic:
+            # A generated cortex_m_generic tree carries no CMSIS device headers: its timer stubs
+            # are what the project generator intends (harness times invokes itself).
+            defines.append("-DPROJECT_GENERATION")
+        return defines
 
     def optimization(self, source: Path) -> str:
         """TFLM's own choice: kernels and third-party code for speed, the rest for size."""

@@ -52,6 +52,7 @@ class DeviceClient:
         self.retries = retries
         self.stats = LinkStats()
         self.info: DeviceInfo | None = None
+        self.firmware: dict | None = None  # how the firmware was built, where harness built it
         self._decoder = FrameDecoder()
         self._events: deque = deque()
         self._slowest_invoke = 0.0

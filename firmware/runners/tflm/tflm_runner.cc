@@ -8,7 +8,13 @@
 #include "tensorflow/lite/micro/system_setup.h"
 #include "tensorflow/lite/schema/schema_generated.h"
 
+#if __has_include("tensorflow/lite/micro/cortex_m_generic/debug_log_callback.h")
+#include "tensorflow/lite/micro/cortex_m_generic/debug_log_callback.h"
+#define HARNESS_DEBUG_LOG_CALLBACK 1
+#endif
+
 extern "C" {
+#include "board.h"
 #include "harness_build_config.h"
 #include "runner.h"
 }
@@ -37,7 +43,16 @@ void describe(const TfLiteTensor *tensor, hp_tensor_info *info) {
   info->bytes = static_cast<uint32_t>(tensor->bytes);
 }
 
+#ifdef HARNESS_DEBUG_LOG_CALLBACK
+// TFLM's cortex_m_generic DebugLog hands its lines to a callback: send them to the board's
+// diagnostics channel, never the protocol link.
+void debug_log(const char *text) { board_debug_write(text, static_cast<unsigned>(std::strlen(text))); }
+#endif
+
 int32_t setup(void *, hp_model_info *info) {
+#ifdef HARNESS_DEBUG_LOG_CALLBACK
+  RegisterDebugLogCallback(debug_log);
+#endif
   static const uint8_t sha_prefix[8] = HP_MODEL_SHA256_PREFIX;
   std::memcpy(info->model_sha256_prefix, sha_prefix, sizeof sha_prefix);
   info->arena_configured = sizeof tensor_arena;
