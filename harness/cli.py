@@ -1,13 +1,14 @@
 """The `harness` command line."""
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
 
-from harness import __version__
+from harness import __version__, console
 from harness.boards import all_boards, get_board
-from harness.console import stdout_console
+from harness.console import print_json, stdout_console
 from harness.errors import BuildError, LinkError, UserError
 from harness.eval.dataset import DEMO, load_dataset
 from harness.eval.subsets import SUBSETS, parse_subsets
@@ -71,7 +72,13 @@ def _cmd_eval(args) -> int:
         reference_names=args.references,
         tflm=_tflm_tree(args),
     )
-    print_summary(run_eval(request))
+    summary = run_eval(request)
+    if args.json:
+        print_json(summary)
+    elif args.quiet:
+        print(summary["run_dir"])
+    else:
+        print_summary(summary)
     return 0
 
 
@@ -83,9 +90,14 @@ def _cmd_link_test(args) -> int:
     board = get_board(args.board)
     with connect(board, None, args.port) as client, progress(args.bytes, f"link-test {board.id}") as advance:
         report = run_link_test(client, board, args.bytes, advance=advance)
-    console = stdout_console()
-    for line in describe(report, board.latency_source):
-        console.print(line, highlight=False)
+    if args.json:
+        print_json(
+            dataclasses.asdict(report) | {"ok": report.ok, "perf_repeats_exactly": report.perf_repeats_exactly()}
+        )
+    elif not args.quiet or not report.ok:
+        console = stdout_console()
+        for line in describe(report, board.latency_source):
+            console.print(line, highlight=False)
     return 0 if report.ok else 1
 
 
@@ -118,6 +130,111 @@ def _cmd_flash(args) -> int:
     return 0
 
 
+def _cmd_runs(args) -> int:
+    from rich.table import Table
+
+    from harness.results.runs import list_runs
+
+    heads = [run.headline() for run in list_runs(Path(args.results))]
+    if args.json:
+        print_json(heads)
+        return 0
+    table = Table(title=f"runs in {args.results}", title_justify="left")
+    for column in ("run", "model", "board", "n", "device acc %", "agree %", "latency", "arena B"):
+        table.add_column(column, justify="left" if column in ("run", "model", "board") else "right")
+    for h in heads:
+        latency = (
+            f"{h['instructions_median']:,.0f} instr"
+            if h["instructions_median"]
+            else (f"{h['latency_median_us'] / 1000:.2f} ms" if h["latency_median_us"] else "n/a")
+        )
+        table.add_row(
+            h["run_id"],
+            h["model"],
+            h["board"],
+            str(h["samples"]),
+            "n/a" if h["device_accuracy"] is None else f"{100 * h['device_accuracy']:.1f}",
+            "n/a" if h["agreement"] is None else f"{100 * h['agreement']:.1f}",
+            f"{latency} ({h['latency_source']})",
+            str(h["arena_used"]),
+        )
+    stdout_console().print(table)
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from harness.results.html_report import write_report
+    from harness.results.runs import load_run
+
+    out = write_report([load_run(spec, Path(args.results)) for spec in args.runs], Path(args.out))
+    if args.json:
+        print_json({"report": str(out)})
+    elif not args.quiet:
+        print(f"report: {out}")
+    return 0
+
+
+def _cmd_compare(args) -> int:
+    from harness.results.compare import compare_runs
+    from harness.results.runs import load_run
+
+    result = compare_runs(
+        load_run(args.run_a, Path(args.results)), load_run(args.run_b, Path(args.results)), args.latency_tolerance
+    )
+    if args.json:
+        print_json(result)
+        return 0
+    console = stdout_console()
+    console.print(
+        f"{result['run_a']} → {result['run_b']}: {result['paired_samples']} paired samples, "
+        f"{result['prediction_flips']} device prediction flips",
+        highlight=False,
+    )
+    for name, s in result["subsets"].items():
+        verdict = "SIGNIFICANT" if s["significant"] else "not significant"
+        console.print(
+            f"  {name}: accuracy {100 * s['accuracy_a']:.1f} → {100 * s['accuracy_b']:.1f} % "
+            f"(McNemar p = {s['mcnemar_p']:.3g}, {verdict})",
+            highlight=False,
+        )
+    lat = result["latency"]
+    if "median_a" not in lat:
+        console.print(f"  latency: {lat['note']}", highlight=False)
+    else:
+        verdict = (
+            lat["note"]
+            if lat["significant"] is None
+            else f"{'SIGNIFICANT' if lat['significant'] else 'not significant'} at ±{lat['tolerance']:.0%}"
+        )
+        console.print(
+            f"  latency ({lat['unit']}, {lat['source_a']}): median {lat['median_a']:,.1f} → {lat['median_b']:,.1f} "
+            f"({lat['relative_change']:+.1%}, 95 % CI {lat['ci95'][0]:+.1%} … {lat['ci95'][1]:+.1%}; {verdict})",
+            highlight=False,
+        )
+    console.print(f"  arena used: {result['arena_used_delta']:+d} bytes", highlight=False)
+    return 0
+
+
+def _cmd_check(args) -> int:
+    from harness.results.gates import check_gates, junit_xml, load_gates
+    from harness.results.runs import load_run
+
+    results_root = Path(args.results)
+    run = load_run(args.run, results_root)
+    baseline = load_run(args.baseline, results_root) if args.baseline else None
+    results = check_gates(run, load_gates(Path(args.gates)), baseline)
+    if args.junit:
+        Path(args.junit).write_text(junit_xml(run, results))
+    if args.json:
+        print_json([vars(r) for r in results])
+    else:
+        console = stdout_console()
+        for r in results:
+            if not args.quiet or not r.passed:
+                console.print(f"{'PASS' if r.passed else 'FAIL'} {r.name}: {r.detail}", highlight=False)
+    return 0 if all(r.passed for r in results) else 1
+
+
 def _cmd_boards(_args) -> int:
     console = stdout_console()
     for board in all_boards().values():
@@ -140,12 +257,22 @@ def _cmd_subsets(_args) -> int:
     return 0
 
 
+def _output_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    common.add_argument("--quiet", action="store_true", help="no progress, only what a CI log needs")
+    return common
+
+
 def build_parser() -> argparse.ArgumentParser:
+    output = _output_options()
     parser = _Parser(prog="harness", description="Benchmark TinyML models on microcontrollers.")
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    run = commands.add_parser("eval", help="stream a benchmark subset to a board and compare with the host")
+    run = commands.add_parser(
+        "eval", parents=[output], help="stream a benchmark subset to a board and compare with the host"
+    )
     run.add_argument("--board", default="sim", help="board id from boards/ (default: sim, the virtual board)")
     run.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
     run.add_argument("--model-file", help="a .tflite to use instead of the card's own file (same preprocessing)")
@@ -170,11 +297,43 @@ def build_parser() -> argparse.ArgumentParser:
     flash.add_argument("--tflm", help="TFLM source tree (default: $HARNESS_TFLM_TREE); without it, self-test firmware")
     flash.set_defaults(handler=_cmd_flash)
 
-    link = commands.add_parser("link-test", help="check and time the link: echo frames both ways, PERF workload")
+    link = commands.add_parser(
+        "link-test", parents=[output], help="check and time the link: echo frames both ways, PERF workload"
+    )
     link.add_argument("--board", default="sim", help="board id from boards/ (default: sim)")
     link.add_argument("--port", help="serial device or pyserial URL of a real board")
     link.add_argument("--bytes", type=_positive_int, default=1 << 20, help="bytes through the link, both ways")
     link.set_defaults(handler=_cmd_link_test)
+
+    runs = commands.add_parser("runs", parents=[output], help="list the runs in a results folder")
+    runs.add_argument("--results", default="results", help="results folder (default: results)")
+    runs.set_defaults(handler=_cmd_runs)
+
+    report = commands.add_parser("report", parents=[output], help="write a self-contained HTML report of runs")
+    report.add_argument("runs", nargs="+", help="run ids (under --results) or run folders")
+    report.add_argument("--out", default="report.html", help="the HTML file to write (default: report.html)")
+    report.add_argument("--results", default="results", help="results folder (default: results)")
+    report.set_defaults(handler=_cmd_report)
+
+    compare = commands.add_parser("compare", parents=[output], help="what changed between two runs, with significance")
+    compare.add_argument("run_a")
+    compare.add_argument("run_b")
+    compare.add_argument("--results", default="results", help="results folder (default: results)")
+    compare.add_argument(
+        "--latency-tolerance",
+        type=float,
+        help="smallest relative latency change called significant (default by source: emulated 0, device 0.02; "
+        "sim latency is host time and is judged only with this option)",
+    )
+    compare.set_defaults(handler=_cmd_compare)
+
+    check = commands.add_parser("check", parents=[output], help="gate a run: exit 1 when a gate fails")
+    check.add_argument("run")
+    check.add_argument("--gates", required=True, help="gates TOML file (see docs/lab-ci.md)")
+    check.add_argument("--baseline", help="run to compare latency, arena and flash against")
+    check.add_argument("--junit", help="write JUnit XML with one test case per gate")
+    check.add_argument("--results", default="results", help="results folder (default: results)")
+    check.set_defaults(handler=_cmd_check)
 
     commands.add_parser("boards", help="list the boards").set_defaults(handler=_cmd_boards)
     commands.add_parser("models", help="list the model cards").set_defaults(handler=_cmd_models)
@@ -184,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    console.QUIET = getattr(args, "quiet", False) or getattr(args, "json", False)
     try:
         return args.handler(args)
     except UserError as exc:

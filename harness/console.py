@@ -1,5 +1,6 @@
 """Terminal output: a progress bar with ETA on a terminal, plain progress lines under CI or in logs."""
 
+import json
 import os
 import sys
 import time
@@ -9,9 +10,15 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+QUIET = False  # set by --quiet and --json: no progress output at all
+
 
 def interactive() -> bool:
     return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def print_json(data) -> None:
+    print(json.dumps(data, indent=2, default=str))
 
 
 def stdout_console() -> Console:
@@ -21,6 +28,9 @@ def stdout_console() -> Console:
 @contextmanager
 def progress(total: int, label: str) -> Iterator:
     """Yields advance(amount=1): call it as work finishes."""
+    if QUIET:
+        yield lambda amount=1: None
+        return
     if interactive():
         columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("eta"), TimeRemainingColumn())
         with Progress(*columns, console=Console(stderr=True), transient=True) as bar:

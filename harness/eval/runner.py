@@ -1,7 +1,5 @@
 """`harness eval`: stream a subset's samples to a board, run host references, score and store it all."""
 
-import platform
-import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -9,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from harness import __version__
 from harness.boards import Board
 from harness.console import progress
 from harness.device.launch import connect
@@ -25,6 +22,7 @@ from harness.link.protocol import DeviceInfo, Timing
 from harness.model.card import ModelCard
 from harness.model.references import DEFAULT_REFERENCES, load_references
 from harness.model.tflite_file import TfliteModel
+from harness.results.provenance import harness_source, host_machine, subset_content_hashes, usb_serial_number
 from harness.results.store import new_run_id, run_folder
 
 
@@ -93,7 +91,8 @@ def _stream(request: EvalRequest, samples: list[Sample], references):
                 instructions = emulated_instructions(result.timing.ticks, result.timing.tick_hz, request.board)
                 records.append(SampleRecord(sample, result.output, result.timing, hosts, instructions))
                 advance()
-        return records, client.info, vars(client.stats), client.firmware
+        board_serial = usb_serial_number(getattr(client.port, "port", None))
+        return records, client.info, vars(client.stats), client.firmware, board_serial
 
 
 def _stats(values: list[int]) -> dict | None:
@@ -202,7 +201,7 @@ def run_eval(request: EvalRequest) -> dict:
     _input_tensor(request, samples[0])  # a card that does not fit the model fails before the board starts
     refs = load_references(request.model, request.reference_names)
     started = datetime.now(UTC)
-    records, info, link_stats, firmware = _stream(request, samples, refs.references)
+    records, info, link_stats, firmware, board_serial = _stream(request, samples, refs.references)
     finished = datetime.now(UTC)
     summary = _summarise(request, records, info, refs)
     run_id = new_run_id(request.card.name, request.board.id)
@@ -210,17 +209,26 @@ def run_eval(request: EvalRequest) -> dict:
     summary["link"] = link_stats
     manifest = {
         "run_id": run_id,
-        "harness_version": __version__,
+        "harness": harness_source(),
         "started": started.isoformat(),
         "finished": finished.isoformat(),
         "model": {
             "card": request.card.name,
             "file": str(request.model.path),
             "sha256": request.model.sha256,
+            "bytes": len(request.model.data),
+            "card_file": str(request.card.card_path),
             "input": request.model.input.describe(),
             "output": request.model.output.describe(),
         },
-        "board": {"id": request.board.id, "kind": request.board.kind, "latency_source": request.board.latency_source},
+        "board": {
+            "id": request.board.id,
+            "kind": request.board.kind,
+            "latency_source": request.board.latency_source,
+            "usb_serial_number": board_serial,
+            "flash_bytes": request.board.flash_bytes,
+            "ram_bytes": request.board.ram_bytes,
+        },
         "device": {
             "board_id": info.board_id,
             "firmware_build_id": info.build_id,
@@ -237,10 +245,11 @@ def run_eval(request: EvalRequest) -> dict:
             "labels": str(request.dataset.csv_path),
             "labels_sha256": request.dataset.csv_sha256,
             "subsets": [s.name for s in request.subsets],
+            "subset_content_sha256": subset_content_hashes(samples, request.subsets),
             "limit": request.limit,
         },
         "references": {r.name: r.description for r in refs.references} | {"refused": refs.refused},
-        "host": {"python": sys.version.split()[0], "platform": platform.platform()},
+        "host": host_machine(),
     }
     with run_folder(request.results_root, run_id) as folder:
         folder.write_table("samples.parquet", _sample_columns(request, records, summary["references"]["used"]))

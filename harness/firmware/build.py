@@ -14,6 +14,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from harness.boards import Board
 from harness.errors import BuildError, UserError
+from harness.firmware.elf import memory_usage
 from harness.firmware.tflm_tree import TflmTree
 from harness.model.tflite_file import TfliteModel
 from harness.paths import cache_dir, share_dir
@@ -43,6 +44,7 @@ class FirmwareBuild:
             "compiler": self.compiler,
             "cpu_flags": self.board.firmware.get("cpu_flags"),
             "makefile": str(self.directory / "Makefile"),
+            **memory_usage(self.elf),
         }
 
 

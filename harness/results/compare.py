@@ -1,0 +1,116 @@
+"""`harness compare`: what changed between two runs, and whether it is more than chance."""
+
+import numpy as np
+from scipy.stats import binomtest
+
+from harness.errors import UserError
+from harness.results.runs import Run
+
+ALPHA = 0.05
+BOOTSTRAP_RESAMPLES = 2000
+# The smallest latency change worth calling a change, by where the figure comes from: QEMU
+# instruction counts are exact, a board's cycle counter nearly so. The virtual board's figures are
+# this host's wall-clock time, shared with whatever else the host does: they are reported, and
+# judged only when the user names a tolerance.
+LATENCY_TOLERANCE = {"emulated": 0.0, "device": 0.02}
+
+
+def mcnemar_exact(a_correct: np.ndarray, b_correct: np.ndarray) -> tuple[int, int, float]:
+    """Discordant pairs (only A right, only B right) and the exact two-sided McNemar p-value."""
+    only_a = int(np.sum(a_correct & ~b_correct))
+    only_b = int(np.sum(~a_correct & b_correct))
+    if only_a + only_b == 0:
+        return only_a, only_b, 1.0
+    return only_a, only_b, float(binomtest(only_a, only_a + only_b, 0.5).pvalue)
+
+
+def bootstrap_median_change(a: np.ndarray, b: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
+    """Relative change of the median (b over a) and its 95 % percentile-bootstrap interval."""
+    rng = np.random.default_rng(seed)
+    base = np.median(a)
+    change = np.median(b) / base - 1
+    draws = [
+        np.median(rng.choice(b, len(b))) / np.median(rng.choice(a, len(a))) - 1 for _ in range(BOOTSTRAP_RESAMPLES)
+    ]
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return float(change), float(low), float(high)
+
+
+def _latency_values(run: Run) -> tuple[np.ndarray, str]:
+    instructions = [v for v in run.samples.get("instructions", []) if v is not None]
+    if instructions:
+        return np.array(instructions, dtype=float), "instructions"
+    micros = [v for v in run.samples["microseconds"] if v is not None]
+    return np.array(micros, dtype=float), "microseconds"
+
+
+def _paired(a: Run, b: Run) -> tuple[dict[str, int], dict[str, int]]:
+    a_index = {sid: i for i, sid in enumerate(a.samples["sample_id"])}
+    b_index = {sid: i for i, sid in enumerate(b.samples["sample_id"])}
+    common = [sid for sid in a_index if sid in b_index]
+    if not common:
+        raise UserError(f"runs {a.id} and {b.id} share no samples; compare runs on the same dataset")
+    return {sid: a_index[sid] for sid in common}, {sid: b_index[sid] for sid in common}
+
+
+def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict:
+    """Per subset accuracy deltas with McNemar's test on paired predictions; the latency median change
+    with a bootstrap interval, significant only when the interval excludes zero and the change is larger
+    than the tolerance (by default LATENCY_TOLERANCE for the runs' latency source)."""
+    a_rows, b_rows = _paired(a, b)
+    ids = list(a_rows)
+    labels = np.array([a.samples["label"][a_rows[i]] for i in ids])
+    labels = np.where(labels == -1, 1, labels)
+    a_pred = np.array([a.samples["device_prediction"][a_rows[i]] for i in ids])
+    b_pred = np.array([b.samples["device_prediction"][b_rows[i]] for i in ids])
+    subsets = {}
+    for name in a.summary["subsets"]:
+        column = f"in_{name}"
+        if name not in b.summary["subsets"] or column not in a.samples:
+            continue
+        members = np.array([a.samples[column][a_rows[i]] for i in ids], dtype=bool)
+        a_ok, b_ok = (a_pred == labels)[members], (b_pred == labels)[members]
+        only_a, only_b, p = mcnemar_exact(a_ok, b_ok)
+        subsets[name] = {
+            "n_paired": int(members.sum()),
+            "accuracy_a": float(a_ok.mean()) if members.any() else None,
+            "accuracy_b": float(b_ok.mean()) if members.any() else None,
+            "delta": float(b_ok.mean() - a_ok.mean()) if members.any() else None,
+            "only_a_correct": only_a,
+            "only_b_correct": only_b,
+            "mcnemar_p": p,
+            "significant": p < ALPHA,
+        }
+    latency_a, unit_a = _latency_values(a)
+    latency_b, unit_b = _latency_values(b)
+    latency = {"unit": unit_a, "source_a": a.summary["latency"]["source"], "source_b": b.summary["latency"]["source"]}
+    if latency_tolerance is None:
+        latency_tolerance = max(
+            LATENCY_TOLERANCE.get(latency["source_a"], 0.1), LATENCY_TOLERANCE.get(latency["source_b"], 0.1)
+        )
+    if unit_a == unit_b and len(latency_a) and len(latency_b):
+        change, low, high = bootstrap_median_change(latency_a, latency_b)
+        latency |= {
+            "median_a": float(np.median(latency_a)),
+            "median_b": float(np.median(latency_b)),
+            "relative_change": change,
+            "ci95": [low, high],
+            "tolerance": latency_tolerance,
+            "significant": None
+            if latency_tolerance is None
+            else bool((low > 0 or high < 0) and abs(change) > latency_tolerance),
+        }
+        if latency_tolerance is None:
+            latency["note"] = "virtual-board latency is this host's time: not judged (pass --latency-tolerance)"
+    else:
+        latency |= {"significant": None, "note": f"not comparable: {unit_a} against {unit_b}"}
+    return {
+        "run_a": a.id,
+        "run_b": b.id,
+        "paired_samples": len(ids),
+        "prediction_flips": int(np.sum(a_pred != b_pred)),
+        "subsets": subsets,
+        "latency": latency,
+        "arena_used_delta": b.summary["arena"]["used"] - a.summary["arena"]["used"],
+        "significant": any(s["significant"] for s in subsets.values()) or bool(latency.get("significant")),
+    }

@@ -1,0 +1,51 @@
+"""`harness report`: one self-contained HTML page (plots embedded as SVG) for one or more runs."""
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from harness import __version__
+from harness.results.plots import FIGURES
+from harness.results.runs import Run
+
+
+def _pct(value) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}"
+
+
+def _leaderboard(runs: list[Run]) -> dict | None:
+    if len(runs) < 2:
+        return None
+    cells = {}
+    for run in runs:  # later runs of the same pair replace earlier ones
+        head = run.headline()
+        latency = (
+            f"{head['instructions_median']:,.0f} instr"
+            if head["instructions_median"]
+            else (f"{head['latency_median_us'] / 1000:.2f} ms" if head["latency_median_us"] else "n/a")
+        )
+        cells[(run.model, run.board)] = f"{_pct(head['device_accuracy'])} % · {latency} ({head['latency_source']})"
+    return {
+        "models": sorted({run.model for run in runs}),
+        "boards": sorted({run.board for run in runs}),
+        "cells": cells,
+    }
+
+
+def write_report(runs: list[Run], out: Path) -> Path:
+    env = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2", "html"]))
+    page = env.get_template("report.html.j2").render(
+        runs=runs,
+        figures={run.id: {title: draw(run) for title, draw in FIGURES.items()} for run in runs},
+        leaderboard=_leaderboard(runs),
+        pct=_pct,
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        version=__version__,
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
+    partial.write_text(page)
+    partial.replace(out)
+    return out

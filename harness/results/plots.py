@@ -1,0 +1,134 @@
+"""The report's figures, drawn with matplotlib and returned as self-contained SVG data URIs."""
+
+import base64
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from harness.results.runs import Run
+
+DEVICE_COLOUR, HOST_COLOURS = "#d62728", ("#1f77b4", "#2ca02c", "#9467bd")
+
+
+def _data_uri(fig) -> str:
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue().encode()).decode()
+
+
+def subset_scores(run: Run) -> str:
+    subsets = list(run.summary["subsets"])
+    sources = [("device", DEVICE_COLOUR), *zip(run.summary["references"]["used"], HOST_COLOURS, strict=False)]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.45 * len(subsets) + 1.6), sharey=True)
+    y = np.arange(len(subsets))
+    height = 0.8 / len(sources)
+    for ax, metric in zip(axes, ("accuracy", "f1"), strict=True):
+        for i, (name, colour) in enumerate(sources):
+            entries = [run.summary["subsets"][s]["device" if name == "device" else "host"] for s in subsets]
+            values = [(e if name == "device" else e[name])[metric] or 0 for e in entries]
+            ax.barh(y + i * height, np.array(values) * 100, height, label=name, color=colour)
+        ax.set_xlim(0, 100)
+        ax.set_xlabel(f"{'accuracy' if metric == 'accuracy' else 'F1 (counts)'} %")
+    axes[0].set_yticks(y + height * (len(sources) - 1) / 2, subsets)
+    axes[0].invert_yaxis()
+    axes[1].legend(loc="lower right", fontsize="small")
+    return _data_uri(fig)
+
+
+def _labels(run: Run) -> np.ndarray:
+    labels = np.array(run.samples["label"])
+    return np.where(labels == -1, 1, labels)  # far-only rows count as persons
+
+
+def confusion(run: Run) -> str:
+    labels = _labels(run)
+    names = ["device", *run.summary["references"]["used"][:1]]
+    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3))
+    for ax, name in zip(np.atleast_1d(axes), names, strict=True):
+        predictions = np.array(run.samples[f"{name}_prediction"])
+        matrix = np.array([[np.sum((labels == t) & (predictions == p)) for p in (0, 1)] for t in (0, 1)])
+        ax.imshow(matrix, cmap="Blues")
+        for (t, p), count in np.ndenumerate(matrix):
+            ax.text(p, t, str(count), ha="center", va="center", color="black")
+        ax.set_xticks([0, 1], ["non-person", "person"])
+        ax.set_yticks([0, 1], ["non-person", "person"])
+        ax.set_xlabel("predicted")
+        ax.set_ylabel("label")
+        ax.set_title(name)
+    return _data_uri(fig)
+
+
+def latency(run: Run) -> str:
+    source = run.summary["latency"]["source"]
+    values, unit = run.samples.get("instructions"), "instructions per inference"
+    if not values or values[0] is None:
+        values, unit = run.samples["microseconds"], "µs per inference"
+    values = [v for v in values if v is not None]
+    fig, ax = plt.subplots(figsize=(6, 3))
+    if values:
+        ax.hist(values, bins=min(30, max(5, len(values) // 3)), color=DEVICE_COLOUR)
+    ax.set_xlabel(f"{unit} ({source})")
+    ax.set_ylabel("samples")
+    ax.set_title(f"latency — source: {source}")
+    return _data_uri(fig)
+
+
+def output_differences(run: Run) -> str:
+    reference = run.primary_reference
+    fig, ax = plt.subplots(figsize=(6, 3))
+    if reference:
+        diffs = np.array(run.samples[f"{reference}_max_diff_steps"])
+        ax.hist(diffs, bins=np.arange(0, max(2.0, diffs.max() + 2)) - 0.5, color=HOST_COLOURS[0])
+    ax.set_xlabel(f"largest device - {reference} output difference ({run.summary['output_diff_unit']})")
+    ax.set_ylabel("samples")
+    return _data_uri(fig)
+
+
+def flips_against_margin(run: Run) -> str:
+    reference = run.primary_reference
+    fig, ax = plt.subplots(figsize=(6, 3))
+    if reference:
+        margin = np.abs(np.array(run.samples[f"{reference}_score"]) - 0.5)
+        flipped = np.array(run.samples["device_prediction"]) != np.array(run.samples[f"{reference}_prediction"])
+        jitter = np.random.default_rng(0).uniform(-0.15, 0.15, len(margin))
+        ax.scatter(margin[~flipped], jitter[~flipped], s=10, color=HOST_COLOURS[0], label="same prediction")
+        ax.scatter(margin[flipped], 1 + jitter[flipped], s=18, color=DEVICE_COLOUR, label="flipped")
+        ax.set_yticks([0, 1], ["same", "flipped"])
+        ax.legend(fontsize="small", loc="center right")
+    ax.set_xlabel(f"{reference} confidence margin |score - 0.5|")
+    ax.set_title(f"device prediction flips: {int(np.sum(flipped)) if reference else 0}")
+    return _data_uri(fig)
+
+
+def memory(run: Run) -> str:
+    arena = run.summary["arena"]
+    board = run.manifest["board"]
+    firmware = run.manifest["device"].get("firmware") or {}
+    flash_used = firmware.get("flash_bytes") or run.manifest["model"].get("bytes", 0)
+    rows = [
+        ("arena used / configured", arena["used"], arena["configured"]),
+        ("flash used / board" if firmware else "model / board flash", flash_used, board.get("flash_bytes") or 0),
+    ]
+    fig, ax = plt.subplots(figsize=(6, 2.2))
+    for i, (_, used, total) in enumerate(rows):
+        ax.barh(i, total / 1024, color="#dddddd")
+        ax.barh(i, used / 1024, color=DEVICE_COLOUR)
+        ax.text(used / 1024, i, f" {used / 1024:,.0f} KiB", va="center")
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows])
+    ax.set_xlabel("KiB")
+    return _data_uri(fig)
+
+
+FIGURES = {
+    "Accuracy and F1 per subset": subset_scores,
+    "Confusion matrices": confusion,
+    "Latency distribution": latency,
+    "Device - host output differences": output_differences,
+    "Prediction flips against the host's confidence": flips_against_margin,
+    "Arena and flash": memory,
+}

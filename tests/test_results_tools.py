@@ -1,0 +1,145 @@
+"""Run listing, comparison with significance, gates with JUnit, and the HTML report in a real browser."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.model_surgery import swap_output_classes
+
+
+def _harness(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=os.environ.copy(), cwd=cwd
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, vww_model):
+    """Two runs of the default model on the virtual board, and one of the same model with its classes swapped."""
+    folder = tmp_path_factory.mktemp("runs")
+    swapped = folder / "vww_swapped.tflite"
+    swapped.write_bytes(swap_output_classes(vww_model.read_bytes()))
+    ids = {}
+    for name, extra in (("base", []), ("again", []), ("swapped", ["--model-file", str(swapped)])):
+        done = _harness("eval", "--subset", "all,distance_far", "--results", str(folder / "results"), "--quiet", *extra)
+        assert done.returncode == 0, done.stderr
+        ids[name] = os.path.basename(done.stdout.strip())
+    return folder / "results", ids
+
+
+def test_runs_are_listed(runs):
+    results, ids = runs
+    listed = json.loads(_harness("runs", "--results", str(results), "--json").stdout)
+    assert [row["run_id"] for row in listed] == [ids["base"], ids["again"], ids["swapped"]]
+    assert all(row["latency_source"] == "sim" for row in listed)
+
+
+def test_same_model_twice_is_not_a_significant_difference(runs):
+    results, ids = runs
+    done = _harness("compare", ids["base"], ids["again"], "--results", str(results), "--json")
+    result = json.loads(done.stdout)
+    assert result["prediction_flips"] == 0
+    assert not result["significant"]
+    assert all(s["mcnemar_p"] == 1.0 for s in result["subsets"].values())
+
+
+def test_perturbed_model_is_a_significant_difference(runs):
+    results, ids = runs
+    result = json.loads(_harness("compare", ids["base"], ids["swapped"], "--results", str(results), "--json").stdout)
+    assert result["significant"]
+    assert result["subsets"]["all"]["mcnemar_p"] < 0.05
+    assert result["prediction_flips"] >= 0.9 * result["paired_samples"]  # inverted, but for exact ties
+    text = _harness("compare", ids["base"], ids["swapped"], "--results", str(results)).stdout
+    assert "SIGNIFICANT" in text and "McNemar" in text
+
+
+def test_gates_fail_a_degraded_run_and_write_junit(runs, tmp_path):
+    results, ids = runs
+    gates = tmp_path / "gates.toml"
+    gates.write_text(
+        "[agreement]\nmin = 0.99\n[accuracy_drop]\nmax = 0.01\n[accuracy_vs_baseline]\nmax_drop = 0.02\n"
+        "[arena]\nmax_growth_bytes = 0\n"
+    )
+    junit = tmp_path / "junit.xml"
+    good = _harness("check", ids["again"], "--gates", str(gates), "--baseline", ids["base"], "--results", str(results))
+    assert good.returncode == 0, good.stdout
+    bad = _harness(
+        "check",
+        ids["swapped"],
+        "--gates",
+        str(gates),
+        "--baseline",
+        ids["base"],
+        "--results",
+        str(results),
+        "--junit",
+        str(junit),
+    )
+    assert bad.returncode == 1
+    assert "FAIL accuracy_vs_baseline" in bad.stdout
+    suite = ET.parse(junit).getroot()
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == ["agreement", "accuracy_drop", "accuracy_vs_baseline", "arena"]
+    assert suite.get("failures") == "1"
+    assert [c.get("name") for c in cases if c.find("failure") is not None] == ["accuracy_vs_baseline"]
+
+
+def test_unknown_gate_is_a_clear_error(runs, tmp_path):
+    results, ids = runs
+    gates = tmp_path / "gates.toml"
+    gates.write_text("[speed]\nmax = 1\n")
+    done = _harness("check", ids["base"], "--gates", str(gates), "--results", str(results))
+    assert done.returncode == 2 and "unknown gate" in done.stderr and done.stderr.count("\n") == 1
+
+
+CHROMIUM = shutil.which("chromium")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (scripts/install --test installs it as root)")
+def test_report_renders_in_headless_chromium(runs, tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api", reason="needs the playwright package (test extras)")
+    results, ids = runs
+    out = tmp_path / "report.html"
+    done = _harness("report", ids["base"], ids["swapped"], "--results", str(results), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    errors, shot = [], tmp_path / "report.png"
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+        )
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(out.as_uri())
+        page.wait_for_load_state("load")
+        sizes = page.eval_on_selector_all(
+            "img.plot", "imgs => imgs.map(i => [i.complete, i.naturalWidth, i.naturalHeight])"
+        )
+        assert "Leaderboard" in page.content()
+        page.screenshot(path=str(shot), full_page=True)
+        browser.close()
+    assert not errors
+    assert len(sizes) == 12  # six figures for each of the two runs
+    assert all(complete and width > 0 and height > 0 for complete, width, height in sizes)
+    pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
+    assert pixels.std() > 10  # not a blank page
+
+
+def test_mcnemar_exact_and_bootstrap():
+    from harness.results.compare import bootstrap_median_change, mcnemar_exact
+
+    a = np.array([True] * 20 + [False] * 5)
+    b = np.array([False] * 10 + [True] * 10 + [False] * 5)
+    only_a, only_b, p = mcnemar_exact(a, b)
+    assert (only_a, only_b) == (10, 0) and p == pytest.approx(2 * 0.5**10)
+    assert mcnemar_exact(a, a)[2] == 1.0
+    change, low, high = bootstrap_median_change(np.full(50, 100.0), np.full(50, 110.0))
+    assert change == pytest.approx(0.10) and low == pytest.approx(0.10) and high == pytest.approx(0.10)
