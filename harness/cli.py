@@ -235,21 +235,30 @@ def _cmd_check(args) -> int:
     return 0 if all(r.passed for r in results) else 1
 
 
-def _cmd_boards(_args) -> int:
+def _cmd_boards(args) -> int:
+    if args.json:
+        print_json([dataclasses.asdict(b) for b in all_boards().values()])
+        return 0
     console = stdout_console()
     for board in all_boards().values():
         console.print(f"{board.id:12} {board.kind:8} latency={board.latency_source:8} {board.name}")
     return 0
 
 
-def _cmd_models(_args) -> int:
+def _cmd_models(args) -> int:
+    if args.json:
+        print_json([dataclasses.asdict(c) for c in all_cards().values()])
+        return 0
     console = stdout_console()
     for card in all_cards().values():
         console.print(f"{card.name:28} {card.task:22} {card.title}")
     return 0
 
 
-def _cmd_subsets(_args) -> int:
+def _cmd_subsets(args) -> int:
+    if args.json:
+        print_json([dataclasses.asdict(s) for s in SUBSETS.values()])
+        return 0
     console = stdout_console()
     for subset in SUBSETS.values():
         column = subset.flag or "(every labelled image)"
@@ -335,9 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--results", default="results", help="results folder (default: results)")
     check.set_defaults(handler=_cmd_check)
 
-    commands.add_parser("boards", help="list the boards").set_defaults(handler=_cmd_boards)
-    commands.add_parser("models", help="list the model cards").set_defaults(handler=_cmd_models)
-    commands.add_parser("subsets", help="list the benchmark subsets").set_defaults(handler=_cmd_subsets)
+    commands.add_parser("boards", parents=[output], help="list the boards").set_defaults(handler=_cmd_boards)
+    commands.add_parser("models", parents=[output], help="list the model cards").set_defaults(handler=_cmd_models)
+    commands.add_parser("subsets", parents=[output], help="list the benchmark subsets").set_defaults(
+        handler=_cmd_subsets
+    )
     return parser
 
 

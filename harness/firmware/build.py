@@ -21,6 +21,9 @@ from harness.paths import cache_dir, share_dir
 
 TOOLCHAIN = "arm-none-eabi-"
 BUILD_TIMEOUT_SECONDS = 3600
+COMMON_FLAGS = "-Os -g -ffunction-sections -fdata-sections"
+C_FLAGS = "-std=c11 -Wall -Wextra"
+CXX_FLAGS = "-std=c++17 -fno-rtti -fno-exceptions -fno-threadsafe-statics -Wall"
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,8 @@ class FirmwareBuild:
     has_model: bool
     kernels: str  # "reference", "cmsis_nn", or "none" for self-test firmware
     compiler: str
+    flags: str  # what every firmware source is compiled with, besides include paths
+    tflm: dict | None  # the TFLM tree and how its library was built
 
     @property
     def elf(self) -> Path:
@@ -42,7 +47,8 @@ class FirmwareBuild:
             "build_id": self.build_id,
             "kernels": self.kernels,
             "compiler": self.compiler,
-            "cpu_flags": self.board.firmware.get("cpu_flags"),
+            "flags": self.flags,
+            "tflm": self.tflm,
             "makefile": str(self.directory / "Makefile"),
             **memory_usage(self.elf),
         }
@@ -121,6 +127,11 @@ def _model_assembly() -> str:
     )
 
 
+def _defines(model: TfliteModel | None, tflm: TflmTree | None) -> list[str]:
+    """The firmware's own sources see the same TFLM settings as the library (they change layouts)."""
+    return list(tflm.defines) if model is not None else []
+
+
 def _object_name(source: Path) -> str:
     return "obj/" + hashlib.sha1(str(source).encode()).hexdigest()[:10] + "_" + source.stem + ".o"
 
@@ -129,7 +140,7 @@ def _render(board: Board, build_id: str, project: Path, sources, model, tflm, li
     fw = board.firmware
     templates = Environment(loader=FileSystemLoader(_firmware_dir() / "templates"), undefined=StrictUndefined)
     includes = [_firmware_dir() / "core", _firmware_dir() / "app", _firmware_dir() / "boards" / fw["family"], Path(".")]
-    defines = ["-DTF_LITE_STATIC_MEMORY"] if model else []
+    defines = _defines(model, tflm)
     libraries = ""
     if model:
         (project / "model.tflite").write_bytes(model.data)
@@ -137,7 +148,6 @@ def _render(board: Board, build_id: str, project: Path, sources, model, tflm, li
         (project / "model_ops.inc").write_text(tflm.resolver_source(model))
         sources = [*sources, project / "model_data.S"]
         includes += tflm.include_dirs
-        defines += tflm.defines
         libraries = str(library)
     (project / "harness_build_config.h").write_text(_config_header(board, build_id, model))
     ram_bytes = int(board.ram_bytes)
@@ -157,6 +167,9 @@ def _render(board: Board, build_id: str, project: Path, sources, model, tflm, li
             build_id=build_id,
             toolchain=TOOLCHAIN,
             cpu_flags=fw["cpu_flags"],
+            common_flags=COMMON_FLAGS,
+            c_flags=C_FLAGS,
+            cxx_flags=CXX_FLAGS,
             defines=" ".join(defines),
             includes=" ".join(f"-I{path}" for path in includes),
             libraries=libraries,
@@ -179,7 +192,13 @@ def build_firmware(board: Board, model: TfliteModel | None = None, tflm: TflmTre
     build_id = f"{board.id}-{fingerprint}"
     final = cache_dir() / "firmware" / build_id
     kernels = tflm.kernels if model is not None else "none"
-    result = FirmwareBuild(board, build_id, final, model is not None, kernels, _compiler_version())
+    flags = " ".join([board.firmware["cpu_flags"], COMMON_FLAGS, *_defines(model, tflm)])
+    tflm_info = (
+        {"tree": str(tflm.root), "fingerprint": tflm.fingerprint, "library": str(library)}
+        if model is not None
+        else None
+    )
+    result = FirmwareBuild(board, build_id, final, model is not None, kernels, _compiler_version(), flags, tflm_info)
     if result.elf.is_file():
         return result
     partial = final.with_name(final.name + ".partial")
