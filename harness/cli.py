@@ -130,6 +130,68 @@ def _cmd_flash(args) -> int:
     return 0
 
 
+def _model_for(args):
+    card = load_card(args.model)
+    return card, read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
+
+
+def _cmd_perf(args) -> int:
+    from harness.device.launch import connect
+    from harness.eval.perf import run_perf, sample_input
+
+    board = get_board(args.board)
+    card, model = _model_for(args)
+    data = sample_input(card, model, load_dataset(args.dataset))
+    with connect(board, model, args.port, _tflm_tree(args)) as client:
+        report = run_perf(client, board, data, args.runs, args.warmups, args.mlperf)
+    stats = report.stats()
+    if args.json:
+        print_json(dataclasses.asdict(report) | {"stats": stats})
+        return 0
+    console = stdout_console()
+    console.print(
+        f"{board.id}: {len(report.runs)} invokes after {report.warmups} warm-ups, {report.unit} ({report.source}): "
+        f"min {stats['min']:,.1f}, median {stats['median']:,.1f}, p95 {stats['p95']:,.1f}, max {stats['max']:,.1f}",
+        highlight=False,
+    )
+    if report.mlperf_windows:
+        console.print(
+            f"  MLPerf-style: median of {len(report.mlperf_windows)} windows of >= 10 s: "
+            f"{float(sorted(report.mlperf_windows)[len(report.mlperf_windows) // 2]):,.1f} {report.unit}",
+            highlight=False,
+        )
+    return 0
+
+
+def _cmd_profile(args) -> int:
+    from rich.table import Table
+
+    from harness.device.launch import connect
+    from harness.eval.perf import run_profile, sample_input
+
+    board = get_board(args.board)
+    card, model = _model_for(args)
+    data = sample_input(card, model, load_dataset(args.dataset))
+    with connect(board, model, args.port, _tflm_tree(args)) as client:
+        report = run_profile(client, board, data)
+    if args.json:
+        print_json(dataclasses.asdict(report) | {"coverage": report.coverage})
+        return 0
+    table = Table(title=f"{card.name} on {board.id}: {report.total.text()} per invoke ({report.total.source})")
+    for column in ("#", "operator", report.total.unit, "share %"):
+        table.add_column(column, justify="left" if column == "operator" else "right")
+    for index, (name, figure) in enumerate(report.operators):
+        share = 100 * figure.value / report.total.value if report.total.value else 0
+        table.add_row(str(index), name, f"{figure.value:,.0f}", f"{share:.1f}")
+    console = stdout_console()
+    console.print(table)
+    if report.coverage is not None:
+        console.print(f"operators account for {100 * report.coverage:.1f} % of the whole invoke", highlight=False)
+    if report.operators_run > len(report.operators):
+        console.print(f"{report.operators_run - len(report.operators)} operators did not fit the response frame")
+    return 0
+
+
 def _cmd_runs(args) -> int:
     from rich.table import Table
 
@@ -313,6 +375,23 @@ def build_parser() -> argparse.ArgumentParser:
     link.add_argument("--port", help="serial device or pyserial URL of a real board")
     link.add_argument("--bytes", type=_positive_int, default=1 << 20, help="bytes through the link, both ways")
     link.set_defaults(handler=_cmd_link_test)
+
+    for name, handler, text in (
+        ("perf", _cmd_perf, "time repeated invokes of one input: min, median, p95"),
+        ("profile", _cmd_profile, "time one invoke operator by operator"),
+    ):
+        timed = commands.add_parser(name, parents=[output], help=text)
+        timed.add_argument("--board", default="sim", help="board id from boards/ (default: sim)")
+        timed.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
+        timed.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
+        timed.add_argument("--port", help="serial device or pyserial URL of a real board")
+        timed.add_argument("--dataset", default=DEMO, help="where the input comes from (its first image)")
+        timed.add_argument("--tflm", help="TFLM source tree for firmware builds (default: $HARNESS_TFLM_TREE)")
+        timed.set_defaults(handler=handler)
+        if name == "perf":
+            timed.add_argument("--runs", type=_positive_int, default=50, help="timed invokes (default: 50)")
+            timed.add_argument("--warmups", type=int, default=5, help="untimed invokes first (default: 5)")
+            timed.add_argument("--mlperf", action="store_true", help="also the median of 5 windows of >= 10 s")
 
     runs = commands.add_parser("runs", parents=[output], help="list the runs in a results folder")
     runs.add_argument("--results", default="results", help="results folder (default: results)")

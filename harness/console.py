@@ -43,7 +43,7 @@ def progress(total: int, label: str) -> Iterator:
 
     def advance(amount: int = 1) -> None:
         nonlocal done
-        before, done = done, done + amount
+        before, done = done, min(total, done + amount)
         if done // step > before // step or done == total:
             elapsed = time.monotonic() - start
             eta = elapsed / done * (total - done)

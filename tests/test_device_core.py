@@ -152,3 +152,14 @@ def test_link_test_echoes_and_perf_times_a_fixed_workload():
     assert too_long.value.code == ErrorCode.FRAME_TOO_LONG
     assert checksum == again != 0
     assert first.seconds > 0 and second.seconds > 0 and first.cycles is None
+
+
+def test_bench_times_repeated_invokes_and_profile_needs_a_profiling_runner():
+    runner = ChecksumRunner(10, 2)
+    with core_on_pty(runner, tx_frame=200) as (_, client):
+        timings = client.bench(bytes(10), runs=30, warmups=3)  # 23 runs fit a 200-byte frame: two batches
+        assert len(timings) == 30 and all(t.seconds > 0 for t in timings)
+        assert runner.invokes == 33
+        with pytest.raises(DeviceError) as unsupported:
+            client.profile(bytes(10))
+    assert unsupported.value.code == ErrorCode.UNSUPPORTED

@@ -22,6 +22,6 @@ static const uint8_t *no_output(void *ctx) {
   return 0;
 }
 
-static const hp_runner runner = {0, setup, no_buffer, no_invoke, no_output};
+static const hp_runner runner = {0, setup, no_buffer, no_invoke, no_output, 0};
 
 const hp_runner *model_runner(void) { return &runner; }

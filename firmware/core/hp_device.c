@@ -112,11 +112,14 @@ static uint32_t copy_output(hp_device *dev, uint8_t *dst, uint32_t offset, uint3
   return n;
 }
 
+static int input_ready(hp_device *dev, const hp_frame *req) {
+  if (dev->input_filled == dev->model.input.bytes) return 1;
+  send_error(dev, req->seq, HP_ERR_INPUT_INCOMPLETE, "load the whole input first");
+  return 0;
+}
+
 static void handle_invoke(hp_device *dev, const hp_frame *req) {
-  if (dev->input_filled != dev->model.input.bytes) {
-    send_error(dev, req->seq, HP_ERR_INPUT_INCOMPLETE, "load the whole input before INVOKE");
-    return;
-  }
+  if (!input_ready(dev, req)) return;
   const hp_runner *runner = dev->cfg.runner;
   uint64_t t0 = now(dev);
   int32_t status = runner->invoke(runner->ctx);
@@ -188,6 +191,75 @@ static void handle_perf(hp_device *dev, const hp_frame *req) {
   send_response(dev, HP_MSG_PERF | HP_RESPONSE_BIT, req->seq, 12);
 }
 
+static void handle_bench(hp_device *dev, const hp_frame *req) {
+  if (req->length != 8) {
+    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "BENCH needs warmups u32 and runs u32");
+    return;
+  }
+  uint32_t warmups = hp_get_u32(req->payload);
+  uint32_t runs = hp_get_u32(req->payload + 4);
+  if (runs == 0 || 4u + 8u * runs > response_room(dev)) {
+    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "BENCH runs must fit one response frame");
+    return;
+  }
+  if (!input_ready(dev, req)) return;
+  const hp_runner *runner = dev->cfg.runner;
+  uint8_t *p = hp_put_u32(response_payload(dev), runs);
+  int32_t status = 0;
+  for (uint32_t i = 0; i < warmups && status == 0; ++i) status = runner->invoke(runner->ctx);
+  /* Later invokes run on whatever the arena planner left in the input tensor: the same graph and
+   * shapes, which is what the timing measures, not necessarily the same input values. */
+  for (uint32_t i = 0; i < runs && status == 0; ++i) {
+    uint64_t t0 = now(dev);
+    status = runner->invoke(runner->ctx);
+    p = hp_put_u64(p, now(dev) - t0);
+  }
+  dev->input_filled = 0;
+  dev->output_valid = 0;
+  if (status != 0) {
+    send_error(dev, req->seq, HP_ERR_INVOKE_FAILED, "model invoke failed");
+    return;
+  }
+  send_response(dev, HP_MSG_BENCH | HP_RESPONSE_BIT, req->seq, 4u + 8u * runs);
+}
+
+static void handle_profile(hp_device *dev, const hp_frame *req) {
+  const hp_runner *runner = dev->cfg.runner;
+  if (!runner->invoke_profiled) {
+    send_error(dev, req->seq, HP_ERR_UNSUPPORTED, "this runner cannot time operators");
+    return;
+  }
+  if (!input_ready(dev, req)) return;
+  static hp_op_timing ops[HP_MAX_PROFILED_OPS];
+  uint32_t count = 0;
+  uint64_t t0 = now(dev);
+  int32_t status = runner->invoke_profiled(runner->ctx, dev->cfg.hal, ops, HP_MAX_PROFILED_OPS, &count);
+  uint64_t total = now(dev) - t0;
+  dev->input_filled = 0;
+  dev->output_valid = status == 0;
+  if (status != 0) {
+    send_error(dev, req->seq, HP_ERR_INVOKE_FAILED, "model invoke failed");
+    return;
+  }
+  uint8_t *start = response_payload(dev);
+  uint8_t *p = hp_put_u64(start, total);
+  uint8_t *count_at = p;
+  p = hp_put_u16(p, 0);
+  uint32_t room = response_room(dev), sent = 0;
+  for (uint32_t i = 0; i < count && i < HP_MAX_PROFILED_OPS; ++i, ++sent) {
+    size_t len = ops[i].tag ? strlen(ops[i].tag) : 0;
+    if (len > 32) len = 32;
+    if ((uint32_t)(p - start) + 9u + len > room) break; /* the host sees fewer entries than operators */
+    p = hp_put_u64(p, ops[i].ticks);
+    p = hp_put_u8(p, (uint8_t)len);
+    memcpy(p, ops[i].tag, len);
+    p += len;
+  }
+  hp_put_u16(count_at, (uint16_t)sent);
+  p = hp_put_u32(p, count);
+  send_response(dev, HP_MSG_PROFILE | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
+}
+
 static int is_retransmission(const hp_device *dev, const hp_frame *req) {
   return dev->last_tx_len != 0 && req->type == dev->last_type && req->seq == dev->last_seq &&
          req->crc == dev->last_crc;
@@ -202,7 +274,8 @@ static void dispatch(hp_device *dev, const hp_frame *req) {
     handle_hello(dev, req);
   } else if (dev->runner_status != 0 &&
              (req->type == HP_MSG_LOAD_INPUT || req->type == HP_MSG_INVOKE ||
-              req->type == HP_MSG_READ_OUTPUT)) {
+              req->type == HP_MSG_READ_OUTPUT || req->type == HP_MSG_BENCH ||
+              req->type == HP_MSG_PROFILE)) {
     send_error(dev, req->seq, HP_ERR_MODEL_NOT_READY, "the model failed to load on the device");
   } else if (req->type == HP_MSG_LOAD_INPUT) {
     handle_load_input(dev, req);
@@ -214,6 +287,10 @@ static void dispatch(hp_device *dev, const hp_frame *req) {
     handle_link_test(dev, req);
   } else if (req->type == HP_MSG_PERF) {
     handle_perf(dev, req);
+  } else if (req->type == HP_MSG_BENCH) {
+    handle_bench(dev, req);
+  } else if (req->type == HP_MSG_PROFILE) {
+    handle_profile(dev, req);
   } else {
     send_error(dev, req->seq, HP_ERR_UNKNOWN_TYPE, "unknown message type");
   }

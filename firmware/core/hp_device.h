@@ -22,6 +22,7 @@ extern "C" {
 #define HP_HELLO_MAX_BYTES (2u + 2u * (1u + HP_MAX_ID_CHARS) + 8u + 28u + 1u + 4u + 2u * (2u + 4u * HP_MAX_DIMS + 12u))
 #define HP_MIN_RX_FRAME (HP_FRAME_OVERHEAD + 16u)
 #define HP_MIN_TX_FRAME (HP_FRAME_OVERHEAD + HP_HELLO_MAX_BYTES)
+#define HP_MAX_PROFILED_OPS 128u
 
 enum hp_message_type {
   HP_MSG_HELLO = 0x01,
@@ -30,6 +31,8 @@ enum hp_message_type {
   HP_MSG_READ_OUTPUT = 0x04,
   HP_MSG_LINK_TEST = 0x05, /* echo: the answer carries the request's payload back */
   HP_MSG_PERF = 0x06,      /* time a fixed integer workload (no model needed) */
+  HP_MSG_BENCH = 0x07,     /* time repeated invokes of the loaded input */
+  HP_MSG_PROFILE = 0x08,   /* one invoke timed operator by operator */
   HP_MSG_ERROR = 0x7F,
   HP_RESPONSE_BIT = 0x80 /* a response carries its request's type with this bit set */
 };
@@ -43,7 +46,8 @@ enum hp_error_code {
   HP_ERR_INPUT_INCOMPLETE = 6,
   HP_ERR_INVOKE_FAILED = 7,
   HP_ERR_MODEL_NOT_READY = 8,
-  HP_ERR_NO_OUTPUT = 9
+  HP_ERR_NO_OUTPUT = 9,
+  HP_ERR_UNSUPPORTED = 10
 };
 
 /* What one tick of hp_hal.ticks measures. */
@@ -72,6 +76,14 @@ typedef struct {
   uint32_t arena_used;
 } hp_model_info;
 
+/* One operator's share of a profiled invoke. */
+typedef struct {
+  const char *tag; /* the operator's name, as the runtime reports it */
+  uint64_t ticks;
+} hp_op_timing;
+
+struct hp_hal;
+
 typedef struct {
   void *ctx;
   /* Returns 0 once the model is ready and info is filled in, else a runner-specific code. */
@@ -79,9 +91,13 @@ typedef struct {
   uint8_t *(*input)(void *ctx);
   int32_t (*invoke)(void *ctx); /* 0 on success */
   const uint8_t *(*output)(void *ctx);
+  /* One invoke with each operator timed in `hal` ticks; NULL where the runtime cannot do it.
+   * Fills at most `capacity` entries and sets *count to the operators run. */
+  int32_t (*invoke_profiled)(void *ctx, const struct hp_hal *hal, hp_op_timing *ops, uint32_t capacity,
+                             uint32_t *count);
 } hp_runner;
 
-typedef struct {
+typedef struct hp_hal {
   void *ctx;
   /* Wait up to timeout_ms for bytes; returns how many were read, or < 0 once the link is gone. */
   int32_t (*read)(void *ctx, uint8_t *buf, uint32_t cap, uint32_t timeout_ms);

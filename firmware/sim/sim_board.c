@@ -107,8 +107,8 @@ sim_board *sim_board_create(int fd, const char *board_id, const char *build_id,
   }
   board->hal = (hp_hal){board, posix_read, posix_write, posix_nanos, 1000000000u, HP_TICKS_WALL_CLOCK,
                         0, rx_buffer_bytes};
-  board->runner = (hp_runner){board, callback_setup, callback_input, callback_invoke,
-                              callback_output};
+  board->runner = (hp_runner){board, callback_setup, callback_input, callback_invoke, callback_output,
+                              NULL /* the TFLM host interpreter has no per-operator timer */};
   hp_device_config cfg = {&board->hal, &board->runner, board_id, build_id,
                           board->rx_buf, rx_cap, board->tx_buf, tx_cap};
   if (hp_device_init(&board->device, &cfg) != 0) {

@@ -91,7 +91,7 @@ def qemu_link(board: Board, elf: Path) -> Iterator[serial.SerialBase]:
 
 def emulated_instructions(ticks: int | None, tick_hz: int, board: Board) -> int | None:
     """Instructions executed during `ticks` of QEMU virtual time under -icount shift=N, where one
-    instruction takes 2**N ns. With N = 7 the SysTick quantization (40 ns) is under half an
+    instruction takes 2**N ns. With N = 7 the 25 MHz timer quantization (40 ns) is under half an
     instruction, so rounding recovers the exact count."""
     if ticks is None or not tick_hz or "icount_shift" not in board.qemu:
         return None

@@ -17,11 +17,14 @@ from harness.link.protocol import (
     Msg,
     Timing,
     load_input_payload,
+    parse_bench,
     parse_error,
     parse_hello,
     parse_invoke,
     parse_perf,
+    parse_profile,
     read_output_payload,
+    timing,
 )
 
 # A damaged request is dropped by the device; sending it again is the cure. (An oversized one is
@@ -103,6 +106,31 @@ class DeviceClient:
         """PERF: the device times its fixed workload; returns the span and the workload's checksum."""
         info = self._require_info()
         return parse_perf(self.request(Msg.PERF, struct.pack("<I", iterations), timeout=self._invoke_wait()), info)
+
+    def bench(self, data: bytes, runs: int, warmups: int = 0) -> list[Timing]:
+        """`runs` timed invokes after `warmups` untimed ones, the input loaded once per batch."""
+        info = self._require_info()
+        per_frame = (info.max_response_frame - 16) // 8
+        timings: list[Timing] = []
+        while len(timings) < runs:
+            batch = min(per_frame, runs - len(timings))
+            self.load_input(data)
+            started = time.monotonic()
+            payload = self.request(
+                Msg.BENCH,
+                struct.pack("<II", warmups if not timings else 0, batch),
+                timeout=self._invoke_wait() * (batch + warmups),
+            )
+            self._slowest_invoke = max(self._slowest_invoke, (time.monotonic() - started) / (batch + warmups))
+            timings += [timing(ticks, info) for ticks in parse_bench(payload)]
+        return timings
+
+    def profile(self, data: bytes) -> tuple[Timing, list[tuple[str, Timing]], int]:
+        """One invoke timed operator by operator: (whole invoke, per operator, operators run)."""
+        info = self._require_info()
+        self.load_input(data)
+        total, ops, operators = parse_profile(self.request(Msg.PROFILE, timeout=self._invoke_wait()))
+        return timing(total, info), [(name, timing(ticks, info)) for name, ticks in ops], operators
 
     def _invoke_wait(self) -> float:
         """Until one invoke has been seen, the configured bound; then a multiple of the slowest seen,

@@ -20,6 +20,8 @@ class Msg(IntEnum):
     READ_OUTPUT = 0x04
     LINK_TEST = 0x05
     PERF = 0x06
+    BENCH = 0x07
+    PROFILE = 0x08
     ERROR = 0x7F
 
 
@@ -33,6 +35,7 @@ class ErrorCode(IntEnum):
     INVOKE_FAILED = 7
     MODEL_NOT_READY = 8
     NO_OUTPUT = 9
+    UNSUPPORTED = 10
 
 
 class TickKind(IntEnum):
@@ -163,6 +166,23 @@ def parse_invoke(payload: bytes, info: DeviceInfo) -> tuple[Timing, int, bytes]:
 def parse_perf(payload: bytes, info: DeviceInfo) -> tuple[Timing, int]:
     ticks, checksum = struct.unpack_from("<QI", payload)
     return timing(ticks, info), checksum
+
+
+def parse_bench(payload: bytes) -> list[int]:
+    (runs,) = struct.unpack_from("<I", payload)
+    return list(struct.unpack_from(f"<{runs}Q", payload, 4))
+
+
+def parse_profile(payload: bytes) -> tuple[int, list[tuple[str, int]], int]:
+    """(total ticks, [(operator, ticks)…], operators run — more than listed if the frame was full)."""
+    r = _Reader(payload)
+    total = r.take("Q")
+    listed = r.take("H")
+    ops = []
+    for _ in range(listed):
+        ticks = r.take("Q")
+        ops.append((r.string(), ticks))
+    return total, ops, r.take("I")
 
 
 def parse_error(payload: bytes) -> tuple[int, str]:

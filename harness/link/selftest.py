@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 
 from harness.boards import Board
-from harness.device.qemu import emulated_instructions
+from harness.device.figures import Figure, latency_figure
 from harness.link.client import DeviceClient, LinkStats
 
 PERF_ITERATIONS = 1000
@@ -17,9 +17,7 @@ PERF_REPEATS = 3
 class PerfRun:
     ticks: int | None
     checksum: int
-    instructions: int | None
-    cycles: int | None
-    micros: float | None
+    figure: Figure
 
 
 @dataclass
@@ -40,8 +38,7 @@ class LinkTestReport:
         return self.mismatches == 0 and len({run.checksum for run in self.perf}) <= 1
 
     def perf_repeats_exactly(self) -> bool:
-        counts = [run.instructions if run.instructions is not None else run.ticks for run in self.perf]
-        return len(set(counts)) == 1
+        return len({run.figure.value for run in self.perf}) == 1
 
 
 def run_link_test(client: DeviceClient, board: Board, total_bytes: int, advance=lambda n: None) -> LinkTestReport:
@@ -61,10 +58,8 @@ def run_link_test(client: DeviceClient, board: Board, total_bytes: int, advance=
     report.seconds = time.perf_counter() - start
     report.stats = client.stats
     for _ in range(PERF_REPEATS):
-        timing, checksum = client.perf(PERF_ITERATIONS)
-        instructions = emulated_instructions(timing.ticks, timing.tick_hz, board)
-        micros = None if instructions is not None else timing.micros
-        report.perf.append(PerfRun(timing.ticks, checksum, instructions, timing.cycles, micros))
+        measured, checksum = client.perf(PERF_ITERATIONS)
+        report.perf.append(PerfRun(measured.ticks, checksum, latency_figure(measured, board)))
     return report
 
 
@@ -78,16 +73,8 @@ def describe(report: LinkTestReport, latency_source: str) -> list[str]:
         f"  payload mismatches {report.mismatches}, resends {stats.resends}, corrupt frames {stats.corrupt_frames}, "
         f"stale frames {stats.stale_frames}; every frame's CRC-32 checked",
     ]
-    first = report.perf[0]
-    if first.instructions is not None:
-        figures = [f"{run.instructions:,}" for run in report.perf]
-        unit = f"instructions ({latency_source}, QEMU -icount)"
-    elif first.cycles is not None:
-        figures, unit = [f"{run.cycles:,}" for run in report.perf], f"cycles ({latency_source})"
-    elif first.micros is not None:
-        figures, unit = [f"{run.micros:,.1f}" for run in report.perf], f"µs ({latency_source})"
-    else:
-        figures, unit = ["n/a"], "(the device has no timer)"
+    figures = [run.figure.text() for run in report.perf]
+    unit = f"({latency_source}{', QEMU -icount' if report.perf[0].figure.unit == 'instructions' else ''})"
     verdict = "repeat exactly" if report.perf_repeats_exactly() else "vary"
     lines.append(
         f"  PERF ({PERF_ITERATIONS} x CRC-32 of 256 B), {len(report.perf)} runs: {', '.join(figures)} {unit}; {verdict}"

@@ -1,6 +1,12 @@
-/* Board glue for QEMU's mps2 machines: CMSDK UART0 as the link, UART1 for diagnostics, SysTick
- * as a 64-bit tick counter. QEMU does not model the DWT cycle counter; SysTick counts virtual
- * time, which under -icount advances with executed instructions: ticks are EMULATED, not cycles. */
+/* Board glue for QEMU's mps2 machines: CMSDK UART0 as the link, UART1 for diagnostics, and the
+ * CMSDK dual timer as a 64-bit tick counter. QEMU does not model the DWT cycle counter; these timers
+ * count virtual time, which under -icount advances with executed instructions: ticks are EMULATED,
+ * not cycles.
+ *
+ * The counter uses no interrupt: an interrupt landing inside a measurement would add its own
+ * instructions to some runs and not others. Timer 1 counts at 25 MHz (exact, wraps every 172 s of
+ * virtual time); timer 2 counts the same time at 25 MHz / 256 (wraps every 12 h) and tells how many
+ * times timer 1 wrapped. */
 #include <stdint.h>
 
 #include "board.h"
@@ -15,25 +21,47 @@ typedef struct {
   volatile uint32_t bauddiv;
 } cmsdk_uart;
 
+typedef struct {
+  volatile uint32_t load;
+  volatile uint32_t value;
+  volatile uint32_t control;
+  volatile uint32_t intclr;
+  volatile uint32_t ris;
+  volatile uint32_t mis;
+  volatile uint32_t bgload;
+  volatile uint32_t reserved;
+} cmsdk_dualtimer_counter;
+
 #define UART0 ((cmsdk_uart *)0x40004000u)
 #define UART1 ((cmsdk_uart *)0x40005000u)
-#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
-#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
-#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
-#define SYSTICK_MASK 0x00FFFFFFu
+#define FINE_TIMER ((cmsdk_dualtimer_counter *)0x40002000u)
+#define COARSE_TIMER ((cmsdk_dualtimer_counter *)0x40002020u)
+#define TIMER_ENABLE 0x80u
+#define TIMER_PERIODIC 0x40u
+#define TIMER_PRESCALE_256 0x08u
+#define TIMER_32BIT 0x02u
+#define COARSE_SHIFT 8u /* the coarse timer's prescaler: 256 = 2^8 */
 
-static volatile uint32_t systick_wraps;
-
-void SysTick_Handler(void) { systick_wraps++; }
+void SysTick_Handler(void) {}
 
 static uint64_t ticks(void *ctx) {
   (void)ctx;
-  uint32_t high, low;
-  do {
-    high = systick_wraps;
-    low = SYST_CVR;
-  } while (high != systick_wraps);
-  return ((uint64_t)high << 24) + (SYSTICK_MASK - low);
+  uint32_t coarse = 0xFFFFFFFFu - COARSE_TIMER->value;
+  uint32_t fine = 0xFFFFFFFFu - FINE_TIMER->value;
+  /* The coarse count says roughly where we are; the fine count gives the exact low 32 bits. */
+  uint64_t approximate = (uint64_t)coarse << COARSE_SHIFT;
+  uint64_t wraps = approximate >> 32;
+  uint64_t candidate = (wraps << 32) | fine;
+  if (candidate + (1ull << 31) < approximate) candidate += 1ull << 32;
+  else if (candidate > approximate + (1ull << 31) && candidate >= (1ull << 32)) candidate -= 1ull << 32;
+  return candidate;
+}
+
+static void timer_start(cmsdk_dualtimer_counter *timer, uint32_t prescale) {
+  timer->control = 0;
+  timer->load = 0xFFFFFFFFu;
+  timer->bgload = 0xFFFFFFFFu;
+  timer->control = TIMER_ENABLE | TIMER_PERIODIC | TIMER_32BIT | prescale;
 }
 
 static void uart_enable(cmsdk_uart *uart) {
@@ -76,9 +104,8 @@ static const hp_hal hal = {
 void board_init(void) {
   uart_enable(UART0);
   uart_enable(UART1);
-  SYST_RVR = SYSTICK_MASK;
-  SYST_CVR = 0;
-  SYST_CSR = 7u; /* processor clock, interrupt on wrap, enable */
+  timer_start(COARSE_TIMER, TIMER_PRESCALE_256);
+  timer_start(FINE_TIMER, 0);
 }
 
 const hp_hal *board_hal(void) { return &hal; }

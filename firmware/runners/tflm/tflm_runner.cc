@@ -5,6 +5,7 @@
 
 #include "tensorflow/lite/micro/micro_interpreter.h"
 #include "tensorflow/lite/micro/micro_mutable_op_resolver.h"
+#include "tensorflow/lite/micro/micro_profiler_interface.h"
 #include "tensorflow/lite/micro/system_setup.h"
 #include "tensorflow/lite/schema/schema_generated.h"
 
@@ -34,6 +35,43 @@ enum RunnerStatus : int32_t {
 alignas(16) uint8_t tensor_arena[HP_ARENA_BYTES];
 tflite::MicroInterpreter *interpreter = nullptr;
 
+// Times each operator in the board's ticks while armed (one PROFILE request); otherwise it returns
+// at once. TFLM's stock MicroProfiler keeps thousands of events (about 80 KB): this keeps one per op.
+class OperatorTimer : public tflite::MicroProfilerInterface {
+ public:
+  void Arm(const hp_hal *hal, hp_op_timing *ops, uint32_t capacity) {
+    hal_ = hal;
+    ops_ = ops;
+    capacity_ = capacity < HP_MAX_PROFILED_OPS ? capacity : HP_MAX_PROFILED_OPS;
+    events_ = 0;
+  }
+  uint32_t Disarm() {
+    ops_ = nullptr;
+    return events_;
+  }
+  uint32_t BeginEvent(const char *tag) override {
+    if (!ops_) return 0;
+    uint32_t handle = events_++;
+    if (handle < capacity_) {
+      ops_[handle].tag = tag;
+      started_[handle] = hal_->ticks(hal_->ctx);
+    }
+    return handle;
+  }
+  void EndEvent(uint32_t handle) override {
+    if (ops_ && handle < capacity_) ops_[handle].ticks = hal_->ticks(hal_->ctx) - started_[handle];
+  }
+
+ private:
+  const hp_hal *hal_ = nullptr;
+  hp_op_timing *ops_ = nullptr;
+  uint32_t capacity_ = 0;
+  uint32_t events_ = 0;
+  uint64_t started_[HP_MAX_PROFILED_OPS] = {};
+};
+
+OperatorTimer operator_timer;
+
 void describe(const TfLiteTensor *tensor, hp_tensor_info *info) {
   info->dtype = static_cast<uint8_t>(tensor->type);
   info->rank = static_cast<uint8_t>(tensor->dims->size);
@@ -61,7 +99,8 @@ int32_t setup(void *, hp_model_info *info) {
   if (model->version() != TFLITE_SCHEMA_VERSION) return kSchemaMismatch;
   static tflite::MicroMutableOpResolver<HARNESS_OP_COUNT> resolver;
   HARNESS_ADD_OPS(resolver);
-  static tflite::MicroInterpreter instance(model, resolver, tensor_arena, sizeof tensor_arena);
+  static tflite::MicroInterpreter instance(model, resolver, tensor_arena, sizeof tensor_arena, nullptr,
+                                           &operator_timer);
   if (instance.AllocateTensors() != kTfLiteOk) return kAllocateFailed;
   if (instance.inputs_size() != 1 || instance.outputs_size() != 1) return kTooManyTensors;
   interpreter = &instance;
@@ -77,7 +116,15 @@ int32_t invoke(void *) { return interpreter->Invoke() == kTfLiteOk ? 0 : 1; }
 
 const uint8_t *output(void *) { return interpreter->output(0)->data.uint8; }
 
-const hp_runner runner = {nullptr, setup, input, invoke, output};
+int32_t invoke_profiled(void *, const hp_hal *hal, hp_op_timing *ops, uint32_t capacity, uint32_t *count) {
+  if (!hal->ticks) return 1;
+  operator_timer.Arm(hal, ops, capacity);
+  int32_t status = interpreter->Invoke() == kTfLiteOk ? 0 : 1;
+  *count = operator_timer.Disarm();
+  return status;
+}
+
+const hp_runner runner = {nullptr, setup, input, invoke, output, invoke_profiled};
 
 }  // namespace
 

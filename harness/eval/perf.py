@@ -1,0 +1,99 @@
+"""`harness perf` and `harness profile`: latency of one resident input, whole and per operator."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.boards import Board
+from harness.device.figures import Figure, latency_figure
+from harness.errors import UserError
+from harness.eval.dataset import Dataset
+from harness.eval.preprocess import load_rgb, real_input, to_tensor
+from harness.link.client import DeviceClient, DeviceError
+from harness.link.protocol import ErrorCode
+from harness.model.card import ModelCard
+from harness.model.tflite_file import TfliteModel
+
+MLPERF_WINDOWS = 5
+MLPERF_WINDOW_SECONDS = 10.0
+
+
+def sample_input(card: ModelCard, model: TfliteModel, dataset: Dataset) -> bytes:
+    """The first dataset image through the card's preprocessing: a real input, not zeros."""
+    if not dataset.samples:
+        raise UserError(f"dataset {dataset.name} is empty; pass another --dataset")
+    rgb = load_rgb(dataset.samples[0].image_path)
+    return to_tensor(real_input(rgb, card.preprocessing), model.input, card.preprocessing.rounding).tobytes()
+
+
+@dataclass
+class PerfReport:
+    board: str
+    unit: str
+    source: str
+    runs: list[float]
+    warmups: int
+    mlperf_windows: list[float] | None = None
+
+    def stats(self) -> dict:
+        values = np.asarray(self.runs, dtype=float)
+        return {
+            "min": float(values.min()),
+            "median": float(np.median(values)),
+            "p95": float(np.percentile(values, 95)),
+            "max": float(values.max()),
+        }
+
+
+def run_perf(client: DeviceClient, board: Board, data: bytes, runs: int, warmups: int, mlperf: bool) -> PerfReport:
+    figures = [latency_figure(t, board) for t in client.bench(data, runs, warmups)]
+    report = PerfReport(board.id, figures[0].unit, figures[0].source, [f.value for f in figures], warmups)
+    if mlperf:
+        report.mlperf_windows = [_window(client, board, data) for _ in range(MLPERF_WINDOWS)]
+    return report
+
+
+def _window(client: DeviceClient, board: Board, data: bytes) -> float:
+    """Mean figure per inference over invokes adding up to at least 10 s of device time."""
+    figures, seconds = [], 0.0
+    while seconds < MLPERF_WINDOW_SECONDS:
+        batch = client.bench(data, max(1, min(100, len(figures) or 1)))
+        figures += [latency_figure(t, board).value for t in batch]
+        seconds += sum(t.seconds or 0 for t in batch)
+        if not any(t.seconds for t in batch):
+            raise UserError(f"{board.id} has no timer: an MLPerf-style window cannot be measured")
+    return float(np.mean(figures))
+
+
+@dataclass
+class ProfileReport:
+    board: str
+    total: Figure
+    operators: list[tuple[str, Figure]]
+    operators_run: int
+
+    @property
+    def coverage(self) -> float | None:
+        """Share of the whole invoke the per-operator figures account for."""
+        if not self.total.value:
+            return None
+        return sum(f.value for _, f in self.operators) / self.total.value
+
+
+def run_profile(client: DeviceClient, board: Board, data: bytes) -> ProfileReport:
+    try:
+        total, ops, operators_run = client.profile(data)
+    except DeviceError as exc:
+        if exc.code == ErrorCode.UNSUPPORTED:
+            raise UserError(
+                f"{board.id} cannot time operators: "
+                + (
+                    "the virtual board's TFLM host interpreter has no per-operator timer"
+                    if board.kind == "virtual"
+                    else "its firmware's runner has no profiler"
+                )
+            ) from exc
+        raise
+    return ProfileReport(
+        board.id, latency_figure(total, board), [(name, latency_figure(t, board)) for name, t in ops], operators_run
+    )
