@@ -20,6 +20,7 @@ class Board:
     ram_bytes: int
     baudrate: int = 115200
     usb_ids: tuple[str, ...] = ()
+    reset_on_connect: str | None = None  # "esp32": hold DTR/RTS inactive on open, then pulse EN
     cpu_hz: int = 0
     core: str = ""
     firmware: dict = field(default_factory=dict)
@@ -41,6 +42,7 @@ def _load(path: Path) -> Board:
             ram_bytes=int(data["memory"]["ram_bytes"]),
             baudrate=int(link.get("baudrate", 115200)),
             usb_ids=tuple(link.get("usb_ids", ())),
+            reset_on_connect=link.get("reset_on_connect"),
             cpu_hz=int(data.get("cpu_hz", 0)),
             core=data.get("core", ""),
             firmware=data.get("firmware", {}),
@@ -50,6 +52,8 @@ def _load(path: Path) -> Board:
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
         raise UserError(f"board file {path} is invalid ({exc}); compare it with boards/sim.toml") from exc
+    if board.baudrate in link.get("forbidden_baudrates", ()):
+        raise UserError(f"board file {path}: baudrate {board.baudrate} is forbidden for this board ({link})")
     if board.latency_source not in LATENCY_SOURCES:
         raise UserError(f"board file {path}: latency_source must be one of {', '.join(LATENCY_SOURCES)}")
     return board

@@ -71,6 +71,7 @@ def _cmd_eval(args) -> int:
         results_root=Path(args.results),
         reference_names=args.references,
         tflm=_tflm_tree(args),
+        serial_number=args.serial,
     )
     summary = run_eval(request)
     if args.json:
@@ -110,9 +111,7 @@ def _cmd_flash(args) -> int:
         console.print("the virtual board runs the model each command names; there is nothing to flash")
         return 0
     if board.kind == "device":
-        raise UserError(
-            f"flashing {board.id} needs its PlatformIO project, which this harness version does not generate yet"
-        )
+        return _flash_device(args, board, console)
     tflm = _tflm_tree(args)
     model = None
     if tflm is not None:
@@ -297,11 +296,53 @@ def _cmd_check(args) -> int:
     return 0 if all(r.passed for r in results) else 1
 
 
-def _cmd_boards(args) -> int:
+def _flash_device(args, board, console) -> int:
+    from harness.device.launch import connect
+    from harness.firmware.platformio import generate_project, upload
+
+    card, model = _model_for(args)
+    project = generate_project(board, model, card.name, _tflm_tree(args), Path(args.out))
+    port = None if args.port in (None, "auto") else args.port
+    upload(project, port)
+    with connect(board, model, port, serial_number=args.serial) as client:
+        info = client.info
+    if info.model_sha256_prefix != model.sha256[:16] or info.build_id != project.build_id:
+        raise UserError(
+            f"{board.id} answers with model {info.model_sha256_prefix}… and firmware {info.build_id}, expected "
+            f"{model.sha256[:16]}… and {project.build_id}: the upload did not take; check the port and the probe"
+        )
+    console.print(
+        f"{board.id}: flashed {project.build_id} ({project.kernels} kernels), model {card.name}", highlight=False
+    )
+    return 0
+
+
+def _cmd_generate(args) -> int:
+    from harness.firmware.platformio import generate_project
+
+    board = get_board(args.board)
+    card, model = _model_for(args)
+    project = generate_project(board, model, card.name, _tflm_tree(args), Path(args.out))
     if args.json:
-        print_json([dataclasses.asdict(b) for b in all_boards().values()])
+        print_json({"project": str(project.path), "build_id": project.build_id, "kernels": project.kernels})
+    else:
+        print(project.path)
+    return 0
+
+
+def _cmd_boards(args) -> int:
+    from harness.device.discovery import attached_boards
+
+    attached = attached_boards(all_boards().values())
+    if args.json:
+        print_json({"boards": [dataclasses.asdict(b) for b in all_boards().values()], "attached": attached})
         return 0
     console = stdout_console()
+    for found in attached:
+        console.print(
+            f"attached: {found['board']:12} {found['port']}  {found['usb_id']}  serial {found['serial_number']}",
+            highlight=False,
+        )
     for board in all_boards().values():
         console.print(f"{board.id:12} {board.kind:8} latency={board.latency_source:8} {board.name}")
     return 0
@@ -348,6 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
     run.add_argument("--model-file", help="a .tflite to use instead of the card's own file (same preprocessing)")
     run.add_argument("--port", help="serial device or pyserial URL of a real board (default: found by USB id)")
+    run.add_argument("--serial", help="with several boards of a kind attached: the USB serial number to use")
     run.add_argument("--dataset", default=DEMO, help="'demo' or a folder with labels.csv and images/")
     run.add_argument("--subset", default="all", help="comma-separated subsets (see `harness subsets`)")
     run.add_argument("--limit", type=_positive_int, help="evaluate at most this many samples")
@@ -365,8 +407,21 @@ def build_parser() -> argparse.ArgumentParser:
     flash.add_argument("--board", required=True, help="board id from boards/")
     flash.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
     flash.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
-    flash.add_argument("--tflm", help="TFLM source tree (default: $HARNESS_TFLM_TREE); without it, self-test firmware")
+    flash.add_argument(
+        "--tflm", help="TFLM source tree (default: $HARNESS_TFLM_TREE); QEMU boards without it: self-test firmware"
+    )
+    flash.add_argument("--port", help="serial port of a real board, or 'auto' (default: found by USB id)")
+    flash.add_argument("--serial", help="with several boards of a kind attached: the USB serial number to use")
+    flash.add_argument("--out", default="build", help="where PlatformIO projects are generated (default: build)")
     flash.set_defaults(handler=_cmd_flash)
+
+    generate = commands.add_parser("generate", parents=[output], help="write the PlatformIO project for a board")
+    generate.add_argument("--board", required=True, help="nucleo_h743, nano33ble or esp32dev")
+    generate.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
+    generate.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
+    generate.add_argument("--tflm", help="TFLM source tree (default: $HARNESS_TFLM_TREE, else the board's choice)")
+    generate.add_argument("--out", default="build", help="where projects go: OUT/<board>/<model hash>/")
+    generate.set_defaults(handler=_cmd_generate)
 
     link = commands.add_parser(
         "link-test", parents=[output], help="check and time the link: echo frames both ways, PERF workload"

@@ -18,6 +18,9 @@ const hp_hal *board_hal(void);
 /* A line of diagnostics on a channel that is not the protocol link (may do nothing). */
 void board_debug_write(const char *text, unsigned length);
 
+/* The firmware: initialise the board, serve the protocol, never return. */
+void harness_firmware_run(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,5 @@
-/* The firmware's entry point on every board: the protocol core over the board's link. */
+/* The firmware's body on every board: the protocol core over the board's link. Bare-metal builds
+ * call it from main() (bare_main.c); Arduino from setup(), ESP-IDF from app_main(). */
 #include "board.h"
 #include "harness_build_config.h"
 #include "runner.h"
@@ -7,7 +8,7 @@ static uint8_t rx_frame[HP_RX_FRAME_BYTES] __attribute__((aligned(4)));
 static uint8_t tx_frame[HP_TX_FRAME_BYTES] __attribute__((aligned(4)));
 static hp_device device;
 
-int main(void) {
+void harness_firmware_run(void) {
   board_init();
   const hp_device_config config = {
       board_hal(), model_runner(), HP_BOARD_ID, HP_BUILD_ID,

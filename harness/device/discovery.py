@@ -1,4 +1,4 @@
-"""Find a board's serial port from the USB IDs in its board file."""
+"""Find boards on USB from the VID:PID (and serial number) in their board files."""
 
 from serial.tools import list_ports
 
@@ -6,21 +6,33 @@ from harness.boards import Board
 from harness.errors import UserError
 
 
-def matching_ports(board: Board) -> list[str]:
-    wanted = {usb_id.upper() for usb_id in board.usb_ids}
+def _usb_id(port) -> str | None:
+    return f"{port.vid:04X}:{port.pid:04X}" if port.vid is not None else None
+
+
+def attached_boards(boards) -> list[dict]:
+    """Every serial port whose USB id belongs to a board file: board, port, USB id, serial number."""
     found = []
-    for port in list_ports.comports():
-        if port.vid is not None and f"{port.vid:04X}:{port.pid:04X}" in wanted:
-            found.append(port.device)
-    return sorted(found)
+    for port in sorted(list_ports.comports(), key=lambda p: p.device):
+        usb_id = _usb_id(port)
+        for board in boards:
+            if usb_id and usb_id in {u.upper() for u in board.usb_ids}:
+                found.append(
+                    {"board": board.id, "port": port.device, "usb_id": usb_id, "serial_number": port.serial_number}
+                )
+    return found
 
 
-def find_port(board: Board) -> str:
-    ports = matching_ports(board)
-    if len(ports) == 1:
-        return ports[0]
-    if not ports:
+def find_port(board: Board, serial_number: str | None = None) -> str:
+    """The one attached port of this board (of this serial number, when several are attached)."""
+    candidates = [f for f in attached_boards([board]) if serial_number in (None, f["serial_number"])]
+    if len(candidates) == 1:
+        return candidates[0]["port"]
+    if not candidates:
+        wanted = f" with serial number {serial_number}" if serial_number else ""
         raise UserError(
-            f"no {board.id} found on USB (looked for {', '.join(board.usb_ids) or 'no IDs'}); connect it or pass --port"
+            f"no {board.id}{wanted} found on USB (looked for {', '.join(board.usb_ids) or 'no IDs'}); "
+            "connect it or pass --port"
         )
-    raise UserError(f"several {board.id} boards found ({', '.join(ports)}); choose one with --port")
+    listing = ", ".join(f"{c['port']} (serial {c['serial_number']})" for c in candidates)
+    raise UserError(f"several {board.id} boards found: {listing}; choose one with --port or --serial")

@@ -86,7 +86,11 @@ def sim_board_process(board: Board, model_path: Path | None) -> Iterator[str]:
 
 @contextmanager
 def connect(
-    board: Board, model: TfliteModel | None, port: str | None = None, tflm: TflmTree | None = None
+    board: Board,
+    model: TfliteModel | None,
+    port: str | None = None,
+    tflm: TflmTree | None = None,
+    serial_number: str | None = None,
 ) -> Iterator[DeviceClient]:
     """A client that has said HELLO to the board running `model` (None: self-test firmware).
     The virtual board and QEMU boards are started for the block; a real one is found or named."""
@@ -99,7 +103,8 @@ def connect(
             client.firmware = firmware.provenance()
             yield client
     elif board.kind == "device":
-        with _client(port or find_port(board), board) as client:
+        url = port if port not in (None, "auto") else find_port(board, serial_number)
+        with _client(url, board) as client:
             yield client
     else:
         raise UserError(f"board {board.id}: unknown kind {board.kind!r} in {board.source_file}")
@@ -107,7 +112,7 @@ def connect(
 
 @contextmanager
 def _client(url: str, board: Board) -> Iterator[DeviceClient]:
-    link = open_link(url, board.baudrate)
+    link = open_link(url, board.baudrate, board.reset_on_connect)
     try:
         with _session(link) as client:
             yield client

@@ -17,6 +17,7 @@ from harness.eval.metrics import score
 from harness.eval.outputs import diff_steps, diff_unit, predict
 from harness.eval.preprocess import load_rgb, real_input, to_tensor
 from harness.eval.subsets import Subset, select_samples
+from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.protocol import DeviceInfo, Timing
 from harness.model.card import ModelCard
@@ -38,6 +39,7 @@ class EvalRequest:
     results_root: Path
     reference_names: tuple[str, ...] = DEFAULT_REFERENCES
     tflm: TflmTree | None = None
+    serial_number: str | None = None
 
 
 @dataclass
@@ -81,7 +83,7 @@ def _input_tensor(request: EvalRequest, sample: Sample) -> np.ndarray:
 def _stream(request: EvalRequest, samples: list[Sample], references):
     """Every sample through the board and the host references: (records, HELLO, link stats, firmware)."""
     records = []
-    with connect(request.board, request.model, request.port, request.tflm) as client:
+    with connect(request.board, request.model, request.port, request.tflm, request.serial_number) as client:
         _check_device_runs_model(client.info, request.model, request.board)
         with progress(len(samples), f"eval {request.board.id}") as advance:
             for sample in samples:
@@ -92,7 +94,8 @@ def _stream(request: EvalRequest, samples: list[Sample], references):
                 records.append(SampleRecord(sample, result.output, result.timing, hosts, instructions))
                 advance()
         board_serial = usb_serial_number(getattr(client.port, "port", None))
-        return records, client.info, vars(client.stats), client.firmware, board_serial
+        firmware = client.firmware or recorded_build(client.info.build_id)
+        return records, client.info, vars(client.stats), firmware, board_serial
 
 
 def _stats(values: list[int]) -> dict | None:

@@ -77,6 +77,7 @@ def _sources(board: Board, with_model: bool) -> list[Path]:
     return [
         *sorted((fw / "core").glob("*.c")),
         fw / "app" / "firmware_main.c",
+        fw / "app" / "bare_main.c",
         *sorted((fw / "boards" / family).glob("*.c")),
         *runner,
     ]
@@ -99,7 +100,8 @@ def _c_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _config_header(board: Board, build_id: str, model: TfliteModel | None) -> str:
+def config_header(board: Board, build_id: str, model: TfliteModel | None, arena_bytes: int | None = None) -> str:
+    """harness_build_config.h: one build's settings, the same for Makefile and PlatformIO builds."""
     fw = board.firmware
     sha = bytes.fromhex(model.sha256[:16]) if model else bytes(8)
     lines = [
@@ -109,7 +111,9 @@ def _config_header(board: Board, build_id: str, model: TfliteModel | None) -> st
         f"#define HP_BUILD_ID {_c_string(build_id)}",
         f"#define HP_RX_FRAME_BYTES {int(fw['rx_frame_bytes'])}u",
         f"#define HP_TX_FRAME_BYTES {int(fw['tx_frame_bytes'])}u",
-        f"#define HP_ARENA_BYTES {int(fw['arena_bytes'])}u",
+        f"#define HP_ARENA_BYTES {int(arena_bytes or fw['arena_bytes'])}u",
+        f"#define HP_LINK_BAUD {int(board.baudrate)}u",
+        f"#define HP_LINK_RX_BUFFER_BYTES {int(fw.get('rx_buffer_bytes', 0))}u",
         "#define HP_MODEL_SHA256_PREFIX {" + ", ".join(f"0x{b:02x}" for b in sha) + "}",
     ]
     return "\n".join(lines) + "\n"
@@ -149,7 +153,7 @@ def _render(board: Board, build_id: str, project: Path, sources, model, tflm, li
         sources = [*sources, project / "model_data.S"]
         includes += tflm.include_dirs
         libraries = str(library)
-    (project / "harness_build_config.h").write_text(_config_header(board, build_id, model))
+    (project / "harness_build_config.h").write_text(config_header(board, build_id, model))
     ram_bytes = int(board.ram_bytes)
     (project / "link.ld").write_text(
         templates.get_template("link.ld.j2").render(

@@ -1,15 +1,29 @@
 """Open a link to a device: a serial device path or any pyserial URL (socket://, rfc2217://, loop://)."""
 
+import time
+
 import serial
 
 from harness.errors import UserError
 
 POLL_SECONDS = 0.05
+ESP32_RESET_SECONDS = 0.1
+ESP32_BOOT_SECONDS = 1.5
 
 
-def open_link(url: str, baudrate: int = 115200) -> serial.SerialBase:
+def open_link(url: str, baudrate: int = 115200, reset_on_connect: str | None = None) -> serial.SerialBase:
     try:
-        port = serial.serial_for_url(url, baudrate=baudrate, timeout=POLL_SECONDS, write_timeout=10)
+        port = serial.serial_for_url(url, baudrate=baudrate, timeout=POLL_SECONDS, write_timeout=10, do_not_open=True)
+        if reset_on_connect == "esp32":
+            port.dtr = False  # applied as the port opens: neither EN nor IO0 is pulled
+            port.rts = False
+        port.open()
     except (serial.SerialException, ValueError) as exc:
         raise UserError(f"cannot open link {url!r}: {exc}; check the port or pass --port") from exc
+    if reset_on_connect == "esp32":
+        port.rts = True  # EN low: reset, with IO0 high so the application boots
+        time.sleep(ESP32_RESET_SECONDS)
+        port.rts = False
+        time.sleep(ESP32_BOOT_SECONDS)
+        port.reset_input_buffer()  # the ROM's boot messages
     return port

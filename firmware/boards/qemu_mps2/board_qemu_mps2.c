@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "board.h"
+#include "tick_extend.h"
 
 #define SYSCLK_HZ 25000000u
 
@@ -48,13 +49,7 @@ static uint64_t ticks(void *ctx) {
   (void)ctx;
   uint32_t coarse = 0xFFFFFFFFu - COARSE_TIMER->value;
   uint32_t fine = 0xFFFFFFFFu - FINE_TIMER->value;
-  /* The coarse count says roughly where we are; the fine count gives the exact low 32 bits. */
-  uint64_t approximate = (uint64_t)coarse << COARSE_SHIFT;
-  uint64_t wraps = approximate >> 32;
-  uint64_t candidate = (wraps << 32) | fine;
-  if (candidate + (1ull << 31) < approximate) candidate += 1ull << 32;
-  else if (candidate > approximate + (1ull << 31) && candidate >= (1ull << 32)) candidate -= 1ull << 32;
-  return candidate;
+  return extend_ticks(fine, (uint64_t)coarse << COARSE_SHIFT);
 }
 
 static void timer_start(cmsdk_dualtimer_counter *timer, uint32_t prescale) {

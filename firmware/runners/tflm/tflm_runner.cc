@@ -9,6 +9,10 @@
 #include "tensorflow/lite/micro/system_setup.h"
 #include "tensorflow/lite/schema/schema_generated.h"
 
+#ifdef ESP_PLATFORM
+#include "esp_heap_caps.h"
+#endif
+
 #if __has_include("tensorflow/lite/micro/cortex_m_generic/debug_log_callback.h")
 #include "tensorflow/lite/micro/cortex_m_generic/debug_log_callback.h"
 #define HARNESS_DEBUG_LOG_CALLBACK 1
@@ -30,9 +34,15 @@ enum RunnerStatus : int32_t {
   kSchemaMismatch = 3,
   kAllocateFailed = 4,
   kTooManyTensors = 5,
+  kArenaUnavailable = 6,
 };
 
+#ifdef ESP_PLATFORM
+// ESP32 static DRAM ends near 160 KB: the arena comes from the heap instead.
+uint8_t *tensor_arena = nullptr;
+#else
 alignas(16) uint8_t tensor_arena[HP_ARENA_BYTES];
+#endif
 tflite::MicroInterpreter *interpreter = nullptr;
 
 // Times each operator in the board's ticks while armed (one PROFILE request); otherwise it returns
@@ -93,13 +103,17 @@ int32_t setup(void *, hp_model_info *info) {
 #endif
   static const uint8_t sha_prefix[8] = HP_MODEL_SHA256_PREFIX;
   std::memcpy(info->model_sha256_prefix, sha_prefix, sizeof sha_prefix);
-  info->arena_configured = sizeof tensor_arena;
+  info->arena_configured = HP_ARENA_BYTES;
+#ifdef ESP_PLATFORM
+  tensor_arena = static_cast<uint8_t *>(heap_caps_aligned_alloc(16, HP_ARENA_BYTES, MALLOC_CAP_8BIT));
+  if (!tensor_arena) return kArenaUnavailable;
+#endif
   tflite::InitializeTarget();
   const tflite::Model *model = tflite::GetModel(g_harness_model);
   if (model->version() != TFLITE_SCHEMA_VERSION) return kSchemaMismatch;
   static tflite::MicroMutableOpResolver<HARNESS_OP_COUNT> resolver;
   HARNESS_ADD_OPS(resolver);
-  static tflite::MicroInterpreter instance(model, resolver, tensor_arena, sizeof tensor_arena, nullptr,
+  static tflite::MicroInterpreter instance(model, resolver, tensor_arena, HP_ARENA_BYTES, nullptr,
                                            &operator_timer);
   if (instance.AllocateTensors() != kTfLiteOk) return kAllocateFailed;
   if (instance.inputs_size() != 1 || instance.outputs_size() != 1) return kTooManyTensors;

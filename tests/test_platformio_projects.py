@@ -1,0 +1,263 @@
+"""PlatformIO projects for the real boards: lint, resolver, flash through a fake `pio`, discovery."""
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from serial.tools import list_ports_common
+
+from harness.boards import get_board
+from harness.device.sim_board import SimBoard, TflmRunner
+from harness.firmware.platformio import generate_project, lint
+from harness.firmware.tflm_tree import TflmTree, model_operators, resolver_method
+from harness.model.tflite_file import read_tflite
+from tests.conftest import fixture_model
+
+pytest.importorskip("platformio", reason="needs the platformio package (test extras)")
+MODELS = (
+    "wake_vision_zoo/wv_quality_k_2_c_3.tflite",
+    "tflm/person_detect.tflite",
+    "mlperf_tiny/visual_wake_words.tflite",
+)
+
+
+@pytest.fixture(scope="module")
+def tflm_tree(tmp_path_factory) -> TflmTree:
+    """A placeholder tree for generation (nothing is compiled here): the file TflmTree checks for."""
+    root = tmp_path_factory.mktemp("tflm-tree")
+    (root / "tensorflow" / "lite" / "micro").mkdir(parents=True)
+    (root / "tensorflow" / "lite" / "micro" / "micro_interpreter.h").write_text("")
+    return TflmTree(root)
+
+
+@pytest.mark.parametrize("board_id", ["nucleo_h743", "nano33ble", "esp32dev"])
+@pytest.mark.parametrize("model_path", MODELS)
+def test_generated_project_lints_clean_and_resolves_exactly_the_models_operators(
+    board_id, model_path, tmp_path, tflm_tree
+):
+    model = read_tflite(fixture_model(model_path))
+    board = get_board(board_id)
+    project = generate_project(board, model, "test", tflm_tree if board_id == "nucleo_h743" else None, tmp_path)
+    assert lint(project) == {"errors": [], "warnings": []}
+    ini = (project.path / "platformio.ini").read_text()
+    assert f"platform = {board.platformio['platform']}" in ini and "@" in board.platformio["platform"]
+    assert "-DTF_LITE_STATIC_MEMORY" in ini and "-std=gnu++17" in ini
+    resolver = (project.path / "src" / "model_ops.inc").read_text()
+    methods = re.findall(r"\(r\)\.(\w+)\(\)", resolver)
+    assert sorted(methods) == sorted({resolver_method(op) for op in model_operators(model.data)})
+    assert f"#define HARNESS_OP_COUNT {len(methods)}" in resolver
+    config = (project.path / "src" / "harness_build_config.h").read_text()
+    assert f'"{project.build_id}"' in config and model.sha256[:2] in config
+    arena = int(re.search(r"HP_ARENA_BYTES (\d+)u", config).group(1))
+    assert 0 < arena <= int(board.firmware["arena_bytes"])
+    assert (project.path / "src" / "hp_device.c").read_bytes() == (Path("firmware/core/hp_device.c")).read_bytes()
+    assert not (project.path / "src" / "no_model_runner.c").exists()
+
+
+def test_nucleo_without_tflm_sources_says_what_to_pass(tmp_path, small_model):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "generate",
+            "--board",
+            "nucleo_h743",
+            "--model",
+            "wv_quality_k_2_c_3",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "HARNESS_TFLM_TREE"},
+    )
+    assert done.returncode == 2 and "--tflm PATH" in done.stderr and done.stderr.count("\n") == 1
+
+
+FAKE_PIO = """#!{python}
+import os, sys, time
+with open(os.environ["FAKE_PIO_LOG"], "a") as log:
+    log.write(" ".join(sys.argv[1:]) + "\\n")
+mode = os.environ.get("FAKE_PIO_MODE", "ok")
+if mode == "hang":
+    time.sleep(600)
+if mode == "fail":
+    print("Error: Please specify `upload_port` for environment or use global `--upload-port` option.")
+    sys.exit(1)
+print("========================= [SUCCESS] Took 1.00 seconds =========================")
+"""
+
+
+@pytest.fixture
+def fake_pio(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "pio"
+    script.write_text(FAKE_PIO.format(python=sys.executable))
+    script.chmod(0o755)
+    log = tmp_path / "pio.log"
+    env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_PIO_LOG": str(log)}
+    return env, log
+
+
+class _BoardOnPty:
+    """A board that runs `model` and reports `build_id`, served by the device core on a pseudo-terminal."""
+
+    def __init__(self, model_path: Path, build_id: str):
+        self.runner = TflmRunner(model_path.read_bytes(), 1 << 20)
+        self.board = SimBoard(
+            self.runner, board_id="nucleo_h743", build_id=build_id, rx_frame=4108, tx_frame=4108, rx_buffer=4096
+        )
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self):
+        while not self.stop.is_set():
+            self.board.poll(20)
+
+    def __enter__(self):
+        self.thread.start()
+        return self.board.pty_path
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        self.board.close()
+
+
+def _flash(env, tmp_path, tflm_tree, port, *extra):
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "flash",
+            "--board",
+            "nucleo_h743",
+            "--model",
+            "wv_quality_k_2_c_3",
+            "--tflm",
+            str(tflm_tree.root),
+            "--port",
+            port,
+            "--out",
+            str(tmp_path / "build"),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_flash_runs_pio_upload_then_checks_model_and_build(fake_pio, tmp_path, tflm_tree, small_model):
+    env, log = fake_pio
+    project = generate_project(get_board("nucleo_h743"), read_tflite(small_model), "x", tflm_tree, tmp_path / "build")
+    with _BoardOnPty(small_model, project.build_id) as port:
+        done = _flash(env, tmp_path, tflm_tree, port)
+    assert done.returncode == 0, done.stderr
+    assert log.read_text().split() == [
+        "run",
+        "-d",
+        str(project.path),
+        "-e",
+        "nucleo_h743",
+        "-t",
+        "upload",
+        "--upload-port",
+        port,
+    ]
+    assert f"flashed {project.build_id}" in done.stdout
+    record = json.loads((project.path / "harness-build.json").read_text())
+    assert record["build_id"] == project.build_id and record["kernels"] == "reference"
+    assert "-DTF_LITE_STATIC_MEMORY" in record["flags"]
+
+
+def test_flash_refuses_a_board_that_answers_with_another_model(fake_pio, tmp_path, tflm_tree, small_model):
+    env, _ = fake_pio
+    other = fixture_model("tflm/person_detect.tflite")
+    with _BoardOnPty(other, "nucleo_h743-000000000000") as port:
+        done = _flash(env, tmp_path, tflm_tree, port)
+    assert done.returncode == 2 and "answers with model" in done.stderr and done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("mode", "code", "message"),
+    [("fail", 1, "PlatformIO build/upload failed (Error: Please specify"), ("hang", 1, "did not finish within 2 s")],
+)
+def test_flash_reports_pio_failures_in_one_line(fake_pio, tmp_path, tflm_tree, small_model, mode, code, message):
+    env, _ = fake_pio
+    done = _flash(env | {"FAKE_PIO_MODE": mode, "HARNESS_PIO_TIMEOUT": "2"}, tmp_path, tflm_tree, "/dev/null")
+    assert done.returncode == code and message in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_flash_without_platformio_installed(tmp_path, tflm_tree, small_model):
+    env = os.environ | {"PATH": "/nonexistent"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "flash",
+            "--board",
+            "nucleo_h743",
+            "--model",
+            "wv_quality_k_2_c_3",
+            "--tflm",
+            str(tflm_tree.root),
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 2 and "PlatformIO not found" in done.stderr
+
+
+def _port(device, vid, pid, serial):
+    info = list_ports_common.ListPortInfo(device, skip_link_detection=True)
+    info.vid, info.pid, info.serial_number = vid, pid, serial
+    return info
+
+
+def test_attached_boards_are_found_by_usb_id_and_serial_number(monkeypatch, capsys):
+    from harness import cli
+    from harness.device import discovery
+    from harness.errors import UserError
+
+    ports = [
+        _port("/dev/ttyACM0", 0x0483, 0x374E, "0671FF3833554B3043164817"),
+        _port("/dev/ttyACM1", 0x2341, 0x805A, "A1B2C3"),
+        _port("/dev/ttyUSB0", 0x10C4, 0xEA60, "0001"),
+        _port("/dev/ttyS0", None, None, None),
+    ]
+    monkeypatch.setattr(discovery.list_ports, "comports", lambda: ports)
+    assert cli.main(["boards", "--json"]) == 0
+    attached = json.loads(capsys.readouterr().out)["attached"]
+    assert sorted((a["board"], a["port"], a["serial_number"]) for a in attached) == [
+        ("esp32dev", "/dev/ttyUSB0", "0001"),
+        ("nano33ble", "/dev/ttyACM1", "A1B2C3"),
+        ("nucleo_h743", "/dev/ttyACM0", "0671FF3833554B3043164817"),
+    ]
+    assert discovery.find_port(get_board("nucleo_h743")) == "/dev/ttyACM0"
+    ports.append(_port("/dev/ttyACM2", 0x0483, 0x374B, "066DFF"))
+    with pytest.raises(UserError, match="several nucleo_h743"):
+        discovery.find_port(get_board("nucleo_h743"))
+    assert discovery.find_port(get_board("nucleo_h743"), "066DFF") == "/dev/ttyACM2"
+
+
+def test_model_array_is_the_model_byte_for_byte(tmp_path, small_model, tflm_tree):
+    project = generate_project(get_board("nucleo_h743"), read_tflite(small_model), "x", tflm_tree, tmp_path)
+    source = (project.path / "src" / "model_data.cc").read_text()
+    values = bytes(int(v, 16) for v in re.findall(r"0x([0-9a-f]{2})", source))
+    assert hashlib.sha256(values).hexdigest() == hashlib.sha256(small_model.read_bytes()).hexdigest()
+    assert "alignas(16)" in source and 'extern "C"' in source
