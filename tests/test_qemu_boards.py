@@ -163,3 +163,12 @@ def test_inference_instruction_counts_repeat_for_the_same_input(small_model):
             timing = client.run(tensor).timing
             counts.append(emulated_instructions(timing.ticks, timing.tick_hz, board))
     assert counts[0] == counts[1] > 0
+
+
+def test_firmware_sizes_come_from_the_elf_sections():
+    from harness.firmware.build import build_firmware
+    from harness.firmware.elf import memory_usage
+
+    usage = memory_usage(build_firmware(get_board("qemu_m4")).elf)
+    assert usage["sections"][".text"] > 0 and ".isr_vector" in usage["sections"]
+    assert usage["flash_bytes"] >= usage["sections"][".text"] and usage["static_ram_bytes"] > 8000

@@ -86,7 +86,8 @@ def _sources(board: Board, with_model: bool) -> list[Path]:
 def _fingerprint(board: Board, sources: list[Path], model: TfliteModel | None, library: Path | None) -> str:
     digest = hashlib.sha256()
     digest.update(board.source_file.read_bytes() if board.source_file else board.id.encode())
-    for path in [*sources, *sorted((_firmware_dir() / "templates").iterdir())]:
+    templates = sorted(p for p in (_firmware_dir() / "templates").glob("*") if p.is_file())
+    for path in [*sources, *templates]:
         digest.update(path.name.encode() + path.read_bytes())
     for header in sorted(_firmware_dir().rglob("*.h")):
         digest.update(header.name.encode() + header.read_bytes())
