@@ -132,30 +132,11 @@ class _BoardOnPty:
         self.board.close()
 
 
-def _flash(env, tmp_path, tflm_tree, port, *extra):
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "flash",
-            "--board",
-            "nucleo_h743",
-            "--model",
-            "wv_quality_k_2_c_3",
-            "--tflm",
-            str(tflm_tree.root),
-            "--port",
-            port,
-            "--out",
-            str(tmp_path / "build"),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+def _flash(env, tmp_path, tflm_tree, port=None, *extra):
+    command = [sys.executable, "-m", "harness", "flash", "--board", "nucleo_h743", "--model", "wv_quality_k_2_c_3"]
+    command += ["--tflm", str(tflm_tree.root), "--out", str(tmp_path / "build"), *extra]
+    command += ["--port", port] if port else []
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
 
 
 def test_flash_runs_pio_upload_then_checks_model_and_build(fake_pio, tmp_path, tflm_tree, small_model):
@@ -200,26 +181,7 @@ def test_flash_reports_pio_failures_in_one_line(fake_pio, tmp_path, tflm_tree, s
 
 
 def test_flash_without_platformio_installed(tmp_path, tflm_tree, small_model):
-    env = os.environ | {"PATH": "/nonexistent"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "flash",
-            "--board",
-            "nucleo_h743",
-            "--model",
-            "wv_quality_k_2_c_3",
-            "--tflm",
-            str(tflm_tree.root),
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    done = _flash(os.environ | {"PATH": "/nonexistent"}, tmp_path, tflm_tree)
     assert done.returncode == 2 and "PlatformIO not found" in done.stderr
 
 
