@@ -143,3 +143,34 @@ def test_mcnemar_exact_and_bootstrap():
     assert mcnemar_exact(a, a)[2] == 1.0
     change, low, high = bootstrap_median_change(np.full(50, 100.0), np.full(50, 110.0))
     assert change == pytest.approx(0.10) and low == pytest.approx(0.10) and high == pytest.approx(0.10)
+
+
+def test_latency_significance_depends_on_the_source():
+    from types import SimpleNamespace
+
+    from harness.results.compare import compare_runs
+
+    def run(source, values, run_id):
+        samples = {
+            "sample_id": [f"s{i}" for i in range(len(values))],
+            "label": [1] * len(values),
+            "device_prediction": [1] * len(values),
+            "in_all": [True] * len(values),
+            "microseconds": values if source != "emulated" else [None] * len(values),
+            "instructions": values if source == "emulated" else [None] * len(values),
+        }
+        summary = {
+            "subsets": {"all": {}},
+            "latency": {"source": source},
+            "arena": {"used": 1000},
+        }
+        return SimpleNamespace(id=run_id, samples=samples, summary=summary)
+
+    slow = [100.0 + i % 3 for i in range(60)]
+    fast = [130.0 + i % 3 for i in range(60)]
+    assert compare_runs(run("emulated", slow, "a"), run("emulated", fast, "b"))["latency"]["significant"] is True
+    assert compare_runs(run("device", slow, "a"), run("device", fast, "b"))["latency"]["significant"] is True
+    sim = compare_runs(run("sim", slow, "a"), run("sim", fast, "b"))
+    assert sim["latency"]["significant"] is None and not sim["significant"]
+    judged = compare_runs(run("sim", slow, "a"), run("sim", fast, "b"), latency_tolerance=0.1)
+    assert judged["latency"]["significant"] is True

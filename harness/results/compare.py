@@ -85,9 +85,8 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict
     latency_b, unit_b = _latency_values(b)
     latency = {"unit": unit_a, "source_a": a.summary["latency"]["source"], "source_b": b.summary["latency"]["source"]}
     if latency_tolerance is None:
-        latency_tolerance = max(
-            LATENCY_TOLERANCE.get(latency["source_a"], 0.1), LATENCY_TOLERANCE.get(latency["source_b"], 0.1)
-        )
+        tolerances = [LATENCY_TOLERANCE.get(latency["source_a"]), LATENCY_TOLERANCE.get(latency["source_b"])]
+        latency_tolerance = None if None in tolerances else max(tolerances)
     if unit_a == unit_b and len(latency_a) and len(latency_b):
         change, low, high = bootstrap_median_change(latency_a, latency_b)
         latency |= {
