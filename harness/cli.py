@@ -72,6 +72,7 @@ def _cmd_eval(args) -> int:
         reference_names=args.references,
         tflm=_tflm_tree(args),
         serial_number=args.serial,
+        pools=args.pools,
     )
     summary = run_eval(request)
     if args.json:
@@ -365,7 +366,7 @@ def _cmd_subsets(args) -> int:
     console = stdout_console()
     for subset in SUBSETS.values():
         column = subset.flag or "(every labelled image)"
-        console.print(f"{subset.name:26} column={column:26} members={subset.members_are}")
+        console.print(f"{subset.name:22} column={column:26} family={subset.family}")
     return 0
 
 
@@ -393,6 +394,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dataset", default=DEMO, help="'demo' or a folder with labels.csv and images/")
     run.add_argument("--subset", default="all", help="comma-separated subsets (see `harness subsets`)")
     run.add_argument("--limit", type=_positive_int, help="evaluate at most this many samples")
+    run.add_argument(
+        "--pools", action="store_true", help="also evaluate each subset's F1 negative pool, as f1_wv needs"
+    )
     run.add_argument("--results", default="results", help="folder for run folders (default: results)")
     run.add_argument(
         "--references",

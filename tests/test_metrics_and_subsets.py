@@ -1,3 +1,5 @@
+"""Wake Vision subsets and metrics against a hand-computed 30-row fixture in the 20-column schema."""
+
 from pathlib import Path
 
 import pytest
@@ -5,44 +7,143 @@ import pytest
 from harness.errors import UserError
 from harness.eval.dataset import Sample
 from harness.eval.demo_dataset import COLUMNS
-from harness.eval.metrics import score
+from harness.eval.metrics import score, wilson_interval
 from harness.eval.subsets import SUBSETS, parse_subsets, select_samples
 
-
-def _sample(name, **flags):
-    return Sample(name, Path(name), dict.fromkeys(COLUMNS[1:], 0) | flags)
+FLAGS = COLUMNS[1:]
 
 
-def test_count_based_f1():
-    s = score([1, 1, 1, 0, 0], [1, 0, 1, 1, 0], positive_label=1)
-    assert (s.tp, s.fn, s.fp, s.tn) == (2, 1, 1, 1)
-    assert s.accuracy == pytest.approx(0.6)
-    assert s.f1 == pytest.approx(2 * 2 / (2 * 2 + 1 + 1))
+def _row(name, person, prediction, *flags):
+    values = dict.fromkeys(FLAGS, 0) | {"person": person} | dict.fromkeys(flags, 1)
+    return Sample(name, Path(name), values), prediction
 
 
-def test_f1_with_non_person_as_the_positive_class():
-    s = score([0, 0, 0], [0, 1, 0], positive_label=0)
-    assert (s.tp, s.fn) == (2, 1) and s.f1 == pytest.approx(0.8)
+def _far_only(name, prediction):
+    values = dict.fromkeys(FLAGS, -1) | {"person": -1, "far": 1}
+    return Sample(name, Path(name), values), prediction
 
 
-def test_undefined_scores_are_none():
-    s = score([], [], positive_label=1)
-    assert s.accuracy is None and s.f1 is None
+# Ten persons, two far-only rows (person = -1), eighteen non-persons; the prediction after each.
+ROWS = [
+    _row("P1", 1, 1, "far", "dark", "predominantly_female", "young"),
+    _row("P2", 1, 1, "far", "dark", "predominantly_male", "middle_age"),
+    _row("P3", 1, 1, "far", "normal_lighting", "predominantly_female", "older"),
+    _row("P4", 1, 0, "far", "normal_lighting", "gender_unknown", "age_unknown"),
+    _row("P5", 1, 1, "near", "bright", "predominantly_male", "middle_age"),
+    _row("P6", 1, 1, "near", "bright", "predominantly_male", "middle_age"),
+    _row("P7", 1, 1, "near", "bright", "predominantly_female", "middle_age"),
+    _row("P8", 1, 0, "medium_distance", "normal_lighting", "predominantly_female", "young"),
+    _row("P9", 1, 1, "medium_distance", "normal_lighting", "predominantly_male", "older"),
+    _row("P10", 1, 1, "medium_distance", "normal_lighting", "gender_unknown", "age_unknown"),
+    _far_only("F1", 1),
+    _far_only("F2", 0),
+    _row("N1", 0, 0, "non-person_non-depiction", "dark"),
+    _row("N2", 0, 0, "non-person_non-depiction", "dark"),
+    _row("N3", 0, 0, "non-person_non-depiction", "normal_lighting"),
+    _row("N4", 0, 0, "non-person_non-depiction", "normal_lighting"),
+    _row("N5", 0, 1, "non-person_non-depiction", "bright"),
+    _row("N6", 0, 0, "non-person_non-depiction", "bright"),
+    _row("N7", 0, 1, "depiction", "person_depiction", "normal_lighting"),
+    _row("N8", 0, 0, "depiction", "person_depiction", "normal_lighting"),
+    _row("N9", 0, 0, "depiction", "person_depiction", "normal_lighting"),
+    _row("N10", 0, 0, "depiction", "non-person_depiction", "dark"),
+    _row("N11", 0, 0, "depiction", "non-person_depiction", "dark"),
+    _row("N12", 0, 0, "depiction", "non-person_depiction", "dark"),
+    _row("N13", 0, 0, "non-person_non-depiction", "bright"),
+    _row("N14", 0, 0, "non-person_non-depiction", "bright"),
+    _row("N15", 0, 0, "non-person_non-depiction", "bright"),
+    _row("N16", 0, 0, "non-person_non-depiction", "normal_lighting"),
+    _row("N17", 0, 0, "non-person_non-depiction", "normal_lighting"),
+    _row("N18", 0, 1, "non-person_non-depiction", "normal_lighting"),
+]
+SAMPLES = [sample for sample, _ in ROWS]
+PREDICTIONS = [prediction for _, prediction in ROWS]
 
 
-def test_subset_membership_follows_wake_vision_rules():
-    far_person = _sample("a", person=1, far=1)
-    far_only = _sample("b", person=-1, far=1)
-    dark_non_person = _sample("c", person=0, dark=1)
-    drawing = _sample("d", person=0, depiction=1, person_depiction=1)
-    samples = [far_person, far_only, dark_non_person, drawing]
-    assert select_samples(samples, [SUBSETS["distance_far"]]) == [far_person, far_only]
-    assert SUBSETS["distance_far"].label(far_only) == 1
-    assert not SUBSETS["all"].contains(far_only)
-    assert select_samples(samples, [SUBSETS["lighting_dark"]]) == [dark_non_person]
-    assert select_samples(samples, [SUBSETS["depiction_person"]]) == [drawing]
-    assert SUBSETS["depiction_person"].positive_label == 0
-    assert select_samples(samples, [SUBSETS["all"]], limit=2) == [far_person, dark_non_person]
+def _rate_f1(tpr, fpr):
+    return 2 * tpr / (2 * tpr + fpr + 1 - tpr)
+
+
+# subset: (members, accuracy, TP, FN, FP, TN, f1_wv, f1_counts), worked out by hand from the rows.
+EXPECTED = {
+    "all": (
+        ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10"] + [f"N{i}" for i in range(1, 19)],
+        23 / 28,
+        8,
+        2,
+        3,
+        15,
+        _rate_f1(0.8, 1 / 6),
+        16 / 21,
+    ),
+    "distance_far": (["P1", "P2", "P3", "P4", "F1", "F2"], 4 / 6, 4, 2, 3, 15, 8 / 11, 8 / 13),
+    "distance_near": (["P5", "P6", "P7"], 1.0, 3, 0, 3, 15, 12 / 13, 6 / 9),
+    "distance_medium": (["P8", "P9", "P10"], 2 / 3, 2, 1, 3, 15, 8 / 11, 4 / 8),
+    "lighting_dark": (["P1", "P2", "N1", "N2", "N10", "N11", "N12"], 1.0, 2, 0, 0, 5, 1.0, 1.0),
+    "lighting_normal": (
+        ["P3", "P4", "P8", "P9", "P10", "N3", "N4", "N7", "N8", "N9", "N16", "N17", "N18"],
+        9 / 13,
+        3,
+        2,
+        2,
+        6,
+        _rate_f1(0.6, 0.25),
+        6 / 10,
+    ),
+    "lighting_bright": (["P5", "P6", "P7", "N5", "N6", "N13", "N14", "N15"], 7 / 8, 3, 0, 1, 4, 2 / 2.2, 6 / 7),
+    "depiction_person": (["N7", "N8", "N9"], 2 / 3, 2, 1, 2, 8, _rate_f1(2 / 3, 0.2), 4 / 7),
+    "depiction_non_person": (["N10", "N11", "N12"], 1.0, 3, 0, 2, 8, 2 / 2.2, 6 / 8),
+    "depiction_none": (
+        ["N1", "N2", "N3", "N4", "N5", "N6", "N13", "N14", "N15", "N16", "N17", "N18"],
+        10 / 12,
+        10,
+        2,
+        2,
+        8,
+        _rate_f1(5 / 6, 0.2),
+        20 / 24,
+    ),
+    "gender_female": (["P1", "P3", "P7", "P8"], 3 / 4, 3, 1, 3, 15, _rate_f1(0.75, 1 / 6), 6 / 10),
+    "gender_male": (["P2", "P5", "P6", "P9"], 1.0, 4, 0, 3, 15, 12 / 13, 8 / 11),
+    "gender_unknown": (["P4", "P10"], 0.5, 1, 1, 3, 15, 0.6, 2 / 6),
+    "age_young": (["P1", "P8"], 0.5, 1, 1, 3, 15, 0.6, 2 / 6),
+    "age_middle": (["P2", "P5", "P6", "P7"], 1.0, 4, 0, 3, 15, 12 / 13, 8 / 11),
+    "age_older": (["P3", "P9"], 1.0, 2, 0, 3, 15, 12 / 13, 4 / 7),
+    "age_unknown": (["P4", "P10"], 0.5, 1, 1, 3, 15, 0.6, 2 / 6),
+}
+
+
+def test_every_subset_is_covered_by_the_fixture():
+    assert set(EXPECTED) == set(SUBSETS)
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_membership_and_scores_match_the_hand_computation(name):
+    members, accuracy, tp, fn, fp, tn, f1_wv, f1_counts = EXPECTED[name]
+    subset = SUBSETS[name]
+    assert [s.id for s in select_samples(SAMPLES, [subset])] == members
+    result = score(subset, SAMPLES, PREDICTIONS)
+    assert (result.n, result.tp, result.fn, result.fp, result.tn) == (len(members), tp, fn, fp, tn)
+    assert result.accuracy == pytest.approx(accuracy)
+    assert result.f1_wv == pytest.approx(f1_wv)
+    assert result.f1_counts == pytest.approx(f1_counts)
+
+
+def test_pools_bring_in_the_negatives_f1_wv_needs():
+    far = SUBSETS["distance_far"]
+    only_members = select_samples(SAMPLES, [far])
+    predictions = [PREDICTIONS[SAMPLES.index(s)] for s in only_members]
+    without = score(far, only_members, predictions)
+    assert without.f1_wv is None and without.negatives == 0 and without.f1_counts == pytest.approx(8 / 10)
+    with_pools = select_samples(SAMPLES, [far], pools=True)
+    assert len(with_pools) == 6 + 18
+
+
+def test_wilson_interval_matches_the_textbook():
+    assert wilson_interval(8, 10) == pytest.approx((0.4902, 0.9433), abs=1e-4)
+    assert wilson_interval(0, 0) is None
+    low, high = wilson_interval(5, 5)
+    assert high == 1.0 and low == pytest.approx(0.5655, abs=1e-4)
 
 
 def test_parse_subsets():

@@ -40,6 +40,7 @@ class EvalRequest:
     reference_names: tuple[str, ...] = DEFAULT_REFERENCES
     tflm: TflmTree | None = None
     serial_number: str | None = None
+    pools: bool = False  # also stream each subset's F1 negative pool (needed for f1_wv)
 
 
 @dataclass
@@ -123,12 +124,12 @@ def _summarise(request: EvalRequest, records: list[SampleRecord], info: DeviceIn
     subsets = {}
     for subset in request.subsets:
         members = np.array([subset.contains(r.sample) for r in records], dtype=bool)
-        labels = np.array([subset.label(r.sample) for r in records])[members]
+        samples = [r.sample for r in records]
         subsets[subset.name] = {
             "n": int(members.sum()),
             "positive_class": "person" if subset.positive_label == 1 else "non-person",
-            "device": score(labels, device_pred[members], subset.positive_label).as_dict(),
-            "host": {n: score(labels, host_pred[n][members], subset.positive_label).as_dict() for n in names},
+            "device": score(subset, samples, device_pred).as_dict(),
+            "host": {n: score(subset, samples, host_pred[n]).as_dict() for n in names},
             "versus": {
                 n: {
                     "agreement": float(np.mean(device_pred[members] == host_pred[n][members]))
@@ -197,7 +198,7 @@ def _sample_columns(request: EvalRequest, records: list[SampleRecord], ref_names
 
 
 def run_eval(request: EvalRequest) -> dict:
-    samples = select_samples(request.dataset.samples, request.subsets, request.limit)
+    samples = select_samples(request.dataset.samples, request.subsets, request.limit, request.pools)
     if not samples:
         names = ", ".join(s.name for s in request.subsets)
         raise UserError(f"dataset {request.dataset.name} has no samples in {names}; choose other subsets")

@@ -1,4 +1,14 @@
-"""The Wake Vision fine-grained benchmark subsets, defined over the label CSV's flag columns."""
+"""The Wake Vision fine-grained benchmark subsets, defined as the reference evaluator defines them.
+
+Each subset has members (the images its accuracy is measured on) and, for F1, a positive class and
+a negative pool (../shared/reference/wake_vision_kws_lpirc_domain.md, section 1.3):
+- distance, perceived gender and age: members are person images with the flag; the negatives are
+  all non-person images;
+- lighting: members are all images with the flag; positives its persons, negatives its non-persons;
+- depiction (inverted): members are non-person images with the flag and non-person is the positive
+  class; the negatives are all person images.
+Rows with person = -1 (far-only images) count as persons in distance_far and are dropped elsewhere.
+"""
 
 from dataclasses import dataclass
 
@@ -12,44 +22,57 @@ PERSON, NON_PERSON = 1, 0
 class Subset:
     name: str
     flag: str | None  # CSV column; None selects every labelled image
-    members_are: str  # "persons", "non_persons" or "both"
-    positive_label: int  # the class F1 treats as positive (depiction subsets invert it, as the paper does)
+    family: str  # "all", "distance", "miap", "lighting" or "depiction"
+
+    @property
+    def positive_label(self) -> int:
+        return NON_PERSON if self.family == "depiction" else PERSON
 
     def label(self, sample: Sample) -> int:
-        # Far-only rows carry person = -1; the Wake Vision reference keeps them in far, as persons.
         return PERSON if sample.person == -1 and self.flag == "far" else sample.person
 
     def contains(self, sample: Sample) -> bool:
         if self.flag is not None and sample.flags[self.flag] != 1:
             return False
         label = self.label(sample)
-        if self.members_are == "persons":
+        if self.family in ("distance", "miap"):
             return label == PERSON
-        if self.members_are == "non_persons":
+        if self.family == "depiction":
             return label == NON_PERSON
         return label >= 0
+
+    def is_positive(self, sample: Sample) -> bool:
+        return self.contains(sample) and self.label(sample) == self.positive_label
+
+    def is_negative(self, sample: Sample) -> bool:
+        """In the negative pool F1 compares against."""
+        if self.family in ("all", "lighting"):
+            return self.contains(sample) and self.label(sample) != self.positive_label
+        if self.family == "depiction":
+            return sample.person == PERSON
+        return sample.person == NON_PERSON
 
 
 SUBSETS = {
     s.name: s
     for s in (
-        Subset("all", None, "both", PERSON),
-        Subset("distance_near", "near", "persons", PERSON),
-        Subset("distance_medium", "medium_distance", "persons", PERSON),
-        Subset("distance_far", "far", "persons", PERSON),
-        Subset("lighting_dark", "dark", "both", PERSON),
-        Subset("lighting_normal", "normal_lighting", "both", PERSON),
-        Subset("lighting_bright", "bright", "both", PERSON),
-        Subset("miap_female", "predominantly_female", "persons", PERSON),
-        Subset("miap_male", "predominantly_male", "persons", PERSON),
-        Subset("miap_gender_unknown", "gender_unknown", "persons", PERSON),
-        Subset("miap_young", "young", "persons", PERSON),
-        Subset("miap_middle_age", "middle_age", "persons", PERSON),
-        Subset("miap_older", "older", "persons", PERSON),
-        Subset("miap_age_unknown", "age_unknown", "persons", PERSON),
-        Subset("depiction_person", "person_depiction", "non_persons", NON_PERSON),
-        Subset("depiction_non_person", "non-person_depiction", "non_persons", NON_PERSON),
-        Subset("non_person_non_depiction", "non-person_non-depiction", "non_persons", NON_PERSON),
+        Subset("all", None, "all"),
+        Subset("distance_near", "near", "distance"),
+        Subset("distance_medium", "medium_distance", "distance"),
+        Subset("distance_far", "far", "distance"),
+        Subset("lighting_dark", "dark", "lighting"),
+        Subset("lighting_normal", "normal_lighting", "lighting"),
+        Subset("lighting_bright", "bright", "lighting"),
+        Subset("depiction_person", "person_depiction", "depiction"),
+        Subset("depiction_non_person", "non-person_depiction", "depiction"),
+        Subset("depiction_none", "non-person_non-depiction", "depiction"),
+        Subset("gender_female", "predominantly_female", "miap"),
+        Subset("gender_male", "predominantly_male", "miap"),
+        Subset("gender_unknown", "gender_unknown", "miap"),
+        Subset("age_young", "young", "miap"),
+        Subset("age_middle", "middle_age", "miap"),
+        Subset("age_older", "older", "miap"),
+        Subset("age_unknown", "age_unknown", "miap"),
     )
 }
 
@@ -62,7 +85,10 @@ def parse_subsets(spec: str) -> list[Subset]:
     return [SUBSETS[name] for name in dict.fromkeys(names)]
 
 
-def select_samples(samples, subsets: list[Subset], limit: int | None = None) -> list[Sample]:
-    """Samples in any of the subsets, in dataset order, the first `limit` of them."""
-    chosen = [s for s in samples if any(subset.contains(s) for subset in subsets)]
+def select_samples(samples, subsets: list[Subset], limit: int | None = None, pools: bool = False) -> list[Sample]:
+    """Samples in any of the subsets (and, with pools, in their F1 negative pools), in dataset order,
+    the first `limit` of them."""
+    chosen = [
+        s for s in samples if any(sub.contains(s) or (pools and sub.is_negative(s)) for sub in subsets)
+    ]
     return chosen[:limit] if limit is not None else chosen

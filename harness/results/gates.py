@@ -75,7 +75,7 @@ def check_gates(run: Run, gates: dict, baseline: Run | None = None) -> list[Gate
             values = {subset: e["versus"][reference]["agreement"] for subset, e in run.summary["subsets"].items()}
             results.append(_per_subset(run, name, values, minimum=settings["min"]))
         elif name in ("accuracy_drop", "f1_drop"):
-            metric = "accuracy" if name == "accuracy_drop" else "f1"
+            metric = "accuracy" if name == "accuracy_drop" else "f1_wv"
             values = {subset: _drop(e, reference, metric) for subset, e in run.summary["subsets"].items()}
             results.append(_per_subset(run, name, values, maximum=settings["max"]))
         elif name == "accuracy_vs_baseline":

@@ -27,13 +27,13 @@ def subset_scores(run: Run) -> str:
     fig, axes = plt.subplots(1, 2, figsize=(11, 0.45 * len(subsets) + 1.6), sharey=True)
     y = np.arange(len(subsets))
     height = 0.8 / len(sources)
-    for ax, metric in zip(axes, ("accuracy", "f1"), strict=True):
+    for ax, metric in zip(axes, ("accuracy", "f1_wv"), strict=True):
         for i, (name, colour) in enumerate(sources):
             entries = [run.summary["subsets"][s]["device" if name == "device" else "host"] for s in subsets]
             values = [(e if name == "device" else e[name])[metric] or 0 for e in entries]
             ax.barh(y + i * height, np.array(values) * 100, height, label=name, color=colour)
         ax.set_xlim(0, 100)
-        ax.set_xlabel(f"{'accuracy' if metric == 'accuracy' else 'F1 (counts)'} %")
+        ax.set_xlabel(f"{'accuracy' if metric == 'accuracy' else 'F1 (Wake Vision, rate-based)'} %")
     axes[0].set_yticks(y + height * (len(sources) - 1) / 2, subsets)
     axes[0].invert_yaxis()
     axes[1].legend(loc="lower right", fontsize="small")

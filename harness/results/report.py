@@ -16,13 +16,13 @@ def print_summary(summary: dict) -> None:
     table.add_column("subset", overflow="fold")
     table.add_column("n", justify="right", no_wrap=True)
     for name in ("device", *references):
-        table.add_column(f"{name}\nacc / F1 %", justify="right", no_wrap=True)
+        table.add_column(f"{name}\nacc / F1wv %", justify="right", no_wrap=True)
     if primary:
         table.add_column(f"agree\n{primary} %", justify="right", no_wrap=True)
         table.add_column("max Δ\nsteps", justify="right", no_wrap=True)
     for subset, entry in summary["subsets"].items():
         scores = [entry["device"], *(entry["host"][name] for name in references)]
-        row = [subset, str(entry["n"]), *(f"{_pct(s['accuracy'])} / {_pct(s['f1'])}" for s in scores)]
+        row = [subset, str(entry["n"]), *(f"{_pct(s['accuracy'])} / {_pct(s['f1_wv'])}" for s in scores)]
         if primary:
             versus = entry["versus"][primary]
             row += [_pct(versus["agreement"]), f"{versus['max_diff_steps']:g}"]
