@@ -331,6 +331,31 @@ def _cmd_generate(args) -> int:
     return 0
 
 
+def _cmd_score(args) -> int:
+    from harness.eval.score_file import score_file
+
+    result = score_file(Path(args.labels), Path(args.predictions), parse_subsets(args.subset))
+    if args.json:
+        print_json(result)
+        return 0
+    console = stdout_console()
+    console.print(
+        f"{result['scored']} predictions scored ({result['without_prediction']} labelled images without one)",
+        highlight=False,
+    )
+    for name, s in result["subsets"].items():
+        console.print(
+            f"  {name:22} n={s['n']:<6} accuracy {_pct(s['accuracy'])} %  f1_wv {_pct(s['f1_wv'])} %  "
+            f"f1_counts {_pct(s['f1_counts'])} %",
+            highlight=False,
+        )
+    return 0
+
+
+def _pct(value) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}"
+
+
 def _cmd_boards(args) -> int:
     from harness.device.discovery import attached_boards
 
@@ -481,6 +506,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--junit", help="write JUnit XML with one test case per gate")
     check.add_argument("--results", default="results", help="results folder (default: results)")
     check.set_defaults(handler=_cmd_check)
+
+    scorer = commands.add_parser("score", parents=[output], help="the eval metrics for predictions made elsewhere")
+    scorer.add_argument("--labels", required=True, help="label CSV in the Wake Vision layout")
+    scorer.add_argument("--predictions", required=True, help="CSV with filename,prediction[,score]")
+    scorer.add_argument("--subset", default=",".join(SUBSETS), help="comma-separated subsets (default: all of them)")
+    scorer.set_defaults(handler=_cmd_score)
 
     commands.add_parser("boards", parents=[output], help="list the boards").set_defaults(handler=_cmd_boards)
     commands.add_parser("models", parents=[output], help="list the model cards").set_defaults(handler=_cmd_models)

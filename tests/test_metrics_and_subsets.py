@@ -153,3 +153,47 @@ def test_parse_subsets():
     ]
     with pytest.raises(UserError, match="valid subsets"):
         parse_subsets("distance_farr")
+
+
+def test_score_command_gives_the_same_numbers_from_csv_files(tmp_path):
+    import csv
+    import json
+    import os
+    import subprocess
+    import sys
+
+    labels, predictions = tmp_path / "labels.csv", tmp_path / "predictions.csv"
+    with open(labels, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(COLUMNS)
+        writer.writerows([[s.id, *(s.flags[c] for c in FLAGS)] for s in SAMPLES])
+    with open(predictions, "w", newline="") as f:
+        csv.writer(f).writerows([("filename", "prediction"), *((s.id, p) for s, p in ROWS[:-1])])
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "score",
+            "--labels",
+            str(labels),
+            "--predictions",
+            str(predictions),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["scored"], result["without_prediction"]) == (29, 1)
+    far = result["subsets"]["distance_far"]
+    assert (far["tp"], far["fn"], far["fp"], far["tn"]) == (4, 2, 2, 15)  # N18, a false positive, is unscored
+    bad = subprocess.run(
+        [sys.executable, "-m", "harness", "score", "--labels", str(labels), "--predictions", str(labels)],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+    )
+    assert bad.returncode == 2 and "filename,prediction" in bad.stderr

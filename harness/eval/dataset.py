@@ -54,6 +54,13 @@ def _read(name: str, csv_path: Path, image_dir: Path) -> Dataset:
     return Dataset(name, csv_path, hashlib.sha256(csv_path.read_bytes()).hexdigest(), samples)
 
 
+def read_labels(csv_path: Path) -> Dataset:
+    """A label CSV on its own (images beside it in images/, if anyone asks for them)."""
+    if not Path(csv_path).is_file():
+        raise UserError(f"label file {csv_path} does not exist")
+    return _read(Path(csv_path).stem, Path(csv_path), Path(csv_path).parent / "images")
+
+
 def load_dataset(spec: str = DEMO) -> Dataset:
     """'demo', or a folder holding labels.csv and images/."""
     if spec == DEMO:

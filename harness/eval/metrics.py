@@ -58,6 +58,4 @@ def score(subset, samples, predictions) -> Scores:
     # The denominator is TPR + FPR + 1, never zero.
     f1_wv = 2 * tpr / (2 * tpr + fpr + 1 - tpr) if tpr is not None and fpr is not None else None
     f1_counts = 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else None
-    return Scores(
-        n, correct / n if n else None, wilson_interval(correct, n), f1_wv, f1_counts, tp, fn, fp, tn, fp + tn
-    )
+    return Scores(n, correct / n if n else None, wilson_interval(correct, n), f1_wv, f1_counts, tp, fn, fp, tn, fp + tn)

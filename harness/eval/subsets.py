@@ -88,7 +88,5 @@ def parse_subsets(spec: str) -> list[Subset]:
 def select_samples(samples, subsets: list[Subset], limit: int | None = None, pools: bool = False) -> list[Sample]:
     """Samples in any of the subsets (and, with pools, in their F1 negative pools), in dataset order,
     the first `limit` of them."""
-    chosen = [
-        s for s in samples if any(sub.contains(s) or (pools and sub.is_negative(s)) for sub in subsets)
-    ]
+    chosen = [s for s in samples if any(sub.contains(s) or (pools and sub.is_negative(s)) for sub in subsets)]
     return chosen[:limit] if limit is not None else chosen
