@@ -64,3 +64,20 @@ def test_readme_main_job_default_model_distance_far(tmp_path, vww_model):
     assert far["versus"]["tflm"] == {"agreement": 1.0, "max_diff_steps": 0.0}
     assert summary["bit_exact"]["tflm"] == len(rows)
     assert "distance_far" in done.stdout and "acc / F1" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "model", ["wv_quality_k_2_c_3", "wv_quality_micronets_vww2_50_50_INT8", "wv_quality_mcunet-10fps_vww"]
+)
+def test_zoo_models_with_different_inputs_run_unchanged(tmp_path, model):
+    """RGB 50x50 softmax, greyscale 50x50, RGB 64x64 logits: cards only, no code per model."""
+    from tests.conftest import fixture_model
+
+    fixture_model(f"wake_vision_zoo/{model}.tflite")
+    done = _harness("eval", "--model", model, "--subset", "all,lighting_dark", "--results", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((_only_run(tmp_path) / "summary.json").read_text())
+    for entry in summary["subsets"].values():
+        assert entry["device"]["f1_wv"] is not None and entry["host"]["tflm"]["accuracy"] is not None
+    assert summary["bit_exact"]["tflm"] == summary["samples"]
+    assert "lighting_dark" in done.stdout

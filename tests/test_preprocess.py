@@ -53,3 +53,35 @@ def test_uint8_raw_truncate_or_round():
 def test_shape_mismatch_is_a_user_error():
     with pytest.raises(UserError, match="fix the card"):
         to_tensor(np.zeros((3, 3, 3), np.float32), TensorSpec(1, (1, 2, 2, 3), 0.0, 0, 48))
+
+
+def test_area_resize_averages_by_overlap():
+    from harness.eval.preprocess import resize_area
+
+    image = np.arange(16, dtype=np.float32).reshape(4, 4, 1)
+    assert resize_area(image, 2, 2)[..., 0].tolist() == [[2.5, 4.5], [10.5, 12.5]]
+    row = np.array([[[0.0], [3.0], [6.0]]], dtype=np.float32)  # three pixels into two: 1.5 pixels each
+    assert resize_area(row, 1, 2)[0, :, 0] == pytest.approx([(0 + 0.5 * 3) / 1.5, (0.5 * 3 + 6) / 1.5])
+
+
+def test_paper_pipeline_crops_the_centre_of_the_short_side_resize():
+    from harness.eval.preprocess import paper_resize_and_crop
+
+    image = np.zeros((100, 200, 3), dtype=np.float32)
+    image[:, 100:] = 255.0  # right half white
+    out = paper_resize_and_crop(image, 50, 50)  # resized to 50x100, crop columns 25..75
+    assert out.shape == (50, 50, 3)
+    assert out[0, 0, 0] == 0 and out[0, -1, 0] == 255
+
+
+def test_resizes_match_tensorflow_when_it_is_installed():
+    tf = pytest.importorskip("tensorflow", reason="tensorflow is not a test dependency; this check runs where it is")
+    from harness.eval.preprocess import resize_area, resize_bilinear
+
+    rng = np.random.default_rng(0)
+    for h, w, oh, ow in [(480, 640, 224, 299), (37, 91, 96, 96)]:
+        image = rng.uniform(0, 255, (h, w, 3)).astype(np.float32)
+        area = tf.image.resize(image, (oh, ow), method="area").numpy()
+        bilinear = tf.image.resize(image, (oh, ow), method="bilinear").numpy()
+        assert np.abs(resize_area(image, oh, ow) - area).max() < 0.01
+        assert np.abs(resize_bilinear(image, oh, ow) - bilinear).max() < 1e-3

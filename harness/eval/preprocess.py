@@ -35,10 +35,47 @@ def resize_bilinear(image: np.ndarray, height: int, width: int) -> np.ndarray:
     return top + (bottom - top) * fy[:, None, None]
 
 
+def _area_weights(in_size: int, out_size: int) -> np.ndarray:
+    """Row i averages input [i*scale, (i+1)*scale) by overlap, as tf.image.resize(method='area')."""
+    scale = in_size / out_size
+    starts = np.arange(out_size) * scale
+    ends = starts + scale
+    cells = np.arange(in_size)
+    overlap = np.minimum(ends[:, None], cells[None, :] + 1) - np.maximum(starts[:, None], cells[None, :])
+    return (np.clip(overlap, 0, None) / scale).astype(np.float64)
+
+
+def resize_area(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    image = image.astype(np.float64)
+    rows = _area_weights(image.shape[0], height)
+    cols = _area_weights(image.shape[1], width)
+    return np.einsum("ij,jkc,lk->ilc", rows, image, cols, optimize=True).astype(np.float32)
+
+
+def paper_resize_and_crop(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    """Wake Vision paper: shorter side to the target by area resize (new sides rounded), then a
+    centre crop whose offsets round down."""
+    h, w = image.shape[:2]
+    ratio = max(height, width) / min(h, w)
+    new_h, new_w = max(height, round(h * ratio)), max(width, round(w * ratio))
+    resized = resize_area(image, new_h, new_w)
+    top, left = (new_h - height) // 2, (new_w - width) // 2
+    return resized[top : top + height, left : left + width]
+
+
 _SCALINGS = {
     "raw": lambda x: x,
     "unit": lambda x: x / 255.0,
     "symmetric": lambda x: x / 127.5 - 1.0,
+}
+
+
+# Geometric steps by pipeline name; scaling, colour and quantization follow from the card.
+PIPELINES = {
+    "resize_whole": resize_bilinear,  # bilinear stretch of the whole image, no crop
+    "wv-challenge": resize_bilinear,  # Wake Vision challenge and model zoo: the same stretch
+    "mlperf-vww": resize_bilinear,  # MLPerf Tiny VWW reference: the same stretch to 96x96
+    "wv-paper": paper_resize_and_crop,  # Wake Vision paper / Quickstart: area resize, centre crop
 }
 
 
@@ -49,11 +86,11 @@ def load_rgb(path) -> np.ndarray:
 
 def real_input(rgb: np.ndarray, pre: Preprocessing) -> np.ndarray:
     """The model's input in real units, HxWxC float32."""
-    if pre.pipeline != "resize_whole":
-        raise UserError(f"preprocessing pipeline {pre.pipeline!r} is not supported; use resize_whole")
+    if pre.pipeline not in PIPELINES:
+        raise UserError(f"preprocessing pipeline {pre.pipeline!r} is unknown; use one of {', '.join(PIPELINES)}")
     if pre.scaling not in _SCALINGS:
         raise UserError(f"preprocessing scaling {pre.scaling!r} is unknown; use one of {', '.join(_SCALINGS)}")
-    resized = resize_bilinear(rgb, *pre.size)
+    resized = PIPELINES[pre.pipeline](rgb, *pre.size)
     if pre.color == "grayscale":
         resized = luma(resized)[..., None]
     return _SCALINGS[pre.scaling](resized).astype(np.float32)
