@@ -73,6 +73,7 @@ def _cmd_eval(args) -> int:
         tflm=_tflm_tree(args),
         serial_number=args.serial,
         pools=args.pools,
+        strict=args.strict,
     )
     summary = run_eval(request)
     if args.json:
@@ -422,6 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--pools", action="store_true", help="also evaluate each subset's F1 negative pool, as f1_wv needs"
     )
+    run.add_argument("--strict", action="store_true", help="stop at an unreadable image instead of skipping it")
     run.add_argument("--results", default="results", help="folder for run folders (default: results)")
     run.add_argument(
         "--references",

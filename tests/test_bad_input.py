@@ -82,3 +82,52 @@ def test_missing_dataset(tmp_path):
 def test_real_board_that_is_not_connected(tmp_path):
     done = _eval(tmp_path, "--board", "nucleo_h743", "--port", str(tmp_path / "ttyACM9"))
     _assert_one_clear_line(done, tmp_path, "cannot open link")
+
+
+@pytest.fixture
+def damaged_dataset(tmp_path):
+    """A copy of a slice of the demo set with one image missing and one that is not an image."""
+    import csv
+    import shutil
+
+    from harness.eval.dataset import load_dataset
+
+    demo = load_dataset("demo")
+    root = tmp_path / "damaged"
+    (root / "images").mkdir(parents=True)
+    with open(demo.csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))[:12]
+    for row in rows:
+        shutil.copy(demo.csv_path.parent / "images" / row["filename"], root / "images" / row["filename"])
+    (root / "images" / rows[0]["filename"]).unlink()
+    (root / "images" / rows[1]["filename"]).write_bytes(b"not a png")
+    with open(root / "labels.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return root
+
+
+def test_unreadable_images_are_skipped_and_counted_or_fatal_with_strict(tmp_path, small_model, damaged_dataset):
+    import json
+
+    done = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--dataset", str(damaged_dataset), "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["unreadable_images"]["count"] == 2 and summary["samples"] == 10
+    strict = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--dataset", str(damaged_dataset), "--strict")
+    assert strict.returncode == 2 and "2 images could not be read" in strict.stderr
+    assert strict.stderr.count("\n") == 1
+
+
+def test_label_csv_missing_columns(tmp_path, small_model):
+    root = tmp_path / "broken"
+    (root / "images").mkdir(parents=True)
+    (root / "labels.csv").write_text("filename,person\na.png,1\n")
+    done = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--dataset", str(root))
+    _assert_one_clear_line(done, tmp_path, "lacks the Wake Vision columns", "depiction")
+
+
+def test_empty_subset(tmp_path, small_model, damaged_dataset):
+    done = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--dataset", str(damaged_dataset), "--subset", "depiction_person")
+    _assert_one_clear_line(done, tmp_path, "has no samples in depiction_person")

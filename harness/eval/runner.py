@@ -13,9 +13,9 @@ from harness.device.launch import connect
 from harness.device.qemu import emulated_instructions
 from harness.errors import UserError
 from harness.eval.dataset import Dataset, Sample
+from harness.eval.inputs import Inputs, prepare_inputs
 from harness.eval.metrics import score
 from harness.eval.outputs import diff_steps, diff_unit, predict
-from harness.eval.preprocess import load_rgb, real_input, to_tensor
 from harness.eval.subsets import Subset, select_samples
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
@@ -41,6 +41,7 @@ class EvalRequest:
     tflm: TflmTree | None = None
     serial_number: str | None = None
     pools: bool = False  # also stream each subset's F1 negative pool (needed for f1_wv)
+    strict: bool = False  # an unreadable image stops the run instead of being skipped and counted
 
 
 @dataclass
@@ -72,23 +73,13 @@ def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, board: Board)
         )
 
 
-def _input_tensor(request: EvalRequest, sample: Sample) -> np.ndarray:
-    try:
-        rgb = load_rgb(sample.image_path)
-    except OSError as exc:
-        raise UserError(f"cannot read image {sample.image_path} ({exc}); check the dataset folder") from exc
-    pre = request.card.preprocessing
-    return to_tensor(real_input(rgb, pre), request.model.input, pre.rounding)
-
-
-def _stream(request: EvalRequest, samples: list[Sample], references):
+def _stream(request: EvalRequest, inputs: Inputs, references):
     """Every sample through the board and the host references: (records, HELLO, link stats, firmware)."""
     records = []
     with connect(request.board, request.model, request.port, request.tflm, request.serial_number) as client:
         _check_device_runs_model(client.info, request.model, request.board)
-        with progress(len(samples), f"eval {request.board.id}") as advance:
-            for sample in samples:
-                tensor = _input_tensor(request, sample)
+        with progress(len(inputs.samples), f"eval {request.board.id}") as advance:
+            for sample, tensor in zip(inputs.samples, inputs.tensors, strict=True):
                 result = client.run(tensor.tobytes())
                 hosts = {ref.name: ref.run(tensor) for ref in references}
                 instructions = emulated_instructions(result.timing.ticks, result.timing.tick_hz, request.board)
@@ -202,15 +193,20 @@ def run_eval(request: EvalRequest) -> dict:
     if not samples:
         names = ", ".join(s.name for s in request.subsets)
         raise UserError(f"dataset {request.dataset.name} has no samples in {names}; choose other subsets")
-    _input_tensor(request, samples[0])  # a card that does not fit the model fails before the board starts
+    # Before the board starts: a card that does not fit the model fails here, and images decode once.
+    inputs = prepare_inputs(
+        request.dataset, samples, request.card.preprocessing, request.model.input, request.strict
+    )
     refs = load_references(request.model, request.reference_names)
     started = datetime.now(UTC)
-    records, info, link_stats, firmware, board_serial = _stream(request, samples, refs.references)
+    records, info, link_stats, firmware, board_serial = _stream(request, inputs, refs.references)
     finished = datetime.now(UTC)
     summary = _summarise(request, records, info, refs)
     run_id = new_run_id(request.card.name, request.board.id)
     summary["run_id"] = run_id
     summary["link"] = link_stats
+    summary["unreadable_images"] = {"count": len(inputs.unreadable), "first": inputs.unreadable[:20]}
+    summary["inputs_from_cache"] = inputs.from_cache
     manifest = {
         "run_id": run_id,
         "harness": harness_source(),

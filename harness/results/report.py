@@ -49,4 +49,8 @@ def print_summary(summary: dict) -> None:
         console.print(f"device output bytes equal {primary} host bytes for {exact} of {summary['samples']} samples")
     for name, why in summary["references"]["refused"].items():
         console.print(f"host reference {name} refused the model: {why}")
+    unreadable = summary.get("unreadable_images", {})
+    if unreadable.get("count"):
+        first = ", ".join(sample_id for sample_id, _ in unreadable["first"][:5])
+        console.print(f"{unreadable['count']} unreadable images skipped (first: {first}); --strict stops instead")
     console.print(f"results: {summary['run_dir']}")

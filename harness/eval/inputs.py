@@ -1,0 +1,98 @@
+"""Input tensors for a run: decoded and preprocessed once, in parallel, then cached on disk.
+
+The cache is keyed by the label file, the samples, the card's preprocessing and the model's input
+tensor, so a second eval of the same subset decodes no image at all.
+"""
+
+import hashlib
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from harness.errors import UserError
+from harness.eval.dataset import Dataset, Sample
+from harness.eval.preprocess import load_rgb, real_input, to_tensor
+from harness.model.card import Preprocessing
+from harness.paths import cache_dir
+from harness.tensors import TensorSpec
+
+CHUNK = 16
+
+
+@dataclass
+class Inputs:
+    samples: list[Sample]  # the readable ones, in order
+    tensors: np.ndarray  # one input tensor per sample, stacked
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (sample id, why)
+    from_cache: bool = False
+
+
+def _prepare(job) -> list[tuple[np.ndarray | None, str | None]]:
+    paths, pre, spec = job
+    out = []
+    for path in paths:
+        try:
+            out.append((to_tensor(real_input(load_rgb(path), pre), spec, pre.rounding), None))
+        except (OSError, ValueError, SyntaxError) as exc:  # missing, truncated or not an image
+            out.append((None, f"{type(exc).__name__}: {exc}"))
+    return out
+
+
+def _key(dataset: Dataset, samples: list[Sample], pre: Preprocessing, spec: TensorSpec) -> str:
+    digest = hashlib.sha256(f"{dataset.csv_sha256}|{pre}|{spec}".encode())
+    for sample in samples:
+        digest.update(sample.id.encode() + b"\n")
+    return digest.hexdigest()[:24]
+
+
+def prepare_inputs(
+    dataset: Dataset, samples: list[Sample], pre: Preprocessing, spec: TensorSpec, strict: bool = False
+) -> Inputs:
+    folder = cache_dir() / "tensors"
+    path = folder / f"{_key(dataset, samples, pre, spec)}.npz"
+    by_id = {s.id: s for s in samples}
+    if path.is_file():
+        cached = np.load(path, allow_pickle=False)
+        unreadable = [tuple(row) for row in cached["unreadable"].tolist()]
+        inputs = Inputs([by_id[i] for i in cached["ids"].tolist()], cached["tensors"], unreadable, True)
+    else:
+        inputs = _decode(samples, pre, spec)
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial.npz")
+        np.savez(
+            partial,
+            ids=np.array([s.id for s in inputs.samples], dtype=str),
+            tensors=inputs.tensors,
+            unreadable=np.array(inputs.unreadable, dtype=str).reshape(-1, 2),
+        )
+        partial.replace(path)
+    if inputs.unreadable and strict:
+        sample_id, why = inputs.unreadable[0]
+        raise UserError(
+            f"{len(inputs.unreadable)} images could not be read (first: {sample_id}: {why}); "
+            "fix the dataset, or drop --strict to skip them"
+        )
+    if not inputs.samples:
+        raise UserError(f"none of the {len(samples)} images could be read (first: {inputs.unreadable[0][1]})")
+    return inputs
+
+
+def _decode(samples: list[Sample], pre: Preprocessing, spec: TensorSpec) -> Inputs:
+    jobs = [([s.image_path for s in samples[i : i + CHUNK]], pre, spec) for i in range(0, len(samples), CHUNK)]
+    workers = min(os.cpu_count() or 1, len(jobs))
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            results = [item for chunk in pool.map(_prepare, jobs) for item in chunk]
+    else:
+        results = [item for job in jobs for item in _prepare(job)]
+    readable, tensors, unreadable = [], [], []
+    for sample, (tensor, why) in zip(samples, results, strict=True):
+        if tensor is None:
+            unreadable.append((sample.id, why))
+        else:
+            readable.append(sample)
+            tensors.append(tensor)
+    stacked = np.stack(tensors) if tensors else np.zeros((0, *spec.shape), spec.numpy_dtype)
+    return Inputs(readable, stacked, unreadable)
