@@ -39,5 +39,5 @@ def test_demo_build_is_deterministic(tmp_path):
     first = build_demo_dataset(tmp_path / "a")
     second = build_demo_dataset(tmp_path / "b")
     assert (first / "labels.csv").read_bytes() == (second / "labels.csv").read_bytes()
-    assert (first / "images" / "demo_0005.png").read_bytes() == (second / "images" / "demo_0005.png").read_bytes()
+    assert (first / "images" / "demo_0005.jpg").read_bytes() == (second / "images" / "demo_0005.jpg").read_bytes()
     assert not list(tmp_path.glob("*.partial"))

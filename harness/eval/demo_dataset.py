@@ -19,7 +19,8 @@ from PIL import Image, ImageFilter, ImageOps
 
 from harness.eval.preprocess import luma
 
-RECIPE_VERSION = "demo-v1"
+RECIPE_VERSION = "demo-v2"
+JPEG_QUALITY = 95  # JPEG, as Wake Vision ships its images
 CANVAS = 224
 COLUMNS = (
     "filename",
@@ -203,9 +204,11 @@ def build_demo_dataset(target: Path, seed: int = 20240501) -> Path:
     rows, sources = [], []
     for index, (canvas, flags) in enumerate(_compose(rng)):
         _lighting_name, level = LIGHTING_TARGETS[index % len(LIGHTING_TARGETS)]
-        image, mean_grey = _set_lighting(canvas, level)
-        filename = f"demo_{index:04d}.png"
-        image.save(partial / "images" / filename)
+        image, _ = _set_lighting(canvas, level)
+        filename = f"demo_{index:04d}.jpg"
+        image.save(partial / "images" / filename, quality=JPEG_QUALITY)
+        with Image.open(partial / "images" / filename) as saved:  # flags describe the pixels as stored
+            mean_grey = float(luma(np.asarray(saved.convert("RGB"), dtype=np.float32)).mean())
         row = dict.fromkeys(COLUMNS, 0) | {k: v for k, v in flags.items() if k in COLUMNS}
         row |= _lighting_flags(mean_grey) | {"filename": filename}
         rows.append(row)

@@ -26,13 +26,25 @@ def _axis_weights(in_size: int, out_size: int) -> tuple[np.ndarray, np.ndarray, 
 
 
 def resize_bilinear(image: np.ndarray, height: int, width: int) -> np.ndarray:
-    image = image.astype(np.float32)
+    """Gathers the four neighbours of each output pixel straight from the (uint8) image, so only
+    the output's pixels are ever converted to float."""
+    if image.ndim == 2:
+        image = image[..., None]
+    in_width = image.shape[1]
     y0, y1, fy = _axis_weights(image.shape[0], height)
-    x0, x1, fx = _axis_weights(image.shape[1], width)
-    fx = fx[None, :, None]
-    top = image[y0][:, x0] * (1 - fx) + image[y0][:, x1] * fx
-    bottom = image[y1][:, x0] * (1 - fx) + image[y1][:, x1] * fx
-    return top + (bottom - top) * fy[:, None, None]
+    x0, x1, fx = _axis_weights(in_width, width)
+    pixels = image.reshape(-1, image.shape[2])
+
+    def gather(rows, cols):
+        return pixels.take((rows[:, None] * in_width + cols[None, :]).ravel(), axis=0).astype(np.float32)
+
+    fx = np.tile(fx, height)[:, None]
+    top = gather(y0, x0)
+    top += (gather(y0, x1) - top) * fx
+    bottom = gather(y1, x0)
+    bottom += (gather(y1, x1) - bottom) * fx
+    top += (bottom - top) * np.repeat(fy, width)[:, None]
+    return top.reshape(height, width, image.shape[2])
 
 
 def _area_weights(in_size: int, out_size: int) -> np.ndarray:
