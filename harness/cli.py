@@ -58,7 +58,8 @@ def _cmd_eval(args) -> int:
     board = get_board(args.board)
     subsets = parse_subsets(args.subset)
     card = load_card(args.model)
-    dataset = load_dataset(args.dataset)  # before the model: a typo should not cost a download
+    splits = [x.strip() for x in args.split.split(",") if x.strip()] if args.split else None
+    dataset = load_dataset(args.dataset, splits)  # before the model: a typo should not cost a download
     model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
     request = EvalRequest(
         card=card,
@@ -357,6 +358,20 @@ def _pct(value) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}"
 
 
+def _cmd_datasets(args) -> int:
+    from harness.eval.dataset import describe_sources
+
+    sources = describe_sources()
+    if args.json:
+        print_json(sources)
+        return 0
+    console = stdout_console()
+    for source in sources:
+        ready = "" if source["ready"] is None else (" (ready)" if source["ready"] else " (built on first use)")
+        console.print(f"{source['name']:8} {source['kind']}{ready}: {source['location']}", highlight=False)
+    return 0
+
+
 def _cmd_boards(args) -> int:
     from harness.device.discovery import attached_boards
 
@@ -419,6 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--serial", help="with several boards of a kind attached: the USB serial number to use")
     run.add_argument("--dataset", default=DEMO, help="'demo' or a folder with labels.csv and images/")
     run.add_argument("--subset", default="all", help="comma-separated subsets (see `harness subsets`)")
+    run.add_argument("--split", help="split(s) of a published-layout dataset, e.g. test or test,validation")
     run.add_argument("--limit", type=_positive_int, help="evaluate at most this many samples")
     run.add_argument(
         "--pools", action="store_true", help="also evaluate each subset's F1 negative pool, as f1_wv needs"
@@ -516,6 +532,9 @@ def build_parser() -> argparse.ArgumentParser:
     scorer.set_defaults(handler=_cmd_score)
 
     commands.add_parser("boards", parents=[output], help="list the boards").set_defaults(handler=_cmd_boards)
+    commands.add_parser("datasets", parents=[output], help="list the dataset sources").set_defaults(
+        handler=_cmd_datasets
+    )
     commands.add_parser("models", parents=[output], help="list the model cards").set_defaults(handler=_cmd_models)
     commands.add_parser("subsets", parents=[output], help="list the benchmark subsets").set_defaults(
         handler=_cmd_subsets

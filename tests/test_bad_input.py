@@ -129,5 +129,7 @@ def test_label_csv_missing_columns(tmp_path, small_model):
 
 
 def test_empty_subset(tmp_path, small_model, damaged_dataset):
-    done = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--dataset", str(damaged_dataset), "--subset", "depiction_person")
+    done = _eval(
+        tmp_path, "--model", "wv_quality_k_2_c_3", "--dataset", str(damaged_dataset), "--subset", "depiction_person"
+    )
     _assert_one_clear_line(done, tmp_path, "has no samples in depiction_person")

@@ -114,7 +114,17 @@ EXPECTED = {
 
 
 def test_every_subset_is_covered_by_the_fixture():
-    assert set(EXPECTED) == set(SUBSETS)
+    assert set(EXPECTED) | {"test", "validation"} == set(SUBSETS)
+
+
+def test_split_subsets_select_their_split():
+    from dataclasses import replace
+
+    mixed = [replace(s, split="validation") if s.id.startswith("N1") else s for s in SAMPLES]
+    validation = select_samples(mixed, [SUBSETS["validation"]])
+    assert {s.id for s in validation} == {"N1", "N10", "N11", "N12", "N13", "N14", "N15", "N16", "N17", "N18"}
+    assert len(select_samples(mixed, [SUBSETS["test"]])) == 28 - 10
+    assert len(select_samples(mixed, [SUBSETS["all"]])) == 28
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))

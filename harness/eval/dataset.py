@@ -1,7 +1,16 @@
-"""Benchmark datasets in the Wake Vision label layout: a CSV of flags plus an image folder."""
+"""Benchmark datasets in the Wake Vision label layout: flag CSVs (one per split) plus images.
+
+Sources:
+- `demo`: the demo set, built offline on first use (docs/demo_dataset.md);
+- a folder in the published Wake Vision layout: `wake_vision_test.csv`, `wake_vision_validation.csv`
+  (the 20 columns), images in `images/`, beside the CSVs, or in the published `*.tar.gz` shards
+  (the needed images are extracted once into the cache);
+- any folder with `labels.csv` and `images/` in the same layout (one split, called `test`).
+"""
 
 import csv
 import hashlib
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +19,7 @@ from harness.eval.demo_dataset import COLUMNS, RECIPE_VERSION, build_demo_datase
 from harness.paths import cache_dir
 
 DEMO = "demo"
+PUBLISHED_SPLITS = {"test": "wake_vision_test.csv", "validation": "wake_vision_validation.csv"}
 
 
 @dataclass(frozen=True)
@@ -17,6 +27,7 @@ class Sample:
     id: str
     image_path: Path
     flags: dict[str, int]
+    split: str = "test"
 
     @property
     def person(self) -> int:
@@ -29,6 +40,7 @@ class Dataset:
     csv_path: Path
     csv_sha256: str
     samples: tuple[Sample, ...]
+    splits: tuple[str, ...] = ("test",)
 
 
 def _demo_root() -> Path:
@@ -38,20 +50,31 @@ def _demo_root() -> Path:
     return root
 
 
-def _read(name: str, csv_path: Path, image_dir: Path) -> Dataset:
+def _rows(csv_path: Path) -> list[dict]:
     with open(csv_path, newline="") as f:
         reader = csv.DictReader(f)
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
         if missing:
             raise UserError(f"{csv_path} lacks the Wake Vision columns {', '.join(missing)}")
-        try:
-            samples = tuple(
-                Sample(row["filename"], image_dir / row["filename"], {c: int(row[c]) for c in COLUMNS[1:]})
-                for row in reader
-            )
-        except ValueError as exc:
-            raise UserError(f"{csv_path}: a flag is not an integer ({exc})") from exc
-    return Dataset(name, csv_path, hashlib.sha256(csv_path.read_bytes()).hexdigest(), samples)
+        return list(reader)
+
+
+def _samples(csv_path: Path, image_dir: Path, split: str) -> list[Sample]:
+    try:
+        return [
+            Sample(row["filename"], image_dir / row["filename"], {c: int(row[c]) for c in COLUMNS[1:]}, split)
+            for row in _rows(csv_path)
+        ]
+    except ValueError as exc:
+        raise UserError(f"{csv_path}: a flag is not an integer ({exc})") from exc
+
+
+def _read(name: str, csv_path: Path, image_dir: Path) -> Dataset:
+    return Dataset(name, csv_path, _sha256(csv_path), tuple(_samples(csv_path, image_dir, "test")))
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def read_labels(csv_path: Path) -> Dataset:
@@ -61,12 +84,83 @@ def read_labels(csv_path: Path) -> Dataset:
     return _read(Path(csv_path).stem, Path(csv_path), Path(csv_path).parent / "images")
 
 
-def load_dataset(spec: str = DEMO) -> Dataset:
-    """'demo', or a folder holding labels.csv and images/."""
+def _extract_from_shards(shards: list[Path], wanted: set[str], into: Path) -> None:
+    """Stream through the published .tar.gz shards once, keeping only the images the run needs."""
+    into.mkdir(parents=True, exist_ok=True)
+    missing = {name for name in wanted if not (into / name).is_file()}
+    for shard in shards:
+        if not missing:
+            return
+        with tarfile.open(shard, mode="r|gz") as archive:
+            for member in archive:
+                name = Path(member.name).name
+                if member.isfile() and name in missing:
+                    data = archive.extractfile(member).read()
+                    partial = into / f".{name}.partial"
+                    partial.write_bytes(data)
+                    partial.replace(into / name)
+                    missing.discard(name)
+
+
+def _published(root: Path, splits: list[str]) -> Dataset:
+    present = [s for s, name in PUBLISHED_SPLITS.items() if (root / name).is_file()]
+    unknown = [s for s in splits if s not in present]
+    if unknown:
+        raise UserError(f"unknown split {', '.join(unknown)} in {root}; available splits: {', '.join(present)}")
+    chosen = splits or (["test"] if "test" in present else present[:1])
+    shards = sorted(root.glob("*.tar.gz"))
+    image_dir = root / "images" if (root / "images").is_dir() else root
+    digest = hashlib.sha256()
+    samples: list[Sample] = []
+    for split in chosen:
+        csv_path = root / PUBLISHED_SPLITS[split]
+        digest.update(_sha256(csv_path).encode())
+        samples += _samples(csv_path, image_dir, split)
+    if shards and not any((image_dir / s.id).is_file() for s in samples[:20]):
+        image_dir = cache_dir() / "datasets" / "extracted" / digest.hexdigest()[:16]
+        samples = [Sample(s.id, image_dir / s.id, s.flags, s.split) for s in samples]
+        _extract_from_shards(shards, {s.id for s in samples}, image_dir)
+    first_csv = root / PUBLISHED_SPLITS[chosen[0]]
+    return Dataset(f"{root.name} ({'+'.join(chosen)})", first_csv, digest.hexdigest(), tuple(samples), tuple(chosen))
+
+
+def load_dataset(spec: str = DEMO, splits: list[str] | None = None) -> Dataset:
+    """'demo', a folder in the published Wake Vision layout, or a folder with labels.csv and images/."""
+    splits = splits or []
     if spec == DEMO:
         root = _demo_root()
-        return _read(f"{DEMO} ({RECIPE_VERSION})", root / "labels.csv", root / "images")
-    root = Path(spec)
-    if not (root / "labels.csv").is_file():
-        raise UserError(f"dataset {spec!r} not found: pass 'demo' or a folder holding labels.csv and images/")
-    return _read(root.name, root / "labels.csv", root / "images")
+        dataset = _read(f"{DEMO} ({RECIPE_VERSION})", root / "labels.csv", root / "images")
+    else:
+        root = Path(spec)
+        if any((root / name).is_file() for name in PUBLISHED_SPLITS.values()):
+            return _published(root, splits)
+        if not (root / "labels.csv").is_file():
+            raise UserError(
+                f"dataset {spec!r} not found: pass 'demo', a folder with wake_vision_test.csv "
+                "(the published layout) or a folder holding labels.csv and images/"
+            )
+        dataset = _read(root.name, root / "labels.csv", root / "images")
+    unknown = [s for s in splits if s not in dataset.splits]
+    if unknown:
+        raise UserError(f"unknown split {', '.join(unknown)}; {dataset.name} has: {', '.join(dataset.splits)}")
+    return dataset
+
+
+def describe_sources() -> list[dict]:
+    """What `harness datasets` lists."""
+    demo = cache_dir() / "datasets" / RECIPE_VERSION
+    return [
+        {
+            "name": DEMO,
+            "kind": "demo set, built offline on first use (not Wake Vision)",
+            "location": str(demo),
+            "ready": (demo / "labels.csv").is_file(),
+        },
+        {
+            "name": "FOLDER",
+            "kind": "published Wake Vision layout: wake_vision_{test,validation}.csv + images/ or *.tar.gz shards",
+            "location": "any path",
+            "ready": None,
+        },
+        {"name": "FOLDER", "kind": "labels.csv (20 columns) + images/", "location": "any path", "ready": None},
+    ]

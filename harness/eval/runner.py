@@ -194,9 +194,7 @@ def run_eval(request: EvalRequest) -> dict:
         names = ", ".join(s.name for s in request.subsets)
         raise UserError(f"dataset {request.dataset.name} has no samples in {names}; choose other subsets")
     # Before the board starts: a card that does not fit the model fails here, and images decode once.
-    inputs = prepare_inputs(
-        request.dataset, samples, request.card.preprocessing, request.model.input, request.strict
-    )
+    inputs = prepare_inputs(request.dataset, samples, request.card.preprocessing, request.model.input, request.strict)
     refs = load_references(request.model, request.reference_names)
     started = datetime.now(UTC)
     records, info, link_stats, firmware, board_serial = _stream(request, inputs, refs.references)

@@ -6,7 +6,8 @@ a negative pool (../shared/reference/wake_vision_kws_lpirc_domain.md, section 1.
   all non-person images;
 - lighting: members are all images with the flag; positives its persons, negatives its non-persons;
 - depiction (inverted): members are non-person images with the flag and non-person is the positive
-  class; the negatives are all person images.
+  class; the negatives are all person images;
+- test, validation, all: every labelled image of that split (or of the loaded splits).
 Rows with person = -1 (far-only images) count as persons in distance_far and are dropped elsewhere.
 """
 
@@ -23,6 +24,7 @@ class Subset:
     name: str
     flag: str | None  # CSV column; None selects every labelled image
     family: str  # "all", "distance", "miap", "lighting" or "depiction"
+    split: str | None = None  # only images of this split (the test and validation subsets)
 
     @property
     def positive_label(self) -> int:
@@ -32,6 +34,8 @@ class Subset:
         return PERSON if sample.person == -1 and self.flag == "far" else sample.person
 
     def contains(self, sample: Sample) -> bool:
+        if self.split is not None and sample.split != self.split:
+            return False
         if self.flag is not None and sample.flags[self.flag] != 1:
             return False
         label = self.label(sample)
@@ -57,6 +61,8 @@ SUBSETS = {
     s.name: s
     for s in (
         Subset("all", None, "all"),
+        Subset("test", None, "all", split="test"),
+        Subset("validation", None, "all", split="validation"),
         Subset("distance_near", "near", "distance"),
         Subset("distance_medium", "medium_distance", "distance"),
         Subset("distance_far", "far", "distance"),
