@@ -358,6 +358,17 @@ def _pct(value) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}"
 
 
+def _cmd_dataset_build(args) -> int:
+    from harness.eval.dataset_build import build_dataset
+
+    labels, count = build_dataset(Path(args.annotations), Path(args.images), Path(args.out))
+    if args.json:
+        print_json({"labels": str(labels), "images": count})
+    else:
+        print(f"{count} images labelled: {labels}")
+    return 0
+
+
 def _cmd_datasets(args) -> int:
     from harness.eval.dataset import describe_sources
 
@@ -535,6 +546,17 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("datasets", parents=[output], help="list the dataset sources").set_defaults(
         handler=_cmd_datasets
     )
+    dataset = commands.add_parser("dataset", help="work on datasets")
+    dataset_commands = dataset.add_subparsers(dest="dataset_command", required=True, parser_class=_Parser)
+    build = dataset_commands.add_parser(
+        "build", parents=[output], help="Wake Vision labels for your images from Open Images-style boxes"
+    )
+    build.add_argument(
+        "--annotations", required=True, help="folder with *bbox*.csv, *class-descriptions*.csv, *miap*.csv"
+    )
+    build.add_argument("--images", required=True, help="folder with the images (named by ImageID)")
+    build.add_argument("--out", required=True, help="folder for labels.csv (and an images/ link): a --dataset")
+    build.set_defaults(handler=_cmd_dataset_build)
     commands.add_parser("models", parents=[output], help="list the model cards").set_defaults(handler=_cmd_models)
     commands.add_parser("subsets", parents=[output], help="list the benchmark subsets").set_defaults(
         handler=_cmd_subsets

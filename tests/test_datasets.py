@@ -84,3 +84,94 @@ def test_datasets_lists_the_sources():
     )
     names = [source["name"] for source in json.loads(done.stdout)]
     assert names[0] == "demo" and len(names) == 3
+
+
+def test_dataset_build_labels_images_from_open_images_style_boxes(tmp_path, small_model):
+    from PIL import Image
+
+    images, annotations = tmp_path / "images", tmp_path / "annotations"
+    images.mkdir()
+    annotations.mkdir()
+    for name, size, grey in [
+        ("near", (200, 100), 200),
+        ("far", (100, 100), 40),
+        ("drawn", (100, 100), 120),
+        ("statue", (100, 100), 120),
+        ("street", (100, 100), 120),
+        ("face", (100, 100), 120),
+    ]:
+        Image.new("RGB", size, (grey, grey, grey)).save(images / f"{name}.jpg", quality=100)
+    (annotations / "class-descriptions-boxable.csv").write_text(
+        "/m/01g317,Person\n/m/04yx4,Man\n/m/0dzct,Human face\n/m/01yrx,Cat\n/m/0k4j,Car\n"
+    )
+    header = (
+        "ImageID,Source,LabelName,Confidence,XMin,XMax,YMin,YMax,IsOccluded,IsTruncated,IsGroupOf,IsDepiction,"
+        "IsInside\n"
+    )
+    boxes = [
+        "near,x,/m/01g317,1,0.25,0.75,0.0,1.0,0,0,0,0,0",
+        "far,x,/m/04yx4,1,0.0,0.2,0.0,0.2,0,0,0,0,0",
+        "far,x,/m/01g317,1,0.5,0.9,0.1,0.9,0,0,0,1,0",
+        "drawn,x,/m/01g317,1,0.1,0.9,0.1,0.9,0,0,0,1,0",
+        "statue,x,/m/01yrx,1,0.1,0.9,0.1,0.9,0,0,0,1,0",
+        "street,x,/m/0k4j,1,0.1,0.9,0.1,0.9,0,0,0,0,0",
+        "face,x,/m/0dzct,1,0.3,0.7,0.3,0.7,0,0,0,0,0",
+    ]
+    (annotations / "train-annotations-bbox.csv").write_text(header + "\n".join(boxes) + "\n")
+    (annotations / "open_images_extended_miap_boxes_train.csv").write_text(
+        "ImageID,LabelName,GenderPresentation,AgePresentation\n"
+        "near,/m/01g317,Predominantly Feminine,Young\nnear,/m/01g317,Predominantly Feminine,Middle\n"
+    )
+    out = tmp_path / "built"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "dataset",
+            "build",
+            "--annotations",
+            str(annotations),
+            "--images",
+            str(images),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+    )
+    assert done.returncode == 0, done.stderr
+    with open(out / "labels.csv", newline="") as f:
+        rows = {
+            r["filename"].split(".")[0]: {k: int(v) for k, v in r.items() if k != "filename"} for r in csv.DictReader(f)
+        }
+
+    def on(name):
+        return {k for k, v in rows[name].items() if v == 1}
+
+    assert on("near") == {"person", "near", "bright", "predominantly_female"}  # ages differ: no age flag
+    assert on("far") == {"person", "depiction", "far", "dark"}
+    assert on("drawn") == {"depiction", "person_depiction", "normal_lighting"}
+    assert on("statue") == {"depiction", "non-person_depiction", "normal_lighting"}
+    assert on("street") == {"non-person_non-depiction", "normal_lighting"}
+    assert on("face") == {"person", "body_part", "medium_distance", "normal_lighting"}
+    evaluated = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "eval",
+            "--model",
+            "wv_quality_k_2_c_3",
+            "--dataset",
+            str(out),
+            "--json",
+            "--results",
+            str(tmp_path / "results"),
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+    )
+    assert evaluated.returncode == 0 and json.loads(evaluated.stdout)["samples"] == 6

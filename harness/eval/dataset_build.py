@@ -1,0 +1,145 @@
+"""`harness dataset build`: Wake Vision's 20 label columns for your own images with Open Images-style
+box annotations, by the rules of the Wake Vision exporter (../shared/reference, section 1.2).
+
+- person: a box of a person class (Person, Man, Woman, Boy, Girl) or a body part that is not a
+  depiction; body_part: such a box of a body-part class; depiction: any box marked IsDepiction;
+  person_depiction / non-person_depiction / non-person_non-depiction split the non-person images.
+- distance (person images): the largest person or body-part box's area share inside the centre
+  square crop: near >= 0.6, medium 0.1-0.6, far < 0.1.
+- lighting (every image): mean grey level of the full image: dark < 85, bright >= 170.
+- perceived gender and age (person images with MIAP boxes): a flag when every MIAP box carries it.
+"""
+
+import csv
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from harness.errors import UserError
+from harness.eval.demo_dataset import COLUMNS
+from harness.eval.preprocess import luma
+
+PERSON_CLASSES = {"Person", "Man", "Woman", "Boy", "Girl"}
+BODY_PART_CLASSES = {
+    "Human body",
+    "Human face",
+    "Human head",
+    "Human arm",
+    "Human hand",
+    "Human leg",
+    "Human foot",
+    "Human eye",
+    "Human ear",
+    "Human nose",
+    "Human mouth",
+    "Human hair",
+    "Human beard",
+}
+GENDER = {
+    "Predominantly Feminine": "predominantly_female",
+    "Predominantly Masculine": "predominantly_male",
+    "Unknown": "gender_unknown",
+}
+AGE = {"Young": "young", "Middle": "middle_age", "Older": "older", "Unknown": "age_unknown"}
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+
+
+def _read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _class_names(annotations: Path) -> dict[str, str]:
+    files = sorted(annotations.glob("*class-descriptions*.csv"))
+    if not files:
+        raise UserError(f"{annotations} has no *class-descriptions*.csv (MID → name); add Open Images' file")
+    names = {}
+    with open(files[0], newline="") as f:
+        for row in csv.reader(f):
+            if len(row) >= 2 and row[0] != "LabelName":
+                names[row[0]] = row[1]
+    return names
+
+
+def _boxes(annotations: Path) -> dict[str, list[dict]]:
+    files = sorted(annotations.glob("*bbox*.csv"))
+    if not files:
+        raise UserError(f"{annotations} has no *bbox*.csv box annotations")
+    boxes = defaultdict(list)
+    for path in files:
+        for row in _read_csv(path):
+            boxes[row["ImageID"]].append(row)
+    return boxes
+
+
+def _miap(annotations: Path) -> dict[str, list[dict]]:
+    boxes = defaultdict(list)
+    for path in sorted(annotations.glob("*miap*.csv")):
+        for row in _read_csv(path):
+            boxes[row["ImageID"]].append(row)
+    return boxes
+
+
+def _crop_share(box: dict, width: int, height: int) -> float:
+    """Area of the box inside the centre square crop, over the crop's area (coordinates 0..1)."""
+    side = min(width, height)
+    cx0, cy0 = (width - side) / 2 / width, (height - side) / 2 / height
+    cx1, cy1 = cx0 + side / width, cy0 + side / height
+    x0, x1 = max(float(box["XMin"]), cx0), min(float(box["XMax"]), cx1)
+    y0, y1 = max(float(box["YMin"]), cy0), min(float(box["YMax"]), cy1)
+    if x1 <= x0 or y1 <= y0:
+        return 0.0
+    return (x1 - x0) * (y1 - y0) / ((cx1 - cx0) * (cy1 - cy0))
+
+
+def label_image(image: Path, boxes: list[dict], miap: list[dict], names: dict[str, str]) -> dict[str, int]:
+    flags = dict.fromkeys(COLUMNS[1:], 0)
+    with Image.open(image) as picture:
+        width, height = picture.size
+        grey = float(luma(np.asarray(picture.convert("RGB"), dtype=np.float32)).mean())
+    named = [(names.get(b["LabelName"], b["LabelName"]), b) for b in boxes]
+    real = [(n, b) for n, b in named if b.get("IsDepiction", "0") != "1"]
+    human = [b for n, b in real if n in PERSON_CLASSES | BODY_PART_CLASSES]
+    depicted_people = [b for n, b in named if b.get("IsDepiction", "0") == "1" and n in PERSON_CLASSES]
+    flags["person"] = int(bool(human))
+    flags["body_part"] = int(any(n in BODY_PART_CLASSES for n, _ in real))
+    flags["depiction"] = int(any(b.get("IsDepiction", "0") == "1" for _, b in named))
+    if flags["person"]:
+        share = max(_crop_share(b, width, height) for b in human)
+        flags["near" if share >= 0.6 else "medium_distance" if share >= 0.1 else "far"] = 1
+        for attribute, mapping in (("GenderPresentation", GENDER), ("AgePresentation", AGE)):
+            values = {b.get(attribute) for b in miap}
+            if len(values) == 1 and (value := values.pop()) in mapping:
+                flags[mapping[value]] = 1
+    elif depicted_people:
+        flags["person_depiction"] = 1
+    elif flags["depiction"]:
+        flags["non-person_depiction"] = 1
+    else:
+        flags["non-person_non-depiction"] = 1
+    flags["dark" if grey < 85 else "bright" if grey >= 170 else "normal_lighting"] = 1
+    return flags
+
+
+def build_dataset(annotations: Path, images: Path, out: Path) -> tuple[Path, int]:
+    if not images.is_dir():
+        raise UserError(f"image folder {images} does not exist")
+    names, boxes, miap = _class_names(annotations), _boxes(annotations), _miap(annotations)
+    files = sorted(p for p in images.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not files:
+        raise UserError(f"no .jpg or .png images in {images}")
+    out.mkdir(parents=True, exist_ok=True)
+    partial = out / ".labels.csv.partial"
+    with open(partial, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        for image in files:
+            flags = label_image(image, boxes.get(image.stem, []), miap.get(image.stem, []), names)
+            writer.writerow({"filename": image.name, **flags})
+    partial.replace(out / "labels.csv")
+    link = out / "images"
+    if not link.exists():
+        link.symlink_to(images.resolve(), target_is_directory=True)
+    return out / "labels.csv", len(files)
