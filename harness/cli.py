@@ -59,7 +59,12 @@ def _cmd_eval(args) -> int:
     subsets = parse_subsets(args.subset)
     card = load_card(args.model)
     splits = [x.strip() for x in args.split.split(",") if x.strip()] if args.split else None
-    dataset = load_dataset(args.dataset, splits)  # before the model: a typo should not cost a download
+    source = args.dataset
+    if source.startswith("hf:"):
+        from harness.eval.hf_source import stream_to_folder
+
+        source = str(stream_to_folder(source, (splits or ["test"])[0], subsets, args.limit))
+    dataset = load_dataset(source, splits if not args.dataset.startswith("hf:") else None)
     model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
     request = EvalRequest(
         card=card,
@@ -443,7 +448,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model-file", help="a .tflite to use instead of the card's own file (same preprocessing)")
     run.add_argument("--port", help="serial device or pyserial URL of a real board (default: found by USB id)")
     run.add_argument("--serial", help="with several boards of a kind attached: the USB serial number to use")
-    run.add_argument("--dataset", default=DEMO, help="'demo' or a folder with labels.csv and images/")
+    run.add_argument(
+        "--dataset",
+        default=DEMO,
+        help="'demo', a folder (published Wake Vision layout, or labels.csv + images/), or hf:Harvard-Edge/Wake-Vision",
+    )
     run.add_argument("--subset", default="all", help="comma-separated subsets (see `harness subsets`)")
     run.add_argument("--split", help="split(s) of a published-layout dataset, e.g. test or test,validation")
     run.add_argument("--limit", type=_positive_int, help="evaluate at most this many samples")

@@ -83,7 +83,7 @@ def test_datasets_lists_the_sources():
         [sys.executable, "-m", "harness", "datasets", "--json"], capture_output=True, text=True, env=os.environ.copy()
     )
     names = [source["name"] for source in json.loads(done.stdout)]
-    assert names[0] == "demo" and len(names) == 3
+    assert names[0] == "demo" and names[-1] == "hf:Harvard-Edge/Wake-Vision" and len(names) == 4
 
 
 def test_dataset_build_labels_images_from_open_images_style_boxes(tmp_path, small_model):
@@ -175,3 +175,32 @@ def test_dataset_build_labels_images_from_open_images_style_boxes(tmp_path, smal
         env=os.environ.copy(),
     )
     assert evaluated.returncode == 0 and json.loads(evaluated.stdout)["samples"] == 6
+
+
+def test_hub_streaming_filters_while_it_streams(tmp_path, monkeypatch):
+    """The hub is unreachable here: a stand-in for the `datasets` package yields rows as the hub would."""
+    import sys
+    import types
+
+    from PIL import Image
+
+    from harness.eval.demo_dataset import COLUMNS
+    from harness.eval.hf_source import stream_to_folder
+    from harness.eval.subsets import SUBSETS
+
+    read = []
+
+    def rows():
+        for i in range(1000):
+            flags = dict.fromkeys(COLUMNS[1:], 0) | {"person": i % 2, "far": i % 2}
+            read.append(i)
+            yield {"filename": f"wv_{i}.jpg", "image": Image.new("RGB", (8, 8)), **flags}
+
+    fake = types.SimpleNamespace(load_dataset=lambda repo, split, streaming: rows())
+    monkeypatch.setitem(sys.modules, "datasets", fake)
+    folder = stream_to_folder("hf:Harvard-Edge/Wake-Vision", "validation", [SUBSETS["distance_far"]], limit=5)
+    dataset = load_dataset(str(folder))
+    assert [s.id for s in dataset.samples] == [f"wv_{i}.jpg" for i in (1, 3, 5, 7, 9)]
+    assert dataset.splits == ("validation",) and len(read) == 10  # stopped as soon as five were found
+    with pytest.raises(UserError, match="unknown split train"):
+        stream_to_folder("hf:Harvard-Edge/Wake-Vision", "train", [SUBSETS["all"]], None)

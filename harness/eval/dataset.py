@@ -70,7 +70,10 @@ def _samples(csv_path: Path, image_dir: Path, split: str) -> list[Sample]:
 
 
 def _read(name: str, csv_path: Path, image_dir: Path) -> Dataset:
-    return Dataset(name, csv_path, _sha256(csv_path), tuple(_samples(csv_path, image_dir, "test")))
+    """A labels.csv folder: one split, `test` unless a SPLIT file beside the CSV names another."""
+    marker = csv_path.parent / "SPLIT"
+    split = marker.read_text().strip() if marker.is_file() else "test"
+    return Dataset(name, csv_path, _sha256(csv_path), tuple(_samples(csv_path, image_dir, split)), (split,))
 
 
 def _sha256(path: Path) -> str:
@@ -163,4 +166,10 @@ def describe_sources() -> list[dict]:
             "ready": None,
         },
         {"name": "FOLDER", "kind": "labels.csv (20 columns) + images/", "location": "any path", "ready": None},
+        {
+            "name": "hf:Harvard-Edge/Wake-Vision",
+            "kind": "Wake Vision validation/test streamed from the Hugging Face hub (online; pip install datasets)",
+            "location": "huggingface.co",
+            "ready": None,
+        },
     ]
