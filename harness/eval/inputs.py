@@ -80,8 +80,10 @@ def prepare_inputs(
 
 
 def _decode(samples: list[Sample], pre: Preprocessing, spec: TensorSpec) -> Inputs:
-    jobs = [([s.image_path for s in samples[i : i + CHUNK]], pre, spec) for i in range(0, len(samples), CHUNK)]
-    workers = min(os.cpu_count() or 1, len(jobs))
+    workers = os.cpu_count() or 1
+    chunk = max(CHUNK, len(samples) // (4 * workers) + 1)  # few jobs: less pickling, balanced enough
+    jobs = [([s.image_path for s in samples[i : i + chunk]], pre, spec) for i in range(0, len(samples), chunk)]
+    workers = min(workers, len(jobs))
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
             results = [item for chunk in pool.map(_prepare, jobs) for item in chunk]

@@ -1,5 +1,7 @@
 """Turn an image into the exact input tensor a model card asks for."""
 
+from functools import lru_cache
+
 import numpy as np
 from PIL import Image
 
@@ -25,25 +27,34 @@ def _axis_weights(in_size: int, out_size: int) -> tuple[np.ndarray, np.ndarray, 
     return lower, upper, (pos - floor).astype(np.float32)
 
 
+@lru_cache(maxsize=64)
+def _bilinear_plan(in_height: int, in_width: int, height: int, width: int):
+    """Flat source indices of the four neighbours and the two blend weights, per output pixel."""
+    y0, y1, fy = _axis_weights(in_height, height)
+    x0, x1, fx = _axis_weights(in_width, width)
+
+    def flat(rows, cols):
+        return (rows[:, None] * in_width + cols[None, :]).ravel()
+
+    return (
+        (flat(y0, x0), flat(y0, x1), flat(y1, x0), flat(y1, x1)),
+        np.tile(fx, height)[:, None],
+        np.repeat(fy, width)[:, None],
+    )
+
+
 def resize_bilinear(image: np.ndarray, height: int, width: int) -> np.ndarray:
     """Gathers the four neighbours of each output pixel straight from the (uint8) image, so only
     the output's pixels are ever converted to float."""
     if image.ndim == 2:
         image = image[..., None]
-    in_width = image.shape[1]
-    y0, y1, fy = _axis_weights(image.shape[0], height)
-    x0, x1, fx = _axis_weights(in_width, width)
+    (i00, i01, i10, i11), fx, fy = _bilinear_plan(image.shape[0], image.shape[1], height, width)
     pixels = image.reshape(-1, image.shape[2])
-
-    def gather(rows, cols):
-        return pixels.take((rows[:, None] * in_width + cols[None, :]).ravel(), axis=0).astype(np.float32)
-
-    fx = np.tile(fx, height)[:, None]
-    top = gather(y0, x0)
-    top += (gather(y0, x1) - top) * fx
-    bottom = gather(y1, x0)
-    bottom += (gather(y1, x1) - bottom) * fx
-    top += (bottom - top) * np.repeat(fy, width)[:, None]
+    top = pixels.take(i00, axis=0).astype(np.float32)
+    top += (pixels.take(i01, axis=0) - top) * fx
+    bottom = pixels.take(i10, axis=0).astype(np.float32)
+    bottom += (pixels.take(i11, axis=0) - bottom) * fx
+    top += (bottom - top) * fy
     return top.reshape(height, width, image.shape[2])
 
 
@@ -93,7 +104,7 @@ PIPELINES = {
 
 def load_rgb(path) -> np.ndarray:
     with Image.open(path) as image:
-        return np.asarray(image.convert("RGB"))
+        return np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
 
 
 def real_input(rgb: np.ndarray, pre: Preprocessing) -> np.ndarray:
