@@ -1,12 +1,13 @@
-"""Input tensors for a run: decoded and preprocessed once, in parallel, then cached on disk.
+"""Input tensors for a run: decoded and preprocessed once, on every core, then cached on disk.
 
 The cache is keyed by the label file, the samples, the card's preprocessing and the model's input
 tensor, so a second eval of the same subset decodes no image at all.
 """
 
 import hashlib
+import json
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,23 +52,23 @@ def prepare_inputs(
     dataset: Dataset, samples: list[Sample], pre: Preprocessing, spec: TensorSpec, strict: bool = False
 ) -> Inputs:
     folder = cache_dir() / "tensors"
-    path = folder / f"{_key(dataset, samples, pre, spec)}.npz"
+    key = _key(dataset, samples, pre, spec)
+    index, tensors_path = folder / f"{key}.json", folder / f"{key}.npy"
     by_id = {s.id: s for s in samples}
-    if path.is_file():
-        cached = np.load(path, allow_pickle=False)
-        unreadable = [tuple(row) for row in cached["unreadable"].tolist()]
-        inputs = Inputs([by_id[i] for i in cached["ids"].tolist()], cached["tensors"], unreadable, True)
+    if index.is_file() and tensors_path.is_file():
+        entry = json.loads(index.read_text())
+        tensors = np.load(tensors_path, mmap_mode="r")  # read lazily, as the run streams
+        inputs = Inputs([by_id[i] for i in entry["ids"]], tensors, [tuple(u) for u in entry["unreadable"]], True)
     else:
         inputs = _decode(samples, pre, spec)
         folder.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.{os.getpid()}.partial.npz")
-        np.savez(
-            partial,
-            ids=np.array([s.id for s in inputs.samples], dtype=str),
-            tensors=inputs.tensors,
-            unreadable=np.array(inputs.unreadable, dtype=str).reshape(-1, 2),
-        )
-        partial.replace(path)
+        partial = folder / f".{key}.{os.getpid()}.partial.npy"
+        np.save(partial, inputs.tensors)
+        partial.replace(tensors_path)  # the index last: a present index means complete tensors
+        entry = {"ids": [s.id for s in inputs.samples], "unreadable": inputs.unreadable}
+        partial_index = folder / f".{key}.{os.getpid()}.partial.json"
+        partial_index.write_text(json.dumps(entry))
+        partial_index.replace(index)
     if inputs.unreadable and strict:
         sample_id, why = inputs.unreadable[0]
         raise UserError(
@@ -81,11 +82,11 @@ def prepare_inputs(
 
 def _decode(samples: list[Sample], pre: Preprocessing, spec: TensorSpec) -> Inputs:
     workers = os.cpu_count() or 1
-    chunk = max(CHUNK, len(samples) // (4 * workers) + 1)  # few jobs: less pickling, balanced enough
+    chunk = max(CHUNK, len(samples) // (4 * workers) + 1)  # few jobs, balanced enough
     jobs = [([s.image_path for s in samples[i : i + chunk]], pre, spec) for i in range(0, len(samples), chunk)]
     workers = min(workers, len(jobs))
-    if workers > 1:
-        with ProcessPoolExecutor(workers) as pool:
+    if workers > 1:  # threads: PIL's decoder and numpy release the GIL, and nothing is pickled
+        with ThreadPoolExecutor(workers) as pool:
             results = [item for chunk in pool.map(_prepare, jobs) for item in chunk]
     else:
         results = [item for job in jobs for item in _prepare(job)]

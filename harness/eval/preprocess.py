@@ -102,8 +102,12 @@ PIPELINES = {
 }
 
 
+# Naming the formats spares PIL probing every plugin on each open (it adds up over a dataset).
+IMAGE_FORMATS = ("JPEG", "PNG", "BMP", "GIF", "WEBP", "TIFF", "PPM")
+
+
 def load_rgb(path) -> np.ndarray:
-    with Image.open(path) as image:
+    with Image.open(path, formats=IMAGE_FORMATS) as image:
         return np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
 
 
@@ -116,7 +120,7 @@ def real_input(rgb: np.ndarray, pre: Preprocessing) -> np.ndarray:
     resized = PIPELINES[pre.pipeline](rgb, *pre.size)
     if pre.color == "grayscale":
         resized = luma(resized)[..., None]
-    return _SCALINGS[pre.scaling](resized).astype(np.float32)
+    return _SCALINGS[pre.scaling](resized).astype(np.float32, copy=False)
 
 
 def to_tensor(real: np.ndarray, spec: TensorSpec, rounding: str = "round") -> np.ndarray:
@@ -129,8 +133,12 @@ def to_tensor(real: np.ndarray, spec: TensorSpec, rounding: str = "round") -> np
     if np.issubdtype(dtype, np.floating):
         values = real
     else:
-        values = real / spec.scale + spec.zero_point if spec.is_quantized else real
-        values = np.floor(values) if rounding == "truncate" else np.round(values)
+        identity = spec.is_quantized and spec.scale == 1.0 and spec.zero_point == 0
+        values = real / spec.scale + spec.zero_point if spec.is_quantized and not identity else real.copy()
+        if rounding == "truncate":
+            np.floor(values, out=values)
+        else:
+            np.round(values, out=values)
         info = np.iinfo(dtype)
-        values = np.clip(values, info.min, info.max)
+        np.clip(values, info.min, info.max, out=values)
     return values.astype(dtype).reshape(spec.shape)
