@@ -63,7 +63,7 @@ def test_readme_main_job_default_model_distance_far(tmp_path, vww_model):
     assert far["n"] == len(rows)
     assert far["versus"]["tflm"] == {"agreement": 1.0, "max_diff_steps": 0.0}
     assert summary["bit_exact"]["tflm"] == len(rows)
-    assert "distance_far" in done.stdout and "acc / F1" in done.stdout
+    assert "distance_far" in done.stdout and "F1wv" in done.stdout
 
 
 @pytest.mark.parametrize(

@@ -15,14 +15,19 @@ def print_summary(summary: dict) -> None:
     table = Table(title=f"{summary['model']} on {summary['board']} — {summary['dataset']}", title_justify="left")
     table.add_column("subset", overflow="fold")
     table.add_column("n", justify="right", no_wrap=True)
-    for name in ("device", *references):
-        table.add_column(f"{name}\nacc / F1wv %", justify="right", no_wrap=True)
+    table.add_column("device\nacc %", justify="right", no_wrap=True)
+    table.add_column("device\nF1 %", justify="right", no_wrap=True)
+    table.add_column("device\nF1wv %", justify="right", no_wrap=True)
+    if references:
+        table.add_column(f"host acc %\n{' / '.join(references)}", justify="right", no_wrap=True)
     if primary:
         table.add_column(f"agree\n{primary} %", justify="right", no_wrap=True)
         table.add_column("max Δ\nsteps", justify="right", no_wrap=True)
     for subset, entry in summary["subsets"].items():
-        scores = [entry["device"], *(entry["host"][name] for name in references)]
-        row = [subset, str(entry["n"]), *(f"{_pct(s['accuracy'])} / {_pct(s['f1_wv'])}" for s in scores)]
+        device = entry["device"]
+        row = [subset, str(entry["n"]), _pct(device["accuracy"]), _pct(device["f1_counts"]), _pct(device["f1_wv"])]
+        if references:
+            row.append(" / ".join(_pct(entry["host"][name]["accuracy"]) for name in references))
         if primary:
             versus = entry["versus"][primary]
             row += [_pct(versus["agreement"]), f"{versus['max_diff_steps']:g}"]
@@ -44,6 +49,8 @@ def print_summary(summary: dict) -> None:
         )
     arena = summary["arena"]
     console.print(f"arena ({arena['source']}): {arena['used']} of {arena['configured']} bytes used")
+    if any(entry["device"]["f1_wv"] is None for entry in summary["subsets"].values()):
+        console.print("F1 counts the evaluated samples; F1wv (Wake Vision's) needs the negative pools: --pools")
     if primary:
         exact = summary["bit_exact"][primary]
         console.print(f"device output bytes equal {primary} host bytes for {exact} of {summary['samples']} samples")
