@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness import __version__, console
 from harness.boards import all_boards, get_board
-from harness.console import print_json, stdout_console
+from harness.console import percent, print_json, stdout_console
 from harness.errors import BuildError, LinkError, UserError
 from harness.eval.dataset import DEMO, load_dataset
 from harness.eval.subsets import SUBSETS, parse_subsets
@@ -352,15 +352,11 @@ def _cmd_score(args) -> int:
     )
     for name, s in result["subsets"].items():
         console.print(
-            f"  {name:22} n={s['n']:<6} accuracy {_pct(s['accuracy'])} %  f1_wv {_pct(s['f1_wv'])} %  "
-            f"f1_counts {_pct(s['f1_counts'])} %",
+            f"  {name:22} n={s['n']:<6} accuracy {percent(s['accuracy'])} %  f1_wv {percent(s['f1_wv'])} %  "
+            f"f1_counts {percent(s['f1_counts'])} %",
             highlight=False,
         )
     return 0
-
-
-def _pct(value) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}"
 
 
 def _cmd_dataset_build(args) -> int:

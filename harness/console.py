@@ -17,6 +17,11 @@ def interactive() -> bool:
     return sys.stderr.isatty() and not os.environ.get("CI")
 
 
+def percent(value: float | None) -> str:
+    """A share as a percentage with one decimal, or n/a."""
+    return "n/a" if value is None else f"{100 * value:.1f}"
+
+
 def print_json(data) -> None:
     print(json.dumps(data, indent=2, default=str))
 

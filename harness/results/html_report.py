@@ -7,12 +7,9 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from harness import __version__
+from harness.console import percent
 from harness.results.plots import FIGURES
 from harness.results.runs import Run
-
-
-def _pct(value) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}"
 
 
 def _leaderboard(runs: list[Run]) -> dict | None:
@@ -26,7 +23,7 @@ def _leaderboard(runs: list[Run]) -> dict | None:
             if head["instructions_median"]
             else (f"{head['latency_median_us'] / 1000:.2f} ms" if head["latency_median_us"] else "n/a")
         )
-        cells[(run.model, run.board)] = f"{_pct(head['device_accuracy'])} % · {latency} ({head['latency_source']})"
+        cells[(run.model, run.board)] = f"{percent(head['device_accuracy'])} % · {latency} ({head['latency_source']})"
     return {
         "models": sorted({run.model for run in runs}),
         "boards": sorted({run.board for run in runs}),
@@ -40,7 +37,7 @@ def write_report(runs: list[Run], out: Path) -> Path:
         runs=runs,
         figures={run.id: {title: draw(run) for title, draw in FIGURES.items()} for run in runs},
         leaderboard=_leaderboard(runs),
-        pct=_pct,
+        pct=percent,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
     )

@@ -2,11 +2,7 @@
 
 from rich.table import Table
 
-from harness.console import stdout_console
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}"
+from harness.console import percent, stdout_console
 
 
 def print_summary(summary: dict) -> None:
@@ -25,12 +21,18 @@ def print_summary(summary: dict) -> None:
         table.add_column("max Δ\nsteps", justify="right", no_wrap=True)
     for subset, entry in summary["subsets"].items():
         device = entry["device"]
-        row = [subset, str(entry["n"]), _pct(device["accuracy"]), _pct(device["f1_counts"]), _pct(device["f1_wv"])]
+        row = [
+            subset,
+            str(entry["n"]),
+            percent(device["accuracy"]),
+            percent(device["f1_counts"]),
+            percent(device["f1_wv"]),
+        ]
         if references:
-            row.append(" / ".join(_pct(entry["host"][name]["accuracy"]) for name in references))
+            row.append(" / ".join(percent(entry["host"][name]["accuracy"]) for name in references))
         if primary:
             versus = entry["versus"][primary]
-            row += [_pct(versus["agreement"]), f"{versus['max_diff_steps']:g}"]
+            row += [percent(versus["agreement"]), f"{versus['max_diff_steps']:g}"]
         table.add_row(*row)
     console = stdout_console()
     console.print(table)
