@@ -1,16 +1,15 @@
-"""Preprocessing speed, side by side in one run: a naive per-image PIL loop, harness's first pass
-(decode and preprocess in parallel, then cache), and its cached second pass, all producing 96x96x3
-uint8 inputs from the same images.
+"""Preprocessing speed, side by side in one run: a naive per-image PIL loop against harness's first
+pass (decode and preprocess on every core, then cache) and its cached second pass, all producing
+96x96x3 uint8 inputs from the same JPEG images. Rounds alternate naive / harness and the medians
+and the per-round ratios are printed (these machines are noisy).
 
-    python benchmarks/preprocess.py [--copies 4]
-
-The demo set is used `--copies` times over (each copy a separate folder, so nothing is shared
-between passes but the files themselves).
+    python benchmarks/preprocess.py [--copies 4] [--rounds 3]
 """
 
 import argparse
 import os
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -36,37 +35,58 @@ def naive(paths) -> float:
     return time.perf_counter() - start
 
 
+def harness_pass(demo, samples, cache: Path) -> tuple[float, object]:
+    os.environ["HARNESS_CACHE_DIR"] = str(cache)
+    start = time.perf_counter()
+    inputs = prepare_inputs(demo, samples, PRE, SPEC)
+    return time.perf_counter() - start, inputs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copies", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     demo = load_dataset("demo")
-    with tempfile.TemporaryDirectory() as cache:
-        os.environ["HARNESS_CACHE_DIR"] = cache
+    with tempfile.TemporaryDirectory() as work:
+        work = Path(work)
         samples = []
-        for copy in range(args.copies):  # distinct paths and ids: no pass benefits from another's cache
+        for copy in range(args.copies):  # distinct files and ids: nothing is shared between passes
             for s in demo.samples:
-                target = Path(cache) / f"copy{copy}" / s.id
-                target.parent.mkdir(exist_ok=True)
+                target = work / "images" / f"copy{copy}" / s.id
+                target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(s.image_path, target)
                 samples.append(type(s)(f"{copy}/{s.id}", target, s.flags))
+        os.sync()  # no write-back of the copies during the measurements
         paths = [s.image_path for s in samples]
-        naive(paths[:10])  # warm the file cache for both contenders
-        naive_seconds = naive(paths)
-        start = time.perf_counter()
-        first = prepare_inputs(demo, samples, PRE, SPEC)
-        first_seconds = time.perf_counter() - start
-        start = time.perf_counter()
-        second = prepare_inputs(demo, samples, PRE, SPEC)
-        cached_seconds = time.perf_counter() - start
-    assert not first.from_cache and second.from_cache and np.array_equal(first.tensors, second.tensors)
+        naive(paths[:20])  # the same warm-up for both contenders
+        harness_pass(demo, samples[:20], work / "warm")
+        naive_runs, first_runs, cached_runs = [], [], []
+        for round_ in range(args.rounds):
+            naive_runs.append(naive(paths))
+            seconds, first = harness_pass(demo, samples, work / f"cache{round_}")
+            first_runs.append(seconds)
+            seconds, cached = harness_pass(demo, samples, work / f"cache{round_}")
+            cached_runs.append(seconds)
+            assert not first.from_cache and cached.from_cache and np.array_equal(first.tensors, cached.tensors)
     n = len(samples)
-    print(f"{n} images ({demo.name}), {SIZE}x{SIZE}x3 uint8, {os.cpu_count()} cores")
-    print(f"naive PIL loop       {naive_seconds * 1e3 / n:7.3f} ms/image")
-    print(f"harness first pass   {first_seconds * 1e3 / n:7.3f} ms/image")
-    print(f"harness cached pass  {cached_seconds * 1e3 / n:7.3f} ms/image")
-    print(f"first pass speed-up over the naive loop: {naive_seconds / first_seconds:.2f}x")
-    print(f"cached pass speed-up over the first pass: {first_seconds / cached_seconds:.1f}x")
+
+    def per_image(runs):
+        return statistics.median(runs) * 1e3 / n
+
+    print(f"{n} images ({demo.name}, JPEG), {SIZE}x{SIZE}x3 uint8, {os.cpu_count()} cores, {args.rounds} rounds")
+    print(f"naive PIL loop       {per_image(naive_runs):7.3f} ms/image (median)")
+    print(f"harness first pass   {per_image(first_runs):7.3f} ms/image (median)")
+    print(f"harness cached pass  {per_image(cached_runs):7.3f} ms/image (median)")
+    ratios = [a / b for a, b in zip(naive_runs, first_runs, strict=True)]
+    print(
+        f"first pass speed-up over the naive loop: {statistics.median(ratios):.2f}x (per round: "
+        + ", ".join(f"{r:.2f}" for r in ratios)
+        + ")"
+    )
+    print(
+        f"cached pass speed-up over the first pass: {statistics.median(first_runs) / statistics.median(cached_runs):.1f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -29,31 +29,28 @@ def _axis_weights(in_size: int, out_size: int) -> tuple[np.ndarray, np.ndarray, 
 
 @lru_cache(maxsize=64)
 def _bilinear_plan(in_height: int, in_width: int, height: int, width: int):
-    """Flat source indices of the four neighbours and the two blend weights, per output pixel."""
+    """Flat source indices of the four neighbours of every output pixel, and the blend weights."""
     y0, y1, fy = _axis_weights(in_height, height)
     x0, x1, fx = _axis_weights(in_width, width)
 
     def flat(rows, cols):
         return (rows[:, None] * in_width + cols[None, :]).ravel()
 
-    return (
-        (flat(y0, x0), flat(y0, x1), flat(y1, x0), flat(y1, x1)),
-        np.tile(fx, height)[:, None],
-        np.repeat(fy, width)[:, None],
-    )
+    corners = np.stack([flat(y0, x0), flat(y0, x1), flat(y1, x0), flat(y1, x1)])
+    return corners, np.tile(fx, height)[:, None], np.repeat(fy, width)[:, None]
 
 
 def resize_bilinear(image: np.ndarray, height: int, width: int) -> np.ndarray:
     """Gathers the four neighbours of each output pixel straight from the (uint8) image, so only
-    the output's pixels are ever converted to float."""
+    the output's pixels are ever converted to float; the arithmetic is TF's, in its order."""
     if image.ndim == 2:
         image = image[..., None]
-    (i00, i01, i10, i11), fx, fy = _bilinear_plan(image.shape[0], image.shape[1], height, width)
-    pixels = image.reshape(-1, image.shape[2])
-    top = pixels.take(i00, axis=0).astype(np.float32)
-    top += (pixels.take(i01, axis=0) - top) * fx
-    bottom = pixels.take(i10, axis=0).astype(np.float32)
-    bottom += (pixels.take(i11, axis=0) - bottom) * fx
+    corners, fx, fy = _bilinear_plan(image.shape[0], image.shape[1], height, width)
+    top_left, top_right, bottom_left, bottom_right = (
+        image.reshape(-1, image.shape[2]).take(corners, axis=0).astype(np.float32)
+    )
+    top = top_left + (top_right - top_left) * fx
+    bottom = bottom_left + (bottom_right - bottom_left) * fx
     top += (bottom - top) * fy
     return top.reshape(height, width, image.shape[2])
 
