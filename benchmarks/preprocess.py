@@ -84,9 +84,8 @@ def main() -> None:
         + ", ".join(f"{r:.2f}" for r in ratios)
         + ")"
     )
-    print(
-        f"cached pass speed-up over the first pass: {statistics.median(first_runs) / statistics.median(cached_runs):.1f}x"
-    )
+    cached_speedup = statistics.median(first_runs) / statistics.median(cached_runs)
+    print(f"cached pass speed-up over the first pass: {cached_speedup:.1f}x")
 
 
 if __name__ == "__main__":
