@@ -370,6 +370,51 @@ def _cmd_dataset_build(args) -> int:
     return 0
 
 
+def _cmd_inspect(args) -> int:
+    from rich.table import Table
+
+    from harness.model.inspect import inspect_model
+
+    if args.model.endswith(".tflite"):
+        model = read_tflite(Path(args.model))
+    else:
+        model = read_tflite(obtain_model(load_card(args.model)))
+    boards = [get_board(args.board)] if args.board else ([] if args.no_fit else list(all_boards().values()))
+    result = inspect_model(model, boards)
+    if args.json:
+        print_json(result.as_dict())
+        return 0
+    console = stdout_console()
+    console.print(
+        f"{result.model}: {result.flatbuffer_bytes:,} bytes, {result.input} -> {result.output}\n"
+        f"  {result.parameters:,} parameters, {result.macs:,} MACs (conv and fully connected layers), "
+        f"{len(result.layers)} operators: " + ", ".join(f"{n} {op}" for op, n in result.operators.items()) + "\n"
+        f"  arena {result.arena_estimate:,} bytes ({result.arena_source})",
+        highlight=False,
+    )
+    if args.layers:
+        layers = Table(title="layers")
+        for column in ("#", "operator", "output", "MACs"):
+            layers.add_column(column, justify="left" if column == "operator" else "right")
+        for layer in result.layers:
+            layers.add_row(str(layer.index), layer.operator, str(layer.output_shape), f"{layer.macs:,}")
+        console.print(layers)
+    if result.fits:
+        table = Table(title="fit (flash: model + a 128 KiB code allowance; RAM: the arena)")
+        for column in ("board", "fits", "flash needed / available", "arena needed / available", "arena margin"):
+            table.add_column(column, justify="left" if column in ("board", "fits") else "right")
+        for fit in result.fits:
+            table.add_row(
+                fit.board,
+                "yes" if fit.fits else "NO",
+                f"{fit.flash_needed:,} / {fit.flash_available:,}",
+                f"{fit.arena_needed:,} / {fit.arena_available:,}",
+                f"{fit.arena_available - fit.arena_needed:+,}",
+            )
+        console.print(table)
+    return 0
+
+
 def _cmd_datasets(args) -> int:
     from harness.eval.dataset import describe_sources
 
@@ -540,6 +585,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--junit", help="write JUnit XML with one test case per gate")
     check.add_argument("--results", default="results", help="results folder (default: results)")
     check.set_defaults(handler=_cmd_check)
+
+    inspect = commands.add_parser("inspect", parents=[output], help="operators, MACs, arena and board fit of a model")
+    inspect.add_argument("model", help="model card name or a .tflite file")
+    inspect.add_argument("--board", help="only this board's fit (default: every board)")
+    inspect.add_argument("--no-fit", action="store_true", help="skip the board fit table")
+    inspect.add_argument("--layers", action="store_true", help="print every layer with its MACs")
+    inspect.set_defaults(handler=_cmd_inspect)
 
     scorer = commands.add_parser("score", parents=[output], help="the eval metrics for predictions made elsewhere")
     scorer.add_argument("--labels", required=True, help="label CSV in the Wake Vision layout")

@@ -1,0 +1,129 @@
+"""`harness inspect`: what a model needs before it meets a board — operators, parameters, MACs per
+layer, tensors, flatbuffer size, a host arena estimate, and whether it fits each board."""
+
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
+
+from harness.boards import Board
+from harness.errors import UserError
+from harness.firmware.tflm_tree import model_operators
+from harness.model.tflite_file import TfliteModel
+
+PROBE_TIMEOUT_SECONDS = 120
+# Firmware code besides the model (TFLM with a few kernels, the protocol core, the HAL): a planning
+# figure from our QEMU builds (~65 KB with CMSIS-NN, ~100 KB with reference kernels), not a measurement.
+CODE_ALLOWANCE_BYTES = 128 * 1024
+_CONV, _DEPTHWISE, _FULLY_CONNECTED = "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"
+
+
+@dataclass(frozen=True)
+class Layer:
+    index: int
+    operator: str
+    output_shape: list[int]
+    macs: int
+
+
+@dataclass(frozen=True)
+class Fit:
+    board: str
+    flash_needed: int
+    flash_available: int
+    arena_needed: int
+    arena_available: int
+
+    @property
+    def fits(self) -> bool:
+        return self.flash_needed <= self.flash_available and self.arena_needed <= self.arena_available
+
+
+@dataclass
+class Inspection:
+    model: str
+    sha256: str
+    flatbuffer_bytes: int
+    input: str
+    output: str
+    operators: dict[str, int]
+    parameters: int
+    macs: int
+    layers: list[Layer]
+    arena_estimate: int
+    arena_source: str = "64-bit host estimate (TFLM host interpreter, smallest arena that runs)"
+    fits: list[Fit] | None = None
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        if self.fits is not None:
+            data["fits"] = [asdict(f) | {"fits": f.fits} for f in self.fits]
+        return data
+
+
+def _macs(name: str, inputs: list, outputs: list) -> int:
+    out = outputs[0]
+    if name == _CONV:  # weights [out_c, kh, kw, in_c]
+        return int(np.prod(out)) * int(np.prod(inputs[1][1:]))
+    if name == _DEPTHWISE:  # weights [1, kh, kw, out_c]
+        return int(np.prod(out)) * int(inputs[1][1] * inputs[1][2])
+    if name == _FULLY_CONNECTED:  # weights [out, in]
+        return int(np.prod(out[:-1]) if len(out) > 1 else 1) * int(np.prod(inputs[1]))
+    return 0
+
+
+def arena_estimate(model: TfliteModel) -> int:
+    """The smallest arena that runs, found in a subprocess: the host interpreter may crash on a probe."""
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.model.arena_probe", str(model.path)],
+        capture_output=True,
+        text=True,
+        timeout=PROBE_TIMEOUT_SECONDS,
+    )
+    if done.returncode != 0 or not done.stdout.strip().isdigit():
+        raise UserError(f"{model.path.name}: the TFLM host interpreter cannot run this model (arena probe failed)")
+    return int(done.stdout.strip())
+
+
+def inspect_model(model: TfliteModel, boards: list[Board]) -> Inspection:
+    flat = schema.ModelT.InitFromPackedBuf(bytearray(model.data), 0)
+    graph = flat.subgraphs[0]
+    names = model_operators(model.data)
+    layers, parameters = [], 0
+    constants = {i for i, t in enumerate(graph.tensors) if flat.buffers[t.buffer].data is not None}
+    parameters = sum(int(np.prod(graph.tensors[i].shape)) for i in constants)
+    for index, op in enumerate(graph.operators or ()):
+        name = names[op.opcodeIndex]
+        inputs = [list(graph.tensors[i].shape) if i >= 0 else [] for i in op.inputs]
+        outputs = [list(graph.tensors[i].shape) for i in op.outputs]
+        layers.append(Layer(index, name, outputs[0], _macs(name, inputs, outputs)))
+    arena = arena_estimate(model)
+    fits = None
+    if boards:
+        fits = [
+            Fit(
+                b.id,
+                len(model.data) + CODE_ALLOWANCE_BYTES,
+                b.flash_bytes,
+                arena,
+                int(b.firmware.get("arena_bytes", 0)),
+            )
+            for b in boards
+        ]
+    return Inspection(
+        model=Path(model.path).name,
+        sha256=model.sha256,
+        flatbuffer_bytes=len(model.data),
+        input=model.input.describe(),
+        output=model.output.describe(),
+        operators=dict(Counter(layer.operator for layer in layers)),
+        parameters=parameters,
+        macs=sum(layer.macs for layer in layers),
+        layers=layers,
+        arena_estimate=arena,
+        fits=fits,
+    )
