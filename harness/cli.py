@@ -13,6 +13,7 @@ from harness.errors import BuildError, LinkError, UserError
 from harness.eval.dataset import DEMO, load_dataset
 from harness.eval.subsets import SUBSETS, parse_subsets
 from harness.model.card import DEFAULT_MODEL, all_cards, load_card
+from harness.model.convert import converted_for_eval, is_float_model
 from harness.model.fetch import obtain_model
 from harness.model.references import DEFAULT_REFERENCES, REFERENCES
 from harness.model.tflite_file import read_tflite
@@ -65,7 +66,10 @@ def _cmd_eval(args) -> int:
 
         source = str(stream_to_folder(source, (splits or ["test"])[0], subsets, args.limit))
     dataset = load_dataset(source, splits if not args.dataset.startswith("hf:") else None)
-    model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
+    model_path = Path(args.model_file) if args.model_file else obtain_model(card)
+    if is_float_model(model_path):
+        model_path = converted_for_eval(model_path, card, dataset)
+    model = read_tflite(model_path)
     request = EvalRequest(
         card=card,
         model=model,
@@ -415,6 +419,55 @@ def _cmd_inspect(args) -> int:
     return 0
 
 
+def _cmd_convert(args) -> int:
+    from harness.model.convert import convert
+
+    card = load_card(args.card)
+    source = Path(args.model) if args.model else obtain_model(card)
+    dataset = load_dataset(args.dataset)
+    result = convert(source, card, dataset, parse_subsets(args.subset), args.samples, args.io, Path(args.out))
+    report = dataclasses.asdict(result) | {"out": str(result.out)}
+    if args.reference:
+        report["reference"] = _agreement_with(result.out, load_card(args.reference), card, dataset)
+    if args.json:
+        print_json(report)
+        return 0
+    console = stdout_console()
+    console.print(
+        f"{result.out}: calibrated on {result.calibration_samples} samples; on {result.held_out} held-out samples "
+        f"int8 agrees with float on {percent(result.agreement)} % (accuracy float {percent(result.float_accuracy)} %, "
+        f"int8 {percent(result.int8_accuracy)} %)",
+        highlight=False,
+    )
+    if args.reference:
+        ref = report["reference"]
+        console.print(
+            f"top-1 agreement with {args.reference} on {ref['samples']} {dataset.name} samples: "
+            f"{percent(ref['agreement'])} %",
+            highlight=False,
+        )
+    return 0
+
+
+def _agreement_with(converted: Path, reference_card, card, dataset) -> dict:
+    """Top-1 agreement of the converted model with a published model, on every dataset sample."""
+    from harness.eval.inputs import prepare_inputs
+    from harness.eval.outputs import predict
+    from harness.model.references import TflmReference
+
+    ours, theirs = read_tflite(converted), read_tflite(obtain_model(reference_card))
+    samples = list(dataset.samples)
+    a = prepare_inputs(dataset, samples, card.preprocessing, ours.input)
+    b = prepare_inputs(dataset, samples, reference_card.preprocessing, theirs.input)
+    run_a, run_b = TflmReference(ours), TflmReference(theirs)
+    same = sum(
+        predict(run_a.run(x), ours.output, card.output)[0]
+        == predict(run_b.run(y), theirs.output, reference_card.output)[0]
+        for x, y in zip(a.tensors, b.tensors, strict=True)
+    )
+    return {"samples": len(a.samples), "agreement": same / max(1, len(a.samples))}
+
+
 def _cmd_datasets(args) -> int:
     from harness.eval.dataset import describe_sources
 
@@ -585,6 +638,17 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--junit", help="write JUnit XML with one test case per gate")
     check.add_argument("--results", default="results", help="results folder (default: results)")
     check.set_defaults(handler=_cmd_check)
+
+    conv = commands.add_parser("convert", parents=[output], help="a float Keras model to full-integer TFLite")
+    conv.add_argument("--card", required=True, help="the float model's card: its preprocessing and output")
+    conv.add_argument("--model", help="the .keras/.h5 file or SavedModel folder (default: the card's file)")
+    conv.add_argument("--out", required=True, help="the .tflite to write")
+    conv.add_argument("--dataset", default=DEMO, help="calibration and check data (default: demo)")
+    conv.add_argument("--subset", default="all", help="subsets to draw samples from (default: all)")
+    conv.add_argument("--samples", type=_positive_int, default=50, help="calibration samples; the rest are held out")
+    conv.add_argument("--io", default="int8", help="input/output type: int8, uint8 or float32 (default: int8)")
+    conv.add_argument("--reference", help="a published model's card to compare top-1 with on every sample")
+    conv.set_defaults(handler=_cmd_convert)
 
     inspect = commands.add_parser("inspect", parents=[output], help="operators, MACs, arena and board fit of a model")
     inspect.add_argument("model", help="model card name or a .tflite file")
