@@ -81,3 +81,16 @@ def test_zoo_models_with_different_inputs_run_unchanged(tmp_path, model):
         assert entry["device"]["f1_wv"] is not None and entry["host"]["tflm"]["accuracy"] is not None
     assert summary["bit_exact"]["tflm"] == summary["samples"]
     assert "lighting_dark" in done.stdout
+
+
+def test_a_reference_that_refuses_the_model_is_recorded_and_the_rest_run(tmp_path):
+    """LiteRT rejects TFLM's person_detect (its per-channel quantization); TFLM runs it."""
+    from tests.conftest import fixture_model
+
+    fixture_model("tflm/person_detect.tflite")
+    done = _harness("eval", "--model", "tflm_person_detect", "--limit", "8", "--results", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((_only_run(tmp_path) / "summary.json").read_text())
+    assert summary["references"]["used"] == ["tflm"]
+    assert "quantized_dimension" in summary["references"]["refused"]["litert_ref"]
+    assert summary["bit_exact"]["tflm"] == 8

@@ -48,6 +48,7 @@ REFERENCES = {
     "litert": lambda model: LiteRtReference(model, reference_kernels=False),
 }
 DEFAULT_REFERENCES = ("tflm", "litert_ref")
+REASON_CHARS = 160
 
 
 @dataclass
@@ -63,7 +64,8 @@ def load_references(model: TfliteModel, names=DEFAULT_REFERENCES) -> ReferenceSe
         try:
             result.references.append(REFERENCES[name](model))
         except Exception as exc:  # each runtime refuses models in its own way; record why
-            result.refused[name] = (
-                f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-            )
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            if len(first_line) > REASON_CHARS:  # LiteRT repeats its complaint once per tensor
+                first_line = first_line[:REASON_CHARS] + "…"
+            result.refused[name] = f"{type(exc).__name__}: {first_line}"
     return result
