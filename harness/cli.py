@@ -382,7 +382,11 @@ def _cmd_inspect(args) -> int:
     if args.model.endswith(".tflite"):
         model = read_tflite(Path(args.model))
     else:
-        model = read_tflite(obtain_model(load_card(args.model)))
+        card = load_card(args.model)
+        path = obtain_model(card)
+        if is_float_model(path):  # what would run on a board is its int8 conversion
+            path = converted_for_eval(path, card, load_dataset(DEMO))
+        model = read_tflite(path)
     boards = [get_board(args.board)] if args.board else ([] if args.no_fit else list(all_boards().values()))
     result = inspect_model(model, boards)
     if args.json:

@@ -46,6 +46,7 @@ class Fit:
 @dataclass
 class Inspection:
     model: str
+    file: str
     sha256: str
     flatbuffer_bytes: int
     input: str
@@ -116,6 +117,7 @@ def inspect_model(model: TfliteModel, boards: list[Board]) -> Inspection:
         ]
     return Inspection(
         model=Path(model.path).name,
+        file=str(model.path),
         sha256=model.sha256,
         flatbuffer_bytes=len(model.data),
         input=model.input.describe(),
