@@ -505,6 +505,16 @@ def _cmd_boards(args) -> int:
 
 
 def _cmd_models(args) -> int:
+    if args.action == "pull":
+        if not args.name:
+            raise UserError("`harness models pull` needs a card name; see `harness models`")
+        card = load_card(args.name)
+        path = obtain_model(card)  # cache, HARNESS_MODEL_MIRROR, then the source; sha256 checked
+        if args.json:
+            print_json({"model": card.name, "file": str(path), "sha256": card.sha256})
+        else:
+            print(path)
+        return 0
     if args.json:
         print_json([dataclasses.asdict(c) for c in all_cards().values()])
         return 0
@@ -682,7 +692,10 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--images", required=True, help="folder with the images (named by ImageID)")
     build.add_argument("--out", required=True, help="folder for labels.csv (and an images/ link): a --dataset")
     build.set_defaults(handler=_cmd_dataset_build)
-    commands.add_parser("models", parents=[output], help="list the model cards").set_defaults(handler=_cmd_models)
+    models = commands.add_parser("models", parents=[output], help="list the model cards, or pull one")
+    models.add_argument("action", nargs="?", choices=("list", "pull"), default="list")
+    models.add_argument("name", nargs="?", help="with pull: the card whose model to fetch and verify")
+    models.set_defaults(handler=_cmd_models)
     commands.add_parser("subsets", parents=[output], help="list the benchmark subsets").set_defaults(
         handler=_cmd_subsets
     )

