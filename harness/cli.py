@@ -60,12 +60,12 @@ def _cmd_eval(args) -> int:
     subsets = parse_subsets(args.subset)
     card = load_card(args.model)
     splits = [x.strip() for x in args.split.split(",") if x.strip()] if args.split else None
-    source = args.dataset
-    if source.startswith("hf:"):
+    if args.dataset.startswith("hf:"):  # streamed into a one-split folder first
         from harness.eval.hf_source import stream_to_folder
 
-        source = str(stream_to_folder(source, (splits or ["test"])[0], subsets, args.limit))
-    dataset = load_dataset(source, splits if not args.dataset.startswith("hf:") else None)
+        dataset = load_dataset(str(stream_to_folder(args.dataset, (splits or ["test"])[0], subsets, args.limit)))
+    else:
+        dataset = load_dataset(args.dataset, splits)
     model_path = Path(args.model_file) if args.model_file else obtain_model(card)
     if is_float_model(model_path):
         model_path = converted_for_eval(model_path, card, dataset)

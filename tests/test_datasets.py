@@ -14,6 +14,12 @@ from harness.errors import UserError
 from harness.eval.dataset import load_dataset
 
 
+def _harness(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=os.environ.copy()
+    )
+
+
 @pytest.fixture
 def published(tmp_path):
     """Demo images repackaged as Wake Vision publishes its data: two split CSVs and tar.gz shards."""
@@ -50,27 +56,19 @@ def test_published_layout_reads_splits_and_extracts_images_from_shards(published
 
 
 def test_eval_on_the_validation_split(tmp_path, published, small_model):
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "eval",
-            "--model",
-            "wv_quality_k_2_c_3",
-            "--dataset",
-            str(published),
-            "--split",
-            "validation",
-            "--subset",
-            "validation",
-            "--json",
-            "--results",
-            str(tmp_path / "results"),
-        ],
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
+    done = _harness(
+        "eval",
+        "--model",
+        "wv_quality_k_2_c_3",
+        "--dataset",
+        str(published),
+        "--split",
+        "validation",
+        "--subset",
+        "validation",
+        "--json",
+        "--results",
+        str(tmp_path / "results"),
     )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
@@ -79,9 +77,7 @@ def test_eval_on_the_validation_split(tmp_path, published, small_model):
 
 
 def test_datasets_lists_the_sources():
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "datasets", "--json"], capture_output=True, text=True, env=os.environ.copy()
-    )
+    done = _harness("datasets", "--json")
     names = [source["name"] for source in json.loads(done.stdout)]
     assert names[0] == "demo" and names[-1] == "hf:Harvard-Edge/Wake-Vision" and len(names) == 4
 
@@ -123,24 +119,7 @@ def test_dataset_build_labels_images_from_open_images_style_boxes(tmp_path, smal
         "near,/m/01g317,Predominantly Feminine,Young\nnear,/m/01g317,Predominantly Feminine,Middle\n"
     )
     out = tmp_path / "built"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "dataset",
-            "build",
-            "--annotations",
-            str(annotations),
-            "--images",
-            str(images),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
-    )
+    done = _harness("dataset", "build", "--annotations", str(annotations), "--images", str(images), "--out", str(out))
     assert done.returncode == 0, done.stderr
     with open(out / "labels.csv", newline="") as f:
         rows = {
@@ -156,23 +135,8 @@ def test_dataset_build_labels_images_from_open_images_style_boxes(tmp_path, smal
     assert on("statue") == {"depiction", "non-person_depiction", "normal_lighting"}
     assert on("street") == {"non-person_non-depiction", "normal_lighting"}
     assert on("face") == {"person", "body_part", "medium_distance", "normal_lighting"}
-    evaluated = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "eval",
-            "--model",
-            "wv_quality_k_2_c_3",
-            "--dataset",
-            str(out),
-            "--json",
-            "--results",
-            str(tmp_path / "results"),
-        ],
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
+    evaluated = _harness(
+        "eval", "--model", "wv_quality_k_2_c_3", "--dataset", str(out), "--json", "--results", str(tmp_path / "results")
     )
     assert evaluated.returncode == 0 and json.loads(evaluated.stdout)["samples"] == 6
 

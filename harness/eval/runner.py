@@ -102,20 +102,45 @@ def _stats(values: list[int]) -> dict | None:
     }
 
 
-def _summarise(request: EvalRequest, records: list[SampleRecord], info: DeviceInfo, refs) -> dict:
+@dataclass
+class Readings:
+    """Every output read once: predictions and scores for device and hosts, device-host differences."""
+
+    device: tuple[np.ndarray, np.ndarray]  # (predictions, scores)
+    host: dict[str, tuple[np.ndarray, np.ndarray]]
+    diffs: dict[str, np.ndarray]
+
+
+def _read_outputs(request: EvalRequest, records: list[SampleRecord], names: list[str]) -> Readings:
     model, meaning = request.model, request.card.output
+
+    def read(outputs):
+        pairs = [predict(raw, model.output, meaning) for raw in outputs]
+        return np.array([p for p, _ in pairs]), np.array([s for _, s in pairs])
+
+    return Readings(
+        device=read(r.device_output for r in records),
+        host={n: read(r.host_outputs[n] for r in records) for n in names},
+        diffs={
+            n: np.array(
+                [diff_steps(r.device_output, r.host_outputs[n], model.output, model.output_step) for r in records]
+            )
+            for n in names
+        },
+    )
+
+
+def _summarise(request: EvalRequest, records: list[SampleRecord], readings: Readings, info: DeviceInfo, refs) -> dict:
+    model = request.model
     names = [ref.name for ref in refs.references]
     primary = names[0] if names else None
-    device_pred = np.array([predict(r.device_output, model.output, meaning)[0] for r in records])
-    host_pred = {n: np.array([predict(r.host_outputs[n], model.output, meaning)[0] for r in records]) for n in names}
-    diffs = {
-        n: np.array([diff_steps(r.device_output, r.host_outputs[n], model.output, model.output_step) for r in records])
-        for n in names
-    }
+    device_pred = readings.device[0]
+    host_pred = {n: readings.host[n][0] for n in names}
+    diffs = readings.diffs
+    samples = [r.sample for r in records]
     subsets = {}
     for subset in request.subsets:
-        members = np.array([subset.contains(r.sample) for r in records], dtype=bool)
-        samples = [r.sample for r in records]
+        members = np.array([subset.contains(sample) for sample in samples], dtype=bool)
         subsets[subset.name] = {
             "n": int(members.sum()),
             "positive_class": "person" if subset.positive_label == 1 else "non-person",
@@ -154,8 +179,7 @@ def _summarise(request: EvalRequest, records: list[SampleRecord], info: DeviceIn
     }
 
 
-def _sample_columns(request: EvalRequest, records: list[SampleRecord], ref_names: list[str]) -> dict[str, list]:
-    model, meaning = request.model, request.card.output
+def _sample_columns(request: EvalRequest, records: list[SampleRecord], readings: Readings) -> dict[str, list]:
     columns: dict[str, list] = {
         "sample_id": [r.sample.id for r in records],
         "label": [r.sample.person for r in records],
@@ -164,20 +188,17 @@ def _sample_columns(request: EvalRequest, records: list[SampleRecord], ref_names
         columns[f"in_{subset.name}"] = [subset.contains(r.sample) for r in records]
     for flag in records[0].sample.flags if records else ():
         columns[f"flag_{flag}"] = [r.sample.flags[flag] for r in records]
-    device = [predict(r.device_output, model.output, meaning) for r in records]
+    predictions, scores = readings.device
     columns |= {
         "device_output": [r.device_output for r in records],
-        "device_prediction": [p for p, _ in device],
-        "device_score": [s for _, s in device],
+        "device_prediction": predictions.tolist(),
+        "device_score": scores.tolist(),
     }
-    for name in ref_names:
-        host = [predict(r.host_outputs[name], model.output, meaning) for r in records]
+    for name, (predictions, scores) in readings.host.items():
         columns[f"{name}_output"] = [r.host_outputs[name] for r in records]
-        columns[f"{name}_prediction"] = [p for p, _ in host]
-        columns[f"{name}_score"] = [s for _, s in host]
-        columns[f"{name}_max_diff_steps"] = [
-            diff_steps(r.device_output, r.host_outputs[name], model.output, model.output_step) for r in records
-        ]
+        columns[f"{name}_prediction"] = predictions.tolist()
+        columns[f"{name}_score"] = scores.tolist()
+        columns[f"{name}_max_diff_steps"] = readings.diffs[name].tolist()
     columns["ticks"] = pa.array([r.timing.ticks for r in records], type=pa.int64())
     columns["tick_hz"] = [r.timing.tick_hz for r in records]
     columns["timer"] = [r.timing.kind.name.lower() for r in records]
@@ -199,7 +220,8 @@ def run_eval(request: EvalRequest) -> dict:
     started = datetime.now(UTC)
     records, info, link_stats, firmware, board_serial = _stream(request, inputs, refs.references)
     finished = datetime.now(UTC)
-    summary = _summarise(request, records, info, refs)
+    readings = _read_outputs(request, records, [ref.name for ref in refs.references])
+    summary = _summarise(request, records, readings, info, refs)
     run_id = new_run_id(request.card.name, request.board.id)
     summary["run_id"] = run_id
     summary["link"] = link_stats
@@ -250,7 +272,7 @@ def run_eval(request: EvalRequest) -> dict:
         "host": host_machine(),
     }
     with run_folder(request.results_root, run_id) as folder:
-        folder.write_table("samples.parquet", _sample_columns(request, records, summary["references"]["used"]))
+        folder.write_table("samples.parquet", _sample_columns(request, records, readings))
         folder.write_json("manifest.json", manifest)
         folder.write_json("summary.json", summary)
     summary["run_dir"] = str(request.results_root / run_id)

@@ -93,7 +93,7 @@ class DeviceClient:
         self._slowest_invoke = max(self._slowest_invoke, time.monotonic() - started)
         measured, total, output = parse_invoke(payload, info)
         while len(output) < total:
-            want = min(total - len(output), info.max_response_frame - 16)
+            want = min(total - len(output), info.max_response_payload - 4)  # after the offset field
             more = self.request(Msg.READ_OUTPUT, read_output_payload(len(output), want))
             output += more[4:]
         return InvokeResult(measured, output)
@@ -110,7 +110,7 @@ class DeviceClient:
     def bench(self, data: bytes, runs: int, warmups: int = 0) -> list[Timing]:
         """`runs` timed invokes after `warmups` untimed ones, the input loaded once per batch."""
         info = self._require_info()
-        per_frame = (info.max_response_frame - 16) // 8
+        per_frame = (info.max_response_payload - 4) // 8  # u32 count, then u64 ticks per run
         timings: list[Timing] = []
         while len(timings) < runs:
             batch = min(per_frame, runs - len(timings))

@@ -7,6 +7,7 @@ import struct
 from dataclasses import dataclass
 from enum import IntEnum
 
+from harness.link.framing import MAX_PAYLOAD, OVERHEAD
 from harness.tensors import TensorSpec
 
 PROTOCOL_VERSION = 1
@@ -65,7 +66,11 @@ class DeviceInfo:
 
     @property
     def max_request_payload(self) -> int:
-        return min(self.max_request_frame - 12, 0xFFFF)
+        return min(self.max_request_frame - OVERHEAD, MAX_PAYLOAD)
+
+    @property
+    def max_response_payload(self) -> int:
+        return min(self.max_response_frame - OVERHEAD, MAX_PAYLOAD)
 
 
 @dataclass(frozen=True)
@@ -102,9 +107,13 @@ class _Reader:
         self.data = data
         self.pos = 0
 
-    def take(self, fmt: str):
+    def values(self, fmt: str) -> tuple:
         values = struct.unpack_from("<" + fmt, self.data, self.pos)
         self.pos += struct.calcsize("<" + fmt)
+        return values
+
+    def take(self, fmt: str):
+        values = self.values(fmt)
         return values if len(values) > 1 else values[0]
 
     def string(self) -> str:
@@ -120,7 +129,7 @@ class _Reader:
 
     def tensor(self) -> TensorSpec:
         dtype, rank = self.take("BB")
-        shape = tuple(self.take(f"{rank}i")) if rank > 1 else ((self.take("i"),) if rank else ())
+        shape = self.values(f"{rank}i")
         scale, zero_point, nbytes = self.take("fiI")
         return TensorSpec(dtype, shape, float(scale), zero_point, nbytes)
 

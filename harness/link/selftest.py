@@ -43,7 +43,7 @@ class LinkTestReport:
 
 def run_link_test(client: DeviceClient, board: Board, total_bytes: int, advance=lambda n: None) -> LinkTestReport:
     info = client.info
-    size = min(info.max_request_payload, info.max_response_frame - 12)
+    size = min(info.max_request_payload, info.max_response_payload)
     report = LinkTestReport(board.id, info.build_id, size)
     rng = random.Random(0x5EED)
     start = time.perf_counter()
