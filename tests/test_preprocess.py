@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
+from PIL import Image
 
 from harness.errors import UserError
-from harness.eval.preprocess import real_input, resize_bilinear, to_tensor
+from harness.eval.preprocess import load_rgb, real_input, resize_bilinear, to_tensor
 from harness.model.card import Preprocessing
 from harness.tensors import TensorSpec
 
@@ -85,3 +86,23 @@ def test_resizes_match_tensorflow_when_it_is_installed():
         bilinear = tf.image.resize(image, (oh, ow), method="bilinear").numpy()
         assert np.abs(resize_area(image, oh, ow) - area).max() < 0.01
         assert np.abs(resize_bilinear(image, oh, ow) - bilinear).max() < 1e-3
+
+
+@pytest.mark.parametrize("mode", ["RGB", "L", "CMYK"])
+@pytest.mark.parametrize("subsampling", [0, 2])
+def test_jpeg_pixels_equal_pils_decode_and_rgb_conversion(tmp_path, mode, subsampling):
+    rng = np.random.default_rng(7)
+    pixels = rng.integers(0, 256, (37, 53, 3), dtype=np.uint8)
+    path = tmp_path / "x.jpg"
+    Image.fromarray(pixels).convert(mode).save(path, quality=83, subsampling=subsampling)
+    with Image.open(path) as image:
+        expected = np.asarray(image.convert("RGB"))
+    np.testing.assert_array_equal(load_rgb(path), expected)
+
+
+def test_a_truncated_jpeg_is_an_error_not_a_picture(tmp_path):
+    path = tmp_path / "x.jpg"
+    Image.fromarray(np.full((64, 64, 3), 90, np.uint8)).save(path)
+    path.write_bytes(path.read_bytes()[:300])
+    with pytest.raises((OSError, ValueError)):
+        load_rgb(path)

@@ -1,8 +1,11 @@
 """Turn an image into the exact input tensor a model card asks for."""
 
+import io
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
+import simplejpeg
 from PIL import Image
 
 from harness.errors import UserError
@@ -46,12 +49,15 @@ def resize_bilinear(image: np.ndarray, height: int, width: int) -> np.ndarray:
     if image.ndim == 2:
         image = image[..., None]
     corners, fx, fy = _bilinear_plan(image.shape[0], image.shape[1], height, width)
-    top_left, top_right, bottom_left, bottom_right = (
-        image.reshape(-1, image.shape[2]).take(corners, axis=0).astype(np.float32)
-    )
-    top = top_left + (top_right - top_left) * fx
-    bottom = bottom_left + (bottom_right - bottom_left) * fx
-    top += (bottom - top) * fy
+    top_left, top, bottom_left, bottom = image.reshape(-1, image.shape[2]).take(corners, axis=0).astype(np.float32)
+    # In place, in TF's order: top = top_left + (top_right - top_left) * fx, and so on.
+    for left, right in ((top_left, top), (bottom_left, bottom)):
+        right -= left
+        right *= fx
+        right += left
+    bottom -= top
+    bottom *= fy
+    top += bottom
     return top.reshape(height, width, image.shape[2])
 
 
@@ -101,10 +107,24 @@ PIPELINES = {
 
 # Naming the formats spares PIL probing every plugin on each open (it adds up over a dataset).
 IMAGE_FORMATS = ("JPEG", "PNG", "BMP", "GIF", "WEBP", "TIFF", "PPM")
+JPEG_MAGIC = b"\xff\xd8\xff"
+# Colour spaces where libjpeg-turbo's own RGB output is what PIL's decode + convert("RGB") gives;
+# CMYK and the rest go through PIL, whose CMYK conversion differs from libjpeg's.
+_DIRECT_JPEG_COLOURS = {"YCbCr", "Gray"}
 
 
 def load_rgb(path) -> np.ndarray:
-    with Image.open(path, formats=IMAGE_FORMATS) as image:
+    """HxWx3 uint8. JPEGs are decoded by simplejpeg (the same libjpeg-turbo as PIL's, same pixels)
+    in one C call that holds no GIL, which is what lets the decoding threads run side by side."""
+    data = Path(path).read_bytes()
+    if data.startswith(JPEG_MAGIC):
+        try:
+            colour = simplejpeg.decode_jpeg_header(data)[2]
+        except ValueError:
+            colour = None  # let PIL name what is wrong with it
+        if colour in _DIRECT_JPEG_COLOURS:
+            return simplejpeg.decode_jpeg(data, colorspace="RGB")
+    with Image.open(io.BytesIO(data), formats=IMAGE_FORMATS) as image:
         return np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
 
 
