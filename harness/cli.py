@@ -14,6 +14,7 @@ from harness.eval.dataset import DEMO, load_dataset
 from harness.eval.subsets import SUBSETS, parse_subsets
 from harness.model.card import DEFAULT_MODEL, all_cards, load_card
 from harness.model.convert import converted_for_eval, is_float_model
+from harness.model.deployable import require_deployable
 from harness.model.fetch import obtain_model
 from harness.model.references import DEFAULT_REFERENCES, REFERENCES
 from harness.model.tflite_file import read_tflite
@@ -70,6 +71,7 @@ def _cmd_eval(args) -> int:
     if is_float_model(model_path):
         model_path = converted_for_eval(model_path, card, dataset)
     model = read_tflite(model_path)
+    require_deployable(model, board)
     request = EvalRequest(
         card=card,
         model=model,
@@ -129,6 +131,7 @@ def _cmd_flash(args) -> int:
     if tflm is not None:
         card = load_card(args.model)
         model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
+        require_deployable(model, board)
     with connect(board, model, tflm=tflm) as client:
         info = client.info
     what = f"model {info.model_sha256_prefix}…" if model else "self-test firmware (no model: pass --tflm PATH)"
@@ -141,9 +144,12 @@ def _cmd_flash(args) -> int:
     return 0
 
 
-def _model_for(args):
+def _model_for(args, board):
+    """The card and its model, checked to be deployable on the board."""
     card = load_card(args.model)
-    return card, read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
+    model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
+    require_deployable(model, board)
+    return card, model
 
 
 def _cmd_perf(args) -> int:
@@ -151,7 +157,7 @@ def _cmd_perf(args) -> int:
     from harness.eval.perf import run_perf, sample_input
 
     board = get_board(args.board)
-    card, model = _model_for(args)
+    card, model = _model_for(args, board)
     data = sample_input(card, model, load_dataset(args.dataset))
     with connect(board, model, args.port, _tflm_tree(args)) as client:
         report = run_perf(client, board, data, args.runs, args.warmups, args.mlperf)
@@ -181,7 +187,7 @@ def _cmd_profile(args) -> int:
     from harness.eval.perf import run_profile, sample_input
 
     board = get_board(args.board)
-    card, model = _model_for(args)
+    card, model = _model_for(args, board)
     data = sample_input(card, model, load_dataset(args.dataset))
     with connect(board, model, args.port, _tflm_tree(args)) as client:
         report = run_profile(client, board, data)
@@ -312,7 +318,7 @@ def _flash_device(args, board, console) -> int:
     from harness.device.launch import connect
     from harness.firmware.platformio import generate_project, upload
 
-    card, model = _model_for(args)
+    card, model = _model_for(args, board)
     project = generate_project(board, model, card.name, _tflm_tree(args), Path(args.out))
     port = None if args.port in (None, "auto") else args.port
     upload(project, port)
@@ -333,7 +339,7 @@ def _cmd_generate(args) -> int:
     from harness.firmware.platformio import generate_project
 
     board = get_board(args.board)
-    card, model = _model_for(args)
+    card, model = _model_for(args, board)
     project = generate_project(board, model, card.name, _tflm_tree(args), Path(args.out))
     if args.json:
         print_json({"project": str(project.path), "build_id": project.build_id, "kernels": project.kernels})

@@ -32,3 +32,14 @@ def swap_output_classes(data: bytes) -> bytes:
     builder = flatbuffers.Builder(len(data) + 1024)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
+
+
+def replace_first_operator(data: bytes, builtin_code: int) -> bytes:
+    """The same model with its first operator's code replaced (e.g. by one TFLM has no kernel for)."""
+    model = schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
+    code = model.operatorCodes[model.subgraphs[0].operators[0].opcodeIndex]
+    code.builtinCode = builtin_code
+    code.deprecatedBuiltinCode = min(builtin_code, 127)
+    builder = flatbuffers.Builder(len(data) + 1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())

@@ -133,3 +133,58 @@ def test_empty_subset(tmp_path, small_model, damaged_dataset):
         tmp_path, "--model", "wv_quality_k_2_c_3", "--dataset", str(damaged_dataset), "--subset", "depiction_person"
     )
     _assert_one_clear_line(done, tmp_path, "has no samples in depiction_person")
+
+
+def _harness(tmp_path, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy()
+    )
+
+
+@pytest.fixture
+def model_tflm_cannot_run(tmp_path, small_model):
+    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
+
+    from tests.model_surgery import replace_first_operator
+
+    path = tmp_path / "skip_gram.tflite"
+    path.write_bytes(replace_first_operator(small_model.read_bytes(), schema.BuiltinOperator.SKIP_GRAM))
+    return path
+
+
+@pytest.mark.parametrize("command", ["eval", "inspect"])
+def test_model_with_an_operator_tflm_lacks(tmp_path, model_tflm_cannot_run, command):
+    if command == "eval":
+        done = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--model-file", str(model_tflm_cannot_run))
+    else:
+        done = _harness(tmp_path, "inspect", str(model_tflm_cannot_run))
+    _assert_one_clear_line(done, tmp_path, "TFLM has no kernel for: SKIP_GRAM", "replace those layers")
+
+
+@pytest.fixture(scope="module")
+def float_model(tmp_path_factory):
+    tf = pytest.importorskip("tensorflow", reason="building a float .tflite needs TensorFlow (the test extra)")
+    keras = tf.keras
+    inputs = keras.Input((8, 8, 3))
+    x = keras.layers.Conv2D(2, 3)(inputs)
+    outputs = keras.layers.Dense(2, activation="softmax")(keras.layers.Flatten()(x))
+    model = keras.Model(inputs, outputs)
+    path = tmp_path_factory.mktemp("float") / "float.tflite"
+    path.write_bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+    return path
+
+
+def test_float_model_where_int8_is_needed(tmp_path, float_model):
+    done = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--model-file", str(float_model))
+    _assert_one_clear_line(done, tmp_path, "is a float model", "CONV_2D", "harness convert")
+
+
+def test_model_that_does_not_fit_the_board(tmp_path):
+    from tests.conftest import fixture_model
+
+    big = fixture_model("wake_vision_zoo/wv_quality_mcunet-320kb-1mb_vww.tflite")
+    done = _harness(
+        tmp_path, "generate", "--board", "nano33ble", "--model", "wv_quality_k_2_c_3", "--model-file", str(big)
+    )
+    _assert_one_clear_line(done, tmp_path, "bytes of flash", "nano33ble has 983,040", "choose a smaller model")
+    assert not (tmp_path / "build").exists()

@@ -21,6 +21,7 @@ from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.protocol import DeviceInfo, Timing
 from harness.model.card import ModelCard
+from harness.model.deployable import require_tflm_kernels
 from harness.model.references import DEFAULT_REFERENCES, load_references
 from harness.model.tflite_file import TfliteModel
 from harness.results.provenance import harness_source, host_machine, subset_content_hashes, usb_serial_number
@@ -60,6 +61,7 @@ class SampleRecord:
 
 def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, board: Board) -> None:
     if info.runner_status != 0:
+        require_tflm_kernels(model)  # names the operators when that is why
         raise UserError(f"the model failed to load on {board.id} (runner status {info.runner_status})")
     if info.model_sha256_prefix != model.sha256[:16]:
         raise UserError(

@@ -7,8 +7,6 @@ TensorFlow is needed only here (`pip install tensorflow-cpu tf-keras`).
 
 import contextlib
 import os
-import re
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +16,7 @@ import numpy as np
 from harness.errors import UserError
 from harness.eval.inputs import prepare_inputs
 from harness.model.card import ModelCard
+from harness.model.deployable import missing_tflm_kernels
 from harness.model.tflite_file import read_tflite
 
 IO_TYPES = ("int8", "uint8", "float32")
@@ -42,9 +41,6 @@ def converted_for_eval(source: Path, card: ModelCard, dataset) -> Path:
         print(f"harness: converting {card.name} to int8 once (cached)", file=sys.stderr)
         convert(source, card, dataset, [SUBSETS["all"]], 50, "int8", out)
     return out
-
-
-_MISSING_OP = re.compile(r"Didn't find op for builtin opcode '(\w+)'")
 
 
 @contextlib.contextmanager
@@ -110,16 +106,6 @@ def _load(path: Path):
                 "pass a .keras or .h5 model or a SavedModel folder"
             ) from exc
     return (lambda: tf.lite.TFLiteConverter.from_keras_model(model)), (lambda x: np.asarray(model(x, training=False)))
-
-
-def missing_tflm_kernels(tflite: Path) -> list[str]:
-    """Operators the TFLM host interpreter has no kernel for (probed in a subprocess: it may crash)."""
-    probe = (
-        "import sys; from harness.model.tflm import make_interpreter; "
-        "make_interpreter(open(sys.argv[1], 'rb').read(), 64 << 20)"
-    )
-    done = subprocess.run([sys.executable, "-c", probe, str(tflite)], capture_output=True, text=True, timeout=120)
-    return sorted(set(_MISSING_OP.findall(done.stdout + done.stderr)))
 
 
 @dataclass

@@ -1,8 +1,6 @@
 """`harness inspect`: what a model needs before it meets a board — operators, parameters, MACs per
 layer, tensors, flatbuffer size, a host arena estimate, and whether it fits each board."""
 
-import subprocess
-import sys
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -11,14 +9,10 @@ import numpy as np
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
 
 from harness.boards import Board
-from harness.errors import UserError
 from harness.firmware.tflm_tree import model_operators
+from harness.model.deployable import CODE_ALLOWANCE_BYTES, arena_estimate
 from harness.model.tflite_file import TfliteModel
 
-PROBE_TIMEOUT_SECONDS = 120
-# Firmware code besides the model (TFLM with a few kernels, the protocol core, the HAL): a planning
-# figure from our QEMU builds (~65 KB with CMSIS-NN, ~100 KB with reference kernels), not a measurement.
-CODE_ALLOWANCE_BYTES = 128 * 1024
 _CONV, _DEPTHWISE, _FULLY_CONNECTED = "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"
 
 
@@ -75,19 +69,6 @@ def _macs(name: str, inputs: list, outputs: list) -> int:
     if name == _FULLY_CONNECTED:  # weights [out, in]
         return int(np.prod(out[:-1]) if len(out) > 1 else 1) * int(np.prod(inputs[1]))
     return 0
-
-
-def arena_estimate(model: TfliteModel) -> int:
-    """The smallest arena that runs, found in a subprocess: the host interpreter may crash on a probe."""
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.model.arena_probe", str(model.path)],
-        capture_output=True,
-        text=True,
-        timeout=PROBE_TIMEOUT_SECONDS,
-    )
-    if done.returncode != 0 or not done.stdout.strip().isdigit():
-        raise UserError(f"{model.path.name}: the TFLM host interpreter cannot run this model (arena probe failed)")
-    return int(done.stdout.strip())
 
 
 def inspect_model(model: TfliteModel, boards: list[Board]) -> Inspection:

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.model.tflite_file import TfliteModel
-from harness.model.tflm import make_interpreter
+from harness.model.tflm import make_interpreter, native_stderr
 
 # Generous: host memory is plentiful, and TFLM's host interpreter dies on a too-small arena.
 HOST_ARENA_BYTES = 64 << 20
@@ -16,7 +16,14 @@ class TflmReference:
     description = "TFLM host interpreter (tflite-micro package, reference kernels)"
 
     def __init__(self, model: TfliteModel):
-        self._interpreter = make_interpreter(model.data, max(HOST_ARENA_BYTES, 10 * len(model.data)))
+        with native_stderr() as complaints:
+            try:
+                self._interpreter = make_interpreter(model.data, max(HOST_ARENA_BYTES, 10 * len(model.data)))
+            except Exception as exc:
+                failure = exc
+            else:
+                return
+        raise RuntimeError(next((line for line in complaints if line.strip()), str(failure)))
 
     def run(self, tensor: np.ndarray) -> bytes:
         self._interpreter.set_input(tensor, 0)
