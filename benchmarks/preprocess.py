@@ -18,7 +18,7 @@ import numpy as np
 from PIL import Image
 
 from harness.eval.dataset import load_dataset
-from harness.eval.inputs import prepare_inputs
+from harness.eval.inputs import image_preparation, prepare_inputs
 from harness.model.card import Preprocessing
 from harness.tensors import TensorSpec
 
@@ -38,7 +38,7 @@ def naive(paths) -> float:
 def harness_pass(demo, samples, cache: Path) -> tuple[float, object]:
     os.environ["HARNESS_CACHE_DIR"] = str(cache)
     start = time.perf_counter()
-    inputs = prepare_inputs(demo, samples, PRE, SPEC)
+    inputs = prepare_inputs(demo, samples, image_preparation(PRE, SPEC))
     return time.perf_counter() - start, inputs
 
 

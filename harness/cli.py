@@ -12,6 +12,7 @@ from harness.console import percent, print_json, stdout_console
 from harness.errors import BuildError, LinkError, UserError
 from harness.eval.dataset import DEMO, load_dataset
 from harness.eval.subsets import SUBSETS, parse_subsets
+from harness.eval.tasks import task_for
 from harness.model.card import DEFAULT_MODEL, all_cards, load_card
 from harness.model.convert import converted_for_eval, is_float_model
 from harness.model.deployable import require_deployable
@@ -58,15 +59,11 @@ def _cmd_eval(args) -> int:
     from harness.results.report import print_summary
 
     board = get_board(args.board)
-    subsets = parse_subsets(args.subset)
     card = load_card(args.model)
+    task = task_for(card)
+    subsets = task.subsets(args.subset)
     splits = [x.strip() for x in args.split.split(",") if x.strip()] if args.split else None
-    if args.dataset.startswith("hf:"):  # streamed into a one-split folder first
-        from harness.eval.hf_source import stream_to_folder
-
-        dataset = load_dataset(str(stream_to_folder(args.dataset, (splits or ["test"])[0], subsets, args.limit)))
-    else:
-        dataset = load_dataset(args.dataset, splits)
+    dataset = task.load_dataset(args.dataset, splits, subsets, args.limit)
     model_path = Path(args.model_file) if args.model_file else obtain_model(card)
     if is_float_model(model_path):
         model_path = converted_for_eval(model_path, card, dataset)
@@ -461,14 +458,14 @@ def _cmd_convert(args) -> int:
 
 def _agreement_with(converted: Path, reference_card, card, dataset) -> dict:
     """Top-1 agreement of the converted model with a published model, on every dataset sample."""
-    from harness.eval.inputs import prepare_inputs
+    from harness.eval.inputs import image_preparation, prepare_inputs
     from harness.eval.outputs import predict
     from harness.model.references import TflmReference
 
     ours, theirs = read_tflite(converted), read_tflite(obtain_model(reference_card))
     samples = list(dataset.samples)
-    a = prepare_inputs(dataset, samples, card.preprocessing, ours.input)
-    b = prepare_inputs(dataset, samples, reference_card.preprocessing, theirs.input)
+    a = prepare_inputs(dataset, samples, image_preparation(card.preprocessing, ours.input))
+    b = prepare_inputs(dataset, samples, image_preparation(reference_card.preprocessing, theirs.input))
     run_a, run_b = TflmReference(ours), TflmReference(theirs)
     same = sum(
         predict(run_a.run(x), ours.output, card.output)[0]

@@ -116,7 +116,7 @@ def test_unreadable_images_are_skipped_and_counted_or_fatal_with_strict(tmp_path
     summary = json.loads(done.stdout)
     assert summary["unreadable_images"]["count"] == 2 and summary["samples"] == 10
     strict = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--dataset", str(damaged_dataset), "--strict")
-    assert strict.returncode == 2 and "2 images could not be read" in strict.stderr
+    assert strict.returncode == 2 and "2 files could not be read" in strict.stderr
     assert strict.stderr.count("\n") == 1
 
 

@@ -33,6 +33,11 @@ class Sample:
     def person(self) -> int:
         return self.flags["person"]
 
+    @property
+    def label(self) -> int:
+        """The class: person (1, 0, -1) for Wake Vision, the class index for keyword datasets."""
+        return self.flags["label"] if "label" in self.flags else self.flags["person"]
+
 
 @dataclass(frozen=True)
 class Dataset:

@@ -1,14 +1,16 @@
 """Input tensors for a run: decoded and preprocessed once, on every core, then cached on disk.
 
-The cache is keyed by the label file, the samples, the card's preprocessing and the model's input
-tensor, so a second eval of the same subset decodes no image at all.
+The cache is keyed by the label file, the samples, the preparation (the card's preprocessing and
+the model's input tensor), so a second eval of the same subset decodes no image or clip at all.
 """
 
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -30,29 +32,43 @@ class Inputs:
     from_cache: bool = False
 
 
+@dataclass(frozen=True)
+class Preparation:
+    """How one file becomes one input tensor; `key` names everything the result depends on."""
+
+    key: str
+    spec: TensorSpec
+    tensor_of: Callable[[Path], np.ndarray]
+
+
+def image_preparation(pre: Preprocessing, spec: TensorSpec) -> Preparation:
+    def tensor_of(path: Path) -> np.ndarray:
+        return to_tensor(real_input(load_rgb(path), pre), spec, pre.rounding)
+
+    return Preparation(f"{pre}|{spec}", spec, tensor_of)
+
+
 def _prepare(job) -> list[tuple[np.ndarray | None, str | None]]:
-    paths, pre, spec = job
+    paths, preparation = job
     out = []
     for path in paths:
         try:
-            out.append((to_tensor(real_input(load_rgb(path), pre), spec, pre.rounding), None))
-        except (OSError, ValueError, SyntaxError) as exc:  # missing, truncated or not an image
+            out.append((preparation.tensor_of(path), None))
+        except (OSError, ValueError, SyntaxError) as exc:  # missing, truncated or not an image or clip
             out.append((None, f"{type(exc).__name__}: {exc}"))
     return out
 
 
-def _key(dataset: Dataset, samples: list[Sample], pre: Preprocessing, spec: TensorSpec) -> str:
-    digest = hashlib.sha256(f"{dataset.csv_sha256}|{pre}|{spec}".encode())
+def _key(dataset: Dataset, samples: list[Sample], preparation: Preparation) -> str:
+    digest = hashlib.sha256(f"{dataset.csv_sha256}|{preparation.key}".encode())
     for sample in samples:
         digest.update(sample.id.encode() + b"\n")
     return digest.hexdigest()[:24]
 
 
-def prepare_inputs(
-    dataset: Dataset, samples: list[Sample], pre: Preprocessing, spec: TensorSpec, strict: bool = False
-) -> Inputs:
+def prepare_inputs(dataset: Dataset, samples: list[Sample], preparation: Preparation, strict: bool = False) -> Inputs:
     folder = cache_dir() / "tensors"
-    key = _key(dataset, samples, pre, spec)
+    key = _key(dataset, samples, preparation)
     index, tensors_path = folder / f"{key}.json", folder / f"{key}.npy"
     by_id = {s.id: s for s in samples}
     if index.is_file() and tensors_path.is_file():
@@ -60,7 +76,7 @@ def prepare_inputs(
         tensors = np.load(tensors_path, mmap_mode="r")  # read lazily, as the run streams
         inputs = Inputs([by_id[i] for i in entry["ids"]], tensors, [tuple(u) for u in entry["unreadable"]], True)
     else:
-        inputs = _decode(samples, pre, spec)
+        inputs = _decode(samples, preparation)
         folder.mkdir(parents=True, exist_ok=True)
         partial = folder / f".{key}.{os.getpid()}.partial.npy"
         np.save(partial, inputs.tensors)
@@ -72,17 +88,18 @@ def prepare_inputs(
     if inputs.unreadable and strict:
         sample_id, why = inputs.unreadable[0]
         raise UserError(
-            f"{len(inputs.unreadable)} images could not be read (first: {sample_id}: {why}); "
+            f"{len(inputs.unreadable)} files could not be read (first: {sample_id}: {why}); "
             "fix the dataset, or drop --strict to skip them"
         )
     if not inputs.samples:
-        raise UserError(f"none of the {len(samples)} images could be read (first: {inputs.unreadable[0][1]})")
+        raise UserError(f"none of the {len(samples)} files could be read (first: {inputs.unreadable[0][1]})")
     return inputs
 
 
-def _decode(samples: list[Sample], pre: Preprocessing, spec: TensorSpec) -> Inputs:
+def _decode(samples: list[Sample], preparation: Preparation) -> Inputs:
+    spec = preparation.spec
     workers = os.cpu_count() or 1
-    jobs = [([s.image_path for s in samples[i : i + CHUNK]], pre, spec) for i in range(0, len(samples), CHUNK)]
+    jobs = [([s.image_path for s in samples[i : i + CHUNK]], preparation) for i in range(0, len(samples), CHUNK)]
     workers = min(workers, len(jobs))
     if workers > 1:  # threads: PIL's decoder and numpy release the GIL, and nothing is pickled
         with ThreadPoolExecutor(workers) as pool:

@@ -56,6 +56,7 @@ def score(subset, samples, predictions) -> Scores:
     tpr = tp / (tp + fn) if tp + fn else None
     fpr = fp / (fp + tn) if fp + tn else None
     # The denominator is TPR + FPR + 1, never zero.
-    f1_wv = 2 * tpr / (2 * tpr + fpr + 1 - tpr) if tpr is not None and fpr is not None else None
+    rated = subset.rate_f1 and tpr is not None and fpr is not None
+    f1_wv = 2 * tpr / (2 * tpr + fpr + 1 - tpr) if rated else None
     f1_counts = 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else None
     return Scores(n, correct / n if n else None, wilson_interval(correct, n), f1_wv, f1_counts, tp, fn, fp, tn, fp + tn)

@@ -11,16 +11,29 @@ def dequantize(raw: bytes, spec: TensorSpec) -> np.ndarray:
     return (values - spec.zero_point) * spec.scale if spec.is_quantized else values
 
 
-def predict(raw: bytes, spec: TensorSpec, meaning: OutputMeaning) -> tuple[int, float]:
-    """(1 if the positive class was predicted else 0, the positive class's score)."""
+def class_scores(raw: bytes, spec: TensorSpec, meaning: OutputMeaning) -> np.ndarray:
+    """One probability-like score per class (softmax applied to logits)."""
     values = dequantize(raw, spec)
-    if meaning.kind == "sigmoid":
-        score = float(values[0])
-        return int(score > meaning.threshold), score
     if meaning.kind == "logits":
         exp = np.exp(values - values.max())
         values = exp / exp.sum()
+    return values
+
+
+def predict(raw: bytes, spec: TensorSpec, meaning: OutputMeaning) -> tuple[int, float]:
+    """(1 if the positive class was predicted else 0, the positive class's score)."""
+    if meaning.kind == "sigmoid":
+        score = float(dequantize(raw, spec)[0])
+        return int(score > meaning.threshold), score
+    values = class_scores(raw, spec, meaning)
     return int(int(np.argmax(values)) == meaning.positive_index), float(values[meaning.positive_index])
+
+
+def predict_class(raw: bytes, spec: TensorSpec, meaning: OutputMeaning) -> tuple[int, float]:
+    """(the top class's index, its score): multi-class tasks such as keyword spotting."""
+    values = class_scores(raw, spec, meaning)
+    top = int(np.argmax(values))
+    return top, float(values[top])
 
 
 def diff_steps(a: bytes, b: bytes, spec: TensorSpec, step: float | None) -> float:

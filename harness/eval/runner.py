@@ -15,8 +15,9 @@ from harness.errors import UserError
 from harness.eval.dataset import Dataset, Sample
 from harness.eval.inputs import Inputs, prepare_inputs
 from harness.eval.metrics import score
-from harness.eval.outputs import diff_steps, diff_unit, predict
+from harness.eval.outputs import diff_steps, diff_unit
 from harness.eval.subsets import Subset, select_samples
+from harness.eval.tasks import task_for
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.protocol import DeviceInfo, Timing
@@ -114,10 +115,10 @@ class Readings:
 
 
 def _read_outputs(request: EvalRequest, records: list[SampleRecord], names: list[str]) -> Readings:
-    model, meaning = request.model, request.card.output
+    model, task = request.model, task_for(request.card)
 
     def read(outputs):
-        pairs = [predict(raw, model.output, meaning) for raw in outputs]
+        pairs = [task.predict(raw, model.output) for raw in outputs]
         return np.array([p for p, _ in pairs]), np.array([s for _, s in pairs])
 
     return Readings(
@@ -145,7 +146,7 @@ def _summarise(request: EvalRequest, records: list[SampleRecord], readings: Read
         members = np.array([subset.contains(sample) for sample in samples], dtype=bool)
         subsets[subset.name] = {
             "n": int(members.sum()),
-            "positive_class": "person" if subset.positive_label == 1 else "non-person",
+            "positive_class": task_for(request.card).class_name(subset),
             "device": score(subset, samples, device_pred).as_dict(),
             "host": {n: score(subset, samples, host_pred[n]).as_dict() for n in names},
             "versus": {
@@ -178,13 +179,30 @@ def _summarise(request: EvalRequest, records: list[SampleRecord], readings: Read
         },
         "arena": {"source": source, "configured": info.arena_configured, "used": info.arena_used},
         "references": {"used": names, "refused": refs.refused},
+        "task": request.card.task,
+        "confusion": _confusion(request, samples, device_pred, host_pred)
+        if request.card.task != "image_classification"
+        else None,
     }
+
+
+def _confusion(request: EvalRequest, samples, device_pred, host_pred) -> dict:
+    """Rows: the true class; columns: the predicted one (multi-class tasks)."""
+    labels = request.card.output.labels
+    truth = np.array([s.label for s in samples])
+
+    def matrix(predictions) -> list[list[int]]:
+        counts = np.zeros((len(labels), len(labels)), dtype=np.int64)
+        np.add.at(counts, (truth, np.asarray(predictions)), 1)
+        return counts.tolist()
+
+    return {"labels": list(labels), "device": matrix(device_pred)} | {n: matrix(p) for n, p in host_pred.items()}
 
 
 def _sample_columns(request: EvalRequest, records: list[SampleRecord], readings: Readings) -> dict[str, list]:
     columns: dict[str, list] = {
         "sample_id": [r.sample.id for r in records],
-        "label": [r.sample.person for r in records],
+        "label": [r.sample.label for r in records],
     }
     for subset in request.subsets:
         columns[f"in_{subset.name}"] = [subset.contains(r.sample) for r in records]
@@ -217,7 +235,8 @@ def run_eval(request: EvalRequest) -> dict:
         names = ", ".join(s.name for s in request.subsets)
         raise UserError(f"dataset {request.dataset.name} has no samples in {names}; choose other subsets")
     # Before the board starts: a card that does not fit the model fails here, and images decode once.
-    inputs = prepare_inputs(request.dataset, samples, request.card.preprocessing, request.model.input, request.strict)
+    preparation = task_for(request.card).preparation(request.model.input)
+    inputs = prepare_inputs(request.dataset, samples, preparation, request.strict)
     refs = load_references(request.model, request.reference_names)
     started = datetime.now(UTC)
     records, info, link_stats, firmware, board_serial = _stream(request, inputs, refs.references)

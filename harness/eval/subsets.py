@@ -12,6 +12,7 @@ Rows with person = -1 (far-only images) count as persons in distance_far and are
 """
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from harness.errors import UserError
 from harness.eval.dataset import Sample
@@ -25,6 +26,7 @@ class Subset:
     flag: str | None  # CSV column; None selects every labelled image
     family: str  # "all", "distance", "miap", "lighting" or "depiction"
     split: str | None = None  # only images of this split (the test and validation subsets)
+    rate_f1: ClassVar[bool] = True  # Wake Vision's rate-based F1 (f1_wv) applies
 
     @property
     def positive_label(self) -> int:

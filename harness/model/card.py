@@ -9,6 +9,7 @@ from harness.paths import models_dir
 
 DEFAULT_MODEL = "mlperf_tiny_vww"
 OUTPUT_KINDS = ("softmax", "logits", "sigmoid")
+TASKS = ("image_classification", "keyword_spotting")
 
 
 @dataclass(frozen=True)
@@ -24,11 +25,41 @@ class Preprocessing:
 
 
 @dataclass(frozen=True)
+class AudioPreprocessing:
+    """Keyword spotting: 16-bit mono clips, cut into windows a frontend turns into feature rows."""
+
+    pipeline: str  # the frontend, e.g. "tflm-audio-preprocessor" (a TFLM model run once per window)
+    sample_rate: int
+    clip_ms: int
+    window_ms: int
+    stride_ms: int
+    frontend: dict | None = None  # the frontend model file: name, sha256, url, mirror_path
+
+    @property
+    def window_samples(self) -> int:
+        return self.sample_rate * self.window_ms // 1000
+
+    @property
+    def stride_samples(self) -> int:
+        return self.sample_rate * self.stride_ms // 1000
+
+    @property
+    def clip_samples(self) -> int:
+        return self.sample_rate * self.clip_ms // 1000
+
+    @property
+    def frames(self) -> int:
+        return (self.clip_samples - self.window_samples) // self.stride_samples + 1
+
+
+@dataclass(frozen=True)
 class OutputMeaning:
     kind: str
     positive_index: int
     labels: tuple[str, ...]
     threshold: float = 0.5
+    silence_label: str | None = None  # keyword spotting: the class of clips without speech
+    unknown_label: str | None = None  # keyword spotting: the class of words that are not keywords
 
 
 @dataclass(frozen=True)
@@ -41,10 +72,34 @@ class ModelCard:
     sha256: str | None
     source: dict
     mirror_path: str | None
-    preprocessing: Preprocessing
+    preprocessing: Preprocessing | AudioPreprocessing
     output: OutputMeaning
     card_path: Path
     notes: str = ""
+
+
+def _image_preprocessing(pre: dict) -> Preprocessing:
+    return Preprocessing(
+        pipeline=pre["pipeline"],
+        size=(int(pre["size"][0]), int(pre["size"][1])),
+        color=pre["color"],
+        interpolation=pre.get("interpolation", "bilinear"),
+        crop=pre.get("crop", "none"),
+        scaling=pre["scaling"],
+        dtype=pre["dtype"],
+        rounding=pre.get("rounding", "round"),
+    )
+
+
+def _audio_preprocessing(pre: dict, frontend: dict | None) -> AudioPreprocessing:
+    return AudioPreprocessing(
+        pipeline=pre["pipeline"],
+        sample_rate=int(pre["sample_rate"]),
+        clip_ms=int(pre["clip_ms"]),
+        window_ms=int(pre["window_ms"]),
+        stride_ms=int(pre["stride_ms"]),
+        frontend=frontend,
+    )
 
 
 def _parse(path: Path) -> ModelCard:
@@ -52,6 +107,7 @@ def _parse(path: Path) -> ModelCard:
         data = tomllib.loads(path.read_text())
         pre = data["preprocessing"]
         out = data["output"]
+        audio = data["task"] == "keyword_spotting"
         card = ModelCard(
             name=data["name"],
             title=data.get("title", data["name"]),
@@ -61,27 +117,22 @@ def _parse(path: Path) -> ModelCard:
             sha256=data["file"].get("sha256"),
             source=data["source"],
             mirror_path=data["source"].get("mirror_path"),
-            preprocessing=Preprocessing(
-                pipeline=pre["pipeline"],
-                size=(int(pre["size"][0]), int(pre["size"][1])),
-                color=pre["color"],
-                interpolation=pre.get("interpolation", "bilinear"),
-                crop=pre.get("crop", "none"),
-                scaling=pre["scaling"],
-                dtype=pre["dtype"],
-                rounding=pre.get("rounding", "round"),
-            ),
+            preprocessing=_audio_preprocessing(pre, data.get("frontend")) if audio else _image_preprocessing(pre),
             output=OutputMeaning(
                 kind=out["kind"],
                 positive_index=int(out["positive_index"]),
                 labels=tuple(out["labels"]),
                 threshold=float(out.get("threshold", 0.5)),
+                silence_label=out.get("silence_label"),
+                unknown_label=out.get("unknown_label"),
             ),
             card_path=path,
             notes=data.get("notes", ""),
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
         raise UserError(f"model card {path} is invalid ({exc}); compare it with models/{DEFAULT_MODEL}.toml") from exc
+    if card.task not in TASKS:
+        raise UserError(f"model card {path}: task must be one of {', '.join(TASKS)}")
     if card.output.kind not in OUTPUT_KINDS:
         raise UserError(f"model card {path}: output.kind must be one of {', '.join(OUTPUT_KINDS)}")
     return card

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.errors import UserError
-from harness.eval.inputs import prepare_inputs
+from harness.eval.inputs import image_preparation, prepare_inputs
 from harness.model.card import ModelCard
 from harness.model.deployable import missing_tflm_kernels
 from harness.model.tflite_file import read_tflite
@@ -135,8 +135,8 @@ def convert(source: Path, card: ModelCard, dataset, subsets, samples: int, io: s
     from harness.tensors import TensorSpec
 
     float_spec = TensorSpec(1, (1, height, width, channels), 0.0, 0, 4 * height * width * channels)
-    calibration_inputs = prepare_inputs(dataset, calibration, card.preprocessing, float_spec).tensors
-    held_inputs = prepare_inputs(dataset, held_out, card.preprocessing, float_spec)
+    calibration_inputs = prepare_inputs(dataset, calibration, image_preparation(card.preprocessing, float_spec)).tensors
+    held_inputs = prepare_inputs(dataset, held_out, image_preparation(card.preprocessing, float_spec))
 
     def representative():
         for tensor in calibration_inputs:

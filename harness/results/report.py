@@ -13,7 +13,9 @@ def print_summary(summary: dict) -> None:
     table.add_column("n", justify="right", no_wrap=True)
     table.add_column("device\nacc %", justify="right", no_wrap=True)
     table.add_column("device\nF1 %", justify="right", no_wrap=True)
-    table.add_column("device\nF1wv %", justify="right", no_wrap=True)
+    rate_f1 = summary.get("task", "image_classification") == "image_classification"
+    if rate_f1:
+        table.add_column("device\nF1wv %", justify="right", no_wrap=True)
     if references:
         table.add_column(f"host acc %\n{' / '.join(references)}", justify="right", no_wrap=True)
     if primary:
@@ -26,8 +28,9 @@ def print_summary(summary: dict) -> None:
             str(entry["n"]),
             percent(device["accuracy"]),
             percent(device["f1_counts"]),
-            percent(device["f1_wv"]),
         ]
+        if rate_f1:
+            row.append(percent(device["f1_wv"]))
         if references:
             row.append(" / ".join(percent(entry["host"][name]["accuracy"]) for name in references))
         if primary:
@@ -51,7 +54,9 @@ def print_summary(summary: dict) -> None:
         )
     arena = summary["arena"]
     console.print(f"arena ({arena['source']}): {arena['used']} of {arena['configured']} bytes used")
-    if any(entry["device"]["f1_wv"] is None for entry in summary["subsets"].values()):
+    if summary.get("confusion"):
+        console.print(_confusion_table(summary["confusion"]))
+    if rate_f1 and any(entry["device"]["f1_wv"] is None for entry in summary["subsets"].values()):
         console.print("F1 counts the evaluated samples; F1wv (Wake Vision's) needs the negative pools: --pools")
     if primary:
         exact = summary["bit_exact"][primary]
@@ -61,5 +66,15 @@ def print_summary(summary: dict) -> None:
     unreadable = summary.get("unreadable_images", {})
     if unreadable.get("count"):
         first = ", ".join(sample_id for sample_id, _ in unreadable["first"][:5])
-        console.print(f"{unreadable['count']} unreadable images skipped (first: {first}); --strict stops instead")
+        console.print(f"{unreadable['count']} unreadable files skipped (first: {first}); --strict stops instead")
     console.print(f"results: {summary['run_dir']}")
+
+
+def _confusion_table(confusion: dict) -> Table:
+    table = Table(title="device confusion: rows true, columns predicted", title_justify="left")
+    table.add_column("")
+    for label in confusion["labels"]:
+        table.add_column(label, justify="right")
+    for label, row in zip(confusion["labels"], confusion["device"], strict=True):
+        table.add_row(label, *(str(n) for n in row))
+    return table

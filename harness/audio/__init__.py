@@ -1,0 +1,1 @@
+"""Audio for keyword spotting: clips, the deployed frontends, and the keyword demo set."""

@@ -1,0 +1,92 @@
+"""Keyword-spotting datasets: labels.csv (filename, label) and clips/, as the keyword demo set, or
+any folder in that layout. Words map to the card's classes: a class of the same name, the card's
+silence class for `_silence_`, its unknown class for any other word."""
+
+import csv
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from harness.audio.demo import RECIPE_VERSION, SILENCE, build_keyword_demo
+from harness.errors import UserError
+from harness.eval.dataset import DEMO, Dataset, Sample
+from harness.model.card import ModelCard
+from harness.paths import cache_dir
+
+COLUMNS = ("filename", "label")
+
+
+def _class_of(word: str, card: ModelCard) -> int:
+    out = card.output
+    name = out.silence_label if word == SILENCE else word if word in out.labels else out.unknown_label
+    if name not in out.labels:
+        raise UserError(
+            f"the dataset has the word {word!r}, which model {card.name} has no class for; "
+            "give the card an unknown_label (and silence_label) in [output]"
+        )
+    return out.labels.index(name)
+
+
+def load_keyword_dataset(spec: str, card: ModelCard) -> Dataset:
+    if spec == DEMO:
+        root, name = cache_dir() / "datasets" / RECIPE_VERSION, f"{DEMO} ({RECIPE_VERSION})"
+        if not (root / "labels.csv").is_file():
+            build_keyword_demo(root)
+    else:
+        root, name = Path(spec), Path(spec).name
+    labels = root / "labels.csv"
+    if not labels.is_file():
+        raise UserError(f"{spec} is not a keyword dataset (no labels.csv); pass 'demo' or a folder with labels.csv")
+    with open(labels, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
+        if missing:
+            raise UserError(f"{labels} lacks the columns {', '.join(missing)}; keyword datasets need filename,label")
+        rows = list(reader)
+    samples = tuple(
+        Sample(row["filename"], root / "clips" / row["filename"], {"label": _class_of(row["label"], card)})
+        for row in rows
+    )
+    return Dataset(name, labels, hashlib.sha256(labels.read_bytes()).hexdigest(), samples)
+
+
+@dataclass(frozen=True)
+class KeywordSubset:
+    """`all`, or one class: its clips are the members (accuracy there is the class's recall), the
+    clips of every other class its negatives (for precision and F1)."""
+
+    name: str
+    index: int | None
+    family: str = "keyword"
+    split: str | None = None
+    rate_f1: ClassVar[bool] = False  # f1_wv is Wake Vision's; keyword classes report f1_counts
+
+    @property
+    def positive_label(self) -> int | None:
+        return self.index
+
+    def label(self, sample: Sample) -> int:
+        return sample.flags["label"]
+
+    def contains(self, sample: Sample) -> bool:
+        return self.index is None or sample.flags["label"] == self.index
+
+    def is_positive(self, sample: Sample) -> bool:
+        return self.index is not None and self.contains(sample)
+
+    def is_negative(self, sample: Sample) -> bool:
+        return self.index is not None and not self.contains(sample)
+
+
+def keyword_subsets(spec: str, card: ModelCard) -> list[KeywordSubset]:
+    available = {"all": KeywordSubset("all", None)} | {
+        label: KeywordSubset(label, i) for i, label in enumerate(card.output.labels)
+    }
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    unknown = [name for name in names if name not in available]
+    if unknown or not names:
+        raise UserError(
+            f"unknown subset {', '.join(unknown) or repr(spec)} for {card.name}; valid: {', '.join(available)}"
+        )
+    return [available[name] for name in dict.fromkeys(names)]

@@ -1,0 +1,92 @@
+"""Keyword-spotting frontends: a clip to the model's input tensor, as the deployed firmware does it."""
+
+import dataclasses
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from harness.audio.clips import read_clip
+from harness.errors import UserError
+from harness.eval.inputs import Preparation
+from harness.model.card import AudioPreprocessing, ModelCard
+from harness.tensors import TensorSpec
+
+
+def frontend_file(card: ModelCard) -> Path:
+    """The frontend model named by the card, found like any model (cache, mirror, source)."""
+    from harness.model.fetch import obtain_model
+
+    front = card.preprocessing.frontend
+    if not front:
+        raise UserError(f"model card {card.card_path} has no [frontend] table; its pipeline needs one")
+    frontend_card = dataclasses.replace(
+        card,
+        name=f"{card.name} frontend",
+        file_name=front["name"],
+        sha256=front.get("sha256"),
+        source={"kind": "url", "url": front["url"]} if "url" in front else {"kind": "path", "path": front["path"]},
+        mirror_path=front.get("mirror_path"),
+    )
+    return obtain_model(frontend_card)
+
+
+class TflmAudioPreprocessor:
+    """TFLM's audio preprocessor model (micro_speech's audio_preprocessor_int8.tflite) run on each
+    window in turn, in the TFLM host interpreter; a fresh one per clip, so its noise estimate starts
+    from zero as in the example's feature generator."""
+
+    def __init__(self, model_path: Path, pre: AudioPreprocessing):
+        self.model_data = Path(model_path).read_bytes()
+        self.pre = pre
+
+    @cached_property
+    def feature_count(self) -> int:
+        return int(np.prod(self._interpreter().get_output_details(0)["shape"]))
+
+    def _interpreter(self):
+        from harness.model.tflm import make_interpreter
+
+        return make_interpreter(self.model_data, 1 << 20)
+
+    def features(self, audio: np.ndarray) -> np.ndarray:
+        """frames x features, in the frontend's output type."""
+        interpreter = self._interpreter()
+        window, stride = self.pre.window_samples, self.pre.stride_samples
+        rows = []
+        for frame in range(self.pre.frames):
+            interpreter.set_input(audio[frame * stride : frame * stride + window].reshape(1, window), 0)
+            interpreter.invoke()
+            rows.append(np.array(interpreter.get_output(0)).reshape(-1))
+        return np.stack(rows)
+
+
+FRONTENDS = {"tflm-audio-preprocessor": TflmAudioPreprocessor}
+
+
+def make_frontend(card: ModelCard):
+    pre = card.preprocessing
+    if pre.pipeline not in FRONTENDS:
+        raise UserError(f"audio frontend {pre.pipeline!r} is unknown; use one of {', '.join(FRONTENDS)}")
+    return FRONTENDS[pre.pipeline](frontend_file(card), pre)
+
+
+def features_to_tensor(features: np.ndarray, spec: TensorSpec) -> np.ndarray:
+    """The frontend's features are the model's input as they are: same count and type, or a fix to the card."""
+    if features.size != int(np.prod(spec.shape)) or features.dtype != spec.numpy_dtype:
+        raise UserError(
+            f"the frontend gives {features.dtype}{list(features.shape)} but the model input is {spec.describe()}; "
+            "fix the card's [preprocessing] (window, stride, clip length) or [frontend]"
+        )
+    return features.reshape(spec.shape)
+
+
+def keyword_preparation(card: ModelCard, spec: TensorSpec) -> Preparation:
+    """Clip to input tensor, through the card's frontend."""
+    pre = card.preprocessing
+    frontend = make_frontend(card)
+
+    def tensor_of(path: Path) -> np.ndarray:
+        return features_to_tensor(frontend.features(read_clip(path, pre.sample_rate, pre.clip_samples)), spec)
+
+    return Preparation(f"{pre}|{spec}", spec, tensor_of)

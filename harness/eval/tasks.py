@@ -1,0 +1,69 @@
+"""What differs between a card's tasks in an eval: where samples come from, which subsets exist,
+how a file becomes an input tensor, and how an output is read."""
+
+from dataclasses import dataclass
+
+from harness.eval.dataset import Dataset, load_dataset
+from harness.eval.inputs import Preparation, image_preparation
+from harness.eval.outputs import predict, predict_class
+from harness.eval.subsets import PERSON, parse_subsets
+from harness.model.card import ModelCard
+from harness.tensors import TensorSpec
+
+
+@dataclass(frozen=True)
+class PersonDetection:
+    """Wake Vision: images, the fine-grained subsets, person (1) or not (0)."""
+
+    card: ModelCard
+
+    def load_dataset(self, spec: str, splits: list[str] | None, subsets: list, limit: int | None) -> Dataset:
+        if spec.startswith("hf:"):  # streamed into a one-split folder first
+            from harness.eval.hf_source import stream_to_folder
+
+            return load_dataset(str(stream_to_folder(spec, (splits or ["test"])[0], subsets, limit)))
+        return load_dataset(spec, splits)
+
+    def subsets(self, spec: str) -> list:
+        return parse_subsets(spec)
+
+    def preparation(self, spec: TensorSpec) -> Preparation:
+        return image_preparation(self.card.preprocessing, spec)
+
+    def predict(self, raw: bytes, spec: TensorSpec) -> tuple[int, float]:
+        return predict(raw, spec, self.card.output)
+
+    def class_name(self, subset) -> str:
+        return "person" if subset.positive_label == PERSON else "non-person"
+
+
+@dataclass(frozen=True)
+class KeywordSpotting:
+    """Speech Commands style: 1 s clips, a subset per class, the top class's index."""
+
+    card: ModelCard
+
+    def load_dataset(self, spec: str, splits: list[str] | None, subsets: list, limit: int | None) -> Dataset:
+        from harness.audio.dataset import load_keyword_dataset
+
+        return load_keyword_dataset(spec, self.card)
+
+    def subsets(self, spec: str) -> list:
+        from harness.audio.dataset import keyword_subsets
+
+        return keyword_subsets(spec, self.card)
+
+    def preparation(self, spec: TensorSpec) -> Preparation:
+        from harness.audio.frontend import keyword_preparation
+
+        return keyword_preparation(self.card, spec)
+
+    def predict(self, raw: bytes, spec: TensorSpec) -> tuple[int, float]:
+        return predict_class(raw, spec, self.card.output)
+
+    def class_name(self, subset) -> str:
+        return "every class" if subset.index is None else self.card.output.labels[subset.index]
+
+
+def task_for(card: ModelCard) -> PersonDetection | KeywordSpotting:
+    return KeywordSpotting(card) if card.task == "keyword_spotting" else PersonDetection(card)

@@ -1,0 +1,96 @@
+"""Keyword spotting through eval: the keyword demo set, the deployed frontend, per-class subsets."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from harness.audio.clips import read_clip, write_clip
+from harness.audio.dataset import keyword_subsets, load_keyword_dataset
+from harness.audio.demo import KEYWORDS, OTHER_WORDS, SILENCE_CLIPS
+from harness.errors import UserError
+from harness.model.card import load_card
+from tests.conftest import SHARED, fixture_model
+
+needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="the keyword demo set needs espeak-ng")
+
+
+def _harness(tmp_path, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy()
+    )
+
+
+@needs_espeak
+def test_keyword_demo_set_maps_words_to_the_cards_classes():
+    card = load_card("tflm_micro_speech")
+    dataset = load_keyword_dataset("demo", card)
+    labels = [card.output.labels[s.label] for s in dataset.samples]
+    assert labels.count("silence") == SILENCE_CLIPS
+    assert labels.count("yes") == labels.count("no") > 0
+    assert labels.count("unknown") == len(labels) - SILENCE_CLIPS - 2 * labels.count("yes")
+    assert len({s.id for s in dataset.samples}) == len(dataset.samples) >= len(KEYWORDS) + len(OTHER_WORDS)
+    clip = read_clip(dataset.samples[0].image_path, 16000)
+    assert clip.dtype == np.int16 and len(clip) == 16000 and np.abs(clip).max() > 3000  # spoken, not silent
+
+
+@pytest.mark.parametrize("word", ["yes", "no", "silence"])
+def test_the_deployed_frontend_feeds_micro_speech_its_reference_clips(word):
+    """TFLM's own test clips, through the card's frontend and the TFLM host interpreter."""
+    from harness.audio.frontend import keyword_preparation
+    from harness.model.fetch import obtain_model
+    from harness.model.references import TflmReference
+    from harness.model.tflite_file import read_tflite
+
+    clip = SHARED / "fixtures" / "audio" / f"{word}_1000ms.wav"
+    if not clip.is_file():
+        pytest.skip("needs ../shared/fixtures/audio (the shared fixtures are absent in a fresh clone)")
+    fixture_model("tflm/audio_preprocessor_int8.tflite")
+    card = load_card("tflm_micro_speech")
+    model = read_tflite(obtain_model(card))
+    tensor = keyword_preparation(card, model.input).tensor_of(clip)
+    assert tensor.shape == (1, 1960) and tensor.dtype == np.int8
+    scores = np.frombuffer(TflmReference(model).run(tensor), np.int8)
+    assert card.output.labels[int(np.argmax(scores))] == word
+
+
+@needs_espeak
+def test_micro_speech_on_the_virtual_board_matches_the_host_byte_for_byte(tmp_path):
+    fixture_model("tflm/audio_preprocessor_int8.tflite")
+    done = _harness(
+        tmp_path, "eval", "--model", "tflm_micro_speech", "--subset", "all,yes,no", "--json", "--results", "r"
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["task"] == "keyword_spotting"
+    assert summary["bit_exact"]["tflm"] == summary["samples"] == 90
+    confusion = np.array(summary["confusion"]["device"])
+    assert confusion.sum() == 90 and confusion.trace() / 90 == pytest.approx(
+        summary["subsets"]["all"]["device"]["accuracy"]
+    )
+    yes = summary["subsets"]["yes"]
+    assert yes["positive_class"] == "yes" and yes["n"] == 6 and yes["device"]["f1_wv"] is None
+
+
+def test_keyword_dataset_bad_inputs(tmp_path):
+    card = load_card("tflm_micro_speech")
+    with pytest.raises(UserError, match=r"no labels\.csv"):
+        load_keyword_dataset(str(tmp_path), card)
+    (tmp_path / "labels.csv").write_text("file,word\nx.wav,yes\n")
+    with pytest.raises(UserError, match="lacks the columns filename, label"):
+        load_keyword_dataset(str(tmp_path), card)
+    with pytest.raises(UserError, match="valid: all, silence, unknown, yes, no"):
+        keyword_subsets("all,maybe", card)
+
+
+def test_a_clip_in_the_wrong_format_is_unreadable_not_resampled(tmp_path):
+    write_clip(tmp_path / "slow.wav", np.zeros(8000, np.int16), 8000)
+    with pytest.raises(ValueError, match="needs mono 16-bit at 16000 Hz"):
+        read_clip(tmp_path / "slow.wav", 16000)
+    (tmp_path / "junk.wav").write_bytes(b"RIFF....not a wave")
+    with pytest.raises(ValueError, match="not a readable WAV"):
+        read_clip(tmp_path / "junk.wav", 16000)
