@@ -15,7 +15,7 @@ import time
 from harness.boards import get_board
 from harness.device.launch import connect
 from harness.eval.dataset import load_dataset
-from harness.eval.preprocess import load_rgb, real_input, to_tensor
+from harness.eval.preprocess import image_tensor
 from harness.model.card import load_card
 from harness.model.fetch import obtain_model
 from harness.model.references import TflmReference
@@ -31,7 +31,7 @@ def main() -> None:
     card = load_card(args.model)
     model = read_tflite(obtain_model(card))
     samples = load_dataset("demo").samples[: args.samples]
-    tensors = [to_tensor(real_input(load_rgb(s.image_path), card.preprocessing), model.input) for s in samples]
+    tensors = [image_tensor(s.image_path, card.preprocessing, model.input) for s in samples]
     host = TflmReference(model)
     direct, board_round_trip, on_device_invoke = [], [], []
     with connect(get_board("sim"), model) as client:

@@ -106,3 +106,20 @@ def test_a_truncated_jpeg_is_an_error_not_a_picture(tmp_path):
     path.write_bytes(path.read_bytes()[:300])
     with pytest.raises((OSError, ValueError)):
         load_rgb(path)
+
+
+def test_wake_vision_pipeline_equals_tensorflows_decode_and_resize_on_the_demo_set():
+    """The reference decodes with tf.io.decode_jpeg (libjpeg-turbo's fast integer DCT by default),
+    resizes with tf.image.resize and casts: the same uint8 tensors, every pixel of every image."""
+    tf = pytest.importorskip("tensorflow", reason="tensorflow is not a test dependency; this check runs where it is")
+    from harness.eval.dataset import load_dataset
+    from harness.eval.preprocess import image_tensor
+    from harness.model.card import Preprocessing
+    from harness.tensors import TensorSpec
+
+    pre = Preprocessing("wv-challenge", (96, 96), "rgb", "bilinear", "none", "raw", "uint8", "truncate")
+    spec = TensorSpec(3, (1, 96, 96, 3), 1.0, 0, 96 * 96 * 3)
+    for sample in load_dataset("demo").samples:
+        image = tf.io.decode_jpeg(sample.image_path.read_bytes(), channels=3)
+        expected = tf.cast(tf.image.resize(image, (96, 96), method="bilinear"), tf.uint8).numpy()
+        np.testing.assert_array_equal(image_tensor(sample.image_path, pre, spec)[0], expected, err_msg=sample.id)

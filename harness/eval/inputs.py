@@ -16,7 +16,7 @@ import numpy as np
 
 from harness.errors import UserError
 from harness.eval.dataset import Dataset, Sample
-from harness.eval.preprocess import load_rgb, real_input, to_tensor
+from harness.eval.preprocess import image_tensor
 from harness.model.card import Preprocessing
 from harness.paths import cache_dir
 from harness.tensors import TensorSpec
@@ -43,7 +43,7 @@ class Preparation:
 
 def image_preparation(pre: Preprocessing, spec: TensorSpec) -> Preparation:
     def tensor_of(path: Path) -> np.ndarray:
-        return to_tensor(real_input(load_rgb(path), pre), spec, pre.rounding)
+        return image_tensor(path, pre, spec)
 
     return Preparation(f"{pre}|{spec}", spec, tensor_of)
 

@@ -8,7 +8,7 @@ from harness.boards import Board
 from harness.device.figures import Figure, latency_figure
 from harness.errors import UserError
 from harness.eval.dataset import Dataset
-from harness.eval.preprocess import load_rgb, real_input, to_tensor
+from harness.eval.preprocess import image_tensor
 from harness.link.client import DeviceClient, DeviceError
 from harness.link.protocol import ErrorCode
 from harness.model.card import ModelCard
@@ -22,8 +22,7 @@ def sample_input(card: ModelCard, model: TfliteModel, dataset: Dataset) -> bytes
     """The first dataset image through the card's preprocessing: a real input, not zeros."""
     if not dataset.samples:
         raise UserError(f"dataset {dataset.name} is empty; pass another --dataset")
-    rgb = load_rgb(dataset.samples[0].image_path)
-    return to_tensor(real_input(rgb, card.preprocessing), model.input, card.preprocessing.rounding).tobytes()
+    return image_tensor(dataset.samples[0].image_path, card.preprocessing, model.input).tobytes()
 
 
 @dataclass

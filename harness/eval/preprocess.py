@@ -111,11 +111,28 @@ JPEG_MAGIC = b"\xff\xd8\xff"
 # Colour spaces where libjpeg-turbo's own RGB output is what PIL's decode + convert("RGB") gives;
 # CMYK and the rest go through PIL, whose CMYK conversion differs from libjpeg's.
 _DIRECT_JPEG_COLOURS = {"YCbCr", "Gray"}
+# How each reference decodes JPEGs. Both use libjpeg-turbo with fancy upsampling, but
+# tf.io.decode_jpeg defaults to the fast integer DCT (JDCT_IFAST) and PIL to the accurate one
+# (JDCT_ISLOW); pixels differ, so a pipeline decodes as its reference does.
+DECODERS = ("tf", "pil")
+PIPELINE_DECODERS = {
+    "resize_whole": "pil",
+    "wv-challenge": "tf",  # the Wake Vision code decodes with TensorFlow
+    "mlperf-vww": "pil",  # MLPerf Tiny's VWW tooling loads images with PIL
+    "wv-paper": "tf",
+}
 
 
-def load_rgb(path) -> np.ndarray:
-    """HxWx3 uint8. JPEGs are decoded by simplejpeg (the same libjpeg-turbo as PIL's, same pixels)
-    in one C call that holds no GIL, which is what lets the decoding threads run side by side."""
+def decoder_for(pre: Preprocessing) -> str:
+    decoder = pre.decoder or PIPELINE_DECODERS.get(pre.pipeline, "pil")
+    if decoder not in DECODERS:
+        raise UserError(f"preprocessing decoder {decoder!r} is unknown; use one of {', '.join(DECODERS)}")
+    return decoder
+
+
+def load_rgb(path, decoder: str = "pil") -> np.ndarray:
+    """HxWx3 uint8, decoded as `decoder` does. JPEGs go through simplejpeg (libjpeg-turbo, the DCT
+    chosen to match) in one C call that holds no GIL, which lets the decoding threads run side by side."""
     data = Path(path).read_bytes()
     if data.startswith(JPEG_MAGIC):
         try:
@@ -123,7 +140,7 @@ def load_rgb(path) -> np.ndarray:
         except ValueError:
             colour = None  # let PIL name what is wrong with it
         if colour in _DIRECT_JPEG_COLOURS:
-            return simplejpeg.decode_jpeg(data, colorspace="RGB")
+            return simplejpeg.decode_jpeg(data, colorspace="RGB", fastdct=decoder == "tf")
     with Image.open(io.BytesIO(data), formats=IMAGE_FORMATS) as image:
         return np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
 
@@ -138,6 +155,11 @@ def real_input(rgb: np.ndarray, pre: Preprocessing) -> np.ndarray:
     if pre.color == "grayscale":
         resized = luma(resized)[..., None]
     return _SCALINGS[pre.scaling](resized).astype(np.float32, copy=False)
+
+
+def image_tensor(path, pre: Preprocessing, spec: TensorSpec) -> np.ndarray:
+    """An image file to the model's input tensor, exactly as the card's reference pipeline would."""
+    return to_tensor(real_input(load_rgb(path, decoder_for(pre)), pre), spec, pre.rounding)
 
 
 def to_tensor(real: np.ndarray, spec: TensorSpec, rounding: str = "round") -> np.ndarray:

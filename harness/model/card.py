@@ -22,6 +22,7 @@ class Preprocessing:
     scaling: str  # "raw" keeps 0..255; "unit" gives 0..1; "symmetric" gives -1..1
     dtype: str
     rounding: str = "round"  # "truncate" reproduces a plain float-to-uint8 cast
+    decoder: str | None = None  # JPEG decoding as "tf" or "pil" does it; None: the pipeline's reference
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ def _image_preprocessing(pre: dict) -> Preprocessing:
         scaling=pre["scaling"],
         dtype=pre["dtype"],
         rounding=pre.get("rounding", "round"),
+        decoder=pre.get("decoder"),
     )
 
 
