@@ -26,7 +26,7 @@ class BuildPyWithData(build_py):
 
 device_core = Extension(
     "harness._devicecore",
-    sources=[*sorted(glob("firmware/core/*.c")), "firmware/sim/sim_board.c"],
+    sources=[*sorted(glob("firmware/core/*.c")), *sorted(glob("firmware/sim/*.c"))],
     include_dirs=["firmware/core"],
     extra_compile_args=["-std=c99", "-O2", "-Wall", "-Wextra"],
 )

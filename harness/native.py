@@ -55,6 +55,13 @@ class Decoder(ctypes.Structure):
 
 
 SIM_INVOKE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+SIM_SETUP = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+STREAM_CONFIG_BYTES = 48  # HP_STREAM_CONFIG_BYTES
+
+
+class Detection(ctypes.Structure):
+    _fields_ = (("label", ctypes.c_uint8), ("score", ctypes.c_uint8), ("time_ms", ctypes.c_uint32))
+
 
 _SIGNATURES = {
     "hp_crc32_update": (ctypes.c_uint32, [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]),
@@ -74,23 +81,33 @@ _SIGNATURES = {
         ctypes.c_uint32,
         [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint8, ctypes.c_uint16, ctypes.c_char_p, ctypes.c_uint16],
     ),
+    "sim_runner_create": (
+        ctypes.c_void_p,
+        [ctypes.POINTER(ModelInfo), ctypes.c_int32, SIM_INVOKE, SIM_SETUP, ctypes.c_void_p],
+    ),
+    "sim_runner_input": (ctypes.c_void_p, [ctypes.c_void_p]),
+    "sim_runner_output": (ctypes.c_void_p, [ctypes.c_void_p]),
+    "sim_runner_destroy": (None, [ctypes.c_void_p]),
     "sim_board_create": (
         ctypes.c_void_p,
         [
             ctypes.c_int,
             ctypes.c_char_p,
             ctypes.c_char_p,
-            ctypes.POINTER(ModelInfo),
-            ctypes.c_int32,
-            ctypes.c_uint32,
-            ctypes.c_uint32,
-            ctypes.c_uint32,
-            SIM_INVOKE,
             ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_uint32,
+            ctypes.c_uint32,
+            ctypes.c_uint32,
         ],
     ),
-    "sim_board_input": (ctypes.c_void_p, [ctypes.c_void_p]),
-    "sim_board_output": (ctypes.c_void_p, [ctypes.c_void_p]),
+    "sim_stream_create": (ctypes.c_void_p, []),
+    "sim_stream_destroy": (None, [ctypes.c_void_p]),
+    "sim_stream_start": (ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p]),
+    "hp_stream_push": (
+        ctypes.c_int32,
+        [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.POINTER(Detection), ctypes.c_uint32],
+    ),
     "sim_board_poll": (ctypes.c_int32, [ctypes.c_void_p, ctypes.c_uint32]),
     "sim_board_destroy": (None, [ctypes.c_void_p]),
 }

@@ -25,7 +25,7 @@ def test_core_tests_pass_under_address_and_undefined_behaviour_sanitizers(tmp_pa
     library = tmp_path / "devicecore-sanitized.so"
     sources = [
         *sorted(str(p) for p in (REPO / "firmware" / "core").glob("*.c")),
-        str(REPO / "firmware/sim/sim_board.c"),
+        *sorted(str(p) for p in (REPO / "firmware" / "sim").glob("*.c")),
     ]
     subprocess.run(
         [

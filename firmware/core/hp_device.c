@@ -4,6 +4,7 @@
 
 #include "hp_bytes.h"
 #include "hp_crc32.h"
+#include "hp_stream.h"
 
 /* A partial frame idle for 1/4 s is dropped, so a lost byte cannot wedge the decoder. */
 #define HP_IDLE_RESET_DIVIDER 4u
@@ -260,6 +261,73 @@ static void handle_profile(hp_device *dev, const hp_frame *req) {
   send_response(dev, HP_MSG_PROFILE | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
 }
 
+static void handle_stream_start(hp_device *dev, const hp_frame *req) {
+  const hp_runner *frontend = dev->cfg.frontend;
+  dev->streaming = 0;
+  if (!frontend || !dev->cfg.stream) {
+    send_error(dev, req->seq, HP_ERR_UNSUPPORTED, "this firmware has no audio frontend");
+    return;
+  }
+  if (req->length != HP_STREAM_CONFIG_BYTES) {
+    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "STREAM_START needs the 48-byte configuration");
+    return;
+  }
+  hp_model_info frontend_info;
+  memset(&frontend_info, 0, sizeof frontend_info);
+  if (frontend->setup(frontend->ctx, &frontend_info) != 0) {
+    send_error(dev, req->seq, HP_ERR_MODEL_NOT_READY, "the audio frontend failed to load");
+    return;
+  }
+  hp_stream_config cfg;
+  hp_stream_config_read(&cfg, req->payload);
+  const char *problem = hp_stream_start(dev->cfg.stream, &cfg, frontend, &frontend_info.input,
+                                        &frontend_info.output, dev->cfg.runner, &dev->model);
+  if (problem) {
+    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, problem);
+    return;
+  }
+  dev->streaming = 1;
+  uint8_t *p = hp_put_u32(response_payload(dev), frontend_info.arena_used);
+  send_response(dev, HP_MSG_STREAM_START | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - response_payload(dev)));
+}
+
+/* Answer: rows so far u32, model runs so far u32, busy ticks for this request u64, detections
+ * found u16, detections sent u16, then (label u8, score u8, time_ms u32) per detection sent. */
+static void handle_stream_audio(hp_device *dev, const hp_frame *req) {
+  if (!dev->streaming) {
+    send_error(dev, req->seq, HP_ERR_MODEL_NOT_READY, "start a stream first (STREAM_START)");
+    return;
+  }
+  if (req->length == 0 || req->length % 2 != 0) {
+    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "STREAM_AUDIO carries int16 samples");
+    return;
+  }
+  static hp_detection found[64];
+  uint32_t room = (response_room(dev) - 20u) / 6u;
+  uint32_t cap = room < 64u ? room : 64u;
+  uint64_t t0 = now(dev);
+  int32_t count = hp_stream_push(dev->cfg.stream, req->payload, req->length / 2u, found, cap);
+  uint64_t busy = now(dev) - t0;
+  if (count < 0) {
+    dev->streaming = 0;
+    send_error(dev, req->seq, HP_ERR_INVOKE_FAILED, "the frontend or the model failed; start a new stream");
+    return;
+  }
+  uint32_t sent = (uint32_t)count < cap ? (uint32_t)count : cap;
+  uint8_t *start = response_payload(dev);
+  uint8_t *p = hp_put_u32(start, dev->cfg.stream->rows_total);
+  p = hp_put_u32(p, dev->cfg.stream->model_runs);
+  p = hp_put_u64(p, busy);
+  p = hp_put_u16(p, (uint16_t)count);
+  p = hp_put_u16(p, (uint16_t)sent);
+  for (uint32_t i = 0; i < sent; ++i) {
+    p = hp_put_u8(p, found[i].label);
+    p = hp_put_u8(p, found[i].score);
+    p = hp_put_u32(p, found[i].time_ms);
+  }
+  send_response(dev, HP_MSG_STREAM_AUDIO | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
+}
+
 static int is_retransmission(const hp_device *dev, const hp_frame *req) {
   return dev->last_tx_len != 0 && req->type == dev->last_type && req->seq == dev->last_seq &&
          req->crc == dev->last_crc;
@@ -275,7 +343,8 @@ static void dispatch(hp_device *dev, const hp_frame *req) {
   } else if (dev->runner_status != 0 &&
              (req->type == HP_MSG_LOAD_INPUT || req->type == HP_MSG_INVOKE ||
               req->type == HP_MSG_READ_OUTPUT || req->type == HP_MSG_BENCH ||
-              req->type == HP_MSG_PROFILE)) {
+              req->type == HP_MSG_PROFILE || req->type == HP_MSG_STREAM_START ||
+              req->type == HP_MSG_STREAM_AUDIO)) {
     send_error(dev, req->seq, HP_ERR_MODEL_NOT_READY, "the model failed to load on the device");
   } else if (req->type == HP_MSG_LOAD_INPUT) {
     handle_load_input(dev, req);
@@ -291,6 +360,10 @@ static void dispatch(hp_device *dev, const hp_frame *req) {
     handle_bench(dev, req);
   } else if (req->type == HP_MSG_PROFILE) {
     handle_profile(dev, req);
+  } else if (req->type == HP_MSG_STREAM_START) {
+    handle_stream_start(dev, req);
+  } else if (req->type == HP_MSG_STREAM_AUDIO) {
+    handle_stream_audio(dev, req);
   } else {
     send_error(dev, req->seq, HP_ERR_UNKNOWN_TYPE, "unknown message type");
   }

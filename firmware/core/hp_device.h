@@ -33,6 +33,8 @@ enum hp_message_type {
   HP_MSG_PERF = 0x06,      /* time a fixed integer workload (no model needed) */
   HP_MSG_BENCH = 0x07,     /* time repeated invokes of the loaded input */
   HP_MSG_PROFILE = 0x08,   /* one invoke timed operator by operator */
+  HP_MSG_STREAM_START = 0x09, /* keyword streaming: configure and reset the pipeline (hp_stream.h) */
+  HP_MSG_STREAM_AUDIO = 0x0A, /* keyword streaming: audio samples in, detections out */
   HP_MSG_ERROR = 0x7F,
   HP_RESPONSE_BIT = 0x80 /* a response carries its request's type with this bit set */
 };
@@ -83,6 +85,7 @@ typedef struct {
 } hp_op_timing;
 
 struct hp_hal;
+struct hp_stream;
 
 typedef struct {
   void *ctx;
@@ -119,6 +122,10 @@ typedef struct {
   uint32_t rx_cap;
   uint8_t *tx_buf; /* holds the largest response frame sent */
   uint32_t tx_cap;
+  /* Keyword streaming (optional, NULL without): the audio frontend, set up again at every stream
+   * start so its state begins afresh, and the pipeline's state. */
+  const hp_runner *frontend;
+  struct hp_stream *stream;
 } hp_device_config;
 
 typedef struct {
@@ -134,6 +141,7 @@ typedef struct {
   uint16_t last_seq;
   uint32_t last_crc;
   uint32_t last_tx_len;
+  uint8_t streaming; /* a stream was started and has not failed */
 } hp_device;
 
 /* Calls runner->setup once; a failed setup is reported in HELLO and on every request.

@@ -11,19 +11,15 @@
 #include <unistd.h>
 
 #include "hp_device.h"
-
-typedef int32_t (*sim_invoke_fn)(void *user);
+#include "hp_stream.h"
+#include "sim_runner.h"
 
 typedef struct {
   int fd;
   hp_hal hal;
-  hp_runner runner;
-  hp_model_info info;
-  int32_t runner_status;
-  sim_invoke_fn invoke;
-  void *user;
-  uint8_t *input;
-  uint8_t *output;
+  sim_runner *model;
+  sim_runner *frontend; /* NULL: no keyword streaming */
+  hp_stream stream;
   uint8_t *rx_buf;
   uint8_t *tx_buf;
   hp_device device;
@@ -62,65 +58,38 @@ static uint64_t posix_nanos(void *ctx) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int32_t callback_setup(void *ctx, hp_model_info *info) {
-  sim_board *board = ctx;
-  *info = board->info;
-  return board->runner_status;
-}
-
-static uint8_t *callback_input(void *ctx) { return ((sim_board *)ctx)->input; }
-
-static const uint8_t *callback_output(void *ctx) { return ((sim_board *)ctx)->output; }
-
-static int32_t callback_invoke(void *ctx) {
-  sim_board *board = ctx;
-  return board->invoke(board->user);
-}
-
 void sim_board_destroy(sim_board *board) {
   if (!board) return;
-  free(board->input);
-  free(board->output);
   free(board->rx_buf);
   free(board->tx_buf);
   free(board);
 }
 
-sim_board *sim_board_create(int fd, const char *board_id, const char *build_id,
-                            const hp_model_info *info, int32_t runner_status, uint32_t rx_cap,
-                            uint32_t tx_cap, uint32_t rx_buffer_bytes, sim_invoke_fn invoke,
-                            void *user) {
+/* The runners stay the caller's: it creates them first and destroys them after the board. */
+sim_board *sim_board_create(int fd, const char *board_id, const char *build_id, sim_runner *model,
+                            sim_runner *frontend, uint32_t rx_cap, uint32_t tx_cap, uint32_t rx_buffer_bytes) {
   sim_board *board = calloc(1, sizeof *board);
   if (!board) return NULL;
   board->fd = fd;
-  board->info = *info;
-  board->runner_status = runner_status;
-  board->invoke = invoke;
-  board->user = user;
-  board->input = calloc(1, info->input.bytes ? info->input.bytes : 1);
-  board->output = calloc(1, info->output.bytes ? info->output.bytes : 1);
+  board->model = model;
+  board->frontend = frontend;
   board->rx_buf = malloc(rx_cap);
   board->tx_buf = malloc(tx_cap);
-  if (!board->input || !board->output || !board->rx_buf || !board->tx_buf) {
+  if (!board->rx_buf || !board->tx_buf) {
     sim_board_destroy(board);
     return NULL;
   }
   board->hal = (hp_hal){board, posix_read, posix_write, posix_nanos, 1000000000u, HP_TICKS_WALL_CLOCK,
                         0, rx_buffer_bytes};
-  board->runner = (hp_runner){board, callback_setup, callback_input, callback_invoke, callback_output,
-                              NULL /* the TFLM host interpreter has no per-operator timer */};
-  hp_device_config cfg = {&board->hal, &board->runner, board_id, build_id,
-                          board->rx_buf, rx_cap, board->tx_buf, tx_cap};
+  hp_device_config cfg = {&board->hal, &model->runner, board_id, build_id, board->rx_buf, rx_cap,
+                          board->tx_buf, tx_cap, frontend ? &frontend->runner : NULL,
+                          frontend ? &board->stream : NULL};
   if (hp_device_init(&board->device, &cfg) != 0) {
     sim_board_destroy(board);
     return NULL;
   }
   return board;
 }
-
-uint8_t *sim_board_input(sim_board *board) { return board->input; }
-
-uint8_t *sim_board_output(sim_board *board) { return board->output; }
 
 int32_t sim_board_poll(sim_board *board, uint32_t timeout_ms) {
   return hp_device_poll(&board->device, timeout_ms);

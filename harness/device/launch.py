@@ -43,7 +43,7 @@ def _wait_for_line(proc: subprocess.Popen, timeout: float) -> str:
 
 
 @contextmanager
-def sim_board_process(board: Board, model_path: Path | None) -> Iterator[str]:
+def sim_board_process(board: Board, model_path: Path | None, frontend: Path | None = None) -> Iterator[str]:
     """Run the virtual board for the duration of the block; yields its pseudo-terminal path.
     Without a model it runs as self-test firmware does: HELLO, LINK_TEST and PERF only."""
     fw = board.firmware
@@ -52,6 +52,7 @@ def sim_board_process(board: Board, model_path: Path | None) -> Iterator[str]:
         "-m",
         "harness.device.sim_board",
         *(["--model", str(model_path)] if model_path else []),
+        *(["--frontend", str(frontend)] if frontend else []),
         "--arena",
         str(fw.get("arena_bytes", 8 << 20)),
         "--board-id",
@@ -91,11 +92,15 @@ def connect(
     port: str | None = None,
     tflm: TflmTree | None = None,
     serial_number: str | None = None,
+    frontend: Path | None = None,
 ) -> Iterator[DeviceClient]:
-    """A client that has said HELLO to the board running `model` (None: self-test firmware).
-    The virtual board and QEMU boards are started for the block; a real one is found or named."""
+    """A client that has said HELLO to the board running `model` (None: self-test firmware), and
+    for keyword streaming its audio `frontend` model (the virtual board; firmware builds do not
+    embed one yet). The virtual board and QEMU boards are started for the block; a real one is
+    found or named."""
     if board.kind == "virtual":
-        with sim_board_process(board, model.path if model else None) as pty_path, _client(pty_path, board) as client:
+        sim = sim_board_process(board, model.path if model else None, frontend)
+        with sim as pty_path, _client(pty_path, board) as client:
             yield client
     elif board.kind == "emulated":
         firmware = build_firmware(board, model, tflm)

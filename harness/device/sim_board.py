@@ -16,12 +16,13 @@ import tty
 import numpy as np
 
 from harness.model.tflm import arena_used_bytes, make_interpreter
-from harness.native import SIM_INVOKE, ModelInfo, TensorInfo, device_core
+from harness.native import SIM_INVOKE, SIM_SETUP, ModelInfo, TensorInfo, device_core
 from harness.tensors import DTYPE_CODES
 
 RUNNER_OK = 0
 RUNNER_SETUP_FAILED = 1
 RUNNER_NO_MODEL = 2  # as firmware/app/runner.h's HARNESS_RUNNER_NO_MODEL
+FRONTEND_ARENA_BYTES = 1 << 20
 
 
 def _tensor_info(details: dict) -> TensorInfo:
@@ -40,12 +41,17 @@ def _tensor_info(details: dict) -> TensorInfo:
 
 
 class TflmRunner:
-    """Runs invokes for the C core: reads its input buffer, writes its output buffer."""
+    """Runs invokes for the C core: reads its input buffer, writes its output buffer. With
+    `fresh_on_setup` every setup (a stream start, for a frontend) starts a new interpreter, so
+    state the model keeps between invokes (a noise estimate) begins afresh."""
 
-    def __init__(self, model_data: bytes, arena_bytes: int):
+    def __init__(self, model_data: bytes, arena_bytes: int, fresh_on_setup: bool = False):
         self.model_info = ModelInfo()
         self.model_info.arena_configured = arena_bytes
         self.model_info.model_sha256_prefix[:] = list(hashlib.sha256(model_data).digest()[:8])
+        self._model_data, self._arena_bytes = model_data, arena_bytes
+        if fresh_on_setup:
+            self.setup = self._fresh_interpreter
         try:
             self.interpreter = make_interpreter(model_data, arena_bytes)
         except (RuntimeError, ValueError) as exc:
@@ -61,6 +67,10 @@ class TflmRunner:
         self.status = RUNNER_OK
         self.input_ptr = self.output_ptr = None
 
+    def _fresh_interpreter(self, _user) -> int:
+        self.interpreter = make_interpreter(self._model_data, self._arena_bytes)
+        return RUNNER_OK
+
     def invoke(self, _user) -> int:
         try:
             raw = ctypes.string_at(self.input_ptr, self.model_info.input.bytes)
@@ -75,33 +85,54 @@ class TflmRunner:
             return 1
 
 
-class SimBoard:
-    """The device core on a fresh pseudo-terminal, driving `runner` (needs model_info, status, invoke)."""
+class NativeRunner:
+    """A Python runner behind the C core's runner interface (firmware/sim/sim_runner.c). The runner
+    needs model_info, status and invoke, and may have setup; it gets input_ptr and output_ptr."""
 
-    def __init__(self, runner, *, board_id: str, build_id: str, rx_frame: int, tx_frame: int, rx_buffer: int):
+    def __init__(self, runner):
         self._lib = device_core()
-        self._runner = runner
+        self.runner = runner
+        self._invoke = SIM_INVOKE(runner.invoke)  # the callbacks must outlive the C runner
+        self._setup = SIM_SETUP(runner.setup) if hasattr(runner, "setup") else ctypes.cast(None, SIM_SETUP)
+        self.handle = self._lib.sim_runner_create(
+            ctypes.byref(runner.model_info), runner.status, self._invoke, self._setup, None
+        )
+        if not self.handle:
+            raise MemoryError("could not allocate the runner's tensors")
+        runner.input_ptr = self._lib.sim_runner_input(self.handle)
+        runner.output_ptr = self._lib.sim_runner_output(self.handle)
+
+    def close(self) -> None:
+        if self.handle:
+            self._lib.sim_runner_destroy(self.handle)
+            self.handle = None
+
+
+class SimBoard:
+    """The device core on a fresh pseudo-terminal, driving `runner` (see NativeRunner), and for
+    keyword streaming a `frontend` runner too."""
+
+    def __init__(
+        self, runner, *, board_id: str, build_id: str, rx_frame: int, tx_frame: int, rx_buffer: int, frontend=None
+    ):
+        self._lib = device_core()
         self._master, self._slave = os.openpty()
         tty.setraw(self._slave)  # no echo and no line discipline before the host configures the port
         os.set_blocking(self._master, False)
-        self._invoke = SIM_INVOKE(runner.invoke)  # must outlive the board
+        self._runners = [NativeRunner(runner)] + ([NativeRunner(frontend)] if frontend else [])
         self._ids = (board_id.encode(), build_id.encode())
         self._board = self._lib.sim_board_create(
             self._master,
             *self._ids,
-            ctypes.byref(runner.model_info),
-            runner.status,
+            self._runners[0].handle,
+            self._runners[1].handle if frontend else None,
             rx_frame,
             tx_frame,
             rx_buffer,
-            self._invoke,
-            None,
         )
         if not self._board:
             self.close()
             raise RuntimeError("could not create the device core (frame buffers too small?)")
-        runner.input_ptr = self._lib.sim_board_input(self._board)
-        runner.output_ptr = self._lib.sim_board_output(self._board)
 
     @property
     def pty_path(self) -> str:
@@ -114,6 +145,8 @@ class SimBoard:
         if getattr(self, "_board", None):
             self._lib.sim_board_destroy(self._board)
             self._board = None
+        for runner in getattr(self, "_runners", ()):
+            runner.close()
         for fd in (self._master, self._slave):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -144,8 +177,13 @@ def serve(args: argparse.Namespace) -> None:
             runner = TflmRunner(f.read(), args.arena)
     else:
         runner = NoModelRunner()
+    frontend = None
+    if args.frontend:
+        with open(args.frontend, "rb") as f:
+            frontend = TflmRunner(f.read(), FRONTEND_ARENA_BYTES, fresh_on_setup=True)
     board = SimBoard(
         runner,
+        frontend=frontend,
         board_id=args.board_id,
         build_id=args.build_id,
         rx_frame=args.rx_frame,
@@ -164,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", help="the .tflite to run; without it the board serves self-tests only")
     parser.add_argument("--arena", type=int, required=True)
+    parser.add_argument("--frontend", help="an audio frontend .tflite: the board then streams keywords")
     parser.add_argument("--board-id", default="sim")
     parser.add_argument("--build-id", required=True)
     parser.add_argument("--rx-frame", type=int, default=4108)

@@ -15,6 +15,7 @@ from harness.link.protocol import (
     ErrorCode,
     InvokeResult,
     Msg,
+    StreamChunkResult,
     Timing,
     load_input_payload,
     parse_bench,
@@ -23,6 +24,7 @@ from harness.link.protocol import (
     parse_invoke,
     parse_perf,
     parse_profile,
+    parse_stream_audio,
     read_output_payload,
     timing,
 )
@@ -131,6 +133,18 @@ class DeviceClient:
         self.load_input(data)
         total, ops, operators = parse_profile(self.request(Msg.PROFILE, timeout=self._invoke_wait()))
         return timing(total, info), [(name, timing(ticks, info)) for name, ticks in ops], operators
+
+    def stream_start(self, config: bytes) -> int:
+        """STREAM_START: configure and reset the keyword pipeline; returns the frontend's arena use."""
+        (frontend_arena,) = struct.unpack_from(
+            "<I", self.request(Msg.STREAM_START, config, timeout=self._invoke_wait())
+        )
+        return frontend_arena
+
+    def stream_audio(self, samples: bytes) -> StreamChunkResult:
+        """STREAM_AUDIO: int16 LE samples in; the detections they completed out. The wait scales with
+        the number of model runs the chunk can cause."""
+        return parse_stream_audio(self.request(Msg.STREAM_AUDIO, samples, timeout=self.invoke_timeout))
 
     def _invoke_wait(self) -> float:
         """Until one invoke has been seen, the configured bound; then a multiple of the slowest seen,

@@ -23,6 +23,8 @@ class Msg(IntEnum):
     PERF = 0x06
     BENCH = 0x07
     PROFILE = 0x08
+    STREAM_START = 0x09
+    STREAM_AUDIO = 0x0A
     ERROR = 0x7F
 
 
@@ -192,6 +194,21 @@ def parse_profile(payload: bytes) -> tuple[int, list[tuple[str, int]], int]:
         ticks = r.take("Q")
         ops.append((r.string(), ticks))
     return total, ops, r.take("I")
+
+
+@dataclass(frozen=True)
+class StreamChunkResult:
+    rows_total: int  # feature rows computed since the stream started
+    model_runs: int  # model invokes since the stream started
+    busy_ticks: int  # frontend and model time spent on this chunk, in the device's ticks
+    found: int  # detections in this chunk (more than listed if the frame was full)
+    detections: list[tuple[int, int, int]]  # (class index, score 0..255, decision time in ms)
+
+
+def parse_stream_audio(payload: bytes) -> StreamChunkResult:
+    rows, runs, busy, found, sent = struct.unpack_from("<IIQHH", payload)
+    detections = [struct.unpack_from("<BBI", payload, 20 + 6 * i) for i in range(sent)]
+    return StreamChunkResult(rows, runs, busy, found, detections)
 
 
 def parse_error(payload: bytes) -> tuple[int, str]:

@@ -77,6 +77,7 @@ class ModelCard:
     output: OutputMeaning
     card_path: Path
     notes: str = ""
+    streaming: dict | None = None  # keyword streaming: the recognizer's settings (harness/stream)
 
 
 def _image_preprocessing(pre: dict) -> Preprocessing:
@@ -130,6 +131,7 @@ def _parse(path: Path) -> ModelCard:
             ),
             card_path=path,
             notes=data.get("notes", ""),
+            streaming=data.get("streaming"),
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
         raise UserError(f"model card {path} is invalid ({exc}); compare it with models/{DEFAULT_MODEL}.toml") from exc

@@ -1,0 +1,126 @@
+"""The keyword streaming pipeline's settings, and its host reference.
+
+The pipeline itself is C (firmware/core/hp_stream.c): the device runs it, and the host reference
+runs the very same code through the device core library, with the TFLM host interpreter behind
+the frontend and the model. Detections are timed at the decision: the end of the audio window
+whose model result completed the average that cleared the threshold.
+"""
+
+import struct
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from harness.errors import UserError
+from harness.model.card import ModelCard
+from harness.model.tflite_file import TfliteModel, read_tflite
+from harness.native import Detection as NativeDetection
+from harness.native import device_core
+
+TIMING_REFERENCE = "decision"  # the end of the window whose result decided; see docs/streaming.md
+MAX_DETECTIONS_PER_PUSH = 64
+_INT8 = 9
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    """hp_stream_config, field for field."""
+
+    sample_rate: int
+    window_samples: int
+    stride_samples: int
+    frames: int
+    row_bytes: int
+    model_every: int
+    classes: int
+    average_ms: int
+    min_count: int
+    suppression_ms: int
+    keyword_mask: int
+    threshold: int
+
+    def pack(self) -> bytes:
+        return struct.pack("<12I", *asdict(self).values())
+
+
+@dataclass(frozen=True)
+class Detection:
+    label: str
+    time_ms: int
+    score: int  # the averaged score, 0..255
+
+
+def stream_settings(card: ModelCard, model: TfliteModel, frontend: TfliteModel) -> StreamSettings:
+    """From the card's [preprocessing] and [streaming] tables and the two models' tensors."""
+    if card.task != "keyword_spotting" or not card.streaming:
+        raise UserError(f"model {card.name} has no [streaming] table; streaming needs a keyword card with one")
+    if model.output.dtype != _INT8:
+        raise UserError(f"{model.path.name} outputs {model.output.describe()}; the recognizer averages int8 scores")
+    pre, streaming, labels = card.preprocessing, card.streaming, card.output.labels
+    keywords = streaming.get("keywords") or [
+        label for label in labels if label not in (card.output.silence_label, card.output.unknown_label)
+    ]
+    unknown = [k for k in keywords if k not in labels]
+    if unknown:
+        raise UserError(f"{card.card_path}: [streaming] keywords {', '.join(unknown)} are not among {labels}")
+    try:
+        return StreamSettings(
+            sample_rate=pre.sample_rate,
+            window_samples=pre.window_samples,
+            stride_samples=pre.stride_samples,
+            frames=pre.frames,
+            row_bytes=frontend.output.bytes,
+            model_every=int(streaming.get("model_every", 1)),
+            classes=len(labels),
+            average_ms=int(streaming["average_ms"]),
+            min_count=int(streaming["min_count"]),
+            suppression_ms=int(streaming["suppression_ms"]),
+            keyword_mask=sum(1 << labels.index(k) for k in keywords),
+            threshold=int(streaming["threshold"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        needed = "average_ms, min_count, suppression_ms and threshold"
+        raise UserError(f"{card.card_path}: [streaming] needs {needed} (whole numbers)") from exc
+
+
+def detections(raw: list[tuple[int, int, int]], labels: tuple[str, ...]) -> list[Detection]:
+    return [Detection(labels[label], time_ms, score) for label, score, time_ms in raw]
+
+
+class HostStream:
+    """The device's streaming pipeline run on this machine (the reference a device run is held to)."""
+
+    def __init__(self, model: TfliteModel, frontend_path: Path, settings: StreamSettings):
+        from harness.device.sim_board import FRONTEND_ARENA_BYTES, NativeRunner, TflmRunner
+        from harness.model.references import HOST_ARENA_BYTES
+
+        self._lib = device_core()
+        self._runners = [
+            NativeRunner(TflmRunner(read_tflite(frontend_path).data, FRONTEND_ARENA_BYTES, fresh_on_setup=True)),
+            NativeRunner(TflmRunner(model.data, HOST_ARENA_BYTES)),
+        ]
+        self._stream = self._lib.sim_stream_create()
+        problem = self._lib.sim_stream_start(self._stream, settings.pack(), *(r.handle for r in self._runners))
+        if problem:
+            self.close()
+            raise UserError(f"the host reference cannot stream this model: {problem.decode()}")
+
+    def push(self, samples: bytes) -> list[tuple[int, int, int]]:
+        """(class, score, time_ms) for each detection the samples complete."""
+        found = (NativeDetection * MAX_DETECTIONS_PER_PUSH)()
+        count = self._lib.hp_stream_push(self._stream, samples, len(samples) // 2, found, MAX_DETECTIONS_PER_PUSH)
+        if count < 0:
+            raise RuntimeError("the host reference's frontend or model failed")
+        return [(d.label, d.score, d.time_ms) for d in found[: min(count, MAX_DETECTIONS_PER_PUSH)]]
+
+    def close(self) -> None:
+        if self._stream:
+            self._lib.sim_stream_destroy(self._stream)
+            self._stream = None
+        for runner in self._runners:
+            runner.close()
+
+    def __enter__(self) -> "HostStream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,128 @@
+"""`harness stream`: a WAV through the keyword pipeline on the board and on the host, compared and stored."""
+
+import csv
+import io
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from harness.audio.clips import read_clip
+from harness.audio.frontend import frontend_file
+from harness.boards import Board
+from harness.console import progress
+from harness.device.launch import connect
+from harness.errors import UserError
+from harness.firmware.tflm_tree import TflmTree
+from harness.model.card import ModelCard
+from harness.model.tflite_file import TfliteModel, read_tflite
+from harness.results.provenance import harness_source, host_machine
+from harness.results.store import new_run_id, run_folder
+from harness.stream.pipeline import TIMING_REFERENCE, Detection, HostStream, detections, stream_settings
+
+CHUNK_MS = 100  # audio per STREAM_AUDIO request (less when the device's frames are smaller)
+
+
+@dataclass(frozen=True)
+class StreamRequest:
+    card: ModelCard
+    model: TfliteModel
+    board: Board
+    wav: Path
+    results_root: Path
+    port: str | None = None
+    tflm: TflmTree | None = None
+    serial_number: str | None = None
+
+
+def read_stream_audio(wav: Path, sample_rate: int) -> np.ndarray:
+    try:
+        return read_clip(wav, sample_rate)
+    except FileNotFoundError as exc:
+        raise UserError(f"audio file {wav} does not exist; pass a 16-bit mono WAV") from exc
+    except ValueError as exc:
+        raise UserError(f"{wav}: {exc}; convert it (e.g. sox in.wav -r 16000 -c 1 -b 16 out.wav)") from exc
+
+
+def _chunks(audio: np.ndarray, samples: int) -> list[bytes]:
+    data = audio.astype("<i2")
+    return [data[i : i + samples].tobytes() for i in range(0, len(data), samples)]
+
+
+def detections_csv(found: list[Detection]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(("label", "time_ms", "score", "timing_reference"))
+    writer.writerows((d.label, d.time_ms, d.score, TIMING_REFERENCE) for d in found)
+    return out.getvalue()
+
+
+def run_stream(request: StreamRequest) -> dict:
+    card, model, board = request.card, request.model, request.board
+    pre = card.preprocessing
+    audio = read_stream_audio(request.wav, pre.sample_rate)
+    if len(audio) < pre.clip_samples:
+        raise UserError(f"{request.wav} holds {len(audio)} samples, less than the model's {pre.clip_ms} ms window")
+    front = frontend_file(card)
+    settings = stream_settings(card, model, read_tflite(front))
+    labels = card.output.labels
+    started = datetime.now(UTC)
+    device_raw, busy_ticks = [], 0
+    with connect(board, model, request.port, request.tflm, request.serial_number, frontend=front) as client:
+        frontend_arena = client.stream_start(settings.pack())
+        chunk_samples = min(pre.sample_rate * CHUNK_MS // 1000, client.info.max_request_payload // 2)
+        chunks = _chunks(audio, chunk_samples)
+        with progress(len(chunks), f"stream {board.id}") as advance:
+            for chunk in chunks:
+                result = client.stream_audio(chunk)
+                if result.found > len(result.detections):
+                    raise UserError(f"{board.id} found more detections in one chunk than a frame holds")
+                device_raw += result.detections
+                busy_ticks += result.busy_ticks
+                advance()
+        info, rows, runs, link = client.info, result.rows_total, result.model_runs, vars(client.stats)
+    with HostStream(model, front, settings) as host:
+        host_raw = [d for chunk in chunks for d in host.push(chunk)]
+    finished = datetime.now(UTC)
+    device, host_found = detections(device_raw, labels), detections(host_raw, labels)
+    duration_ms = 1000 * len(audio) / pre.sample_rate
+    busy_seconds = busy_ticks / info.tick_hz if info.tick_hz else None
+    run_id = new_run_id(card.name, board.id)
+    summary = {
+        "kind": "stream",
+        "run_id": run_id,
+        "model": card.name,
+        "board": board.id,
+        "audio": {"file": str(request.wav), "duration_ms": duration_ms, "sample_rate": pre.sample_rate},
+        "timing_reference": TIMING_REFERENCE,
+        "settings": asdict(settings),
+        "feature_rows": rows,
+        "model_runs": runs,
+        "detections": {"device": [asdict(d) for d in device], "host": [asdict(d) for d in host_found]},
+        "device_equals_host": device == host_found,
+        "busy": {
+            "source": board.latency_source,
+            "seconds": busy_seconds,
+            "real_time_factor": busy_seconds / (duration_ms / 1000) if busy_seconds and duration_ms else None,
+        },
+        "frontend_arena_used": {"source": board.latency_source, "bytes": frontend_arena},
+        "link": link,
+    }
+    manifest = {
+        "run_id": run_id,
+        "kind": "stream",
+        "harness": harness_source(),
+        "started": started.isoformat(),
+        "finished": finished.isoformat(),
+        "model": {"card": card.name, "file": str(model.path), "sha256": model.sha256, "frontend": str(front)},
+        "board": {"id": board.id, "kind": board.kind, "firmware_build_id": info.build_id},
+        "host": host_machine(),
+    }
+    with run_folder(request.results_root, run_id) as folder:
+        (folder.path / "detections_device.csv").write_text(detections_csv(device))
+        (folder.path / "detections_host.csv").write_text(detections_csv(host_found))
+        folder.write_json("manifest.json", manifest)
+        folder.write_json("summary.json", summary)
+    summary["run_dir"] = str(request.results_root / run_id)
+    return summary
