@@ -40,11 +40,50 @@ class ChecksumRunner:
         return 0
 
 
+class ScriptedFrontend:
+    """An audio frontend whose feature row is one byte: the window's last sample."""
+
+    def __init__(self, window_samples: int):
+        self.model_info = ModelInfo()
+        self.model_info.input.bytes, self.model_info.output.bytes = 2 * window_samples, 1
+        self.status, self.setups = 0, 0
+        self.input_ptr = self.output_ptr = None
+
+    def setup(self, _user) -> int:
+        self.setups += 1
+        return 0
+
+    def invoke(self, _user) -> int:
+        window = ctypes.string_at(self.input_ptr, self.model_info.input.bytes)
+        ctypes.memmove(self.output_ptr, window[-2:-1], 1)
+        return 0
+
+
+class ScriptedClassifier(ChecksumRunner):
+    """Scores 127 for the class named by the newest feature row, -128 for the others."""
+
+    def __init__(self, frames: int, classes: int):
+        super().__init__(frames, classes)
+
+    def invoke(self, _user) -> int:
+        self.invokes += 1
+        newest = ctypes.string_at(self.input_ptr, self.model_info.input.bytes)[-1]
+        scores = bytes(0x7F if c == newest else 0x80 for c in range(self.model_info.output.bytes))
+        ctypes.memmove(self.output_ptr, scores, len(scores))
+        return 0
+
+
 @contextmanager
-def core_on_pty(runner, rx_frame=524, tx_frame=524, timeout=0.5):
+def core_on_pty(runner, rx_frame=524, tx_frame=524, timeout=0.5, frontend=None):
     """The C device core serving `runner` on a pseudo-terminal; yields (pyserial port, client)."""
     with SimBoard(
-        runner, board_id="test-board", build_id="test-build", rx_frame=rx_frame, tx_frame=tx_frame, rx_buffer=4096
+        runner,
+        board_id="test-board",
+        build_id="test-build",
+        rx_frame=rx_frame,
+        tx_frame=tx_frame,
+        rx_buffer=4096,
+        frontend=frontend,
     ) as board:
         stop = threading.Event()
 

@@ -1,0 +1,155 @@
+"""The keyword streaming pipeline in the device core (firmware/core/hp_stream.c), over a real
+pseudo-terminal, with scripted runners whose every score is known, and the protocol's refusals."""
+
+import struct
+
+import numpy as np
+import pytest
+
+from harness.link.client import DeviceError
+from harness.link.framing import encode_frame
+from harness.link.protocol import ErrorCode, Msg, parse_stream_audio
+from harness.stream.pipeline import StreamSettings
+from tests.fake_runner import ChecksumRunner, ScriptedClassifier, ScriptedFrontend, core_on_pty
+from tests.test_device_core import _raw_exchange
+
+# 1 sample = 1 ms. A row every 2 samples from a 4-sample window (its last sample); the model sees 3
+# rows and names the class of the newest; results are averaged over 5 ms (the newest 3).
+SETTINGS = StreamSettings(
+    sample_rate=1000,
+    window_samples=4,
+    stride_samples=2,
+    frames=3,
+    row_bytes=1,
+    model_every=1,
+    classes=3,
+    average_ms=5,
+    min_count=2,
+    suppression_ms=20,
+    keyword_mask=0b110,  # class 0 is silence
+    threshold=200,
+)
+
+
+def _audio(*runs: tuple[int, int]) -> bytes:
+    return np.concatenate([np.full(n, value, "<i2") for value, n in runs]).tobytes()
+
+
+def _stream(audio: bytes, settings=SETTINGS, chunk: int = 7):
+    frontend = ScriptedFrontend(settings.window_samples)
+    model = ScriptedClassifier(settings.frames * settings.row_bytes, settings.classes)
+    with core_on_pty(model, frontend=frontend) as (_, client):
+        client.hello()
+        client.stream_start(settings.pack())
+        results = [client.stream_audio(audio[i : i + 2 * chunk]) for i in range(0, len(audio), 2 * chunk)]
+    return results, frontend, model
+
+
+def test_detections_by_hand():
+    # Rows k (k = 0, 1, ...) hold sample 2k+3 and end at 2k+4 ms; the model runs from row 2 on.
+    # Samples 10-19 are class 1: rows 4-8 say 1 (t = 12..20). At t = 16 the three results within
+    # 5 ms (t = 12, 14, 16) all say 1: average 255 >= 200, a detection. At 18 and 20 the 20 ms
+    # suppression holds. Samples 40-49 are class 2: rows 19-23 (t = 42..50); at 46 the average of
+    # 42, 44, 46 is 255 and 30 ms have passed: a detection. Class 0 wins often but is no keyword.
+    results, frontend, model = _stream(_audio((0, 10), (1, 10), (0, 20), (2, 10), (0, 10)))
+    found = [d for r in results for d in r.detections]
+    assert found == [(1, 255, 16), (2, 255, 46)]
+    last = results[-1]
+    assert last.rows_total == (60 - 4) // 2 + 1 == 29
+    assert last.model_runs == model.invokes == 29 - 2
+    assert frontend.setups == 1
+
+
+def test_suppression_and_threshold_by_hand():
+    # With 40 ms suppression the class-2 event at 46 ms falls inside it (46 - 16 < 40).
+    suppressed = SETTINGS.__class__(**{**vars(SETTINGS), "suppression_ms": 40})
+    results, _, _ = _stream(_audio((0, 10), (1, 10), (0, 20), (2, 10), (0, 10)), suppressed)
+    assert [d for r in results for d in r.detections] == [(1, 255, 16)]
+    # Two rows of class 1 among three results average 170: under a 200 threshold, over a 160 one.
+    short = _audio((0, 10), (1, 4), (0, 20))
+    results, _, _ = _stream(short)
+    assert not [d for r in results for d in r.detections]
+    lower = SETTINGS.__class__(**{**vars(SETTINGS), "threshold": 160})
+    results, _, _ = _stream(short, lower)
+    assert [d[0] for r in results for d in r.detections] == [1]
+
+
+def test_chunking_does_not_change_the_detections():
+    audio = _audio((0, 10), (1, 10), (0, 20), (2, 10), (0, 10))
+    one, _, _ = _stream(audio, chunk=1)
+    many, _, _ = _stream(audio, chunk=60)
+    assert [d for r in one for d in r.detections] == [d for r in many for d in r.detections]
+
+
+def test_a_retransmitted_chunk_is_answered_from_cache_not_fed_twice():
+    frontend = ScriptedFrontend(SETTINGS.window_samples)
+    model = ScriptedClassifier(SETTINGS.frames, SETTINGS.classes)
+    with core_on_pty(model, frontend=frontend) as (port, client):
+        client.hello()
+        client.stream_start(SETTINGS.pack())
+        frame = encode_frame(Msg.STREAM_AUDIO, 40, _audio((1, 20)))
+        first = parse_stream_audio(_raw_exchange(port, frame)[0].payload)
+        again = parse_stream_audio(_raw_exchange(port, frame)[0].payload)
+    assert first == again and first.rows_total == 9 and model.invokes == 7
+
+
+def test_stream_requests_the_device_refuses():
+    with core_on_pty(ChecksumRunner(3, 3)) as (_, client):
+        client.hello()
+        with pytest.raises(DeviceError) as refused:
+            client.stream_start(SETTINGS.pack())
+        assert refused.value.code == ErrorCode.UNSUPPORTED and "no audio frontend" in str(refused.value)
+    frontend = ScriptedFrontend(SETTINGS.window_samples)
+    with core_on_pty(ScriptedClassifier(3, 3), frontend=frontend) as (_, client):
+        client.hello()
+        with pytest.raises(DeviceError) as refused:
+            client.stream_audio(_audio((0, 8)))
+        assert refused.value.code == ErrorCode.MODEL_NOT_READY
+        with pytest.raises(DeviceError) as refused:
+            client.stream_start(SETTINGS.__class__(**{**vars(SETTINGS), "frames": 5}).pack())
+        assert "model's tensors do not match" in str(refused.value)
+        with pytest.raises(DeviceError) as refused:
+            client.stream_start(struct.pack("<I", 1))
+        assert refused.value.code == ErrorCode.BAD_PAYLOAD
+        client.stream_start(SETTINGS.pack())
+        with pytest.raises(DeviceError) as refused:
+            client.stream_audio(b"\x01\x02\x03")
+        assert refused.value.code == ErrorCode.BAD_PAYLOAD
+
+
+def test_a_minute_of_speech_on_the_virtual_board_equals_the_host_reference(tmp_path):
+    """micro_speech with its own audio frontend streaming on the virtual board; 24 spoken yes/no
+    (the keyword demo set) between silence clips; the device's detections equal the host's."""
+    import shutil
+
+    from harness.audio.clips import read_clip, write_clip
+    from harness.audio.dataset import load_keyword_dataset
+    from harness.boards import get_board
+    from harness.model.card import load_card
+    from harness.model.fetch import obtain_model
+    from harness.model.tflite_file import read_tflite
+    from harness.stream.run import StreamRequest, run_stream
+    from tests.conftest import fixture_model
+
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("the keyword demo set needs espeak-ng")
+    fixture_model("tflm/audio_preprocessor_int8.tflite")
+    card = load_card("tflm_micro_speech")
+    dataset = load_keyword_dataset("demo", card)
+    by_label = {}
+    for sample in dataset.samples:
+        by_label.setdefault(card.output.labels[sample.label], []).append(sample.image_path)
+    pieces = []
+    for i in range(24):
+        word = ("yes", "no")[i % 2]
+        pieces += [read_clip(by_label[word][i // 2 % len(by_label[word])], 16000)]
+        pieces += [read_clip(by_label["silence"][i % len(by_label["silence"])], 16000)] * 2
+    wav = tmp_path / "stream.wav"
+    write_clip(wav, np.concatenate(pieces), 16000)
+    model = read_tflite(obtain_model(card))
+    summary = run_stream(StreamRequest(card, model, get_board("sim"), wav, tmp_path / "results"))
+    assert summary["audio"]["duration_ms"] == 72000
+    assert summary["device_equals_host"]
+    assert len(summary["detections"]["device"]) >= 5
+    assert {d["label"] for d in summary["detections"]["device"]} <= {"yes", "no"}
+    assert summary["feature_rows"] == (72000 * 16 - 480) // 320 + 1
