@@ -94,3 +94,26 @@ def test_a_reference_that_refuses_the_model_is_recorded_and_the_rest_run(tmp_pat
     assert summary["references"]["used"] == ["tflm"]
     assert "quantized_dimension" in summary["references"]["refused"]["litert_ref"]
     assert summary["bit_exact"]["tflm"] == 8
+
+
+def _cards_with_tflite_models():
+    from harness.model.card import all_cards
+
+    return [name for name, card in all_cards().items() if card.file_name.endswith(".tflite")]
+
+
+@pytest.mark.parametrize("model", _cards_with_tflite_models())
+def test_every_card_runs_on_the_virtual_board_with_its_demo_set(tmp_path, model):
+    """Data, not code: each card's model on the demo set of its task (the float Keras cards run
+    through their int8 conversion in test_convert.py)."""
+    from harness.model.card import load_card
+    from tests.conftest import fixture_model
+
+    card = load_card(model)
+    fixture_model(card.mirror_path)
+    if card.preprocessing.__class__.__name__ == "AudioPreprocessing":
+        fixture_model(card.preprocessing.frontend["mirror_path"])
+    done = _harness("eval", "--model", model, "--limit", "6", "--json", "--results", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["samples"] == 6 and summary["bit_exact"]["tflm"] == 6
