@@ -47,7 +47,7 @@ class Meter(ABC):
     def energy_j(self, start: float | None = None, end: float | None = None) -> float:
         return self.samples().energy_j(start, end)
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - most meters hold nothing to release
         """Release the instrument."""
 
     def __enter__(self):
@@ -78,7 +78,7 @@ class PollingMeter(Meter):
     def _poll(self) -> np.ndarray | None:
         """New readings since the last call as an (n, 5) array, or None; may block briefly."""
 
-    def _end(self) -> None:  # noqa: B027 - optional hook
+    def _end(self) -> None:
         pass
 
     def start(self) -> None:

@@ -5,6 +5,7 @@ time), starts integration with the recording and polls `:NUMeric:NORMal:VALue?`.
 placed at host start + TIME, so poll jitter moves no sample, and energy comes from the meter's WH.
 """
 
+import contextlib
 import time
 
 import numpy as np
@@ -91,10 +92,8 @@ class Wt310Meter(PollingMeter):
             raise LinkError(f"unreadable WT310 values {','.join(fields)[:80]!r}") from exc
         if max(abs(volts), abs(amps), abs(watts), abs(seconds)) >= NO_DATA or seconds <= self._last_time:
             return None  # no update since the last poll (or none yet)
-        if self._last_time < 0 and seconds > 0:
-            origin = [(self._started_at, volts, amps, watts, 0.0)]  # integration start: nothing accumulated
-        else:
-            origin = []
+        first = self._last_time < 0 and seconds > 0
+        origin = [(self._started_at, volts, amps, watts, 0.0)] if first else []  # integration start: nothing yet
         self._last_time = seconds
         return np.array([*origin, (self._started_at + seconds, volts, amps, watts, wh * JOULES_PER_WH)])
 
@@ -102,9 +101,7 @@ class Wt310Meter(PollingMeter):
         self._write(":INTEGrate:STOP")
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(LinkError):
             self._write(":COMMunicate:REMote OFF")
-        except LinkError:
-            pass
         self._instrument.close()
         self._manager.close()

@@ -10,6 +10,7 @@ then  --meter wt310:TCPIP0::127.0.0.1::5025::SOCKET
 """
 
 import argparse
+import contextlib
 import math
 import re
 import socketserver
@@ -58,9 +59,7 @@ def _command_pattern(template: str) -> re.Pattern:
     query = template.endswith("?")
     parts = template.strip(":?").split(":")
     # NORMal may be left out: it is the default group.
-    body = "".join(
-        f"(?::{_mnemonic_pattern(p)})?" if p == "NORMal" else f":{_mnemonic_pattern(p)}" for p in parts
-    )
+    body = "".join(f"(?::{_mnemonic_pattern(p)})?" if p == "NORMal" else f":{_mnemonic_pattern(p)}" for p in parts)
     if template.endswith("ITEM"):
         body += r"(\d+)"
     return re.compile(":?" + body[1:] + (r"\?" if query else ""), re.IGNORECASE)
@@ -168,7 +167,7 @@ class Wt310State:
             self.errors.append('224,"Illegal parameter value"')
 
     def _integrate_start(self, argument, now):
-        state, start, stop = self.integration
+        state, _start, _stop = self.integration
         if state == "RESET":
             self.integration = ("START", now - self.epoch, None)
         else:
@@ -237,10 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     profile = PowerProfile.load(args.profile) if args.profile else PowerProfile(args.idle_w, args.volts)
     with Wt310Simulator(profile, args.host, args.port) as server:
         print(f"WT310 simulator on {server.resource}", flush=True)
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()
-        except KeyboardInterrupt:
-            pass
     return 0
 
 
