@@ -2,8 +2,8 @@
 
 import pytest
 
-from harness.eval.detection import Box, iou, mean_average_precision, read_boxes
 from harness.errors import UserError
+from harness.eval.detection import Box, iou, mean_average_precision, read_boxes
 from tests.conftest import SHARED
 
 GOLDEN = SHARED / "fixtures" / "lpirc" / "csv" / "golden_output.csv"
@@ -73,13 +73,15 @@ def test_the_lpirc_submission_matches_the_golden_boxes_of_the_images_it_covers()
     submission = read_boxes(SUBMISSION)
     covered = {b.image for b in submission}
     truth = [b for b in read_boxes(GOLDEN) if b.image in covered]
-    # The log's 58 boxes are copies of golden ones; 2 golden boxes of those images were never sent.
+    # 55 of the log's 58 boxes copy golden ones. The other 3: class 129 on image 19 and class 202 (not one
+    # of ILSVRC's 200) on image 24, which the golden file lacks, and an inverted box (ymax < ymin) on
+    # image 30 that has no area, so not even its golden twin matches it.
     covered_result = mean_average_precision(submission, truth)
-    assert (covered_result.true_positives, covered_result.false_positives) == (58, 0)
-    assert covered_result.positives == 60 and 0.9 < covered_result.map < 1.0
+    assert (covered_result.true_positives, covered_result.false_positives) == (55, 3)
+    assert covered_result.positives == 60 and 0.8 < covered_result.map < 1.0
     everything = read_boxes(GOLDEN)
     partial = mean_average_precision(submission, everything)
-    assert partial.true_positives == len(submission) and 0 < partial.map < 0.05
+    assert partial.true_positives == 55 and 0 < partial.map < 0.05
 
 
 def test_malformed_box_file_names_the_line(tmp_path):
