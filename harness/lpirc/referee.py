@@ -309,7 +309,7 @@ def check_bind(host: str, allow_remote: bool, password: str | None) -> None:
     if loopback:
         return
     if not allow_remote:
-        raise UserError(f"refusing to serve images on {host}: add --allow-remote and --password to bind beyond localhost")
+        raise UserError(f"refusing to serve images on {host}: add --allow-remote and --password to bind it elsewhere")
     if not password:
         raise UserError("a referee reachable from other hosts needs --password")
 
