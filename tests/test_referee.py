@@ -111,3 +111,29 @@ def test_the_referee_refuses_a_non_local_bind_unless_asked(lpirc_folder):
         [*command, "--host", "0.0.0.0", "--allow-remote"], capture_output=True, text=True, timeout=60
     )
     assert no_password.returncode == 2 and "--password" in no_password.stderr
+
+
+def test_harness_referee_command_serves_a_session_until_logout(lpirc_folder, tmp_path):
+    results = tmp_path / "sessions"
+    command = [sys.executable, "-m", "harness.cli", "referee", "--dataset", str(lpirc_folder)]
+    command += ["--time-limit", "30", "--port", "0", "--seed", "5", "--results", str(results), "--json"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = process.stdout.readline().split()[2].rstrip(":")
+        token = _post(url, "/login", {"username": "board", "password": ""})[1].decode()
+        assert _post(url, "/verify", {"token": token})[0] == 200
+        label, *corners = TRUTH[1]
+        jpeg = (lpirc_folder / "images" / "1.jpg").read_bytes()
+        index = next(n for n in (1, 2, 3) if _post(url, "/image", {"token": token, "image_name": n})[1] == jpeg)
+        fields = {"token": token, "image_name": index, "CLASS_ID": label, "confidence": 0.5}
+        fields |= dict(zip(("xmin", "ymin", "xmax", "ymax"), corners, strict=True))
+        assert _post(url, "/result", fields)[0] == 200
+        assert _post(url, "/logout", {"token": token})[0] == 200
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    summary = json.loads(out[out.index("{") :])
+    assert summary["ended_by"] == "logout" and summary["order_seed"] == 5
+    assert summary["map"]["map"] == pytest.approx(1 / 3) and summary["energy"] is None
+    assert (results / summary["run_id"] / "truth.csv").is_file()

@@ -223,10 +223,10 @@ def run_eval(request: EvalRequest) -> dict:
     if not samples:
         names = ", ".join(s.name for s in request.subsets)
         raise UserError(f"dataset {request.dataset.name} has no samples in {names}; choose other subsets")
+    metering = EvalMetering(request.meter) if request.meter else None  # a bad meter fails before the board starts
     # Before the board starts: a card that does not fit the model fails here, and images decode once.
     inputs = prepare_inputs(request.dataset, samples, request.card.preprocessing, request.model.input, request.strict)
     refs = load_references(request.model, request.reference_names)
-    metering = EvalMetering(request.meter) if request.meter else None
     started = datetime.now(UTC)
     records, info, link_stats, firmware, board_serial = _stream(request, inputs, refs.references, metering)
     finished = datetime.now(UTC)
@@ -284,6 +284,8 @@ def run_eval(request: EvalRequest) -> dict:
         "references": {r.name: r.description for r in refs.references} | {"refused": refs.refused},
         "host": host_machine(),
     }
+    if metering:
+        manifest["meter"] = {"spec": request.meter, "identity": metering.trace.meter, "source": metering.trace.source}
     with run_folder(request.results_root, run_id) as folder:
         folder.write_table("samples.parquet", _sample_columns(request, records, readings))
         if metering:
