@@ -40,6 +40,7 @@ def test_eval_with_a_simulated_meter_reports_energy_labelled_sim_and_lpirc_score
             cwd=tmp_path,
         )
     assert done.returncode == 0, done.stderr
+    assert "energy (sim, host windows" in done.stdout
     (run,) = (tmp_path / "results").iterdir()
     summary = json.loads((run / "summary.json").read_text())
     manifest = json.loads((run / "manifest.json").read_text())
@@ -54,6 +55,9 @@ def test_eval_with_a_simulated_meter_reports_energy_labelled_sim_and_lpirc_score
     assert energy["uj_per_inference"]["median"] == pytest.approx(0.5 * np.median(durations) * 1e6, rel=0.01)
     assert manifest["dataset"]["order_seed"] == 3
     assert sorted(windows["received_s"]) == windows["received_s"]
+
+    assert _harness("report", str(run), "--out", str(tmp_path / "r.html"), cwd=tmp_path).returncode == 0
+    assert "µJ per inference" in (tmp_path / "r.html").read_text()
 
     scored = _harness("lpirc-score", str(run), "--json", cwd=tmp_path)
     assert scored.returncode == 0, scored.stderr

@@ -49,6 +49,8 @@ def print_summary(summary: dict) -> None:
             f"latency ({latency['source']}): median {m['median'] / 1000:.2f} ms, "
             f"min {m['min'] / 1000:.2f} ms, max {m['max'] / 1000:.2f} ms per inference"
         )
+    if summary.get("energy"):
+        console.print(energy_line(summary["energy"]), highlight=False)
     arena = summary["arena"]
     console.print(f"arena ({arena['source']}): {arena['used']} of {arena['configured']} bytes used")
     if any(entry["device"]["f1_wv"] is None for entry in summary["subsets"].values()):
@@ -63,3 +65,13 @@ def print_summary(summary: dict) -> None:
         first = ", ".join(sample_id for sample_id, _ in unreadable["first"][:5])
         console.print(f"{unreadable['count']} unreadable images skipped (first: {first}); --strict stops instead")
     console.print(f"results: {summary['run_dir']}")
+
+
+def energy_line(energy: dict) -> str:
+    per = energy["uj_per_inference"]
+    idle = f", idle {energy['idle_watts'] * 1000:.3f} mW" if energy.get("idle_watts") is not None else ""
+    median = f"median {per['median']:,.1f} µJ per inference" if per["median"] is not None else "no inferences"
+    return (
+        f"energy ({energy['source']}, {energy['windows']} windows, {energy['meter']}): {median}{idle}, "
+        f"{energy['streaming']['joules']:.4g} J while streaming"
+    )
