@@ -564,6 +564,7 @@ def _cmd_meter(args) -> int:
 
 def _cmd_referee(args) -> int:
     import threading
+    import time
     from datetime import UTC, datetime
 
     from harness.energy.meter import open_meter
@@ -582,12 +583,13 @@ def _cmd_referee(args) -> int:
     print(f"referee on {referee.url}: {len(images.images)} images, {args.time_limit:g} s from login", flush=True)
     try:
         referee.finished.wait()
+        summary = save_session(referee, Path(args.results), started)
+        time.sleep(args.linger)  # late requests still get their 401
     finally:
         referee.shutdown()
         referee.server_close()
         if meter is not None:
             meter.close()
-    summary = save_session(referee, Path(args.results), started)
     if args.json:
         print_json(summary)
     else:
@@ -640,6 +642,7 @@ def _add_energy_commands(commands, output) -> None:
     referee.add_argument("--password", help="password /login requires (needed with --allow-remote)")
     referee.add_argument("--meter", help="power meter KIND:ADDRESS, started at login, stopped at logout")
     referee.add_argument("--seed", type=int, help="seed of the image order (default: a fresh one, recorded)")
+    referee.add_argument("--linger", type=float, default=10.0, help="seconds of 401s after the session (default: 10)")
     referee.add_argument("--results", default="results/referee", help="folder for sessions (default: results/referee)")
     referee.set_defaults(handler=_cmd_referee)
 
