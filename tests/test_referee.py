@@ -116,7 +116,8 @@ def test_the_referee_refuses_a_non_local_bind_unless_asked(lpirc_folder):
 def test_harness_referee_command_serves_a_session_until_logout(lpirc_folder, tmp_path):
     results = tmp_path / "sessions"
     command = [sys.executable, "-m", "harness.cli", "referee", "--dataset", str(lpirc_folder)]
-    command += ["--time-limit", "30", "--port", "0", "--seed", "5", "--results", str(results), "--json", "--linger", "0"]
+    command += ["--time-limit", "30", "--port", "0", "--seed", "5", "--linger", "0"]
+    command += ["--results", str(results), "--json"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = process.stdout.readline().split()[2].rstrip(":")
