@@ -98,6 +98,7 @@ def test_group_shuffle_keeps_groups_in_place_and_repeats_from_its_seed():
         (["eval", "--limit", "2", "--meter", "geiger:1"], "unknown meter kind"),
         (["eval", "--limit", "2", "--meter", "wt310:NOT::A::RESOURCE"], "cannot open VISA resource"),
         (["meter", "csv:missing.csv"], "cannot read meter log"),
+        (["eval", "--limit", "2", "--meter", "csv:log.csv"], "cannot time this run"),
         (["lpirc-score", "no-such-run"], "is not a run folder"),
     ],
 )

@@ -17,6 +17,7 @@ from harness.energy.wt310 import Wt310Meter
 from harness.energy.wt310_sim import Wt310Simulator
 from harness.lpirc.order import shuffle_in_groups
 from harness.lpirc.referee import Referee, load_referee_set, save_session
+from harness.lpirc.scores import score_run
 
 # One 10x10-ish object per image, each of its own class.
 TRUTH = {1: (1, 10, 10, 40, 40), 2: (2, 5, 5, 30, 50), 3: (3, 0, 0, 60, 60)}
@@ -76,10 +77,11 @@ def test_a_client_plays_a_session_and_requests_past_the_limit_get_401(lpirc_fold
                 "xmax": [p[4] for p in posts],
                 "ymax": [p[5] for p in posts],
             }
+            time.sleep(0.3)  # so that a 0.2 s limit would have missed the post
             assert _post(url, "/result", fields)[0] == 200
             mismatched = dict(fields, confidence=[0.9])
             assert _post(url, "/result", mismatched)[0] == 406
-            time.sleep(1.7)  # past the limit
+            time.sleep(1.4)  # past the limit
             late = {"token": token, "image_name": served[3], "CLASS_ID": 3, "confidence": 1.0}
             late |= {"xmin": 0, "ymin": 0, "xmax": 60, "ymax": 60}
             assert _post(url, "/result", late)[0] == 401
@@ -100,6 +102,11 @@ def test_a_client_plays_a_session_and_requests_past_the_limit_get_401(lpirc_fold
     saved = json.loads((tmp_path / "results" / summary["run_id"] / "summary.json").read_text())
     assert saved["map"]["map"] == pytest.approx(2 / 3)
     assert (tmp_path / "results" / summary["run_id"] / "results.csv").read_text().count("\n") == 2
+    # lpirc-score reads the session back; a time limit before the post leaves nothing found and less energy.
+    whole = score_run(tmp_path / "results" / summary["run_id"])
+    assert whole.accuracy == pytest.approx(2 / 3) and whole.energy_source == "sim"
+    early = score_run(tmp_path / "results" / summary["run_id"], limit=0.2)
+    assert early.accuracy == 0.0 and early.wh < whole.wh
 
 
 def test_the_referee_refuses_a_non_local_bind_unless_asked(lpirc_folder):
