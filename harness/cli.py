@@ -37,6 +37,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
+
+
 def _reference_names(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in REFERENCES]
@@ -635,7 +645,7 @@ def _add_energy_commands(commands, output) -> None:
     referee.add_argument("--dataset", required=True, help="LPIRC folder (images/<n>.jpg, ground truth) or a dataset")
     referee.add_argument("--subset", help="with a harness dataset: the subset to serve (default: all)")
     referee.add_argument("--limit", type=_positive_int, help="serve at most this many images")
-    referee.add_argument("--time-limit", type=float, default=600.0, help="seconds from login (default: 600)")
+    referee.add_argument("--time-limit", type=_positive_float, default=600.0, help="seconds from login (default: 600)")
     referee.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     referee.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     referee.add_argument("--allow-remote", action="store_true", help="allow binding beyond this host")

@@ -22,7 +22,7 @@ def _block_means(values: np.ndarray, factor: int) -> np.ndarray:
 
 
 class JoulescopeMeter(PollingMeter):
-    """joulescope.scan(config='auto'); device.read(contiguous_duration=...) gives (N, 2) current, voltage."""
+    """joulescope.scan(config='auto'), open(), read(contiguous_duration=...) -> (N, 2) current, voltage."""
 
     kind = "joulescope"
     chunk_seconds = 0.2
@@ -39,7 +39,13 @@ class JoulescopeMeter(PollingMeter):
             )
         self._device = devices[0]
         self._device.open()
+        self._device.parameter_set("source", "on")  # stream the samples read() returns
+        self._device.parameter_set("i_range", "auto")
         self.description = f"Joulescope {self._device}"
+
+    def _sampling_hz(self) -> float:
+        rate = getattr(self._device, "sampling_frequency", None)
+        return float(rate if rate else self._device.parameter_get("sampling_frequency"))
 
     def _begin(self) -> None:
         pass
@@ -47,7 +53,7 @@ class JoulescopeMeter(PollingMeter):
     def _poll(self):
         data = np.asarray(self._device.read(contiguous_duration=self.chunk_seconds), dtype=np.float64)
         finished = time.monotonic()
-        rate = float(self._device.sampling_frequency)
+        rate = self._sampling_hz()
         factor = max(1, int(rate // DECIMATED_HZ))
         amps, volts = _block_means(data[:, 0], factor), _block_means(data[:, 1], factor)
         # read() returns contiguous samples that ended now; chunks may leave gaps between them.
