@@ -635,7 +635,47 @@ def _cmd_lpirc_score(args) -> int:
     return 0
 
 
+def _cmd_map(args) -> int:
+    from harness.eval.detection import mean_average_precision, read_boxes
+
+    thresholds = args.iou if args.iou == "ilsvrc" else _iou_threshold(args.iou)
+    truth = read_boxes(Path(args.truth))
+    detections = read_boxes(Path(args.detections))
+    if args.answered_only:
+        answered = {box.image for box in detections}
+        truth = [box for box in truth if box.image in answered]
+    result = mean_average_precision(detections, truth, thresholds, not args.continuous)
+    figures = result.as_dict() | {"ap": {str(k): v for k, v in result.ap.items()}, "thresholds": args.iou}
+    if args.json:
+        print_json(figures)
+    else:
+        stdout_console().print(
+            f"mAP {result.map:.4f} over {len(result.ap)} classes: {result.true_positives} true and "
+            f"{result.false_positives} false positives, {result.positives} ground-truth boxes",
+            highlight=False,
+        )
+    return 0
+
+
+def _iou_threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise UserError(f"--iou {text!r} is neither 'ilsvrc' nor a number in (0, 1]")
+    return value
+
+
 def _add_energy_commands(commands, output) -> None:
+    detection = commands.add_parser("map", parents=[output], help="detection mAP of boxes against ground truth")
+    detection.add_argument("--truth", required=True, help="ground truth, 7 columns (LPIRC golden_output layout)")
+    detection.add_argument("--detections", required=True, help="detections, 7 columns (LPIRC results layout)")
+    detection.add_argument("--iou", default="ilsvrc", help="'ilsvrc' (per-box thresholds, default) or e.g. 0.5")
+    detection.add_argument("--continuous", action="store_true", help="widths xmax - xmin (default: inclusive +1)")
+    detection.add_argument("--answered-only", action="store_true", help="only the images the detections cover")
+    detection.set_defaults(handler=_cmd_map)
+
     meter = commands.add_parser("meter", parents=[output], help="read a power meter (or replay a log) and sum energy")
     meter.add_argument("meter", help="KIND:ADDRESS, e.g. wt310:TCPIP0::127.0.0.1::5025::SOCKET or csv:log.csv")
     meter.add_argument("--seconds", type=float, default=5.0, help="how long to record a live meter (default: 5)")

@@ -89,3 +89,21 @@ def test_malformed_box_file_names_the_line(tmp_path):
     bad.write_text("1,2,0.5,0,0,10,10\n1,2,0.5,0,0,10\n")
     with pytest.raises(UserError, match=r"boxes.csv:2: expected 7 numbers"):
         read_boxes(bad)
+
+
+def test_harness_map_command_prints_the_hand_computed_map(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from harness.eval.detection import write_boxes
+
+    write_boxes(tmp_path / "truth.csv", TRUTH)
+    write_boxes(tmp_path / "detections.csv", DETECTIONS)
+    command = [sys.executable, "-m", "harness", "map", "--truth", str(tmp_path / "truth.csv")]
+    command += ["--detections", str(tmp_path / "detections.csv"), "--iou", "0.5", "--continuous", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["map"] == pytest.approx(5 / 12)
+    bad = subprocess.run([*command[:-1], "--iou", "2"], capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 2 and "--iou '2'" in bad.stderr
