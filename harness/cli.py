@@ -39,6 +39,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
+
+
 def _reference_names(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in REFERENCES]
@@ -83,6 +93,8 @@ def _cmd_eval(args) -> int:
         serial_number=args.serial,
         pools=args.pools,
         strict=args.strict,
+        meter=args.meter,
+        order_seed=_order_seed(args.shuffle),
     )
     summary = run_eval(request)
     if args.json:
@@ -527,6 +539,174 @@ def _cmd_models(args) -> int:
     return 0
 
 
+def _order_seed(value: int | None) -> int | None:
+    from harness.lpirc.order import new_seed
+
+    return new_seed() if value == -1 else value
+
+
+def _cmd_meter(args) -> int:
+    import time
+
+    from harness.energy.meter import open_meter
+    from harness.energy.replay import held_energy_j
+    from harness.energy.trace import JOULES_PER_WH
+
+    with open_meter(args.meter) as meter:
+        meter.start()
+        if args.meter.split(":", 1)[0].lower() != "csv":
+            time.sleep(args.seconds)
+        trace = meter.stop()
+    figures = {
+        "source": trace.source,
+        "meter": trace.meter,
+        "samples": len(trace),
+        "seconds": float(trace.t[-1] - trace.t[0]) if len(trace) else 0.0,
+        "joules": trace.energy_j(),
+        "wh": trace.energy_j() / JOULES_PER_WH,
+        "mean_watts": trace.mean_watts(trace.t[0], trace.t[-1]) if len(trace) > 1 else None,
+        "wh_from_power_readings": held_energy_j(trace) / JOULES_PER_WH if len(trace) > 1 else None,
+    }
+    if args.json:
+        print_json(figures)
+    else:
+        for key, value in figures.items():
+            stdout_console().print(f"{key}: {value}", highlight=False)
+    return 0
+
+
+def _cmd_referee(args) -> int:
+    import threading
+    import time
+    from datetime import UTC, datetime
+
+    from harness.energy.meter import open_meter
+    from harness.lpirc.order import new_seed
+    from harness.lpirc.referee import Referee, check_bind, load_referee_set, save_session
+
+    check_bind(args.host, args.allow_remote, args.password)
+    images = load_referee_set(args.dataset, args.subset, args.limit, args.seed if args.seed is not None else new_seed())
+    meter = open_meter(args.meter) if args.meter else None
+    try:
+        referee = Referee(images, args.time_limit, args.host, args.port, args.password, meter)
+    except OSError as exc:
+        raise UserError(f"cannot listen on {args.host}:{args.port} ({exc.strerror}); choose another --port") from exc
+    started = datetime.now(UTC).isoformat()
+    threading.Thread(target=referee.serve_forever, daemon=True).start()
+    print(f"referee on {referee.url}: {len(images.images)} images, {args.time_limit:g} s from login", flush=True)
+    try:
+        referee.finished.wait()
+        summary = save_session(referee, Path(args.results), started)
+        time.sleep(args.linger)  # late requests still get their 401
+    finally:
+        referee.shutdown()
+        referee.server_close()
+        if meter is not None:
+            meter.close()
+    if args.json:
+        print_json(summary)
+    else:
+        metric = summary["metric"]
+        value = summary["map"]["map"] if metric == "map" else summary["accuracy"]["value"]
+        score = summary["score"]["value"]
+        line = f"{metric} {value:.4f} over {summary['images']} images, {summary['results']} results in time"
+        if summary["energy"]:
+            line += f"; {summary['energy']['wh']:.6g} Wh ({summary['energy']['source']}), score {score:.6g}"
+        stdout_console().print(line, highlight=False)
+        stdout_console().print(summary["run_dir"], highlight=False)
+    return 0
+
+
+def _cmd_lpirc_score(args) -> int:
+    from harness.lpirc.scores import lpirc_scores
+
+    roots = [Path(args.results), Path(args.results) / "referee"]
+    report = lpirc_scores(args.runs, roots, args.subset, args.time_limit)
+    if args.json:
+        print_json(report)
+        return 0
+    console = stdout_console()
+    for run in report["runs"]:
+        score = f"{run['score']:.6g}" if run["score"] is not None else "-"
+        console.print(
+            f"{run['run_id']}: {run['metric']} {run['accuracy']:.4f}, {run['wh']:.6g} Wh "
+            f"({run['energy_source']}), score {score} per Wh",
+            highlight=False,
+        )
+    for prize, winner in report["prizes"].items():
+        console.print(f"{prize}: {winner}", highlight=False)
+    return 0
+
+
+def _cmd_map(args) -> int:
+    from harness.eval.detection import mean_average_precision, read_boxes
+
+    thresholds = args.iou if args.iou == "ilsvrc" else _iou_threshold(args.iou)
+    truth = read_boxes(Path(args.truth))
+    detections = read_boxes(Path(args.detections))
+    if args.answered_only:
+        answered = {box.image for box in detections}
+        truth = [box for box in truth if box.image in answered]
+    result = mean_average_precision(detections, truth, thresholds, not args.continuous)
+    figures = result.as_dict() | {"ap": {str(k): v for k, v in result.ap.items()}, "thresholds": args.iou}
+    if args.json:
+        print_json(figures)
+    else:
+        stdout_console().print(
+            f"mAP {result.map:.4f} over {len(result.ap)} classes: {result.true_positives} true and "
+            f"{result.false_positives} false positives, {result.positives} ground-truth boxes",
+            highlight=False,
+        )
+    return 0
+
+
+def _iou_threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise UserError(f"--iou {text!r} is neither 'ilsvrc' nor a number in (0, 1]")
+    return value
+
+
+def _add_energy_commands(commands, output) -> None:
+    detection = commands.add_parser("map", parents=[output], help="detection mAP of boxes against ground truth")
+    detection.add_argument("--truth", required=True, help="ground truth, 7 columns (LPIRC golden_output layout)")
+    detection.add_argument("--detections", required=True, help="detections, 7 columns (LPIRC results layout)")
+    detection.add_argument("--iou", default="ilsvrc", help="'ilsvrc' (per-box thresholds, default) or e.g. 0.5")
+    detection.add_argument("--continuous", action="store_true", help="widths xmax - xmin (default: inclusive +1)")
+    detection.add_argument("--answered-only", action="store_true", help="only the images the detections cover")
+    detection.set_defaults(handler=_cmd_map)
+
+    meter = commands.add_parser("meter", parents=[output], help="read a power meter (or replay a log) and sum energy")
+    meter.add_argument("meter", help="KIND:ADDRESS, e.g. wt310:TCPIP0::127.0.0.1::5025::SOCKET or csv:log.csv")
+    meter.add_argument("--seconds", type=float, default=5.0, help="how long to record a live meter (default: 5)")
+    meter.set_defaults(handler=_cmd_meter)
+
+    referee = commands.add_parser("referee", parents=[output], help="serve images to a networked device, LPIRC style")
+    referee.add_argument("--dataset", required=True, help="LPIRC folder (images/<n>.jpg, ground truth) or a dataset")
+    referee.add_argument("--subset", help="with a harness dataset: the subset to serve (default: all)")
+    referee.add_argument("--limit", type=_positive_int, help="serve at most this many images")
+    referee.add_argument("--time-limit", type=_positive_float, default=600.0, help="seconds from login (default: 600)")
+    referee.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    referee.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    referee.add_argument("--allow-remote", action="store_true", help="allow binding beyond this host")
+    referee.add_argument("--password", help="password /login requires (needed with --allow-remote)")
+    referee.add_argument("--meter", help="power meter KIND:ADDRESS, started at login, stopped at logout")
+    referee.add_argument("--seed", type=int, help="seed of the image order (default: a fresh one, recorded)")
+    referee.add_argument("--linger", type=float, default=10.0, help="seconds of 401s after the session (default: 10)")
+    referee.add_argument("--results", default="results/referee", help="folder for sessions (default: results/referee)")
+    referee.set_defaults(handler=_cmd_referee)
+
+    lpirc = commands.add_parser("lpirc-score", parents=[output], help="accuracy per energy and prizes over runs")
+    lpirc.add_argument("runs", nargs="+", help="run ids or folders (eval runs with --meter, or referee sessions)")
+    lpirc.add_argument("--time-limit", type=float, help="count only results received within this many seconds")
+    lpirc.add_argument("--subset", help="eval runs: the subset whose accuracy counts (default: the first)")
+    lpirc.add_argument("--results", default="results", help="results folder (default: results)")
+    lpirc.set_defaults(handler=_cmd_lpirc_score)
+
+
 def _cmd_subsets(args) -> int:
     if args.json:
         print_json([dataclasses.asdict(s) for s in SUBSETS.values()])
@@ -579,6 +759,10 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"host references, comma-separated (default: {','.join(DEFAULT_REFERENCES)})",
     )
     run.add_argument("--tflm", help="TFLM source tree for firmware builds (default: $HARNESS_TFLM_TREE)")
+    run.add_argument("--meter", help="power meter KIND:ADDRESS for energy per inference (see docs/energy.md)")
+    run.add_argument(
+        "--shuffle", nargs="?", type=int, const=-1, metavar="SEED", help="shuffle samples in small groups (seed)"
+    )
     run.set_defaults(handler=_cmd_eval)
 
     flash = commands.add_parser("flash", help="build the firmware for a board and load it (QEMU: boot and check)")
@@ -702,6 +886,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("subsets", parents=[output], help="list the benchmark subsets").set_defaults(
         handler=_cmd_subsets
     )
+    _add_energy_commands(commands, output)
     return parser
 
 

@@ -1,5 +1,6 @@
 """`harness eval`: stream a subset's samples to a board, run host references, score and store it all."""
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,6 +12,7 @@ from harness.boards import Board
 from harness.console import progress
 from harness.device.launch import connect
 from harness.device.qemu import emulated_instructions
+from harness.energy.metering import EvalMetering
 from harness.errors import UserError
 from harness.eval.dataset import Dataset, Sample
 from harness.eval.inputs import Inputs, prepare_inputs
@@ -21,6 +23,7 @@ from harness.eval.tasks import task_for
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.protocol import DeviceInfo, Timing
+from harness.lpirc.order import shuffle_in_groups
 from harness.model.card import ModelCard
 from harness.model.deployable import require_tflm_kernels
 from harness.model.references import DEFAULT_REFERENCES, load_references
@@ -44,6 +47,8 @@ class EvalRequest:
     serial_number: str | None = None
     pools: bool = False  # also stream each subset's F1 negative pool (needed for f1_wv)
     strict: bool = False  # an unreadable image stops the run instead of being skipped and counted
+    meter: str | None = None  # KIND:ADDRESS of a power meter (harness/energy)
+    order_seed: int | None = None  # shuffle the sample order in small groups (LPIRC style)
 
 
 @dataclass
@@ -76,14 +81,16 @@ def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, board: Board)
         )
 
 
-def _stream(request: EvalRequest, inputs: Inputs, references):
+def _stream(request: EvalRequest, inputs: Inputs, references, metering=None):
     """Every sample through the board and the host references: (records, HELLO, link stats, firmware)."""
     records = []
     with connect(request.board, request.model, request.port, request.tflm, request.serial_number) as client:
         _check_device_runs_model(client.info, request.model, request.board)
-        with progress(len(inputs.samples), f"eval {request.board.id}") as advance:
+        with metering or nullcontext(), progress(len(inputs.samples), f"eval {request.board.id}") as advance:
             for sample, tensor in zip(inputs.samples, inputs.tensors, strict=True):
                 result = client.run(tensor.tobytes())
+                if metering:
+                    metering.record(client.last_invoke)
                 hosts = {ref.name: ref.run(tensor) for ref in references}
                 instructions = emulated_instructions(result.timing.ticks, result.timing.tick_hz, request.board)
                 records.append(SampleRecord(sample, result.output, result.timing, hosts, instructions))
@@ -231,15 +238,18 @@ def _sample_columns(request: EvalRequest, records: list[SampleRecord], readings:
 
 def run_eval(request: EvalRequest) -> dict:
     samples = select_samples(request.dataset.samples, request.subsets, request.limit, request.pools)
+    if request.order_seed is not None:
+        samples = [samples[i] for i in shuffle_in_groups(len(samples), request.order_seed)]
     if not samples:
         names = ", ".join(s.name for s in request.subsets)
         raise UserError(f"dataset {request.dataset.name} has no samples in {names}; choose other subsets")
+    metering = EvalMetering(request.meter) if request.meter else None  # a bad meter fails before the board starts
     # Before the board starts: a card that does not fit the model fails here, and images decode once.
     preparation = task_for(request.card).preparation(request.model.input)
     inputs = prepare_inputs(request.dataset, samples, preparation, request.strict)
     refs = load_references(request.model, request.reference_names)
     started = datetime.now(UTC)
-    records, info, link_stats, firmware, board_serial = _stream(request, inputs, refs.references)
+    records, info, link_stats, firmware, board_serial = _stream(request, inputs, refs.references, metering)
     finished = datetime.now(UTC)
     readings = _read_outputs(request, records, [ref.name for ref in refs.references])
     summary = _summarise(request, records, readings, info, refs)
@@ -248,6 +258,8 @@ def run_eval(request: EvalRequest) -> dict:
     summary["link"] = link_stats
     summary["unreadable_images"] = {"count": len(inputs.unreadable), "first": inputs.unreadable[:20]}
     summary["inputs_from_cache"] = inputs.from_cache
+    if metering:
+        summary["energy"] = metering.summary()
     manifest = {
         "run_id": run_id,
         "harness": harness_source(),
@@ -288,12 +300,18 @@ def run_eval(request: EvalRequest) -> dict:
             "subsets": [s.name for s in request.subsets],
             "subset_content_sha256": subset_content_hashes(samples, request.subsets),
             "limit": request.limit,
+            "order_seed": request.order_seed,
         },
         "references": {r.name: r.description for r in refs.references} | {"refused": refs.refused},
         "host": host_machine(),
     }
+    if metering:
+        manifest["meter"] = {"spec": request.meter, "identity": metering.trace.meter, "source": metering.trace.source}
     with run_folder(request.results_root, run_id) as folder:
         folder.write_table("samples.parquet", _sample_columns(request, records, readings))
+        if metering:
+            folder.write_table("energy.parquet", metering.columns())
+            folder.write_table("power.parquet", metering.power_columns())
         folder.write_json("manifest.json", manifest)
         folder.write_json("summary.json", summary)
     summary["run_dir"] = str(request.results_root / run_id)

@@ -61,6 +61,7 @@ class DeviceClient:
         self._decoder = FrameDecoder()
         self._events: deque = deque()
         self._slowest_invoke = 0.0
+        self.last_invoke: tuple[float, float] | None = None  # host monotonic: INVOKE sent, its answer read
         # A fresh random start keeps a new session's requests from matching a cached old answer.
         self._seq = random.randrange(0x10000)
 
@@ -92,7 +93,8 @@ class DeviceClient:
         info = self._require_info()
         started = time.monotonic()
         payload = self.request(Msg.INVOKE, timeout=self._invoke_wait())
-        self._slowest_invoke = max(self._slowest_invoke, time.monotonic() - started)
+        self.last_invoke = (started, time.monotonic())
+        self._slowest_invoke = max(self._slowest_invoke, self.last_invoke[1] - started)
         measured, total, output = parse_invoke(payload, info)
         while len(output) < total:
             want = min(total - len(output), info.max_response_payload - 4)  # after the offset field

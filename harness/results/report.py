@@ -52,6 +52,8 @@ def print_summary(summary: dict) -> None:
             f"latency ({latency['source']}): median {m['median'] / 1000:.2f} ms, "
             f"min {m['min'] / 1000:.2f} ms, max {m['max'] / 1000:.2f} ms per inference"
         )
+    if summary.get("energy"):
+        console.print(energy_line(summary["energy"]), highlight=False)
     arena = summary["arena"]
     console.print(f"arena ({arena['source']}): {arena['used']} of {arena['configured']} bytes used")
     if summary.get("confusion"):
@@ -78,3 +80,13 @@ def _confusion_table(confusion: dict) -> Table:
     for label, row in zip(confusion["labels"], confusion["device"], strict=True):
         table.add_row(label, *(str(n) for n in row))
     return table
+
+
+def energy_line(energy: dict) -> str:
+    per = energy["uj_per_inference"]
+    idle = f", idle {energy['idle_watts'] * 1000:.3f} mW" if energy.get("idle_watts") is not None else ""
+    median = f"median {per['median']:,.1f} µJ per inference" if per["median"] is not None else "no inferences"
+    return (
+        f"energy ({energy['source']}, {energy['windows']} windows, {energy['meter']}): {median}{idle}, "
+        f"{energy['streaming']['joules']:.4g} J while streaming"
+    )

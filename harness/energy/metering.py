@@ -1,0 +1,77 @@
+"""Energy during `harness eval --meter KIND:ADDRESS`: idle first, then one window per INVOKE.
+
+The meter starts once the board has answered HELLO; `idle_seconds` with no request measure idle power;
+then each sample's INVOKE is a host-timed window (harness firmware marks no windows of its own yet, so
+the kind recorded is `host`). The run folder gains power.parquet (the trace) and energy.parquet (per
+sample: when its answer came and its window's energy), which `harness lpirc-score --time-limit` reads.
+"""
+
+import time
+
+from harness.energy.meter import Meter, open_meter
+from harness.energy.trace import JOULES_PER_WH, PowerTrace
+from harness.energy.windows import Window, energy_summary, window_energies_j
+from harness.errors import UserError
+
+DEFAULT_IDLE_SECONDS = 1.0
+
+
+class EvalMetering:
+    def __init__(self, spec: str, idle_seconds: float = DEFAULT_IDLE_SECONDS):
+        if spec.split(":", 1)[0].lower() == "csv":
+            raise UserError("--meter csv:… replays an old log, which cannot time this run; use a live meter")
+        self.spec = spec
+        self.meter: Meter = open_meter(spec)  # a bad spec fails before the board is touched
+        self.idle_seconds = idle_seconds
+        self.windows: list[Window] = []
+        self.idle: tuple[float, float] | None = None
+        self.streaming_from = 0.0
+        self.trace: PowerTrace | None = None
+
+    def __enter__(self):
+        self.meter.start()
+        started = time.monotonic()
+        time.sleep(self.idle_seconds)
+        self.idle = (started, time.monotonic())
+        self.streaming_from = self.idle[1]
+        return self
+
+    def record(self, window: tuple[float, float] | None) -> None:
+        if window is not None:
+            self.windows.append(Window(*window))
+
+    def __exit__(self, *exc):
+        try:
+            if exc[0] is None:
+                time.sleep(0.3)  # one more meter update after the last answer
+            self.trace = self.meter.stop()
+        finally:
+            self.meter.close()
+
+    def summary(self) -> dict:
+        trace = self.trace
+        figures = energy_summary(trace, self.windows, "host", idle=self.idle)
+        last = self.windows[-1].end if self.windows else self.streaming_from
+        streaming_j = trace.energy_j(self.streaming_from, last)
+        figures["streaming"] = {
+            "joules": streaming_j,
+            "wh": streaming_j / JOULES_PER_WH,
+            "seconds": last - self.streaming_from,
+        }
+        figures["meter_spec"] = self.spec
+        return figures
+
+    def columns(self) -> dict[str, list]:
+        """Per sample, in stream order: seconds from streaming start to its answer, its window and µJ."""
+        energies = window_energies_j(self.trace, self.windows) * 1e6 if self.windows else []
+        return {
+            "received_s": [w.end - self.streaming_from for w in self.windows],
+            "window_start_s": [w.start - self.streaming_from for w in self.windows],
+            "window_end_s": [w.end - self.streaming_from for w in self.windows],
+            "window_uj": list(map(float, energies)),
+        }
+
+    def power_columns(self) -> dict[str, list]:
+        columns = self.trace.columns()
+        columns["t"] = [t - self.streaming_from for t in columns["t"]]  # the same origin as energy.parquet
+        return columns

@@ -1,0 +1,75 @@
+"""Energy per inference: meter samples integrated inside the windows where the board ran inferences.
+
+A window is (start, end, inferences) on the meter trace's clock. Where the windows come from is
+recorded as `kind`:
+- `host`: the host's time.monotonic() when INVOKE was sent and when its answer arrived (includes the
+  link's latency; the only kind a board without markers gives);
+- `serial-marker`: time-stamped markers the device printed at the start and end of inference;
+- `gpio`: edges of a GPIO the firmware toggles around inference, captured on the meter's own clock
+  (a Joulescope GPI or PPK2 logic input), as in MLPerf Tiny's energy mode.
+Slow meters (WT310: 100 ms updates) cannot resolve one short inference: give them windows spanning
+many back-to-back inferences and the count, as MLPerf Tiny's >= 10 s energy windows do.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.energy.trace import PowerTrace
+from harness.errors import UserError
+
+WINDOW_KINDS = ("host", "serial-marker", "gpio")
+
+
+@dataclass(frozen=True)
+class Window:
+    start: float
+    end: float
+    inferences: int = 1
+
+
+def window_energies_j(trace: PowerTrace, windows: list[Window]) -> np.ndarray:
+    """Joules per inference in each window (the window's energy over its inference count)."""
+    outside = [w for w in windows if not trace.covers(w.start, w.end)]
+    if outside:
+        raise UserError(
+            f"{len(outside)} of {len(windows)} inference windows fall outside the meter's samples "
+            f"({trace.t[0] if len(trace) else 0:.3f}..{trace.t[-1] if len(trace) else 0:.3f} s): "
+            "start the meter before the first inference"
+        )
+    return np.array([trace.energy_j(w.start, w.end) / w.inferences for w in windows])
+
+
+def idle_watts(trace: PowerTrace, start: float, end: float) -> float:
+    """Mean power over a stretch with no inference (measured before streaming starts)."""
+    return trace.mean_watts(start, end)
+
+
+def energy_summary(
+    trace: PowerTrace, windows: list[Window], kind: str, idle: tuple[float, float] | None = None
+) -> dict:
+    """The figures a run reports: median and spread of µJ per inference, idle power, totals."""
+    if kind not in WINDOW_KINDS:
+        raise ValueError(f"window kind {kind!r} is not one of {WINDOW_KINDS}")
+    per_inference = window_energies_j(trace, windows) * 1e6 if windows else np.array([])
+    inferences = sum(w.inferences for w in windows)
+    window_seconds = sum(w.end - w.start for w in windows)
+    in_windows = float(np.sum(per_inference * [w.inferences for w in windows])) if windows else 0.0
+    idle_w = idle_watts(trace, *idle) if idle else None
+    return {
+        "source": trace.source,
+        "meter": trace.meter,
+        "windows": kind,
+        "inferences": inferences,
+        "uj_per_inference": {
+            "median": float(np.median(per_inference)) if windows else None,
+            "p10": float(np.percentile(per_inference, 10)) if windows else None,
+            "p90": float(np.percentile(per_inference, 90)) if windows else None,
+            "mean": in_windows / inferences if inferences else None,
+        },
+        "mean_watts_in_windows": in_windows * 1e-6 / window_seconds if window_seconds > 0 else None,
+        "idle_watts": idle_w,
+        "idle_seconds": (idle[1] - idle[0]) if idle else None,
+        "total_j": trace.energy_j(),
+        "seconds": float(trace.t[-1] - trace.t[0]) if len(trace) else 0.0,
+    }

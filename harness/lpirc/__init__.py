@@ -1,0 +1,1 @@
+"""LPIRC-style evaluation: the HTTP referee, accuracy-per-energy scores and their prize categories."""

@@ -1,0 +1,361 @@
+"""An HTTP referee with the LPIRC endpoints, for networked boards and offloading systems.
+
+Form fields as the LPIRC referee took them (POST, or GET with a query string):
+  /help                          usage text
+  /login (/get_token)            username, password -> token; starts the clock and the power meter
+  /verify                        token -> 200 or 401
+  /no_of_images                  token -> the number of images
+  /image                         token, image_name = 1-based index -> the JPEG
+  /result                        token, image_name, CLASS_ID, confidence, xmin, xmax, ymin, ymax
+                                 (fields may repeat: several boxes in one post)
+  /logout                        token -> stops the meter; the session is scored
+A bad or expired token gets 401, a bad index or mismatched field counts 406. Once the time limit has
+passed every request gets 401, result posts included, and the session is scored with what came in time;
+logging in again returns the same token and does not restart the clock.
+"""
+
+import ipaddress
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from harness.energy.meter import Meter
+from harness.energy.trace import JOULES_PER_WH, PowerTrace
+from harness.errors import UserError
+from harness.eval.detection import Box, mean_average_precision, read_boxes
+from harness.lpirc.order import shuffle_in_groups
+
+HELP = __doc__
+RESULT_FIELDS = ("CLASS_ID", "confidence", "xmin", "xmax", "ymin", "ymax")
+TRUTH_FILES = ("ground_truth.csv", "csv/golden_output.csv")
+
+
+@dataclass
+class RefereeSet:
+    """What the referee serves: image n (1-based) is images[n - 1]; truth uses served indices."""
+
+    name: str
+    images: list[Path]
+    boxes: list[Box] | None = None  # detection ground truth (scored by mAP)
+    labels: list[int] | None = None  # one class per image (scored by accuracy)
+    order: list[int] = field(default_factory=list)  # served index - 1 -> index in the source order
+    seed: int = 0
+
+
+def _numbered_images(folder: Path) -> dict[int, Path]:
+    return {int(p.stem): p for p in folder.glob("*.jpg") if p.stem.isdigit()}
+
+
+def load_referee_set(dataset: str, subset: str | None, limit: int | None, seed: int) -> RefereeSet:
+    """An LPIRC-layout folder (images/<n>.jpg plus 7-column ground truth) or a harness dataset and subset."""
+    root = Path(dataset)
+    truth_file = next((root / f for f in TRUTH_FILES if (root / f).is_file()), None)
+    if truth_file is not None and (root / "images").is_dir():
+        numbered = _numbered_images(root / "images")
+        ids = sorted(numbered)[:limit] if limit else sorted(numbered)
+        if not ids:
+            raise UserError(f"{root / 'images'} holds no numbered JPEGs (1.jpg, 2.jpg, ...)")
+        order = shuffle_in_groups(len(ids), seed)
+        served = {ids[source]: n for n, source in enumerate(order, 1)}
+        truth = [b for b in read_boxes(truth_file) if b.image in served]
+        boxes = [Box(served[b.image], b.label, b.confidence, *b.coords()) for b in truth]
+        return RefereeSet(root.name, [numbered[ids[s]] for s in order], boxes=boxes, order=order, seed=seed)
+    from harness.eval.dataset import load_dataset
+    from harness.eval.subsets import parse_subsets, select_samples
+
+    data = load_dataset(dataset)
+    subsets = parse_subsets(subset or "all")
+    samples = select_samples(data.samples, subsets, limit)
+    if not samples:
+        raise UserError(f"dataset {data.name} has no samples in {subset}; choose another --subset")
+    order = shuffle_in_groups(len(samples), seed)
+    ordered = [samples[s] for s in order]
+    labels = [subsets[0].label(s) for s in ordered]
+    return RefereeSet(data.name, [s.image_path for s in ordered], labels=labels, order=order, seed=seed)
+
+
+@dataclass
+class Session:
+    token: str
+    username: str
+    started: float
+    results: list[tuple[float, Box]] = field(default_factory=list)  # (seconds since login, box)
+    images_sent: set[int] = field(default_factory=set)
+    ended: float | None = None
+    ended_by: str | None = None
+
+
+class Referee(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(
+        self,
+        images: RefereeSet,
+        time_limit: float,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        password: str | None = None,
+        meter: Meter | None = None,
+    ):
+        self.images = images
+        self.time_limit = time_limit
+        self.password = password
+        self.meter = meter
+        self.session: Session | None = None
+        self.trace: PowerTrace | None = None
+        self.finished = threading.Event()
+        self.lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        super().__init__((host, port), _Handler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def login(self, username: str, password: str) -> str | None:
+        if self.password is not None and password != self.password:
+            return None
+        with self.lock:
+            if self.session is None:
+                self.session = Session(secrets.token_urlsafe(16), username, time.monotonic())
+                if self.meter is not None:
+                    self.meter.start()
+                self._timer = threading.Timer(self.time_limit, self.finish, args=("time limit",))
+                self._timer.daemon = True
+                self._timer.start()
+            return self.session.token if self.session.ended is None else None
+
+    def active(self, token: str | None) -> Session | None:
+        """The session if the token is its and the time limit has not passed."""
+        session = self.session
+        if session is None or session.ended is not None or token != session.token:
+            return None
+        if time.monotonic() - session.started > self.time_limit:
+            self.finish("time limit")
+            return None
+        return session
+
+    def finish(self, reason: str) -> None:
+        with self.lock:
+            session = self.session
+            if session is None or session.ended is not None:
+                return
+            session.ended = time.monotonic()
+            session.ended_by = reason
+            if self._timer is not None:
+                self._timer.cancel()
+            if self.meter is not None:
+                self.trace = self.meter.stop()
+        self.finished.set()
+
+    def score(self) -> dict:
+        """The session's figures: mAP (or accuracy), energy and their ratio."""
+        session = self.session
+        received = [box for _, box in session.results] if session else []
+        summary: dict = {
+            "dataset": self.images.name,
+            "images": len(self.images.images),
+            "images_sent": len(session.images_sent) if session else 0,
+            "images_answered": len({b.image for b in received}),
+            "results": len(received),
+            "time_limit_s": self.time_limit,
+            "seconds": (session.ended - session.started) if session and session.ended else None,
+            "ended_by": session.ended_by if session else None,
+            "order_seed": self.images.seed,
+        }
+        if self.images.boxes is not None:
+            result = mean_average_precision(received, self.images.boxes)
+            summary["metric"] = "map"
+            summary["map"] = result.as_dict()
+            accuracy = result.map
+        else:
+            best: dict[int, Box] = {}
+            for box in received:
+                if box.image not in best or box.confidence > best[box.image].confidence:
+                    best[box.image] = box
+            labels = self.images.labels or []
+            correct = sum(1 for n, label in enumerate(labels, 1) if n in best and best[n].label == label)
+            summary["metric"] = "accuracy"
+            accuracy = correct / len(labels) if labels else 0.0  # unanswered images count as wrong
+            summary["accuracy"] = {"value": accuracy, "correct": correct, "n": len(labels)}
+        summary["energy"] = energy_figures(self.trace)
+        wh = summary["energy"]["wh"] if summary["energy"] else None
+        summary["score"] = {
+            "value": accuracy / wh if wh else None,
+            "unit": f"{summary['metric']} per Wh",
+            "source": summary["energy"]["source"] if summary["energy"] else None,
+        }
+        return summary
+
+    def received_rows(self) -> list[Box]:
+        return [box for _, box in self.session.results] if self.session else []
+
+
+def energy_figures(trace: PowerTrace | None) -> dict | None:
+    if trace is None or len(trace) < 2:
+        return None
+    joules = trace.energy_j()
+    return {"source": trace.source, "meter": trace.meter, "joules": joules, "wh": joules / JOULES_PER_WH}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Referee
+
+    def log_message(self, format, *args):
+        pass
+
+    def _fields(self) -> dict[str, list[str]]:
+        fields = parse_qs(urlsplit(self.path).query, keep_blank_values=True)
+        if self.command == "POST":
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length).decode("utf-8", "replace") if length else ""
+            for key, values in parse_qs(body, keep_blank_values=True).items():
+                fields.setdefault(key, []).extend(values)
+        return fields
+
+    def _send(self, status: int, body: bytes | str, kind: str = "text/plain; charset=utf-8") -> None:
+        data = body.encode() if isinstance(body, str) else body
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self._route()
+
+    def do_POST(self):
+        self._route()
+
+    def _route(self):
+        path = urlsplit(self.path).path.rstrip("/") or "/"
+        fields = self._fields()
+        first = {k: v[0] for k, v in fields.items()}
+        if path in ("/", "/help"):
+            return self._send(HTTPStatus.OK, HELP)
+        if path in ("/login", "/get_token"):
+            token = self.server.login(first.get("username", ""), first.get("password", ""))
+            return self._send(HTTPStatus.OK, token) if token else self._send(HTTPStatus.UNAUTHORIZED, "refused\n")
+        session = self.server.active(first.get("token"))
+        if session is None:
+            return self._send(HTTPStatus.UNAUTHORIZED, "bad or expired token\n")
+        if path == "/verify":
+            return self._send(HTTPStatus.OK, "ok\n")
+        if path == "/no_of_images":
+            return self._send(HTTPStatus.OK, str(len(self.server.images.images)))
+        if path == "/image":
+            return self._image(session, first.get("image_name", ""))
+        if path == "/result":
+            return self._result(session, fields)
+        if path == "/logout":
+            self.server.finish("logout")
+            return self._send(HTTPStatus.OK, "logged out\n")
+        return self._send(HTTPStatus.NOT_FOUND, "unknown path; see /help\n")
+
+    def _index(self, text: str) -> int | None:
+        try:
+            index = int(text)
+        except ValueError:
+            return None
+        return index if 1 <= index <= len(self.server.images.images) else None
+
+    def _image(self, session: Session, name: str):
+        index = self._index(name)
+        if index is None:
+            return self._send(HTTPStatus.NOT_ACCEPTABLE, f"image_name must be 1..{len(self.server.images.images)}\n")
+        try:
+            data = self.server.images.images[index - 1].read_bytes()
+        except OSError:
+            return self._send(HTTPStatus.INTERNAL_SERVER_ERROR, "image file missing\n")
+        session.images_sent.add(index)
+        return self._send(HTTPStatus.OK, data, "image/jpeg")
+
+    def _result(self, session: Session, fields: dict[str, list[str]]):
+        names = fields.get("image_name", [])
+        columns = [fields.get(f, []) for f in RESULT_FIELDS]
+        if not names or any(len(c) != len(names) for c in columns):
+            return self._send(HTTPStatus.NOT_ACCEPTABLE, f"image_name and {', '.join(RESULT_FIELDS)} must pair up\n")
+        boxes = []
+        for name, label, confidence, xmin, xmax, ymin, ymax in zip(names, *columns, strict=True):
+            index = self._index(name)
+            try:
+                if index is None:
+                    raise ValueError
+                corners = (float(xmin), float(ymin), float(xmax), float(ymax))
+                boxes.append(Box(index, int(label), float(confidence), *corners))
+            except ValueError:
+                return self._send(HTTPStatus.NOT_ACCEPTABLE, "a result field is not a number or a valid index\n")
+        elapsed = time.monotonic() - session.started
+        if elapsed > self.server.time_limit:
+            self.server.finish("time limit")
+            return self._send(HTTPStatus.UNAUTHORIZED, "bad or expired token\n")
+        with self.server.lock:
+            session.results.extend((elapsed, box) for box in boxes)
+        return self._send(HTTPStatus.OK, f"{len(boxes)} result(s) stored\n")
+
+
+def check_bind(host: str, allow_remote: bool, password: str | None) -> None:
+    """Loopback only, unless the user asked for more and set a password."""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        raise UserError(f"--host {host!r} is not an IP address; give e.g. 127.0.0.1 or 0.0.0.0") from None
+    if loopback:
+        return
+    if not allow_remote:
+        raise UserError(f"refusing to serve images on {host}: add --allow-remote and --password to bind it elsewhere")
+    if not password:
+        raise UserError("a referee reachable from other hosts needs --password")
+
+
+def save_session(referee: Referee, results_root: Path, started_iso: str) -> dict:
+    """The scored session as a run folder: summary.json, manifest.json, results.csv (LPIRC's 7 columns)
+    with received.parquet (when each result came), power.parquet when a meter ran."""
+    from harness.eval.detection import write_boxes
+    from harness.results.provenance import harness_source, host_machine
+    from harness.results.store import new_run_id, run_folder
+
+    summary = referee.score()
+    run_id = new_run_id("referee", referee.images.name)
+    summary = {"run_id": run_id, "kind": "referee", **summary}
+    session = referee.session
+    manifest = {
+        "run_id": run_id,
+        "kind": "referee",
+        "harness": harness_source(),
+        "started": started_iso,
+        "dataset": referee.images.name,
+        "images": [str(p) for p in referee.images.images],
+        "order_seed": referee.images.seed,
+        "time_limit_s": referee.time_limit,
+        "username": session.username if session else None,
+        "meter": referee.trace.meter if referee.trace is not None else None,
+        "host": host_machine(),
+    }
+    with run_folder(results_root, run_id) as folder:
+        write_boxes(folder.path / "results.csv", referee.received_rows())
+        folder.write_table(
+            "received.parquet",
+            {
+                "seconds": [t for t, _ in session.results] if session else [],
+                "image": [b.image for _, b in session.results] if session else [],
+            },
+        )
+        if referee.images.boxes is not None:
+            write_boxes(folder.path / "truth.csv", referee.images.boxes)
+        else:
+            folder.write_json("labels.json", referee.images.labels or [])
+        if referee.trace is not None and len(referee.trace) and session:
+            power = referee.trace.columns()
+            power["t"] = [t - session.started for t in power["t"]]  # seconds since login
+            folder.write_table("power.parquet", power)
+        folder.write_json("manifest.json", manifest)
+        folder.write_json("summary.json", summary)
+    summary["run_dir"] = str(results_root / run_id)
+    return summary

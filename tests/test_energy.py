@@ -1,0 +1,111 @@
+"""Power meters: the WT310 VISA driver against the simulator over a real socket, windows, log replay."""
+
+import time
+
+import numpy as np
+import pytest
+
+from harness.energy.meter import open_meter
+from harness.energy.profile import PowerProfile
+from harness.energy.replay import held_energy_j, read_wt310_log
+from harness.energy.trace import JOULES_PER_WH, PowerTrace
+from harness.energy.windows import Window, energy_summary, window_energies_j
+from harness.energy.wt310_sim import Wt310Simulator, Wt310State
+from harness.errors import UserError
+from tests.conftest import SHARED
+
+LPIRC_CSV = SHARED / "fixtures" / "lpirc" / "csv"
+
+
+def _lpirc_log(name: str):
+    path = LPIRC_CSV / name
+    if not path.is_file():
+        pytest.skip(f"needs ../shared/fixtures/lpirc/csv/{name} (the shared fixtures are absent in a fresh clone)")
+    return path
+
+
+def test_wt310_driver_reads_the_simulator_over_a_socket_and_energy_per_inference_is_within_1_percent():
+    epoch = time.monotonic() + 0.3  # profile time 0
+    # 90 mW idle, 100 mW while inferring: three 1 s windows of 40 back-to-back inferences each.
+    windows = [(1.0, 2.0), (2.5, 3.5), (4.0, 5.0)]
+    profile = PowerProfile(idle_watts=0.090, volts=3.3, pulses=tuple((a, b, 0.100) for a, b in windows))
+    with Wt310Simulator(profile, epoch=epoch) as simulator, open_meter(f"wt310:{simulator.resource}") as meter:
+        assert meter.source == "sim" and "WT310" in meter.description
+        time.sleep(max(0.0, epoch - time.monotonic()))
+        meter.start()
+        time.sleep(5.4)
+        trace = meter.stop()
+    assert trace.source == "sim"
+    assert len(trace) > 40  # 10 updates a second
+    assert np.allclose(trace.volts, 3.3)
+    marked = [Window(epoch + a, epoch + b, inferences=40) for a, b in windows]
+    per_inference = window_energies_j(trace, marked)
+    analytic = profile.energy_j(*windows[0]) / 40  # the same for every window
+    assert analytic == pytest.approx(0.100 / 40)
+    assert np.all(np.abs(per_inference / analytic - 1) < 0.01), per_inference / analytic
+    summary = energy_summary(trace, marked, "serial-marker", idle=(epoch + 0.1, epoch + 0.9))
+    assert summary["source"] == "sim"
+    assert summary["uj_per_inference"]["median"] == pytest.approx(analytic * 1e6, rel=0.01)
+    assert summary["idle_watts"] == pytest.approx(0.090, rel=0.01)
+
+
+def test_energy_per_inference_from_a_fast_sampled_profile_matches_the_analytic_value():
+    """A PPK2-like 100 kS/s trace of 2.2 ms inferences: trapezoids and edge interpolation within 1 %."""
+    profile = PowerProfile(0.002, 3.0, tuple((0.01 * k + 0.003, 0.01 * k + 0.0052, 0.012) for k in range(50)))
+    t = np.arange(0, 0.5, 1e-5)
+
+    def cumulative(x):  # the profile's exact energy from 0 to each x
+        starts, ends, watts = (np.array(column)[:, None] for column in zip(*profile.pulses, strict=True))
+        return profile.idle_watts * x + ((watts - profile.idle_watts) * np.clip(x - starts, 0, ends - starts)).sum(0)
+
+    watts = (cumulative(t + 5e-6) - cumulative(t - 5e-6)) / 1e-5  # each sample the mean over its 10 µs
+    trace = PowerTrace(t, np.full_like(t, 3.0), watts / 3.0, watts, source="sim", meter="test")
+    marked = [Window(a, b) for a, b, _ in profile.pulses[:-1]]
+    per_inference = window_energies_j(trace, marked)
+    analytic = np.array([profile.energy_j(w.start, w.end) for w in marked])
+    assert np.max(np.abs(per_inference / analytic - 1)) < 0.01
+
+
+def test_simulator_speaks_short_and_long_scpi_forms_and_reports_undefined_headers():
+    state = Wt310State(PowerProfile(0.5, 5.0), epoch=0.0)
+    assert state.execute("*IDN?", 1.0).startswith("HARNESS-SIMULATOR,WT310")
+    state.execute(":RATE 100MS", 1.0)
+    state.execute(":numeric:normal:item1 P,1", 1.0)
+    assert float(state.execute(":NUM:VAL?", 2.0).split(",")[0]) == pytest.approx(0.5)
+    assert state.execute(":NUMERIC:NORMAL:VALUE?", 2.0) == state.execute(":NUM:NORM:VAL?", 2.0)
+    assert state.execute(":BOGUS:THING 1", 2.0) is None
+    assert state.execute(":STAT:ERR?", 2.0) == '113,"Undefined header"'
+    assert state.execute(":STATUS:ERROR?", 2.0) == '0,"No error"'
+
+
+def test_lpirc_meter_logs_replay_to_their_own_accumulated_energy():
+    for name, expected_wh in [("powermeter_user_330.csv", 0.000729776), ("powermeter_lpirc.csv", -2.99855e-10)]:
+        trace = read_wt310_log(_lpirc_log(name))
+        assert trace.source == "device"
+        assert trace.energy_j() / JOULES_PER_WH == pytest.approx(expected_wh, rel=1e-12)
+        # Re-integrating the 1 s power readings agrees with the meter's own integral.
+        assert held_energy_j(trace) / JOULES_PER_WH == pytest.approx(expected_wh, rel=0.01)
+    user = read_wt310_log(_lpirc_log("powermeter_user_330.csv"))
+    assert len(user) == 31 and user.t[-1] == 30.0  # origin + 30 readings; the repeated last poll kept once
+    assert read_wt310_log(_lpirc_log("powermeter_lpirc.csv")).notes["polls_missed"] == 13
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("geiger:1", "unknown meter kind 'geiger'"),
+        ("wt310", "is not KIND:ADDRESS"),
+        ("wt310:NOT-A-RESOURCE", "cannot open VISA resource"),
+        ("csv:/nonexistent/log.csv", "cannot read meter log"),
+    ],
+)
+def test_bad_meter_specs_are_user_errors(spec, message):
+    with pytest.raises(UserError, match=message):
+        open_meter(spec)
+
+
+def test_malformed_meter_log_names_the_line(tmp_path):
+    log = tmp_path / "bad.csv"
+    log.write_text("9.91e+037,9.91e+037,9.91e+037,0,0\n1,2,3,4,1\n1,2,three,4,2\n")
+    with pytest.raises(UserError, match=r"bad.csv:3: expected 5 numbers"):
+        open_meter(f"csv:{log}")
