@@ -76,11 +76,12 @@ def load_run(spec: str, root: Path = Path("results")) -> Run:
 
 
 def list_runs(root: Path) -> list[Run]:
+    """The eval runs under `root` (stream runs and referee sessions keep other files)."""
     if not root.is_dir():
         return []
     runs = [
         load_run(str(p))
         for p in sorted(root.iterdir())
-        if (p / "manifest.json").is_file() and not p.name.startswith(".")
+        if (p / "manifest.json").is_file() and (p / "samples.parquet").is_file() and not p.name.startswith(".")
     ]
     return sorted(runs, key=lambda run: run.manifest["started"])
