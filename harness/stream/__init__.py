@@ -1,0 +1,1 @@
+"""Continuous-audio keyword spotting: event ledgers, detections, scoring policies and test-stream composition."""
