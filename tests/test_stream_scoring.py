@@ -160,3 +160,69 @@ def test_cli_scores_and_prints_every_policy(tmp_path, capsys):
     assert (result["policy"], result["hits"], result["duplicates"], result["duration_ms"]) == ("optimal", 1, 1, 10000)
     assert main([*common, "--policy", "mlperf-sww"]) == 2  # no end time in this ledger
     assert "end time" in capsys.readouterr().err
+
+
+def _tf_literal(ground_truth, found, tolerance_ms):
+    """accuracy_utils.py's calculate_accuracy_stats(found, -1, tolerance) loop, transcribed step by step."""
+    correct = wrong = false_positives = 0
+    matched = []
+    for label, t in found:
+        earliest, latest = t - tolerance_ms, t + tolerance_ms
+        found_one = False
+        for gt_label, gt_time in ground_truth:
+            if gt_time > latest:
+                break
+            if gt_time < earliest:
+                continue
+            if gt_label == label and matched.count(gt_time) == 0:
+                correct += 1
+            else:
+                wrong += 1
+            matched.append(gt_time)
+            found_one = True
+            break
+        if not found_one:
+            false_positives += 1
+    return len(matched), correct, wrong, false_positives
+
+
+def _best_by_enumeration(events, dets, tolerance_ms):
+    """(hits, substitutions) of the lexicographically best one-to-one matching, by trying them all."""
+    best = (0, 0)
+
+    def walk(i, used, hits, subs):
+        nonlocal best
+        best = max(best, (hits, subs))
+        if i == len(dets):
+            return
+        walk(i + 1, used, hits, subs)
+        for j, (label, start, end) in enumerate(events):
+            if j not in used and start - tolerance_ms <= dets[i][1] <= end + tolerance_ms:
+                same = label == dets[i][0]
+                walk(i + 1, used | {j}, hits + same, subs + (not same))
+
+    walk(0, frozenset(), 0, 0)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_small_cases_against_literal_tf_and_exhaustive_matching(seed):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    starts = sorted(int(t) for t in rng.integers(0, 8000, rng.integers(0, 5)))
+    events = [(str(rng.choice(["yes", "no"])), s, s + int(rng.integers(0, 1200))) for s in starts]
+    found = sorted(
+        ((str(rng.choice(["yes", "no"])), int(t)) for t in rng.integers(0, 9000, rng.integers(0, 5))),
+        key=lambda d: d[1],
+    )
+    ledger = _ledger(*events)
+    detections = _detections(*found)
+    tf = score_stream("tf-compat", ledger, detections, 10_000, 700)
+    assert (tf.matched, tf.correct, tf.wrong, tf.false_positives) == _tf_literal(
+        [(label, start) for label, start, _ in events], found, 700
+    )
+    optimal = score_stream("optimal", ledger, detections, 10_000, 700)
+    assert (optimal.hits, optimal.substitutions) == _best_by_enumeration(events, found, 700)
+    assert optimal.hits + optimal.substitutions + optimal.misses == len(events)
+    assert optimal.hits + optimal.substitutions + optimal.duplicates + optimal.false_alarms == len(found)

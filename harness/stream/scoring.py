@@ -109,17 +109,21 @@ def _window(event: Event, tolerance_ms: int) -> tuple[int, int]:
     return event.start_ms - tolerance_ms, end + tolerance_ms
 
 
-def _assign(events: list[Event], dets: list[Detection], tolerance_ms: int) -> dict[int, int]:
-    """Detection index -> event index: most same-label pairs, then most pairs, then the least total offset."""
+def _candidates(events: list[Event], dets: list[Detection], tolerance_ms: int) -> list[tuple[int, int]]:
+    """(detection, event) pairs with the detection inside the event's tolerance window."""
     times = [d.time_ms for d in dets]
-    rows, cols = [], []
+    pairs = []
     for j, event in enumerate(events):
         low, high = _window(event, tolerance_ms)
-        for i in range(bisect_left(times, low), bisect_right(times, high)):
-            rows.append(i)
-            cols.append(j)
-    if not rows:
+        pairs += [(i, j) for i in range(bisect_left(times, low), bisect_right(times, high))]
+    return pairs
+
+
+def _assign(events: list[Event], dets: list[Detection], pairs: list[tuple[int, int]]) -> dict[int, int]:
+    """Detection index -> event index: most same-label pairs, then most pairs, then the least total offset."""
+    if not pairs:
         return {}
+    rows, cols = [i for i, _ in pairs], [j for _, j in pairs]
     n = len(dets)
     graph = coo_matrix((np.ones(len(rows)), (rows, [n + c for c in cols])), shape=(n + len(events),) * 2)
     _, component = connected_components(graph, directed=False)
@@ -146,13 +150,6 @@ def _assign(events: list[Event], dets: list[Detection], tolerance_ms: int) -> di
     return assigned
 
 
-def _nearest_event_in_window(det: Detection, events: list[Event], tolerance_ms: int) -> int | None:
-    inside = [
-        j for j, e in enumerate(events) if _window(e, tolerance_ms)[0] <= det.time_ms <= _window(e, tolerance_ms)[1]
-    ]
-    return min(inside, key=lambda j: abs(det.time_ms - events[j].start_ms)) if inside else None
-
-
 def _latency(hits: list[tuple[Event, Detection]], reference: str | None) -> Latency:
     ends = [e.end_ms is not None for e, _ in hits]
     measured_from = "event end" if all(ends) else "event start" if not any(ends) else "event end where known"
@@ -176,13 +173,19 @@ def _latency(hits: list[tuple[Event, Detection]], reference: str | None) -> Late
 def score_optimal(ledger: Ledger, detections: Detections, duration_ms: int, tolerance_ms: int) -> OptimalScore:
     events = [e for e in ledger.events if e.label not in NON_COMMAND_LABELS]
     dets = [d for d in detections.detections if d.label not in NON_COMMAND_LABELS]
-    assigned = _assign(events, dets, tolerance_ms)
+    pairs = _candidates(events, dets, tolerance_ms)
+    assigned = _assign(events, dets, pairs)
+    in_window: dict[int, list[int]] = {}
+    for i, j in pairs:
+        in_window.setdefault(i, []).append(j)
     outcomes: list[Outcome] = []
     hits: list[tuple[Event, Detection]] = []
     for i, det in enumerate(dets):
         j = assigned.get(i)
         if j is None:
-            j = _nearest_event_in_window(det, events, tolerance_ms)  # every event there is matched already
+            # any event within tolerance is matched already (else the matching could grow): a duplicate
+            nearby = in_window.get(i, [])
+            j = min(nearby, key=lambda k: abs(det.time_ms - events[k].start_ms)) if nearby else None
             kind = "false_alarm" if j is None else "duplicate"
         else:
             kind = "hit" if det.label == events[j].label else "substitution"
@@ -318,24 +321,25 @@ def tf_accuracy_line(ground_truth: int, matched: int, correct: int, wrong: int, 
 
 
 def _tf_scan(ground_truth: list[Event], found: list[Detection], tolerance_ms: int):
-    """calculate_accuracy_stats(found_words, -1, tolerance): the first annotation in the window decides."""
+    """calculate_accuracy_stats(found_words, -1, tolerance): the first annotation in the window decides.
+
+    TF scans the time-sorted annotations from the top for every detection; bisect finds the same first
+    annotation at or after the window's start, and a Counter answers TF's matched_list.count(time).
+    """
+    starts = [e.start_ms for e in ground_truth]
     matched_times: list[int] = []
+    times_matched: Counter = Counter()
     states = []
     for det in found:
-        earliest, latest = det.time_ms - tolerance_ms, det.time_ms + tolerance_ms
-        chosen = None
-        for index, event in enumerate(ground_truth):
-            if event.start_ms > latest:
-                break
-            if event.start_ms < earliest:
-                continue
-            correct = event.label == det.label and matched_times.count(event.start_ms) == 0
-            states.append(("Correct" if correct else "Wrong", index))
-            matched_times.append(event.start_ms)  # appended even when counted wrong
-            chosen = index
-            break
-        if chosen is None:
+        index = bisect_left(starts, det.time_ms - tolerance_ms)
+        if index == len(starts) or starts[index] > det.time_ms + tolerance_ms:
             states.append(("False Positive", None))
+            continue
+        event = ground_truth[index]
+        correct = event.label == det.label and times_matched[event.start_ms] == 0
+        states.append(("Correct" if correct else "Wrong", index))
+        matched_times.append(event.start_ms)  # appended even when counted wrong
+        times_matched[event.start_ms] += 1
     return states, matched_times
 
 
