@@ -68,6 +68,8 @@ def test_duplicate_is_200_percent_matched_in_tf():
     assert [d.state for d in tf.per_detection] == ["Correct", "Wrong"]
     assert tf.changed_by == ["duplicates-counted-wrong", "matched-counts-repeats"]
     assert mlperf.line == "1 True Positives, 0 False negatives, 0 False Positives"  # both fall in one window
+    same_instant = score_stream("tf-compat", _ledger(("yes", 1000, 2000)), _detections(("yes", 1000), ("yes", 1000)))
+    assert same_instant.changed_by == ["duplicates-counted-wrong", "matched-counts-repeats"]
 
 
 def test_nearby_events_with_overlapping_windows():

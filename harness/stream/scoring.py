@@ -170,28 +170,40 @@ def _latency(hits: list[tuple[Event, Detection]], reference: str | None) -> Late
     )
 
 
-def score_optimal(ledger: Ledger, detections: Detections, duration_ms: int, tolerance_ms: int) -> OptimalScore:
-    events = [e for e in ledger.events if e.label not in NON_COMMAND_LABELS]
-    dets = [d for d in detections.detections if d.label not in NON_COMMAND_LABELS]
+def _match(events: list[Event], dets: list[Detection], tolerance_ms: int) -> list[tuple[str, int | None]]:
+    """Per detection: its kind and the index of its event (None for a false alarm)."""
     pairs = _candidates(events, dets, tolerance_ms)
     assigned = _assign(events, dets, pairs)
     in_window: dict[int, list[int]] = {}
     for i, j in pairs:
         in_window.setdefault(i, []).append(j)
-    outcomes: list[Outcome] = []
-    hits: list[tuple[Event, Detection]] = []
+    matches = []
     for i, det in enumerate(dets):
         j = assigned.get(i)
-        if j is None:
-            # any event within tolerance is matched already (else the matching could grow): a duplicate
-            nearby = in_window.get(i, [])
-            j = min(nearby, key=lambda k: abs(det.time_ms - events[k].start_ms)) if nearby else None
-            kind = "false_alarm" if j is None else "duplicate"
-        else:
-            kind = "hit" if det.label == events[j].label else "substitution"
-            if kind == "hit":
-                hits.append((events[j], det))
+        if j is not None:
+            matches.append(("hit" if det.label == events[j].label else "substitution", j))
+            continue
+        # every event within tolerance is matched already (else the matching could grow): a duplicate
+        nearby = in_window.get(i, [])
+        j = min(nearby, key=lambda k: abs(det.time_ms - events[k].start_ms)) if nearby else None
+        matches.append(("false_alarm" if j is None else "duplicate", j))
+    return matches
+
+
+def _commands(ledger: Ledger, detections: Detections) -> tuple[list[Event], list[Detection]]:
+    events = [e for e in ledger.events if e.label not in NON_COMMAND_LABELS]
+    return events, [d for d in detections.detections if d.label not in NON_COMMAND_LABELS]
+
+
+def score_optimal(ledger: Ledger, detections: Detections, duration_ms: int, tolerance_ms: int) -> OptimalScore:
+    events, dets = _commands(ledger, detections)
+    matches = _match(events, dets, tolerance_ms)
+    outcomes: list[Outcome] = []
+    hits: list[tuple[Event, Detection]] = []
+    for det, (kind, j) in zip(dets, matches, strict=True):
         event = None if j is None else events[j]
+        if kind == "hit":
+            hits.append((event, det))
         outcomes.append(
             Outcome(
                 kind,
@@ -202,9 +214,9 @@ def score_optimal(ledger: Ledger, detections: Detections, duration_ms: int, tole
                 det.score,
             )
         )
-    matched_events = set(assigned.values())
+    matched_events = {j for kind, j in matches if kind in ("hit", "substitution")}
     outcomes += [Outcome("miss", e.label, e.start_ms) for j, e in enumerate(events) if j not in matched_events]
-    outcomes.sort(key=lambda o: (o.detection_ms if o.detection_ms is not None else o.event_ms, o.kind))
+    outcomes.sort(key=lambda o: o.detection_ms if o.detection_ms is not None else o.event_ms)  # stable
 
     kinds = Counter(o.kind for o in outcomes)
     unwanted = kinds["false_alarm"] + kinds["duplicate"] + kinds["substitution"]
@@ -305,11 +317,8 @@ class TfCompatScore:
     dropped_silence_detections: int
     per_detection: list[TfDetection]
     conventions: list[Convention]
+    changed_by: list[str]  # the conventions that changed the numbers against optimal in this run
     caveats: list[str]
-
-    @property
-    def changed_by(self) -> list[str]:
-        return [c.name for c in self.conventions if c.changed_numbers]
 
 
 def tf_accuracy_line(ground_truth: int, matched: int, correct: int, wrong: int, false_positives: int) -> str:
@@ -361,7 +370,7 @@ def score_tf_compat(ledger: Ledger, detections: Detections, duration_ms: int, to
         )
         for d, (state, i) in zip(found, states, strict=True)
     ]
-    optimal = score_optimal(ledger, detections, duration_ms, tolerance_ms)
+    conventions = _conventions(ledger, detections, found, per_detection, matched_times, tolerance_ms, n)
     caveats = []
     if detections.reference not in (None, "window-start"):
         caveats.append(
@@ -388,20 +397,18 @@ def score_tf_compat(ledger: Ledger, detections: Detections, duration_ms: int, to
         false_positives_per_hour=per_hour(fps, duration_ms),
         dropped_silence_detections=len(detections.detections) - len(found),
         per_detection=per_detection,
-        conventions=_conventions(ledger, found, per_detection, matched_times, optimal, n),
+        conventions=conventions,
+        changed_by=[c.name for c in conventions if c.changed_numbers],
         caveats=caveats,
     )
 
 
-def _conventions(ledger, found, per_detection, matched_times, optimal: OptimalScore, n: int) -> list[Convention]:
-    kind_of = {}  # (label, time, score) -> optimal kinds, in order, for the detections optimal scored
-    for o in optimal.outcomes:
-        if o.detection_ms is not None:
-            kind_of.setdefault((o.detection_label, o.detection_ms, o.score), []).append(o.kind)
-    paired = []
-    for t in per_detection:
-        kinds = kind_of.get((t.label, t.time_ms, t.score))
-        paired.append((t.state, kinds.pop(0) if kinds else "ignored"))
+def _conventions(ledger, detections, found, per_detection, matched_times, tolerance_ms, n) -> list[Convention]:
+    events, dets = _commands(ledger, detections)
+    optimal_kind = iter(kind for kind, _ in _match(events, dets, tolerance_ms))
+    kinds = [next(optimal_kind) if d.label not in NON_COMMAND_LABELS else "ignored" for d in detections.detections]
+    kinds = [k for d, k in zip(detections.detections, kinds, strict=True) if d.label != SILENCE]  # TF's found
+    paired = [(t.state, kind) for t, kind in zip(per_detection, kinds, strict=True)]
     wrong_but_hit = sum(1 for tf, opt in paired if tf == "Wrong" and opt == "hit")
     wrong_but_duplicate = sum(1 for tf, opt in paired if tf == "Wrong" and opt == "duplicate")
     fp_but_matched = sum(
