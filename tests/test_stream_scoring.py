@@ -68,7 +68,9 @@ def test_duplicate_is_200_percent_matched_in_tf():
     assert [d.state for d in tf.per_detection] == ["Correct", "Wrong"]
     assert tf.changed_by == ["duplicates-counted-wrong", "matched-counts-repeats"]
     assert mlperf.line == "1 True Positives, 0 False negatives, 0 False Positives"  # both fall in one window
-    same_instant = score_stream("tf-compat", _ledger(("yes", 1000, 2000)), _detections(("yes", 1000), ("yes", 1000)))
+    same_instant = score_stream(
+        "tf-compat", _ledger(("yes", 1000, 2000)), _detections(("yes", 1000), ("yes", 1000)), 10_000, 1000
+    )
     assert same_instant.changed_by == ["duplicates-counted-wrong", "matched-counts-repeats"]
 
 
@@ -228,3 +230,10 @@ def test_random_small_cases_against_literal_tf_and_exhaustive_matching(seed):
     assert (optimal.hits, optimal.substitutions) == _best_by_enumeration(events, found, 700)
     assert optimal.hits + optimal.substitutions + optimal.misses == len(events)
     assert optimal.hits + optimal.substitutions + optimal.duplicates + optimal.false_alarms == len(found)
+
+
+def test_identical_detections_give_the_match_to_the_first():
+    from harness.stream.scoring import _first_of_twins
+
+    twins = [Detection("yes", 1000, 0.9, "decision"), Detection("yes", 1000, 0.8, "decision")]
+    assert _first_of_twins({1: 0}, twins) == {0: 0}

@@ -147,6 +147,17 @@ def _assign(events: list[Event], dets: list[Detection], pairs: list[tuple[int, i
         for r, c in zip(*linear_sum_assignment(cost), strict=True):
             if cost[r, c] < 0:
                 assigned[det_ids[r]] = event_ids[c]
+    return _first_of_twins(assigned, dets)
+
+
+def _first_of_twins(assigned: dict[int, int], dets: list[Detection]) -> dict[int, int]:
+    """Detections with the same label and time are interchangeable: the earlier in the file gets the match."""
+    twins: dict[tuple[str, int], list[int]] = {}
+    for i, det in enumerate(dets):
+        twins.setdefault((det.label, det.time_ms), []).append(i)
+    for group in (g for g in twins.values() if len(g) > 1):
+        matched = [assigned.pop(i) for i in group if i in assigned]
+        assigned.update(zip(group, matched, strict=False))
     return assigned
 
 
