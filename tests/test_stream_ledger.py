@@ -41,6 +41,11 @@ def test_seconds_are_refused_unless_declared(tmp_path, text, expected, in_ms):
     assert [e.start_ms for e in load_ledger(path, 10_000, unit="s").events] == in_ms
 
 
+def test_a_millisecond_header_over_seconds_is_still_refused(tmp_path):
+    with pytest.raises(UserError, match="look like seconds"):
+        load_ledger(_ledger(tmp_path, "label,start_ms\nyes,2\nno,5\n"), 10_000)
+
+
 def test_header_can_declare_seconds(tmp_path):
     ledger = load_ledger(_ledger(tmp_path, "label,time_s\nyes,1.5\n"), 10_000)
     assert (ledger.unit, ledger.events[0].start_ms) == ("s", 1500)

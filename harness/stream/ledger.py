@@ -4,10 +4,10 @@
     yes,1000,2000
     no,4500
 
-A header is optional (TensorFlow's streaming tools write none). Its time column may declare the unit with a
-`_ms` or `_s` suffix. Without a declared unit the loader refuses a ledger that looks like seconds: TF's
-evaluator documents seconds but compares the raw number with millisecond detection times, so a ledger in
-seconds silently scores every event near the start of the stream.
+A header is optional (TensorFlow's streaming tools write none); a time column named with an `_s` suffix
+declares seconds. Unless seconds are declared (there or by the caller) the loader refuses a ledger that
+looks like seconds: TF's evaluator documents seconds but compares the raw number with millisecond
+detection times, so a ledger in seconds silently scores every event near the start of the stream.
 """
 
 import csv
@@ -93,7 +93,8 @@ def load_ledger(path: Path, duration_ms: int | None = None, unit: str | None = N
     rows, header_unit = _read_rows(path)
     if unit and header_unit and unit != header_unit:
         raise UserError(f"ledger {path} declares {header_unit} in its header but --ledger-unit says {unit}")
-    unit = unit or header_unit
+    # a header saying _ms is not trusted with the values: "start_ms" over seconds is exactly the mistake to catch
+    unit = unit or ("s" if header_unit == "s" else None)
     parsed: list[tuple[int, str, float, float | None]] = []
     for line, row in rows:
         if len(row) not in (2, 3) or not row[0]:

@@ -524,9 +524,12 @@ def score_mlperf_sww(
     ignored = len(detections.detections) - len(remaining)
     true_positive, false_negative = [], []
     for event in windows:  # in ledger order; a detection serves only the first window that holds it
-        inside = [t for t in remaining if event.start_ms <= t <= event.end_ms + MLPERF_AFTER_END_MS]
-        (true_positive if inside else false_negative).append(event.start_ms)
-        remaining = [t for t in remaining if t not in inside] if inside else remaining
+
+        def inside(t: int, event: Event = event) -> bool:
+            return event.start_ms <= t <= event.end_ms + MLPERF_AFTER_END_MS
+
+        (true_positive if any(map(inside, remaining)) else false_negative).append(event.start_ms)
+        remaining = [t for t in remaining if not inside(t)]
     before_debounce = len(remaining)
     false_positive = []
     for t in remaining:  # each kept false positive swallows those in the following second
