@@ -162,8 +162,13 @@ def test_cli_scores_and_prints_every_policy(tmp_path, capsys):
     assert main([*common, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert (result["policy"], result["hits"], result["duplicates"], result["duration_ms"]) == ("optimal", 1, 1, 10000)
+    assert main(common) == 0
+    out = capsys.readouterr().out
+    assert "1 / 1 events" in out and "1 / 2 detections" in out and "0 in 10 s" in out
     assert main([*common, "--policy", "mlperf-sww"]) == 2  # no end time in this ledger
     assert "end time" in capsys.readouterr().err
+    assert main([*common[:-2], "--duration-ms", "1500"]) == 2
+    assert "after the end of the audio" in capsys.readouterr().err
 
 
 def _tf_literal(ground_truth, found, tolerance_ms):
