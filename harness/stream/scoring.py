@@ -135,9 +135,9 @@ def _assign(events: list[Event], dets: list[Detection], pairs: list[tuple[int, i
         det_ids = sorted({i for i, _ in edges})
         event_ids = sorted({j for _, j in edges})
         offsets = {(i, j): abs(dets[i].time_ms - events[j].start_ms) for i, j in edges}
-        pairs = min(len(det_ids), len(event_ids))
-        sub_weight = pairs * max(offsets.values()) + 1.0  # one more pair outweighs any offsets
-        hit_weight = sub_weight * (pairs + 1)  # one more hit outweighs any substitutions
+        most_pairs = min(len(det_ids), len(event_ids))
+        sub_weight = most_pairs * max(offsets.values()) + 1.0  # one more pair outweighs any offsets
+        hit_weight = sub_weight * (most_pairs + 1)  # one more hit outweighs any substitutions
         cost = np.zeros((len(det_ids), len(event_ids)))
         row_of = {i: r for r, i in enumerate(det_ids)}
         col_of = {j: c for c, j in enumerate(event_ids)}
