@@ -718,6 +718,97 @@ def _cmd_subsets(args) -> int:
     return 0
 
 
+def _exposure_ms(args) -> int:
+    from harness.stream.compose import wav_duration_ms
+
+    if args.audio:
+        return wav_duration_ms(Path(args.audio))
+    if args.duration_ms is None:
+        raise UserError("declare the exposure the rates divide by: --audio W.wav or --duration-ms N")
+    return args.duration_ms
+
+
+def _cmd_stream_score(args) -> int:
+    from harness.stream.detections import load_detections
+    from harness.stream.ledger import load_ledger
+    from harness.stream.report import print_score
+    from harness.stream.scoring import score_stream
+
+    duration_ms = _exposure_ms(args)
+    ledger = load_ledger(Path(args.ledger), duration_ms, args.ledger_unit)
+    detections = load_detections(Path(args.detections), duration_ms)
+    result = score_stream(args.policy, ledger, detections, duration_ms, args.tolerance_ms, args.wakeword)
+    if args.json:
+        print_json(dataclasses.asdict(result))
+    else:
+        print_score(result, stdout_console())
+    return 0
+
+
+def _cmd_stream_run(args) -> int:
+    from harness.stream.report import print_score, print_stream_run
+    from harness.stream.run import StreamRequest, run_stream
+
+    if not args.wav:
+        raise UserError("`harness stream` needs --wav STREAM.wav (16 kHz mono 16-bit); see `harness stream build`")
+    board = get_board(args.board)
+    card, model = _model_for(args, board)
+    request = StreamRequest(
+        card=card,
+        model=model,
+        board=board,
+        wav=Path(args.wav),
+        results_root=Path(args.results),
+        port=args.port,
+        tflm=_tflm_tree(args),
+        serial_number=args.serial,
+        ledger=Path(args.ledger) if args.ledger else None,
+        ledger_unit=args.ledger_unit,
+        tolerance_ms=args.tolerance_ms,
+        wakeword=args.wakeword,
+    )
+    outcome = run_stream(request)
+    if args.json:
+        print_json(outcome.summary)
+    elif args.quiet:
+        print(outcome.summary["run_dir"])
+    else:
+        console = stdout_console()
+        print_stream_run(outcome.summary, console)
+        for result in outcome.scores.values():
+            print_score(result, console)
+    return 0 if outcome.summary["device_equals_host"] else 1
+
+
+def _cmd_stream(args) -> int:
+    if args.action != "build":
+        return _cmd_stream_run(args)
+    from harness.stream.compose import build_stream, parse_placements
+    from harness.stream.report import print_built
+
+    if not args.clips or not args.out:
+        raise UserError("`harness stream build` needs --clips DIR and --out STREAM.wav")
+    out = Path(args.out)
+    built = build_stream(
+        Path(args.clips),
+        out,
+        Path(args.ledger) if args.ledger else out.with_suffix(".csv"),
+        at=parse_placements(args.at) if args.at else None,
+        count=args.count,
+        words=[w.strip() for w in args.words.split(",") if w.strip()] if args.words else None,
+        min_gap_ms=args.min_gap_ms,
+        duration_ms=args.duration_ms,
+        background=args.background,
+        snr_db=args.snr_db,
+        seed=args.seed,
+    )
+    if args.json:
+        print_json(dataclasses.asdict(built))
+    else:
+        print_built(built, stdout_console())
+    return 0
+
+
 def _output_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
@@ -883,6 +974,56 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("action", nargs="?", choices=("list", "pull"), default="list")
     models.add_argument("name", nargs="?", help="with pull: the card whose model to fetch and verify")
     models.set_defaults(handler=_cmd_models)
+    stream_score = commands.add_parser(
+        "stream-score", parents=[output], help="score keyword detections on continuous audio against an event ledger"
+    )
+    stream_score.add_argument("--ledger", required=True, help="CSV of label,start_ms[,end_ms]")
+    stream_score.add_argument("--detections", required=True, help="CSV of label,time_ms,score,reference")
+    stream_score.add_argument(
+        "--policy",
+        default="optimal",
+        choices=("optimal", "tf-compat", "mlperf-sww"),
+        help="matching rules (default: optimal)",
+    )
+    stream_score.add_argument(
+        "--tolerance-ms", type=int, help="match window either side of an event (default: optimal 1000, tf-compat 1500)"
+    )
+    exposure = stream_score.add_mutually_exclusive_group()
+    exposure.add_argument("--audio", help="the stream's WAV: its length is the exposure and bounds the ledger")
+    exposure.add_argument("--duration-ms", type=_positive_int, help="the exposure, when the WAV is not at hand")
+    stream_score.add_argument("--ledger-unit", choices=("ms", "s"), help="the ledger's time unit, when not ms")
+    stream_score.add_argument("--wakeword", help="mlperf-sww: the wakeword label (default: the ledger's only label)")
+    stream_score.set_defaults(handler=_cmd_stream_score)
+
+    stream = commands.add_parser(
+        "stream", parents=[output], help="continuous audio: `stream build` composes a test stream and its ledger"
+    )
+    stream.add_argument(
+        "action", nargs="?", choices=("build",), help="build: compose a stream; without it: run a stream on a board"
+    )
+    stream.add_argument("--board", default="sim", help="run: board id (default: sim, the virtual board)")
+    stream.add_argument("--model", default="tflm_micro_speech", help="run: a keyword card with [streaming]")
+    stream.add_argument("--model-file", help="run: a .tflite to use instead of the card's own file")
+    stream.add_argument("--wav", help="run: the stream, 16 kHz mono 16-bit")
+    stream.add_argument("--ledger-unit", choices=("ms", "s"), help="run: the ledger's time unit when not ms")
+    stream.add_argument("--tolerance-ms", type=int, help="run: matching tolerance for optimal and tf-compat")
+    stream.add_argument("--wakeword", help="run: mlperf-sww's wakeword (default: the card's first keyword)")
+    stream.add_argument("--results", default="results", help="run: folder for run folders (default: results)")
+    stream.add_argument("--port", help="run: serial device or pyserial URL of a real board")
+    stream.add_argument("--serial", help="run: the USB serial number, with several boards of a kind")
+    stream.add_argument("--tflm", help="run: TFLM source tree for firmware builds (default: $HARNESS_TFLM_TREE)")
+    stream.add_argument("--clips", help="build: folder of 16 kHz mono clips (label from folder or file name)")
+    stream.add_argument("--out", help="build: the stream WAV to write")
+    stream.add_argument("--ledger", help="build: the ledger to write (default: OUT with .csv); run: events to score")
+    stream.add_argument("--at", help="build: clips at fixed times, label:start_ms,... (e.g. yes:1000,no:3500)")
+    stream.add_argument("--count", type=_positive_int, help="build: this many clips at random times instead of --at")
+    stream.add_argument("--words", help="build with --count: labels to draw from, comma-separated (default: all)")
+    stream.add_argument("--min-gap-ms", type=int, default=1000, help="build with --count: least gap (default: 1000)")
+    stream.add_argument("--duration-ms", type=_positive_int, help="build: stream length (default: last clip + 1 s)")
+    stream.add_argument("--background", default="silence", help="build: 'silence' or a WAV looped underneath")
+    stream.add_argument("--snr-db", type=float, help="build: each clip's power over the background's, in dB")
+    stream.add_argument("--seed", type=int, default=0, help="build: random seed for times and clip choice")
+    stream.set_defaults(handler=_cmd_stream)
     commands.add_parser("subsets", parents=[output], help="list the benchmark subsets").set_defaults(
         handler=_cmd_subsets
     )

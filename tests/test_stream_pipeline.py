@@ -147,9 +147,66 @@ def test_a_minute_of_speech_on_the_virtual_board_equals_the_host_reference(tmp_p
     wav = tmp_path / "stream.wav"
     write_clip(wav, np.concatenate(pieces), 16000)
     model = read_tflite(obtain_model(card))
-    summary = run_stream(StreamRequest(card, model, get_board("sim"), wav, tmp_path / "results"))
+    summary = run_stream(StreamRequest(card, model, get_board("sim"), wav, tmp_path / "results")).summary
     assert summary["audio"]["duration_ms"] == 72000
     assert summary["device_equals_host"]
     assert len(summary["detections"]["device"]) >= 5
     assert {d["label"] for d in summary["detections"]["device"]} <= {"yes", "no"}
     assert summary["feature_rows"] == (72000 * 16 - 480) // 320 + 1
+
+
+def test_harness_stream_scores_a_minute_with_24_events_under_every_policy(tmp_path):
+    """The README flow: compose a stream with `stream build`, run it on the virtual board with
+    `stream`; device and host detections identical, scores under optimal, tf-compat and mlperf-sww."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import SHARED, fixture_model
+
+    clips = SHARED / "fixtures" / "audio"
+    if not clips.is_dir():
+        pytest.skip("needs ../shared/fixtures/audio (the shared fixtures are absent in a fresh clone)")
+    fixture_model("tflm/audio_preprocessor_int8.tflite")
+
+    def harness(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "harness", *args], cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy()
+        )
+
+    built = harness(
+        "stream", "build", "--clips", str(clips), "--words", "yes,no", "--count", "24", "--duration-ms", "64000",
+        "--background", str(clips / "noise_1000ms.wav"), "--snr-db", "10", "--seed", "1", "--out", "s.wav", "--quiet",
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    done = harness("stream", "--wav", "s.wav", "--ledger", "s.csv", "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["device_equals_host"] and summary["timing_reference"] == "decision"
+    scores = summary["scores"]
+    assert scores["optimal"]["events"] == 24 and scores["optimal"]["hits"] >= 12
+    assert scores["tf-compat"]["line"].endswith("false positive")
+    assert "True Positives" in scores["mlperf-sww"]["line"]
+    run = tmp_path / summary["run_dir"]
+    assert (run / "detections_device.csv").read_text() == (run / "detections_host.csv").read_text()
+    printed = harness("stream", "--wav", "s.wav", "--ledger", "s.csv")
+    for heading in ("identical to the host", "optimal: one-to-one", "tf-compat", "mlperf-sww"):
+        assert heading in printed.stdout
+
+
+def test_a_ledger_in_seconds_is_refused_before_the_board_starts(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from harness.audio.clips import write_clip
+
+    write_clip(tmp_path / "s.wav", np.zeros(32000, np.int16), 16000)
+    (tmp_path / "s.csv").write_text("label,start_ms\nyes,0.5\nno,1.2\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "stream", "--wav", "s.wav", "--ledger", "s.csv", "--results", "r"],
+        cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy(),
+    )  # fmt: skip
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "seconds" in done.stderr and not (tmp_path / "r").exists()

@@ -1,1 +1,2 @@
-"""Keyword streaming: continuous audio through the deployed pipeline, on the device and the host."""
+"""Continuous-audio keyword spotting: the device pipeline and its host reference, event ledgers,
+detections, scoring policies and test-stream composition."""

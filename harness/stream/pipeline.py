@@ -15,8 +15,10 @@ from harness.model.card import ModelCard
 from harness.model.tflite_file import TfliteModel, read_tflite
 from harness.native import Detection as NativeDetection
 from harness.native import device_core
+from harness.stream.detections import Detection
 
 TIMING_REFERENCE = "decision"  # the end of the window whose result decided; see docs/streaming.md
+# Detection scores are the recognizer's averages of (int8 score + 128), on 0..255.
 MAX_DETECTIONS_PER_PUSH = 64
 _INT8 = 9
 
@@ -40,13 +42,6 @@ class StreamSettings:
 
     def pack(self) -> bytes:
         return struct.pack("<12I", *asdict(self).values())
-
-
-@dataclass(frozen=True)
-class Detection:
-    label: str
-    time_ms: int
-    score: int  # the averaged score, 0..255
 
 
 def stream_settings(card: ModelCard, model: TfliteModel, frontend: TfliteModel) -> StreamSettings:
@@ -83,7 +78,7 @@ def stream_settings(card: ModelCard, model: TfliteModel, frontend: TfliteModel) 
 
 
 def detections(raw: list[tuple[int, int, int]], labels: tuple[str, ...]) -> list[Detection]:
-    return [Detection(labels[label], time_ms, score) for label, score, time_ms in raw]
+    return [Detection(labels[label], time_ms, float(score), TIMING_REFERENCE) for label, score, time_ms in raw]
 
 
 class HostStream:

@@ -1,7 +1,5 @@
 """`harness stream`: a WAV through the keyword pipeline on the board and on the host, compared and stored."""
 
-import csv
-import io
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +17,10 @@ from harness.model.card import ModelCard
 from harness.model.tflite_file import TfliteModel, read_tflite
 from harness.results.provenance import harness_source, host_machine
 from harness.results.store import new_run_id, run_folder
-from harness.stream.pipeline import TIMING_REFERENCE, Detection, HostStream, detections, stream_settings
+from harness.stream.detections import Detections, write_detections
+from harness.stream.ledger import load_ledger
+from harness.stream.pipeline import TIMING_REFERENCE, HostStream, detections, stream_settings
+from harness.stream.scoring import POLICIES, score_stream
 
 CHUNK_MS = 100  # audio per STREAM_AUDIO request (less when the device's frames are smaller)
 
@@ -34,6 +35,10 @@ class StreamRequest:
     port: str | None = None
     tflm: TflmTree | None = None
     serial_number: str | None = None
+    ledger: Path | None = None  # events to score the device's detections against
+    ledger_unit: str | None = None
+    tolerance_ms: int | None = None
+    wakeword: str | None = None  # mlperf-sww: the wakeword (default: the card's first keyword)
 
 
 def read_stream_audio(wav: Path, sample_rate: int) -> np.ndarray:
@@ -50,20 +55,20 @@ def _chunks(audio: np.ndarray, samples: int) -> list[bytes]:
     return [data[i : i + samples].tobytes() for i in range(0, len(data), samples)]
 
 
-def detections_csv(found: list[Detection]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(("label", "time_ms", "score", "timing_reference"))
-    writer.writerows((d.label, d.time_ms, d.score, TIMING_REFERENCE) for d in found)
-    return out.getvalue()
+@dataclass
+class StreamOutcome:
+    summary: dict  # as written to summary.json
+    scores: dict  # policy -> score result, when a ledger was given
 
 
-def run_stream(request: StreamRequest) -> dict:
+def run_stream(request: StreamRequest) -> StreamOutcome:
     card, model, board = request.card, request.model, request.board
     pre = card.preprocessing
     audio = read_stream_audio(request.wav, pre.sample_rate)
     if len(audio) < pre.clip_samples:
         raise UserError(f"{request.wav} holds {len(audio)} samples, less than the model's {pre.clip_ms} ms window")
+    duration_ms = 1000 * len(audio) // pre.sample_rate
+    ledger = load_ledger(request.ledger, duration_ms, request.ledger_unit) if request.ledger else None
     front = frontend_file(card)
     settings = stream_settings(card, model, read_tflite(front))
     labels = card.output.labels
@@ -86,7 +91,6 @@ def run_stream(request: StreamRequest) -> dict:
         host_raw = [d for chunk in chunks for d in host.push(chunk)]
     finished = datetime.now(UTC)
     device, host_found = detections(device_raw, labels), detections(host_raw, labels)
-    duration_ms = 1000 * len(audio) / pre.sample_rate
     busy_seconds = busy_ticks / info.tick_hz if info.tick_hz else None
     run_id = new_run_id(card.name, board.id)
     summary = {
@@ -109,6 +113,8 @@ def run_stream(request: StreamRequest) -> dict:
         "frontend_arena_used": {"source": board.latency_source, "bytes": frontend_arena},
         "link": link,
     }
+    scores = _scores(request, ledger, device, duration_ms) if ledger else {}
+    summary["scores"] = {policy: asdict(result) for policy, result in scores.items()} or None
     manifest = {
         "run_id": run_id,
         "kind": "stream",
@@ -120,9 +126,22 @@ def run_stream(request: StreamRequest) -> dict:
         "host": host_machine(),
     }
     with run_folder(request.results_root, run_id) as folder:
-        (folder.path / "detections_device.csv").write_text(detections_csv(device))
-        (folder.path / "detections_host.csv").write_text(detections_csv(host_found))
+        write_detections(folder.path / "detections_device.csv", device)
+        write_detections(folder.path / "detections_host.csv", host_found)
         folder.write_json("manifest.json", manifest)
         folder.write_json("summary.json", summary)
     summary["run_dir"] = str(request.results_root / run_id)
-    return summary
+    return StreamOutcome(summary, scores)
+
+
+def _scores(request: StreamRequest, ledger, device: list, duration_ms: int) -> dict:
+    """The device's detections under every policy (the host's are identical when the run is sound)."""
+    found = Detections(str(request.wav), TIMING_REFERENCE if device else None, tuple(device))
+    keywords = (request.card.streaming or {}).get("keywords") or []
+    wakeword = request.wakeword or (keywords[0] if keywords else None)
+    return {
+        policy: score_stream(
+            policy, ledger, found, duration_ms, None if policy == "mlperf-sww" else request.tolerance_ms, wakeword
+        )
+        for policy in POLICIES
+    }

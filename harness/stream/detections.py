@@ -1,0 +1,92 @@
+"""Detections: what a recognizer fired, when, how sure, and which instant its time stamps.
+
+    label,time_ms,score,reference
+    yes,1230,0.91,window-end
+
+The timing reference is declared because the instants differ by up to a window: TF's streaming evaluator stamps
+the start of the audio window, a device naturally stamps the end of the window or the moment it decided.
+"""
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import UserError
+
+TIMING_REFERENCES = ("window-start", "window-end", "decision")
+COLUMNS = ("label", "time_ms", "score", "reference")
+
+
+@dataclass(frozen=True)
+class Detection:
+    label: str
+    time_ms: int
+    score: float
+    reference: str
+
+
+@dataclass(frozen=True)
+class Detections:
+    path: str
+    reference: str | None  # None only when there are no detections
+    detections: tuple[Detection, ...]
+
+
+def _parse(row: dict, line: int, path: Path) -> Detection:
+    where = f"detections {path} line {line}"
+    reference = (row.get("reference") or "").strip()
+    if reference not in TIMING_REFERENCES:
+        raise UserError(f"{where}: timing reference {reference!r} is not one of {', '.join(TIMING_REFERENCES)}")
+    try:
+        time = float(row["time_ms"])
+        score = float(row["score"])
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"{where}: time_ms and score must be numbers ({exc})") from exc
+    if time != int(time) or time < 0:
+        raise UserError(f"{where}: time_ms {row['time_ms']} is not a whole, non-negative number of milliseconds")
+    label = (row.get("label") or "").strip()
+    if not label:
+        raise UserError(f"{where}: empty label")
+    return Detection(label, int(time), score, reference)
+
+
+def load_detections(path: Path, duration_ms: int | None = None) -> Detections:
+    """Detections sorted by time (stable); all must share one timing reference and lie inside the audio."""
+    path = Path(path)
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
+            if missing:
+                raise UserError(
+                    f"detections {path} needs the columns {','.join(COLUMNS)} (missing {','.join(missing)})"
+                )
+            found = [_parse(row, n, path) for n, row in enumerate(reader, start=2)]
+    except OSError as exc:
+        raise UserError(f"cannot read detections {path} ({exc.strerror})") from exc
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"detections {path} is not a text CSV ({exc})") from exc
+    references = sorted({d.reference for d in found})
+    if len(references) > 1:
+        raise UserError(f"detections {path} mixes timing references ({', '.join(references)}); use one per file")
+    late = [d for d in found if duration_ms is not None and d.time_ms > duration_ms]
+    if late:
+        raise UserError(
+            f"detections {path}: {late[0].label} at {late[0].time_ms} ms is after the end of the audio "
+            f"({duration_ms} ms); are these detections for this audio?"
+        )
+    found.sort(key=lambda d: d.time_ms)
+    return Detections(str(path), references[0] if references else None, tuple(found))
+
+
+def write_detections(path: Path, detections: list[Detection]) -> None:
+    from harness.stream.files import write_atomically
+
+    def write(partial: Path) -> None:
+        with open(partial, "w", newline="") as f:
+            out = csv.writer(f, lineterminator="\n")
+            out.writerow(COLUMNS)
+            for d in detections:
+                out.writerow([d.label, d.time_ms, repr(d.score), d.reference])
+
+    write_atomically(Path(path), write)

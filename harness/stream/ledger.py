@@ -1,0 +1,144 @@
+"""The event ledger: one labelled event per CSV row, times in milliseconds, optional end time.
+
+    label,start_ms,end_ms
+    yes,1000,2000
+    no,4500
+
+A header is optional (TensorFlow's streaming tools write none); a time column named with an `_s` suffix
+declares seconds. Unless seconds are declared (there or by the caller) the loader refuses a ledger that
+looks like seconds: TF's evaluator documents seconds but compares the raw number with millisecond
+detection times, so a ledger in seconds silently scores every event near the start of the stream.
+"""
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import UserError
+
+UNITS = ("ms", "s")
+
+
+@dataclass(frozen=True)
+class Event:
+    label: str
+    start_ms: int
+    end_ms: int | None = None
+    line: int = 0  # where it came from, for messages
+
+
+@dataclass(frozen=True)
+class Ledger:
+    path: str
+    unit: str  # the unit the file was written in; events are always in ms
+    events: tuple[Event, ...]
+
+    @property
+    def has_end_times(self) -> bool:
+        return any(e.end_ms is not None for e in self.events)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _header_unit(header: list[str]) -> str | None:
+    for name in (h.strip().lower() for h in header[1:]):
+        if name.endswith("_ms") or name == "ms":
+            return "ms"
+        if name.endswith("_s") or name in ("s", "seconds", "sec"):
+            return "s"
+    return None
+
+
+def _read_rows(path: Path) -> tuple[list[tuple[int, list[str]]], str | None]:
+    try:
+        with open(path, newline="") as f:
+            rows = [(n, [c.strip() for c in row]) for n, row in enumerate(csv.reader(f), start=1)]
+    except OSError as exc:
+        raise UserError(f"cannot read ledger {path} ({exc.strerror})") from exc
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"ledger {path} is not a text CSV of label,start_ms[,end_ms] ({exc})") from exc
+    rows = [(n, row) for n, row in rows if row and any(row) and not row[0].startswith("#")]
+    header_unit = None
+    if rows and len(rows[0][1]) >= 2 and _number(rows[0][1][1]) is None:
+        header_unit = _header_unit(rows[0][1])
+        rows = rows[1:]
+    return rows, header_unit
+
+
+def _looks_like_seconds(values: list[float], duration_ms: int | None, path: Path) -> str | None:
+    fractional = next((v for v in values if v != int(v)), None)
+    if fractional is not None:
+        return (
+            f"ledger {path} has a fractional time ({fractional:g}): it looks like seconds, but times must be whole "
+            f"milliseconds ({fractional:g} s = {round(fractional * 1000)} ms); convert it or pass --ledger-unit s"
+        )
+    if duration_ms and values and max(values) > 0 and max(values) <= duration_ms / 1000:
+        return (
+            f"ledger {path}: every time is at most {max(values):g} but the audio lasts {duration_ms / 1000:g} s: "
+            f"the times look like seconds, not milliseconds; convert them or pass --ledger-unit s"
+        )
+    return None
+
+
+def load_ledger(path: Path, duration_ms: int | None = None, unit: str | None = None) -> Ledger:
+    """Events sorted by start time. duration_ms, when known, bounds every event; unit overrides the guess."""
+    path = Path(path)
+    if unit is not None and unit not in UNITS:
+        raise UserError(f"ledger unit {unit!r} is not one of {', '.join(UNITS)}")
+    rows, header_unit = _read_rows(path)
+    if unit and header_unit and unit != header_unit:
+        raise UserError(f"ledger {path} declares {header_unit} in its header but --ledger-unit says {unit}")
+    # a header saying _ms is not trusted with the values: "start_ms" over seconds is exactly the mistake to catch
+    unit = unit or ("s" if header_unit == "s" else None)
+    parsed: list[tuple[int, str, float, float | None]] = []
+    for line, row in rows:
+        if len(row) not in (2, 3) or not row[0]:
+            raise UserError(f"ledger {path} line {line}: expected label,start_ms[,end_ms], got {','.join(row)!r}")
+        times = [_number(t) for t in row[1:] if t != ""]
+        if any(t is None for t in times) or not times:
+            raise UserError(f"ledger {path} line {line}: {','.join(row[1:])!r} is not a time")
+        parsed.append((line, row[0], times[0], times[1] if len(times) > 1 else None))
+    if unit is None:
+        values = [t for _, _, start, end in parsed for t in (start, end) if t is not None]
+        problem = _looks_like_seconds(values, duration_ms, path)
+        if problem:
+            raise UserError(problem)
+    scale = 1000 if unit == "s" else 1
+    events = []
+    for line, label, start, end in parsed:
+        # round() as TF's reader does (its C++ twin truncates); seconds are scaled first
+        event = Event(label, round(start * scale), None if end is None else round(end * scale), line)
+        _check_event(event, duration_ms, path)
+        events.append(event)
+    events.sort(key=lambda e: e.start_ms)
+    return Ledger(str(path), unit or "ms", tuple(events))
+
+
+def _check_event(event: Event, duration_ms: int | None, path: Path) -> None:
+    where = f"ledger {path} line {event.line}"
+    if event.end_ms is not None and event.end_ms < event.start_ms:
+        raise UserError(f"{where}: {event.label} ends ({event.end_ms} ms) before it starts ({event.start_ms} ms)")
+    last = event.start_ms if event.end_ms is None else event.end_ms
+    if event.start_ms < 0 or (duration_ms is not None and last > duration_ms):
+        raise UserError(
+            f"{where}: {event.label} at {event.start_ms}-{last} ms lies outside the audio (0-{duration_ms} ms); "
+            "is this the ledger for this audio?"
+        )
+
+
+def write_ledger(path: Path, events: list[Event]) -> None:
+    from harness.stream.files import write_atomically
+
+    def write(partial: Path) -> None:
+        with open(partial, "w", newline="") as f:
+            out = csv.writer(f, lineterminator="\n")
+            out.writerow(["label", "start_ms", "end_ms"])
+            for e in events:
+                out.writerow([e.label, e.start_ms, "" if e.end_ms is None else e.end_ms])
+
+    write_atomically(Path(path), write)

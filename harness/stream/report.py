@@ -1,0 +1,173 @@
+"""Terminal tables for stream scores: every rate beside its raw count and the exposure it divides by."""
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.stream.compose import BuiltStream
+from harness.stream.scoring import MlperfSwwScore, OptimalScore, TfCompatScore
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f} %"
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _exposure(duration_ms: int) -> str:
+    return f"{duration_ms / 1000:g} s ({duration_ms / 3_600_000:.4f} h)"
+
+
+def _print_optimal(r: OptimalScore, console: Console) -> None:
+    table = Table(
+        title=f"optimal: one-to-one matching, tolerance ±{r.tolerance_ms} ms, detections at {r.timing_reference}"
+    )
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_column("from", justify="left")
+    table.add_row("events", str(r.events), f"{r.ignored_events} _silence_/_unknown_ annotations not counted")
+    table.add_row("detections", str(r.detections), f"{r.ignored_detections} _silence_/_unknown_ detections not counted")
+    table.add_row("hits", str(r.hits), "")
+    table.add_row("misses", str(r.misses), "")
+    table.add_row("substitutions", str(r.substitutions), "right time, wrong label")
+    table.add_row("duplicates", str(r.duplicates), "further detections of a matched event")
+    table.add_row("false alarms", str(r.false_alarms), "no event within tolerance")
+    table.add_row("recall", _pct(r.recall), f"{r.hits} / {r.events} events")
+    table.add_row("precision", _pct(r.precision), f"{r.hits} / {r.detections} detections")
+    table.add_row(
+        "false alarms / hour", _rate(r.false_alarms_per_hour), f"{r.false_alarms} in {_exposure(r.duration_ms)}"
+    )
+    table.add_row(
+        "unwanted triggers / hour",
+        _rate(r.unwanted_triggers_per_hour),
+        f"{r.unwanted_triggers} (false alarms + duplicates + substitutions) in {_exposure(r.duration_ms)}",
+    )
+    console.print(table)
+    if r.per_label:
+        labels = Table(title="per label")
+        for name in (
+            "label",
+            "events",
+            "hits",
+            "subst.",
+            "misses",
+            "detections",
+            "wrong label",
+            "dupl.",
+            "false al.",
+            "recall",
+            "precision",
+        ):
+            labels.add_column(name, justify="left" if name == "label" else "right")
+        for row in r.per_label:
+            labels.add_row(
+                row.label,
+                *(
+                    str(x)
+                    for x in (
+                        row.events,
+                        row.hits,
+                        row.substitutions,
+                        row.misses,
+                        row.detections,
+                        row.wrong_label,
+                        row.duplicates,
+                        row.false_alarms,
+                    )
+                ),
+                _pct(row.recall),
+                _pct(row.precision),
+            )
+        console.print(labels)
+    lat = r.latency
+    if lat.count:
+        console.print(
+            f"latency of {lat.count} hits, detection ({lat.timing_reference}) minus {lat.measured_from}: "
+            f"min {lat.min_ms:.0f}, median {lat.median_ms:.0f}, p90 {lat.p90_ms:.0f}, max {lat.max_ms:.0f}, "
+            f"mean {lat.mean_ms:.1f} ms",
+            highlight=False,
+        )
+
+
+def _print_tf(r: TfCompatScore, console: Console) -> None:
+    console.print(
+        f"tf-compat (TF speech_commands StreamingAccuracyStats, tolerance ±{r.tolerance_ms} ms):", highlight=False
+    )
+    console.print(r.line, highlight=False, markup=False)
+    console.print(
+        f"counts: {r.ground_truth} annotations, {r.matched} matched entries, {r.correct} correct, {r.wrong} wrong, "
+        f"{r.false_positives} false positives ({_rate(r.false_positives_per_hour)} per hour over "
+        f"{_exposure(r.duration_ms)}); {r.dropped_silence_detections} _silence_ detections dropped",
+        highlight=False,
+    )
+    table = Table(title="TF conventions against optimal matching")
+    table.add_column("convention")
+    table.add_column("affected", justify="right")
+    table.add_column("changed the numbers")
+    table.add_column("what it does")
+    for c in r.conventions:
+        table.add_row(c.name, str(c.affected), "yes" if c.changed_numbers else "no", c.description)
+    console.print(table)
+    for caveat in r.caveats:
+        console.print(f"note: {caveat}", highlight=False)
+
+
+def _print_mlperf(r: MlperfSwwScore, console: Console) -> None:
+    console.print(
+        f"mlperf-sww: wakeword {r.wakeword!r}, a detection from a wakeword's start to {r.after_end_ms} ms after its "
+        f"end is a true positive; false positives within {r.debounce_ms} ms merged",
+        highlight=False,
+    )
+    console.print(r.line, highlight=False)
+    console.print(
+        f"{r.wakewords} wakewords; {r.false_detections_before_debounce} false detections before merging; "
+        f"{r.ignored_detections} detections of other labels ignored; false positives per hour "
+        f"{_rate(r.false_positives_per_hour)} ({r.false_positives} in {_exposure(r.duration_ms)})",
+        highlight=False,
+    )
+    for caveat in r.caveats:
+        console.print(f"note: {caveat}", highlight=False)
+
+
+def print_score(result, console: Console) -> None:
+    if isinstance(result, OptimalScore):
+        _print_optimal(result, console)
+    elif isinstance(result, TfCompatScore):
+        _print_tf(result, console)
+    else:
+        _print_mlperf(result, console)
+
+
+def print_built(built: BuiltStream, console: Console) -> None:
+    table = Table(title=f"{built.wav}: {built.duration_ms} ms over {built.background}; ledger {built.ledger}")
+    for name in ("label", "start ms", "end ms", "SNR dB", "clip"):
+        table.add_column(name, justify="right" if "ms" in name or "dB" in name else "left")
+    for p in built.placements:
+        table.add_row(p.label, str(p.start_ms), str(p.end_ms), "-" if p.snr_db is None else f"{p.snr_db:.1f}", p.clip)
+    console.print(table)
+    if built.headroom_gain_db:
+        console.print(
+            f"the whole stream was scaled by {built.headroom_gain_db:.2f} dB to avoid clipping", highlight=False
+        )
+
+
+def print_stream_run(summary: dict, console: Console) -> None:
+    """What `harness stream` did: detections on device and host, and whether they agree."""
+    device, host = summary["detections"]["device"], summary["detections"]["host"]
+    audio = summary["audio"]
+    console.print(
+        f"{summary['model']} on {summary['board']}: {_exposure(int(audio['duration_ms']))} of audio, "
+        f"{summary['feature_rows']:,} feature rows, {summary['model_runs']:,} model runs, "
+        f"{len(device)} detections (times at the {summary['timing_reference']})",
+        highlight=False,
+    )
+    verdict = "identical to" if summary["device_equals_host"] else "DIFFERENT from"
+    console.print(f"device detections {verdict} the host reference's ({len(host)})", highlight=False)
+    busy = summary["busy"]
+    if busy["seconds"] is not None:
+        console.print(
+            f"pipeline time ({busy['source']}): {busy['seconds']:.3f} s, {busy['real_time_factor']:.3f}x real time",
+            highlight=False,
+        )
+    console.print(f"results: {summary['run_dir']}", highlight=False)
