@@ -171,9 +171,8 @@ def test_harness_stream_scores_a_minute_with_24_events_under_every_policy(tmp_pa
     fixture_model("tflm/audio_preprocessor_int8.tflite")
 
     def harness(*args):
-        return subprocess.run(
-            [sys.executable, "-m", "harness", *args], cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy()
-        )
+        command = [sys.executable, "-m", "harness", *args]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy())
 
     built = harness(
         "stream", "build", "--clips", str(clips), "--words", "yes,no", "--count", "24", "--duration-ms", "64000",
