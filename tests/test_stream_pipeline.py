@@ -209,3 +209,35 @@ def test_a_ledger_in_seconds_is_refused_before_the_board_starts(tmp_path):
     )  # fmt: skip
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "seconds" in done.stderr and not (tmp_path / "r").exists()
+
+
+def test_the_pipeline_in_firmware_on_an_emulated_cortex_m4_equals_the_host(tmp_path):
+    """The deployed pipeline in our ARM firmware (TFLM frontend with its signal kernels, the keyword
+    model, the C recognizer) under QEMU: the same detections as the host reference."""
+    import os
+    from pathlib import Path
+
+    from harness.audio.clips import read_clip, write_clip
+    from harness.boards import get_board
+    from harness.firmware.tflm_tree import TflmTree
+    from harness.model.card import load_card
+    from harness.model.fetch import obtain_model
+    from harness.model.tflite_file import read_tflite
+    from harness.stream.run import StreamRequest, run_stream
+    from tests.conftest import SHARED, fixture_model
+
+    tree = os.environ.get("HARNESS_TFLM_TREE")
+    if not tree:
+        pytest.skip("set HARNESS_TFLM_TREE to a TFLM tree (docs/boards.md) to build the streaming firmware")
+    fixture_model("tflm/audio_preprocessor_int8.tflite")
+    clips = {w: read_clip(SHARED / "fixtures" / "audio" / f"{w}_1000ms.wav", 16000) for w in ("yes", "no", "silence")}
+    wav = tmp_path / "s.wav"
+    write_clip(wav, np.concatenate([clips[w] for w in ("silence", "yes", "silence", "no", "silence", "yes")]), 16000)
+    card = load_card("tflm_micro_speech")
+    request = StreamRequest(
+        card, read_tflite(obtain_model(card)), get_board("qemu_m4"), wav, tmp_path / "r", tflm=TflmTree(Path(tree))
+    )
+    summary = run_stream(request).summary
+    assert summary["device_equals_host"] and len(summary["detections"]["device"]) >= 2
+    assert summary["busy"]["source"] == "emulated" and summary["busy"]["instructions"] > 0
+    assert summary["busy"]["seconds"] is None

@@ -13,6 +13,9 @@ extern "C" {
 
 const hp_runner *model_runner(void);
 
+/* The audio frontend for keyword streaming, or NULL in firmware built without one. */
+const hp_runner *frontend_runner(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,7 +20,7 @@ from harness.firmware.build import build_firmware
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.client import DeviceClient
 from harness.link.transport import open_link
-from harness.model.tflite_file import TfliteModel
+from harness.model.tflite_file import TfliteModel, read_tflite
 
 SIM_START_SECONDS = 60
 
@@ -95,15 +95,15 @@ def connect(
     frontend: Path | None = None,
 ) -> Iterator[DeviceClient]:
     """A client that has said HELLO to the board running `model` (None: self-test firmware), and
-    for keyword streaming its audio `frontend` model (the virtual board; firmware builds do not
-    embed one yet). The virtual board and QEMU boards are started for the block; a real one is
-    found or named."""
+    for keyword streaming its audio `frontend` model (the virtual board and QEMU boards; PlatformIO
+    projects do not embed one yet). The virtual board and QEMU boards are started for the block; a
+    real one is found or named."""
     if board.kind == "virtual":
         sim = sim_board_process(board, model.path if model else None, frontend)
         with sim as pty_path, _client(pty_path, board) as client:
             yield client
     elif board.kind == "emulated":
-        firmware = build_firmware(board, model, tflm)
+        firmware = build_firmware(board, model, tflm, read_tflite(frontend) if frontend else None)
         with qemu_link(board, firmware.elf) as link, _session(link) as client:
             client.firmware = firmware.provenance()
             yield client

@@ -20,6 +20,7 @@ from harness.model.tflite_file import TfliteModel
 from harness.paths import cache_dir, share_dir
 
 TOOLCHAIN = "arm-none-eabi-"
+FRONTEND_ARENA_BYTES = 32 * 1024  # an audio frontend's arena unless the board file sets frontend_arena_bytes
 BUILD_TIMEOUT_SECONDS = 3600
 COMMON_FLAGS = "-Os -g -ffunction-sections -fdata-sections"
 C_FLAGS = "-std=c11 -Wall -Wextra"
@@ -83,7 +84,7 @@ def _sources(board: Board, with_model: bool) -> list[Path]:
     ]
 
 
-def _fingerprint(board: Board, sources: list[Path], model: TfliteModel | None, library: Path | None) -> str:
+def _fingerprint(board: Board, sources: list[Path], model, library: Path | None, frontend=None) -> str:
     digest = hashlib.sha256()
     digest.update(board.source_file.read_bytes() if board.source_file else board.id.encode())
     templates = sorted(p for p in (_firmware_dir() / "templates").glob("*") if p.is_file())
@@ -92,6 +93,7 @@ def _fingerprint(board: Board, sources: list[Path], model: TfliteModel | None, l
     for header in sorted(_firmware_dir().rglob("*.h")):
         digest.update(header.name.encode() + header.read_bytes())
     digest.update((model.sha256 if model else "no-model").encode())
+    digest.update((frontend.sha256 if frontend else "no-frontend").encode())
     digest.update(str(library or "no-tflm").encode())  # the library's folder names its whole recipe
     digest.update(_compiler_version().encode())
     return digest.hexdigest()[:12]
@@ -101,7 +103,13 @@ def _c_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def config_header(board: Board, build_id: str, model: TfliteModel | None, arena_bytes: int | None = None) -> str:
+def config_header(
+    board: Board,
+    build_id: str,
+    model: TfliteModel | None,
+    arena_bytes: int | None = None,
+    frontend: TfliteModel | None = None,
+) -> str:
     """harness_build_config.h: one build's settings, the same for Makefile and PlatformIO builds."""
     fw = board.firmware
     sha = bytes.fromhex(model.sha256[:16]) if model else bytes(8)
@@ -116,19 +124,21 @@ def config_header(board: Board, build_id: str, model: TfliteModel | None, arena_
         f"#define HP_LINK_BAUD {int(board.baudrate)}u",
         f"#define HP_LINK_RX_BUFFER_BYTES {int(fw.get('rx_buffer_bytes', 0))}u",
         "#define HP_MODEL_SHA256_PREFIX {" + ", ".join(f"0x{b:02x}" for b in sha) + "}",
+        f"#define HP_HAS_FRONTEND {int(frontend is not None)}",
+        f"#define HP_FRONTEND_ARENA_BYTES {int(fw.get('frontend_arena_bytes', FRONTEND_ARENA_BYTES))}u",
     ]
     return "\n".join(lines) + "\n"
 
 
-def _model_assembly() -> str:
+def _model_assembly(symbol: str = "g_harness_model", file: str = "model.tflite") -> str:
     return (
-        '  .section .rodata.harness_model, "a"\n'
+        f'  .section .rodata.{symbol}, "a"\n'
         "  .balign 16\n"
-        "  .global g_harness_model\n"
-        "g_harness_model:\n"
-        '  .incbin "model.tflite"\n'
-        "  .global g_harness_model_end\n"
-        "g_harness_model_end:\n"
+        f"  .global {symbol}\n"
+        f"{symbol}:\n"
+        f'  .incbin "{file}"\n'
+        f"  .global {symbol}_end\n"
+        f"{symbol}_end:\n"
     )
 
 
@@ -141,7 +151,7 @@ def _object_name(source: Path) -> str:
     return "obj/" + hashlib.sha1(str(source).encode()).hexdigest()[:10] + "_" + source.stem + ".o"
 
 
-def _render(board: Board, build_id: str, project: Path, sources, model, tflm, library) -> None:
+def _render(board: Board, build_id: str, project: Path, sources, model, tflm, library, frontend=None) -> None:
     fw = board.firmware
     templates = Environment(loader=FileSystemLoader(_firmware_dir() / "templates"), undefined=StrictUndefined)
     includes = [_firmware_dir() / "core", _firmware_dir() / "app", _firmware_dir() / "boards" / fw["family"], Path(".")]
@@ -154,7 +164,12 @@ def _render(board: Board, build_id: str, project: Path, sources, model, tflm, li
         sources = [*sources, project / "model_data.S"]
         includes += tflm.include_dirs
         libraries = str(library)
-    (project / "harness_build_config.h").write_text(config_header(board, build_id, model))
+    if frontend:
+        (project / "frontend.tflite").write_bytes(frontend.data)
+        (project / "frontend_data.S").write_text(_model_assembly("g_harness_frontend", "frontend.tflite"))
+        (project / "frontend_ops.inc").write_text(tflm.resolver_source(frontend, "HARNESS_FRONTEND"))
+        sources = [*sources, project / "frontend_data.S"]
+    (project / "harness_build_config.h").write_text(config_header(board, build_id, model, frontend=frontend))
     ram_bytes = int(board.ram_bytes)
     (project / "link.ld").write_text(
         templates.get_template("link.ld.j2").render(
@@ -183,8 +198,11 @@ def _render(board: Board, build_id: str, project: Path, sources, model, tflm, li
     )
 
 
-def build_firmware(board: Board, model: TfliteModel | None = None, tflm: TflmTree | None = None) -> FirmwareBuild:
-    """The firmware for `board`: with a TFLM model runner when model and tree are given, else self-test."""
+def build_firmware(
+    board: Board, model: TfliteModel | None = None, tflm: TflmTree | None = None, frontend: TfliteModel | None = None
+) -> FirmwareBuild:
+    """The firmware for `board`: with a TFLM model runner when model and tree are given, else
+    self-test; with `frontend` (an audio frontend model) it also streams keywords."""
     if board.kind not in ("emulated", "device") or "family" not in board.firmware:
         raise UserError(f"board {board.id} has no firmware to build")
     if model is not None and tflm is None:
@@ -193,7 +211,7 @@ def build_firmware(board: Board, model: TfliteModel | None = None, tflm: TflmTre
         )
     sources = _sources(board, with_model=model is not None)
     library = tflm.library(board, TOOLCHAIN) if model is not None else None
-    fingerprint = _fingerprint(board, sources, model, library)
+    fingerprint = _fingerprint(board, sources, model, library, frontend)
     build_id = f"{board.id}-{fingerprint}"
     final = cache_dir() / "firmware" / build_id
     kernels = tflm.kernels if model is not None else "none"
@@ -209,7 +227,7 @@ def build_firmware(board: Board, model: TfliteModel | None = None, tflm: TflmTre
     partial = final.with_name(final.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    _render(board, build_id, partial, sources, model, tflm, library)
+    _render(board, build_id, partial, sources, model, tflm, library, frontend)
     log = partial / "build.log"
     with open(log, "w") as out:
         done = subprocess.run(

@@ -165,6 +165,12 @@ def print_stream_run(summary: dict, console: Console) -> None:
     verdict = "identical to" if summary["device_equals_host"] else "DIFFERENT from"
     console.print(f"device detections {verdict} the host reference's ({len(host)})", highlight=False)
     busy = summary["busy"]
+    if busy.get("instructions") is not None:
+        console.print(
+            f"pipeline instructions ({busy['source']}, QEMU -icount): {busy['instructions']:,} "
+            f"({busy['instructions'] / summary['model_runs']:,.0f} per model run, frontend rows included)",
+            highlight=False,
+        )
     if busy["seconds"] is not None:
         console.print(
             f"pipeline time ({busy['source']}): {busy['seconds']:.3f} s, {busy['real_time_factor']:.3f}x real time",

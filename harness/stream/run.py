@@ -11,6 +11,7 @@ from harness.audio.frontend import frontend_file
 from harness.boards import Board
 from harness.console import progress
 from harness.device.launch import connect
+from harness.device.qemu import emulated_instructions
 from harness.errors import UserError
 from harness.firmware.tflm_tree import TflmTree
 from harness.model.card import ModelCard
@@ -91,7 +92,9 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
         host_raw = [d for chunk in chunks for d in host.push(chunk)]
     finished = datetime.now(UTC)
     device, host_found = detections(device_raw, labels), detections(host_raw, labels)
-    busy_seconds = busy_ticks / info.tick_hz if info.tick_hz else None
+    # An emulator's virtual time is no latency: QEMU boards report the instructions they executed.
+    instructions = emulated_instructions(busy_ticks, info.tick_hz, board)
+    busy_seconds = busy_ticks / info.tick_hz if info.tick_hz and instructions is None else None
     run_id = new_run_id(card.name, board.id)
     summary = {
         "kind": "stream",
@@ -107,6 +110,7 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
         "device_equals_host": device == host_found,
         "busy": {
             "source": board.latency_source,
+            "instructions": instructions,
             "seconds": busy_seconds,
             "real_time_factor": busy_seconds / (duration_ms / 1000) if busy_seconds and duration_ms else None,
         },
