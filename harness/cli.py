@@ -19,6 +19,7 @@ from harness.model.deployable import require_deployable
 from harness.model.fetch import obtain_model
 from harness.model.references import DEFAULT_REFERENCES, REFERENCES
 from harness.model.tflite_file import read_tflite
+from harness.stream.pipeline import streaming_frontend
 
 EXIT_USAGE = 2
 
@@ -328,7 +329,7 @@ def _flash_device(args, board, console) -> int:
     from harness.firmware.platformio import generate_project, upload
 
     card, model = _model_for(args, board)
-    project = generate_project(board, model, card.name, _tflm_tree(args), Path(args.out))
+    project = generate_project(board, model, card.name, _tflm_tree(args), Path(args.out), streaming_frontend(card))
     port = None if args.port in (None, "auto") else args.port
     upload(project, port)
     with connect(board, model, port, serial_number=args.serial) as client:
@@ -349,7 +350,7 @@ def _cmd_generate(args) -> int:
 
     board = get_board(args.board)
     card, model = _model_for(args, board)
-    project = generate_project(board, model, card.name, _tflm_tree(args), Path(args.out))
+    project = generate_project(board, model, card.name, _tflm_tree(args), Path(args.out), streaming_frontend(card))
     if args.json:
         print_json({"project": str(project.path), "build_id": project.build_id, "kernels": project.kernels})
     else:

@@ -223,3 +223,23 @@ def test_model_array_is_the_model_byte_for_byte(tmp_path, small_model, tflm_tree
     values = bytes(int(v, 16) for v in re.findall(r"0x([0-9a-f]{2})", source))
     assert hashlib.sha256(values).hexdigest() == hashlib.sha256(small_model.read_bytes()).hexdigest()
     assert "alignas(16)" in source and 'extern "C"' in source
+
+
+def test_a_keyword_card_with_streaming_embeds_its_audio_frontend(tmp_path, tflm_tree):
+    """`harness generate` for tflm_micro_speech: the frontend model and its signal-kernel resolver
+    go into the project beside the keyword model, and the firmware is built to stream."""
+    fixture_model("tflm/micro_speech_quantized.tflite")
+    fixture_model("tflm/audio_preprocessor_int8.tflite")
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "generate", "--board", "nucleo_h743", "--model", "tflm_micro_speech",
+         "--tflm", str(tflm_tree.root), "--out", str(tmp_path), "--json"],
+        capture_output=True, text=True, env=os.environ.copy(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    src = Path(json.loads(done.stdout)["project"]) / "src"
+    assert "#define HP_HAS_FRONTEND 1" in (src / "harness_build_config.h").read_text()
+    assert "g_harness_frontend[" in (src / "frontend_data.cc").read_text()
+    resolver = (src / "frontend_ops.inc").read_text()
+    assert "#define HARNESS_FRONTEND_OP_COUNT 18" in resolver
+    for method in ("AddWindow", "AddRfft", "AddFilterBankSpectralSubtraction", "AddPCAN", "AddFilterBankLog"):
+        assert f"(r).{method}();" in resolver

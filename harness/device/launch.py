@@ -95,9 +95,8 @@ def connect(
     frontend: Path | None = None,
 ) -> Iterator[DeviceClient]:
     """A client that has said HELLO to the board running `model` (None: self-test firmware), and
-    for keyword streaming its audio `frontend` model (the virtual board and QEMU boards; PlatformIO
-    projects do not embed one yet). The virtual board and QEMU boards are started for the block; a
-    real one is found or named."""
+    for keyword streaming its audio `frontend` model (real boards have it flashed with the model).
+    The virtual board and QEMU boards are started for the block; a real one is found or named."""
     if board.kind == "virtual":
         sim = sim_board_process(board, model.path if model else None, frontend)
         with sim as pty_path, _client(pty_path, board) as client:

@@ -77,6 +77,15 @@ def stream_settings(card: ModelCard, model: TfliteModel, frontend: TfliteModel) 
         raise UserError(f"{card.card_path}: [streaming] needs {needed} (whole numbers)") from exc
 
 
+def streaming_frontend(card: ModelCard) -> TfliteModel | None:
+    """The audio frontend firmware embeds for keyword streaming: cards with [streaming] and [frontend]."""
+    if card.task != "keyword_spotting" or not card.streaming or not card.preprocessing.frontend:
+        return None
+    from harness.audio.frontend import frontend_file
+
+    return read_tflite(frontend_file(card))
+
+
 def detections(raw: list[tuple[int, int, int]], labels: tuple[str, ...]) -> list[Detection]:
     return [Detection(labels[label], time_ms, float(score), TIMING_REFERENCE) for label, score, time_ms in raw]
 
