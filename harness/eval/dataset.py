@@ -177,4 +177,26 @@ def describe_sources() -> list[dict]:
             "location": "huggingface.co",
             "ready": None,
         },
+        *keyword_sources(),
+    ]
+
+
+def keyword_sources() -> list[dict]:
+    """Keyword-spotting cards read these instead (docs/keyword_spotting.md)."""
+    from harness.audio.demo import RECIPE_VERSION as KEYWORD_RECIPE
+
+    demo = cache_dir() / "datasets" / KEYWORD_RECIPE
+    return [
+        {
+            "name": DEMO,
+            "kind": "keyword cards: the keyword demo set, spoken offline by espeak-ng (synthetic speech)",
+            "location": str(demo),
+            "ready": (demo / "labels.csv").is_file(),
+        },
+        {
+            "name": "FOLDER",
+            "kind": "keyword cards: labels.csv (filename,label) + clips/",
+            "location": "any path",
+            "ready": None,
+        },
     ]
