@@ -716,6 +716,7 @@ def _cmd_subsets(args) -> int:
     for subset in SUBSETS.values():
         column = subset.flag or "(every labelled image)"
         console.print(f"{subset.name:22} column={column:26} family={subset.family}")
+    console.print("keyword-spotting cards: all, and one subset per class of the card (e.g. yes, no, silence)")
     return 0
 
 
