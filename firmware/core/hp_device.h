@@ -33,8 +33,8 @@ enum hp_message_type {
   HP_MSG_PERF = 0x06,      /* time a fixed integer workload (no model needed) */
   HP_MSG_BENCH = 0x07,     /* time repeated invokes of the loaded input */
   HP_MSG_PROFILE = 0x08,   /* one invoke timed operator by operator */
-  HP_MSG_STREAM_START = 0x09, /* keyword streaming: configure and reset the pipeline (hp_stream.h) */
-  HP_MSG_STREAM_AUDIO = 0x0A, /* keyword streaming: audio samples in, detections out */
+  HP_MSG_STREAM_START = 0x0B, /* keyword streaming: configure and reset the pipeline (hp_stream.h) */
+  HP_MSG_STREAM_AUDIO = 0x0C, /* keyword streaming: audio samples in, detections out */
   HP_MSG_ERROR = 0x7F,
   HP_RESPONSE_BIT = 0x80 /* a response carries its request's type with this bit set */
 };

@@ -23,8 +23,8 @@ class Msg(IntEnum):
     PERF = 0x06
     BENCH = 0x07
     PROFILE = 0x08
-    STREAM_START = 0x09
-    STREAM_AUDIO = 0x0A
+    STREAM_START = 0x0B
+    STREAM_AUDIO = 0x0C
     ERROR = 0x7F
 
 
