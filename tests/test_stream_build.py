@@ -100,6 +100,6 @@ def test_overlapping_clips_refused_in_one_line_and_nothing_written(tmp_path, cli
     assert list(tmp_path.iterdir()) == []
 
 
-def test_device_form_is_not_wired_yet(capsys):
+def test_the_device_form_needs_a_wav(capsys):
     assert main(["stream"]) == 2
-    assert "not available yet" in capsys.readouterr().err
+    assert "needs --wav" in capsys.readouterr().err
