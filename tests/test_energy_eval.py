@@ -194,3 +194,13 @@ def test_bad_meter_and_score_input_is_one_line_and_exit_2(tmp_path, args, messag
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+def test_lpirc_score_counts_far_only_images_as_persons_in_distance_far(tmp_path):
+    run = _eval_run(tmp_path, "far", 1.0, "sim", 3.6, 2.0, 3.6)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["subsets"] = {"distance_far": {"device": {"accuracy": 1.0}}}
+    (run / "summary.json").write_text(json.dumps(summary))
+    samples = {"in_distance_far": [True, True], "label": [-1, 1], "device_prediction": [1, 1]}
+    pq.write_table(pa.table(samples), run / "samples.parquet")
+    assert score_run(run, "distance_far", limit=10.0).accuracy == 1.0
