@@ -2,6 +2,7 @@
 
 import argparse
 import dataclasses
+import math
 import os
 import sys
 from pathlib import Path
@@ -45,7 +46,7 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         value = 0.0
-    if not value > 0:
+    if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
     return value
 
@@ -581,13 +582,13 @@ def _cmd_referee(args) -> int:
     import time
     from datetime import UTC, datetime
 
-    from harness.energy.meter import open_meter
+    from harness.energy.meter import open_live_meter
     from harness.lpirc.order import new_seed
     from harness.lpirc.referee import Referee, check_bind, load_referee_set, save_session
 
     check_bind(args.host, args.allow_remote, args.password)
     images = load_referee_set(args.dataset, args.subset, args.limit, args.seed if args.seed is not None else new_seed())
-    meter = open_meter(args.meter) if args.meter else None
+    meter = open_live_meter(args.meter, "the session") if args.meter else None
     try:
         referee = Referee(images, args.time_limit, args.host, args.port, args.password, meter)
     except OSError as exc:
@@ -595,47 +596,60 @@ def _cmd_referee(args) -> int:
     started = datetime.now(UTC).isoformat()
     threading.Thread(target=referee.serve_forever, daemon=True).start()
     print(f"referee on {referee.url}: {len(images.images)} images, {args.time_limit:g} s from login", flush=True)
+    summary = None
     try:
         referee.finished.wait()
-        summary = save_session(referee, Path(args.results), started)
-        time.sleep(args.linger)  # late requests still get their 401
+        if referee.session is not None:
+            summary = save_session(referee, Path(args.results), started)
+            if referee.meter_error is None:
+                time.sleep(args.linger)  # late requests still get their 401
     finally:
         referee.shutdown()
         referee.server_close()
         if meter is not None:
             meter.close()
+    if referee.meter_error is not None:
+        saved = f"; the session without energy is in {summary['run_dir']}" if summary else ""
+        raise LinkError(f"the power meter failed: {referee.meter_error}{saved}")
     if args.json:
         print_json(summary)
     else:
         metric = summary["metric"]
         value = summary["map"]["map"] if metric == "map" else summary["accuracy"]["value"]
-        score = summary["score"]["value"]
         line = f"{metric} {value:.4f} over {summary['images']} images, {summary['results']} results in time"
         if summary["energy"]:
-            line += f"; {summary['energy']['wh']:.6g} Wh ({summary['energy']['source']}), score {score:.6g}"
+            score = _score_text(summary["score"]["value"])
+            line += f"; {summary['energy']['wh']:.6g} Wh ({summary['energy']['source']}), score {score}"
         stdout_console().print(line, highlight=False)
         stdout_console().print(summary["run_dir"], highlight=False)
     return 0
+
+
+def _score_text(score: float | None) -> str:
+    return f"{score:.6g}" if score is not None else "- (no energy)"
 
 
 def _cmd_lpirc_score(args) -> int:
     from harness.lpirc.scores import lpirc_scores
 
     roots = [Path(args.results), Path(args.results) / "referee"]
-    report = lpirc_scores(args.runs, roots, args.subset, args.time_limit)
+    report = lpirc_scores(args.runs, roots, args.subset, args.time_limit, args.allow_mixed_sources)
     if args.json:
         print_json(report)
         return 0
     console = stdout_console()
     for run in report["runs"]:
-        score = f"{run['score']:.6g}" if run["score"] is not None else "-"
         console.print(
             f"{run['run_id']}: {run['metric']} {run['accuracy']:.4f}, {run['wh']:.6g} Wh "
-            f"({run['energy_source']}), score {score} per Wh",
+            f"({run['energy_source']}), score {_score_text(run['score'])} per Wh",
             highlight=False,
         )
-    for prize, winner in report["prizes"].items():
-        console.print(f"{prize}: {winner}", highlight=False)
+    for prize, value in report["prizes"].items():
+        if isinstance(value, list):
+            value = ", ".join(value) or "none"
+        elif value is not None:
+            value = f"{value:.6g}"
+        console.print(f"{prize}: {value}", highlight=False)
     return 0
 
 
@@ -671,6 +685,26 @@ def _iou_threshold(text: str) -> float:
     return value
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0..65535 (0: any free port), got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds of at least 0, got {text!r}")
+    return value
+
+
 def _add_energy_commands(commands, output) -> None:
     detection = commands.add_parser("map", parents=[output], help="detection mAP of boxes against ground truth")
     detection.add_argument("--truth", required=True, help="ground truth, 7 columns (LPIRC golden_output layout)")
@@ -682,7 +716,9 @@ def _add_energy_commands(commands, output) -> None:
 
     meter = commands.add_parser("meter", parents=[output], help="read a power meter (or replay a log) and sum energy")
     meter.add_argument("meter", help="KIND:ADDRESS, e.g. wt310:TCPIP0::127.0.0.1::5025::SOCKET or csv:log.csv")
-    meter.add_argument("--seconds", type=float, default=5.0, help="how long to record a live meter (default: 5)")
+    meter.add_argument(
+        "--seconds", type=_positive_float, default=5.0, help="how long to record a live meter (default: 5)"
+    )
     meter.set_defaults(handler=_cmd_meter)
 
     referee = commands.add_parser("referee", parents=[output], help="serve images to a networked device, LPIRC style")
@@ -691,18 +727,25 @@ def _add_energy_commands(commands, output) -> None:
     referee.add_argument("--limit", type=_positive_int, help="serve at most this many images")
     referee.add_argument("--time-limit", type=_positive_float, default=600.0, help="seconds from login (default: 600)")
     referee.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    referee.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    referee.add_argument("--port", type=_port, default=8000, help="port (default: 8000)")
     referee.add_argument("--allow-remote", action="store_true", help="allow binding beyond this host")
     referee.add_argument("--password", help="password /login requires (needed with --allow-remote)")
     referee.add_argument("--meter", help="power meter KIND:ADDRESS, started at login, stopped at logout")
     referee.add_argument("--seed", type=int, help="seed of the image order (default: a fresh one, recorded)")
-    referee.add_argument("--linger", type=float, default=10.0, help="seconds of 401s after the session (default: 10)")
+    referee.add_argument(
+        "--linger", type=_non_negative_float, default=10.0, help="seconds of 401s after the session (default: 10)"
+    )
     referee.add_argument("--results", default="results/referee", help="folder for sessions (default: results/referee)")
     referee.set_defaults(handler=_cmd_referee)
 
     lpirc = commands.add_parser("lpirc-score", parents=[output], help="accuracy per energy and prizes over runs")
     lpirc.add_argument("runs", nargs="+", help="run ids or folders (eval runs with --meter, or referee sessions)")
-    lpirc.add_argument("--time-limit", type=float, help="count only results received within this many seconds")
+    lpirc.add_argument(
+        "--time-limit", type=_non_negative_float, help="count only results received within this many seconds"
+    )
+    lpirc.add_argument(
+        "--allow-mixed-sources", action="store_true", help="rank runs whose energy comes from different sources"
+    )
     lpirc.add_argument("--subset", help="eval runs: the subset whose accuracy counts (default: the first)")
     lpirc.add_argument("--results", default="results", help="results folder (default: results)")
     lpirc.set_defaults(handler=_cmd_lpirc_score)

@@ -107,3 +107,10 @@ def test_harness_map_command_prints_the_hand_computed_map(tmp_path):
     assert json.loads(done.stdout)["map"] == pytest.approx(5 / 12)
     bad = subprocess.run([*command[:-1], "--iou", "2"], capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 2 and "--iou '2'" in bad.stderr
+
+
+def test_a_box_file_that_is_not_text_is_a_user_error(tmp_path):
+    boxes = tmp_path / "boxes.csv"
+    boxes.write_bytes(b"1 1 0.5 \xff\xfe 0 10 10\n")
+    with pytest.raises(UserError, match="is not a text file"):
+        read_boxes(boxes)

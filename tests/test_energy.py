@@ -1,6 +1,8 @@
 """Power meters: the WT310 VISA driver against the simulator over a real socket, windows, log replay."""
 
+import sys
 import time
+import types
 
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ from harness.energy.meter import open_meter
 from harness.energy.profile import PowerProfile
 from harness.energy.replay import held_energy_j, read_wt310_log
 from harness.energy.trace import JOULES_PER_WH, PowerTrace
+from harness.energy.vendor_meters import Decimator
 from harness.energy.windows import Window, energy_summary, window_energies_j
 from harness.energy.wt310_sim import Wt310Simulator, Wt310State
 from harness.errors import UserError
@@ -109,3 +112,63 @@ def test_malformed_meter_log_names_the_line(tmp_path):
     log.write_text("9.91e+037,9.91e+037,9.91e+037,0,0\n1,2,3,4,1\n1,2,three,4,2\n")
     with pytest.raises(UserError, match=r"bad.csv:3: expected 5 numbers"):
         open_meter(f"csv:{log}")
+
+
+def test_a_meter_log_that_is_not_text_is_a_user_error(tmp_path):
+    log = tmp_path / "binary.csv"
+    log.write_bytes(b"\xff\xfe\x00\x81binary\n")
+    with pytest.raises(UserError, match="is not a text CSV file"):
+        open_meter(f"csv:{log}")
+
+
+def test_decimation_keeps_every_sample_across_chunks_of_any_length():
+    samples = np.random.default_rng(3).uniform(0, 1000, 12_345)
+    decimator = Decimator(100)
+    chunks = np.split(samples, [7, 257, 300, 9_000])
+    means = np.concatenate([decimator.feed(chunk) for chunk in chunks])
+    assert np.allclose(means, samples[:12_300].reshape(-1, 100).mean(axis=1))
+    assert decimator.blocks_out == 123
+
+
+class _FakePpk2:
+    """The slice of ppk2-api's PPK2_API that Ppk2Meter calls; each get_data() hands out 0.25 s of 500 µA."""
+
+    def __init__(self, address, **options):
+        self.chunk = 25_000
+
+    def get_modifiers(self):
+        pass
+
+    def use_source_meter(self):
+        pass
+
+    def set_source_voltage(self, millivolts):
+        pass
+
+    def toggle_DUT_power(self, state):
+        pass
+
+    def start_measuring(self):
+        pass
+
+    def stop_measuring(self):
+        pass
+
+    def get_data(self):
+        return b"raw"
+
+    def get_samples(self, raw):
+        return [500.0] * self.chunk, [0] * self.chunk
+
+
+def test_ppk2_readings_are_kept_at_1_khz_with_their_energy(monkeypatch):
+    module = types.ModuleType("ppk2_api.ppk2_api")
+    module.PPK2_API = _FakePpk2
+    monkeypatch.setitem(sys.modules, "ppk2_api", types.ModuleType("ppk2_api"))
+    monkeypatch.setitem(sys.modules, "ppk2_api.ppk2_api", module)
+    meter = open_meter("ppk2:/dev/fake")
+    meter._begin()
+    rows = np.concatenate([meter._poll() for _ in range(4)])  # 1 s at 100 kS/s
+    assert rows.shape == (1000, 5)  # 1 kHz, not 100 kHz
+    assert np.allclose(np.diff(rows[:, 0]), 1e-3)
+    assert np.allclose(rows[:, 3], 3.3 * 500e-6)

@@ -6,13 +6,15 @@ import subprocess
 import sys
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from harness.energy.profile import PowerProfile
 from harness.energy.wt310_sim import Wt310Simulator
+from harness.errors import UserError
 from harness.lpirc.order import shuffle_in_groups
-from harness.lpirc.scores import RunScore, prize_categories
+from harness.lpirc.scores import RunScore, lpirc_scores, prize_categories, score_run
 
 
 def _harness(*args, cwd):
@@ -79,10 +81,88 @@ def test_prize_categories_by_hand():
     ]
     # accuracy mean .8125, sd .1341 -> bar .9466: only d; energy mean 1.625, sd .9601 -> bar .665: only c.
     prizes = prize_categories(runs)
-    assert prizes["best_score"] == "c"
-    assert prizes["least_energy_accurate"] == "d"
-    assert prizes["best_accuracy_frugal"] == "c"
+    assert (prizes["champion"], prizes["second"], prizes["third"]) == (["c"], ["b"], ["a"])
+    assert prizes["least_energy_accurate"] == ["d"]
+    assert prizes["best_accuracy_frugal"] == ["c"]
     assert prizes["accuracy_at_least"] == pytest.approx(0.8125 + np.std([0.9, 0.8, 0.6, 0.95]))
+    assert prizes["no_energy"] == []
+
+
+def test_a_tie_gives_several_winners_and_tied_runs_share_a_place():
+    runs = [
+        RunScore("a", "eval", "accuracy", 0.8, 1.0, "device", 0.8),
+        RunScore("b", "eval", "accuracy", 0.8, 1.0, "device", 0.8),
+        RunScore("c", "eval", "accuracy", 0.6, 1.0, "device", 0.6),
+        RunScore("d", "eval", "accuracy", 0.2, 2.0, "device", 0.1),
+    ]
+    prizes = prize_categories(runs)
+    assert prizes["champion"] == ["a", "b"] and prizes["second"] == [] and prizes["third"] == ["c"]
+    # energy mean 1.25, sd .433 -> bar .817: nobody; accuracy mean .6, sd .245 -> bar .845: nobody either.
+    assert prizes["least_energy_accurate"] == [] and prizes["best_accuracy_frugal"] == []
+    heavy = [RunScore(name, "eval", "accuracy", 0.1, 3.0, "device", 0.1 / 3) for name in "ef"]
+    frugal = prize_categories([*runs[:2], *heavy])  # energy mean 2, sd 1 -> bar 1: a and b, equally accurate
+    assert frugal["best_accuracy_frugal"] == ["a", "b"]
+
+
+def test_runs_without_energy_take_no_prize_and_stay_out_of_the_mean():
+    runs = [
+        RunScore("a", "eval", "accuracy", 0.9, 2.0, "device", 0.45),
+        RunScore("b", "eval", "accuracy", 0.5, 1.0, "device", 0.5),
+        RunScore("zero", "eval", "accuracy", 0.99, 0.0, "device", None),
+        RunScore("nan", "eval", "accuracy", 0.99, float("nan"), "device", None),
+    ]
+    prizes = prize_categories(runs)
+    assert prizes["no_energy"] == ["zero", "nan"]
+    assert prizes["champion"] == ["b"] and prizes["second"] == ["a"] and prizes["third"] == []
+    assert prizes["wh_at_most"] == pytest.approx(1.5 - 0.5)  # over a and b only
+    assert prizes["best_accuracy_frugal"] == ["b"] and prizes["least_energy_accurate"] == ["a"]
+
+
+def _eval_run(root, name, accuracy, source, streaming_j, streaming_s, trace_j):
+    """A stored eval run with a meter: its trace runs on past the last answer (meter stop), with more energy."""
+    folder = root / name
+    folder.mkdir(parents=True)
+    summary = {
+        "kind": "eval",
+        "subsets": {"all": {"device": {"accuracy": accuracy}}},
+        "energy": {"source": source, "streaming": {"joules": streaming_j, "seconds": streaming_s}},
+    }
+    (folder / "summary.json").write_text(json.dumps(summary))
+    t = [-1.0, 0.0, streaming_s, streaming_s + 0.5]
+    energy = [0.0, 0.1, 0.1 + streaming_j, 0.1 + trace_j]
+    pq.write_table(pa.table({"t": t, "energy_j": energy}), folder / "power.parquet")
+    # Two samples, both right, answered at a quarter and three quarters of the streaming time.
+    samples = {"in_all": [True, True], "label": [1, 0], "device_prediction": [1, 0]}
+    pq.write_table(pa.table(samples), folder / "samples.parquet")
+    received = {"received_s": [streaming_s / 4, streaming_s * 3 / 4]}
+    pq.write_table(pa.table(received), folder / "energy.parquet")
+    return folder
+
+
+def test_lpirc_score_takes_an_eval_runs_streaming_energy_not_the_meters_tail(tmp_path):
+    run = _eval_run(tmp_path, "run", 0.8, "sim", streaming_j=3.6, streaming_s=2.0, trace_j=7.2)
+    assert score_run(run).wh == pytest.approx(0.001)  # 3.6 J, not the 7.2 J to the trace's end
+    half = score_run(run, limit=1.0)
+    assert half.wh == pytest.approx(0.0005) and half.accuracy == 0.5
+    assert score_run(run, limit=10.0).wh == pytest.approx(0.001)  # the limit past the last answer adds nothing
+
+
+def test_lpirc_score_refuses_mixed_energy_sources_unless_asked(tmp_path):
+    _eval_run(tmp_path, "simulated", 0.8, "sim", 3.6, 2.0, 3.6)
+    _eval_run(tmp_path, "measured", 0.7, "device", 3.6, 2.0, 3.6)
+    with pytest.raises(UserError, match="different sources"):
+        lpirc_scores(["simulated", "measured"], [tmp_path], None, None)
+    mixed = lpirc_scores(["simulated", "measured"], [tmp_path], None, None, allow_mixed_sources=True)
+    assert mixed["energy_sources"] == ["device", "sim"] and mixed["prizes"]["champion"] == ["simulated"]
+
+
+def test_lpirc_score_text_output_with_a_run_without_energy(tmp_path):
+    _eval_run(tmp_path, "metered", 0.8, "sim", 3.6, 2.0, 3.6)
+    _eval_run(tmp_path, "idle", 0.5, "sim", 0.0, 2.0, 0.0)
+    done = _harness("lpirc-score", "metered", "idle", "--results", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "idle: accuracy 0.5000, 0 Wh (sim), score - (no energy) per Wh" in done.stdout
+    assert "champion: metered" in done.stdout and "no_energy: idle" in done.stdout
 
 
 def test_group_shuffle_keeps_groups_in_place_and_repeats_from_its_seed():
@@ -100,10 +180,27 @@ def test_group_shuffle_keeps_groups_in_place_and_repeats_from_its_seed():
         (["meter", "csv:missing.csv"], "cannot read meter log"),
         (["eval", "--limit", "2", "--meter", "csv:log.csv"], "cannot time this run"),
         (["lpirc-score", "no-such-run"], "is not a run folder"),
+        (["lpirc-score", "run", "--time-limit", "-1"], "at least 0"),
+        (["lpirc-score", "run", "--time-limit", "nan"], "at least 0"),
+        (["meter", "csv:log.csv", "--seconds", "-1"], "above 0"),
+        (["meter", "csv:log.csv", "--seconds", "nan"], "above 0"),
+        (["map", "--truth", "binary.csv", "--detections", "binary.csv"], "is not a text file"),
+        (["meter", "csv:binary.csv"], "is not a text CSV file"),
     ],
 )
 def test_bad_meter_and_score_input_is_one_line_and_exit_2(tmp_path, args, message):
+    (tmp_path / "binary.csv").write_bytes(b"\xff\xfe\x81\n")
     done = _harness(*args, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+def test_lpirc_score_counts_far_only_images_as_persons_in_distance_far(tmp_path):
+    run = _eval_run(tmp_path, "far", 1.0, "sim", 3.6, 2.0, 3.6)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["subsets"] = {"distance_far": {"device": {"accuracy": 1.0}}}
+    (run / "summary.json").write_text(json.dumps(summary))
+    samples = {"in_distance_far": [True, True], "label": [-1, 1], "device_prediction": [1, 1]}
+    pq.write_table(pa.table(samples), run / "samples.parquet")
+    assert score_run(run, "distance_far", limit=10.0).accuracy == 1.0

@@ -12,9 +12,15 @@ import urllib.request
 import pytest
 from PIL import Image
 
+from harness import cli
+from harness.energy.meter import Meter
 from harness.energy.profile import PowerProfile
+from harness.energy.trace import PowerTrace
 from harness.energy.wt310 import Wt310Meter
 from harness.energy.wt310_sim import Wt310Simulator
+from harness.errors import LinkError
+from harness.eval.detection import Box
+from harness.lpirc import referee as referee_module
 from harness.lpirc.order import shuffle_in_groups
 from harness.lpirc.referee import Referee, load_referee_set, save_session
 from harness.lpirc.scores import score_run
@@ -87,6 +93,7 @@ def test_a_client_plays_a_session_and_requests_past_the_limit_get_401(lpirc_fold
             assert _post(url, "/result", late)[0] == 401
             assert _post(url, "/image", {"token": token, "image_name": 1})[0] == 401
             assert _post(url, "/no_of_images", {"token": token})[0] == 401
+            assert _post(url, "/help", {})[0] == 401  # every request after the limit
             assert referee.finished.wait(2)
         finally:
             referee.shutdown()
@@ -145,3 +152,130 @@ def test_harness_referee_command_serves_a_session_until_logout(lpirc_folder, tmp
     assert summary["ended_by"] == "logout" and summary["order_seed"] == 5
     assert summary["map"]["map"] == pytest.approx(1 / 3) and summary["energy"] is None
     assert (results / summary["run_id"] / "truth.csv").is_file()
+
+
+class _ScriptedMeter(Meter):
+    """A meter whose start or stop fails on request, or that reads 0 W."""
+
+    kind = "scripted"
+
+    def __init__(self, fail_start=False, fail_stop=False):
+        self.fail_start, self.fail_stop, self.closed = fail_start, fail_stop, False
+
+    def start(self):
+        if self.fail_start:
+            raise LinkError("scripted meter did not answer")
+        self.started = time.monotonic()
+
+    def stop(self):
+        if self.fail_stop:
+            raise LinkError("scripted meter stopped answering")
+        return self.samples()
+
+    def samples(self):
+        t = [self.started, time.monotonic()]
+        return PowerTrace(t, [3.3, 3.3], [0.0, 0.0], [0.0, 0.0], source="sim", meter="scripted")
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_meter_failing_at_stop_still_ends_the_session(lpirc_folder, tmp_path):
+    images = load_referee_set(str(lpirc_folder), None, None, seed=1)
+    referee = Referee(images, time_limit=30, meter=_ScriptedMeter(fail_stop=True))
+    try:
+        assert referee.login("team", "")
+        referee.finish("logout")
+        assert referee.finished.is_set() and isinstance(referee.meter_error, LinkError)
+    finally:
+        referee.server_close()
+    summary = save_session(referee, tmp_path, "now")
+    assert summary["ended_by"] == "logout" and summary["energy"] is None
+
+
+def test_a_meter_failing_at_login_leaves_no_session(lpirc_folder):
+    images = load_referee_set(str(lpirc_folder), None, None, seed=1)
+    referee = Referee(images, time_limit=30, meter=_ScriptedMeter(fail_start=True))
+    try:
+        assert referee.login("team", "") is None
+        assert referee.session is None and referee.finished.is_set()
+        assert isinstance(referee.meter_error, LinkError)
+    finally:
+        referee.server_close()
+
+
+def test_results_arriving_after_the_session_ended_are_not_kept(lpirc_folder):
+    images = load_referee_set(str(lpirc_folder), None, None, seed=1)
+    referee = Referee(images, time_limit=30)
+    try:
+        referee.login("team", "")
+        session = referee.session
+        box = Box(1, 1, 1.0, 10, 10, 40, 40)
+        assert referee.store(session, [box])
+        referee.finish("logout")  # e.g. the timer firing between a post's checks and its append
+        assert not referee.store(session, [box])
+        assert len(session.results) == 1
+    finally:
+        referee.server_close()
+
+
+def _referee_command(lpirc_folder, tmp_path, monkeypatch, meter, *extra):
+    """`harness referee --meter ...` in this process with a scripted meter; a client logs in and out."""
+    monkeypatch.setattr("harness.energy.meter.open_live_meter", lambda spec, purpose: meter)
+    started = []
+    monkeypatch.setattr(referee_module.Referee, "serve_forever", _recording(started, Referee.serve_forever))
+    argv = ["referee", "--dataset", str(lpirc_folder), "--port", "0", "--linger", "0", "--meter", "scripted:1"]
+    argv += ["--results", str(tmp_path / "sessions"), *extra]
+    outcome = []
+    thread = threading.Thread(target=lambda: outcome.append(cli.main(argv)))
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    url = started[0].url
+    token = _post(url, "/login", {"username": "board", "password": ""})[1].decode()
+    assert _post(url, "/logout", {"token": token})[0] == 200
+    thread.join(30)
+    return outcome[0]
+
+
+def _recording(started, serve_forever):
+    def serve(self, *args, **kwargs):
+        started.append(self)
+        return serve_forever(self, *args, **kwargs)
+
+    return serve
+
+
+def test_the_referee_command_reports_a_meter_failure_as_a_link_error_after_saving(
+    lpirc_folder, tmp_path, monkeypatch, capsys
+):
+    meter = _ScriptedMeter(fail_stop=True)
+    assert _referee_command(lpirc_folder, tmp_path, monkeypatch, meter) == 1
+    err = capsys.readouterr().err
+    assert "power meter failed" in err and len(err.strip().splitlines()) == 1
+    (saved,) = (tmp_path / "sessions").iterdir()
+    assert json.loads((saved / "summary.json").read_text())["energy"] is None
+    assert meter.closed
+
+
+def test_the_referee_command_prints_a_session_with_zero_energy(lpirc_folder, tmp_path, monkeypatch, capsys):
+    assert _referee_command(lpirc_folder, tmp_path, monkeypatch, _ScriptedMeter()) == 0
+    assert "0 Wh (sim), score - (no energy)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--meter", "csv:old.csv"], "cannot time the session"),
+        (["--port", "70000"], "port number"),
+        (["--linger", "-1"], "at least 0"),
+        (["--time-limit", "nan"], "above 0"),
+    ],
+)
+def test_bad_referee_arguments_are_one_line_and_exit_2(lpirc_folder, tmp_path, args, message):
+    command = [sys.executable, "-m", "harness.cli", "referee", "--dataset", str(lpirc_folder), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "results").exists()

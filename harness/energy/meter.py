@@ -126,6 +126,13 @@ class PollingMeter(Meter):
         )
 
 
+def open_live_meter(spec: str, purpose: str) -> Meter:
+    """A meter that records now: a replayed log cannot time a run or a session, so `csv` is refused."""
+    if spec.split(":", 1)[0].lower() == "csv":
+        raise UserError(f"--meter csv:… replays an old log, which cannot time {purpose}; use a live meter")
+    return open_meter(spec)
+
+
 def open_meter(spec: str) -> Meter:
     """KIND:ADDRESS -> an opened meter (not yet started)."""
     kind, sep, address = spec.partition(":")

@@ -8,20 +8,17 @@ sample: when its answer came and its window's energy), which `harness lpirc-scor
 
 import time
 
-from harness.energy.meter import Meter, open_meter
+from harness.energy.meter import Meter, open_live_meter
 from harness.energy.trace import JOULES_PER_WH, PowerTrace
 from harness.energy.windows import Window, energy_summary, window_energies_j
-from harness.errors import UserError
 
 DEFAULT_IDLE_SECONDS = 1.0
 
 
 class EvalMetering:
     def __init__(self, spec: str, idle_seconds: float = DEFAULT_IDLE_SECONDS):
-        if spec.split(":", 1)[0].lower() == "csv":
-            raise UserError("--meter csv:… replays an old log, which cannot time this run; use a live meter")
         self.spec = spec
-        self.meter: Meter = open_meter(spec)  # a bad spec fails before the board is touched
+        self.meter: Meter = open_live_meter(spec, "this run")  # a bad spec fails before the board is touched
         self.idle_seconds = idle_seconds
         self.windows: list[Window] = []
         self.idle: tuple[float, float] | None = None

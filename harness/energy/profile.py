@@ -15,12 +15,6 @@ class PowerProfile:
     volts: float = 3.3
     pulses: tuple[tuple[float, float, float], ...] = field(default=())  # (start, end, watts) not overlapping
 
-    def watts(self, t: float) -> float:
-        for start, end, watts in self.pulses:
-            if start <= t < end:
-                return watts
-        return self.idle_watts
-
     def energy_j(self, start: float, end: float) -> float:
         """The exact integral of the profile between two times."""
         total = self.idle_watts * (end - start)

@@ -20,10 +20,12 @@ POLL_SECONDS = 1.0
 
 def read_wt310_log(path: Path, poll_seconds: float = POLL_SECONDS) -> PowerTrace:
     try:
-        with path.open(newline="") as handle:
+        with path.open(newline="", encoding="utf-8") as handle:
             rows = list(csv.reader(handle))
     except OSError as exc:
         raise UserError(f"cannot read meter log {path} ({exc.strerror}); pass an existing CSV file") from exc
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a text CSV file; pass a WT310 log (V,I,W,Wh,count per row)") from None
     counts, values = [], []
     for number, row in enumerate(rows, 1):
         if not row or not "".join(row).strip():

@@ -16,6 +16,7 @@ from harness.energy.trace import JOULES_PER_WH
 from harness.errors import LinkError, UserError
 
 ITEMS = ("U", "I", "P", "WH", "TIME")
+RATES = {"100MS": 0.1, "250MS": 0.25, "500MS": 0.5, "1S": 1.0, "2S": 2.0, "5S": 5.0}  # :RATE -> update period, s
 UPDATE_RATE = "100MS"  # the WT300 series' fastest update period
 SIMULATOR_MAKER = "HARNESS-SIMULATOR"
 
@@ -44,7 +45,7 @@ class Wt310Meter(PollingMeter):
             raise UserError(f"{address} answers *IDN? with {identity!r}, not a Yokogawa WT300-series meter")
         self.description = identity
         self.source = "sim" if maker.strip().upper() == SIMULATOR_MAKER else "device"
-        self.rate_seconds = {"100MS": 0.1, "250MS": 0.25, "500MS": 0.5, "1S": 1.0, "2S": 2.0, "5S": 5.0}[rate]
+        self.rate_seconds = RATES[rate]
         self._configure(rate)
         self._started_at = 0.0
         self._last_time = -1.0

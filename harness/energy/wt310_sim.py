@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from harness.energy.profile import PowerProfile
+from harness.energy.wt310 import RATES
 
 IDN = "HARNESS-SIMULATOR,WT310,SIM0001,F1.00"
 NO_DATA = 9.91e37
-RATES = {"100MS": 0.1, "250MS": 0.25, "500MS": 0.5, "1S": 1.0, "2S": 2.0, "5S": 5.0}
 ITEMS = {"U", "I", "P", "WH", "TIME"}
 
 # SCPI mnemonics: the upper-case part is the short form; either form is accepted, in any case.

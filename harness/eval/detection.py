@@ -57,9 +57,11 @@ class MapResult:
 def read_boxes(path: Path) -> list[Box]:
     """LPIRC's 7 columns per box: image, class, confidence, xmin, ymin, xmax, ymax (commas or spaces)."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot read boxes from {path} ({exc.strerror}); pass an existing CSV") from exc
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a text file; pass a 7-column CSV of boxes") from None
     boxes = []
     for number, line in enumerate(text.splitlines(), 1):
         fields = [f for f in re.split(r"[,\s]+", line.strip()) if f]

@@ -9,9 +9,10 @@ Form fields as the LPIRC referee took them (POST, or GET with a query string):
   /result                        token, image_name, CLASS_ID, confidence, xmin, xmax, ymin, ymax
                                  (fields may repeat: several boxes in one post)
   /logout                        token -> stops the meter; the session is scored
-A bad or expired token gets 401, a bad index or mismatched field counts 406. Once the time limit has
-passed every request gets 401, result posts included, and the session is scored with what came in time;
-logging in again returns the same token and does not restart the clock.
+A bad or expired token gets 401, a bad index or mismatched field counts 406. Once the session is over
+(logout or the time limit) every request gets 401, /help, /login and result posts included, and the
+session is scored with what came in time; logging in again during the session returns the same token and
+does not restart the clock. A meter that fails to start refuses the login with 503.
 """
 
 import ipaddress
@@ -111,6 +112,7 @@ class Referee(ThreadingHTTPServer):
         self.finished = threading.Event()
         self.lock = threading.Lock()
         self._timer: threading.Timer | None = None
+        self.meter_error: Exception | None = None  # the meter failed to start or to stop
         super().__init__((host, port), _Handler)
 
     @property
@@ -122,14 +124,30 @@ class Referee(ThreadingHTTPServer):
         if self.password is not None and password != self.password:
             return None
         with self.lock:
-            if self.session is None:
-                self.session = Session(secrets.token_urlsafe(16), username, time.monotonic())
+            if self.session is None and self.meter_error is None:
                 if self.meter is not None:
-                    self.meter.start()
+                    try:
+                        self.meter.start()  # before the session exists: a failed start leaves no session
+                    except Exception as exc:
+                        self.meter_error = exc
+                        self.finished.set()
+                        return None
+                self.session = Session(secrets.token_urlsafe(16), username, time.monotonic())
                 self._timer = threading.Timer(self.time_limit, self.finish, args=("time limit",))
                 self._timer.daemon = True
                 self._timer.start()
-            return self.session.token if self.session.ended is None else None
+            if self.session is None or self.session.ended is not None:
+                return None
+            return self.session.token
+
+    def over(self) -> bool:
+        """Once the session has ended or passed its time limit every request gets 401."""
+        session = self.session
+        if session is None:
+            return False
+        if session.ended is None and time.monotonic() - session.started > self.time_limit:
+            self.finish("time limit")
+        return session.ended is not None
 
     def active(self, token: str | None) -> Session | None:
         """The session if the token is its and the time limit has not passed."""
@@ -142,26 +160,49 @@ class Referee(ThreadingHTTPServer):
         return session
 
     def finish(self, reason: str) -> None:
-        with self.lock:
-            session = self.session
-            if session is None or session.ended is not None:
-                return
-            session.ended = time.monotonic()
-            session.ended_by = reason
-            if self._timer is not None:
-                self._timer.cancel()
-            if self.meter is not None:
-                self.trace = self.meter.stop()
-        self.finished.set()
+        """End the session (once); `finished` is set even when the meter fails while stopping."""
+        try:
+            with self.lock:
+                session = self.session
+                if session is None or session.ended is not None:
+                    return
+                session.ended = time.monotonic()
+                session.ended_by = reason
+                if self._timer is not None:
+                    self._timer.cancel()
+                if self.meter is not None:
+                    try:
+                        self.trace = self.meter.stop()
+                    except Exception as exc:  # reported by the CLI once the session is saved
+                        self.meter_error = exc
+        finally:
+            self.finished.set()
 
-    def score(self) -> dict:
-        """The session's figures: mAP (or accuracy), energy and their ratio."""
+    def store(self, session: Session, boxes: list[Box]) -> bool:
+        """Keep the boxes if the session is still open and within its time limit; False otherwise."""
+        with self.lock:
+            elapsed = time.monotonic() - session.started
+            if session.ended is None and elapsed <= self.time_limit:
+                session.results.extend((elapsed, box) for box in boxes)
+                return True
+        self.finish("time limit")  # a no-op when the session has already ended
+        return False
+
+    def snapshot(self) -> tuple[list[tuple[float, Box]], set[int]]:
+        """The received results and the images sent, copied under the lock."""
+        with self.lock:
+            if self.session is None:
+                return [], set()
+            return list(self.session.results), set(self.session.images_sent)
+
+    def score(self, results: list[tuple[float, Box]], images_sent: set[int]) -> dict:
+        """The session's figures from a snapshot of its results: mAP (or accuracy), energy and their ratio."""
         session = self.session
-        received = [box for _, box in session.results] if session else []
+        received = [box for _, box in results]
         summary: dict = {
             "dataset": self.images.name,
             "images": len(self.images.images),
-            "images_sent": len(session.images_sent) if session else 0,
+            "images_sent": len(images_sent),
             "images_answered": len({b.image for b in received}),
             "results": len(received),
             "time_limit_s": self.time_limit,
@@ -175,26 +216,28 @@ class Referee(ThreadingHTTPServer):
             summary["map"] = result.as_dict()
             accuracy = result.map
         else:
-            best: dict[int, Box] = {}
-            for box in received:
-                if box.image not in best or box.confidence > best[box.image].confidence:
-                    best[box.image] = box
             labels = self.images.labels or []
-            correct = sum(1 for n, label in enumerate(labels, 1) if n in best and best[n].label == label)
+            correct = answers_correct(received, labels)
             summary["metric"] = "accuracy"
             accuracy = correct / len(labels) if labels else 0.0  # unanswered images count as wrong
             summary["accuracy"] = {"value": accuracy, "correct": correct, "n": len(labels)}
         summary["energy"] = energy_figures(self.trace)
         wh = summary["energy"]["wh"] if summary["energy"] else None
         summary["score"] = {
-            "value": accuracy / wh if wh else None,
+            "value": accuracy / wh if wh and wh > 0 else None,
             "unit": f"{summary['metric']} per Wh",
             "source": summary["energy"]["source"] if summary["energy"] else None,
         }
         return summary
 
-    def received_rows(self) -> list[Box]:
-        return [box for _, box in self.session.results] if self.session else []
+
+def answers_correct(boxes: list[Box], labels: list[int]) -> int:
+    """Images (1-based, labels[n - 1]) whose most confident posted class is their label."""
+    best: dict[int, Box] = {}
+    for box in boxes:
+        if box.image not in best or box.confidence > best[box.image].confidence:
+            best[box.image] = box
+    return sum(1 for n, label in enumerate(labels, 1) if n in best and best[n].label == label)
 
 
 def energy_figures(trace: PowerTrace | None) -> dict | None:
@@ -237,10 +280,14 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path.rstrip("/") or "/"
         fields = self._fields()
         first = {k: v[0] for k, v in fields.items()}
+        if self.server.over():
+            return self._send(HTTPStatus.UNAUTHORIZED, "the session is over\n")
         if path in ("/", "/help"):
             return self._send(HTTPStatus.OK, HELP)
         if path in ("/login", "/get_token"):
             token = self.server.login(first.get("username", ""), first.get("password", ""))
+            if token is None and self.server.meter_error is not None and self.server.session is None:
+                return self._send(HTTPStatus.SERVICE_UNAVAILABLE, "the power meter failed to start\n")
             return self._send(HTTPStatus.OK, token) if token else self._send(HTTPStatus.UNAUTHORIZED, "refused\n")
         session = self.server.active(first.get("token"))
         if session is None:
@@ -273,7 +320,8 @@ class _Handler(BaseHTTPRequestHandler):
             data = self.server.images.images[index - 1].read_bytes()
         except OSError:
             return self._send(HTTPStatus.INTERNAL_SERVER_ERROR, "image file missing\n")
-        session.images_sent.add(index)
+        with self.server.lock:
+            session.images_sent.add(index)
         return self._send(HTTPStatus.OK, data, "image/jpeg")
 
     def _result(self, session: Session, fields: dict[str, list[str]]):
@@ -291,12 +339,8 @@ class _Handler(BaseHTTPRequestHandler):
                 boxes.append(Box(index, int(label), float(confidence), *corners))
             except ValueError:
                 return self._send(HTTPStatus.NOT_ACCEPTABLE, "a result field is not a number or a valid index\n")
-        elapsed = time.monotonic() - session.started
-        if elapsed > self.server.time_limit:
-            self.server.finish("time limit")
+        if not self.server.store(session, boxes):
             return self._send(HTTPStatus.UNAUTHORIZED, "bad or expired token\n")
-        with self.server.lock:
-            session.results.extend((elapsed, box) for box in boxes)
         return self._send(HTTPStatus.OK, f"{len(boxes)} result(s) stored\n")
 
 
@@ -321,7 +365,8 @@ def save_session(referee: Referee, results_root: Path, started_iso: str) -> dict
     from harness.results.provenance import harness_source, host_machine
     from harness.results.store import new_run_id, run_folder
 
-    summary = referee.score()
+    results, images_sent = referee.snapshot()
+    summary = referee.score(results, images_sent)
     run_id = new_run_id("referee", referee.images.name)
     summary = {"run_id": run_id, "kind": "referee", **summary}
     session = referee.session
@@ -339,13 +384,10 @@ def save_session(referee: Referee, results_root: Path, started_iso: str) -> dict
         "host": host_machine(),
     }
     with run_folder(results_root, run_id) as folder:
-        write_boxes(folder.path / "results.csv", referee.received_rows())
+        write_boxes(folder.path / "results.csv", [box for _, box in results])
         folder.write_table(
             "received.parquet",
-            {
-                "seconds": [t for t, _ in session.results] if session else [],
-                "image": [b.image for _, b in session.results] if session else [],
-            },
+            {"seconds": [t for t, _ in results], "image": [box.image for _, box in results]},
         )
         if referee.images.boxes is not None:
             write_boxes(folder.path / "truth.csv", referee.images.boxes)

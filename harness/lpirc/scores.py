@@ -1,14 +1,20 @@
-"""LPIRC scores over a set of runs: accuracy (mAP for detection) ÷ energy in Wh, and the prize categories.
+"""LPIRC scores over a set of runs: accuracy (mAP for detection) ÷ energy in Wh, and the prizes.
 
-Categories, with mean and standard deviation sd (population) over the runs given:
-- best score: the highest accuracy ÷ energy;
+Only runs with energy above zero are ranked (the others are listed under `no_energy`). Over those runs,
+with mean and population standard deviation sd:
+- champion, second and third: ranked by accuracy ÷ energy;
 - least energy among runs whose accuracy is at least mean + 1 sd;
 - best accuracy among runs whose energy is at most mean - 1 sd.
+As the LPIRC rules say, a tie gives several winners: each prize is a list of run ids, and tied runs
+share a place, the next place counting the runs ahead (two champions, no second, then a third).
 With a time limit only results received within it count (samples not answered in time are wrong, as
 LPIRC's mAP counted unanswered objects as missed) and energy is what the meter measured up to it.
+Without one, an eval run's energy is its streaming energy (first sample to last answer) and a referee
+session's the whole metered session (login to logout or the time limit).
 """
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -18,6 +24,7 @@ import pyarrow.parquet as pq
 from harness.energy.trace import JOULES_PER_WH
 from harness.errors import UserError
 from harness.eval.detection import mean_average_precision, read_boxes
+from harness.lpirc.referee import answers_correct
 
 
 @dataclass(frozen=True)
@@ -38,17 +45,29 @@ def find_run(spec: str, roots: list[Path]) -> Path:
     raise UserError(f"{spec} is not a run folder or run id under {', '.join(map(str, roots))}; see `harness runs`")
 
 
-def _energy_to(path: Path, limit: float | None) -> float | None:
-    """Joules from t = 0 (streaming start or login) to the limit, from the stored trace."""
+def _trace_energy_j(path: Path, end: float | None) -> float | None:
+    """Joules from t = 0 (streaming start or login) to `end` (default: the trace's end), from the stored trace."""
     if not (path / "power.parquet").is_file():
         return None
     table = pq.read_table(path / "power.parquet").to_pydict()
     t, energy = np.array(table["t"]), np.array(table["energy_j"])
-    end = t[-1] if limit is None else min(limit, t[-1])
+    end = t[-1] if end is None else min(end, t[-1])
     return float(np.interp(end, t, energy) - np.interp(max(0.0, t[0]), t, energy))
 
 
+def _energy_to(path: Path, summary: dict, limit: float | None) -> float | None:
+    streaming = summary["energy"].get("streaming") if summary.get("kind", "eval") == "eval" else None
+    if streaming is None:
+        return _trace_energy_j(path, limit)
+    if limit is None:
+        return streaming["joules"]
+    return _trace_energy_j(
+        path, min(limit, streaming["seconds"])
+    )  # the meter's tail after the last answer is not the run's
+
+
 def _eval_accuracy(path: Path, summary: dict, subset: str | None, limit: float | None) -> float:
+    from harness.eval.dataset import Sample
     from harness.eval.subsets import SUBSETS
 
     name = subset or next(iter(summary["subsets"]))
@@ -59,8 +78,10 @@ def _eval_accuracy(path: Path, summary: dict, subset: str | None, limit: float |
     samples = pq.read_table(path / "samples.parquet").to_pydict()
     received = np.array(pq.read_table(path / "energy.parquet").to_pydict()["received_s"])
     members = np.array(samples[f"in_{name}"], dtype=bool)
-    far = SUBSETS[name].flag == "far" if name in SUBSETS else False
-    labels = np.array([1 if far and label == -1 else label for label in samples["label"]])
+    labels = samples["label"]
+    if name in SUBSETS:  # e.g. distance_far counts far-only images (-1) as persons
+        labels = [SUBSETS[name].label(Sample("", Path(), {"person": label})) for label in labels]
+    labels = np.array(labels)
     correct = members & (np.array(samples["device_prediction"]) == labels) & (received <= limit)
     return float(correct.sum() / members.sum()) if members.any() else 0.0
 
@@ -74,12 +95,7 @@ def _referee_accuracy(path: Path, summary: dict, limit: float | None) -> float:
     if summary["metric"] == "map":
         return mean_average_precision(in_time, read_boxes(path / "truth.csv")).map
     labels = json.loads((path / "labels.json").read_text())
-    best: dict[int, tuple[float, int]] = {}
-    for box in in_time:
-        if box.image not in best or box.confidence > best[box.image][0]:
-            best[box.image] = (box.confidence, box.label)
-    correct = sum(1 for n, label in enumerate(labels, 1) if n in best and best[n][1] == label)
-    return correct / len(labels) if labels else 0.0
+    return answers_correct(in_time, labels) / len(labels) if labels else 0.0
 
 
 def score_run(path: Path, subset: str | None = None, limit: float | None = None) -> RunScore:
@@ -88,7 +104,7 @@ def score_run(path: Path, subset: str | None = None, limit: float | None = None)
     energy = summary.get("energy")
     if not energy:
         raise UserError(f"run {path.name} has no energy figures: run it with --meter KIND:ADDRESS")
-    joules = _energy_to(path, limit)
+    joules = _energy_to(path, summary, limit)
     if joules is None:
         raise UserError(f"run {path.name} has no power.parquet to take energy from")
     if kind == "referee":
@@ -96,34 +112,83 @@ def score_run(path: Path, subset: str | None = None, limit: float | None = None)
     else:
         accuracy, metric = _eval_accuracy(path, summary, subset, limit), "accuracy"
     wh = joules / JOULES_PER_WH
-    return RunScore(path.name, kind, metric, accuracy, wh, energy["source"], accuracy / wh if wh > 0 else None)
+    return RunScore(path.name, kind, metric, accuracy, wh, energy["source"], accuracy / wh if has_energy(wh) else None)
+
+
+def has_energy(wh: float) -> bool:
+    return math.isfinite(wh) and wh > 0
+
+
+PLACES = ("champion", "second", "third")
+
+
+def _same(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-15)
+
+
+def _all_best(runs: list[RunScore], value, best=max) -> list[str]:
+    """Every run whose value equals the best one: a tie gives several winners."""
+    if not runs:
+        return []
+    top = best(value(r) for r in runs)
+    return [r.run_id for r in runs if _same(value(r), top)]
+
+
+def ranking(runs: list[RunScore]) -> dict[str, list[str]]:
+    """Champion, second and third by score; tied runs share a place and the next place counts the runs ahead."""
+    ordered = sorted(runs, key=lambda r: -r.score)
+    places: dict[str, list[str]] = {place: [] for place in PLACES}
+    position = 0
+    while position < len(ordered) and position < len(PLACES):
+        group = [r for r in ordered[position:] if _same(r.score, ordered[position].score)]
+        places[PLACES[position]] = [r.run_id for r in group]
+        position += len(group)
+    return places
 
 
 def prize_categories(scores: list[RunScore]) -> dict:
-    accuracy = np.array([s.accuracy for s in scores])
-    energy = np.array([s.wh for s in scores])
+    rated = [s for s in scores if has_energy(s.wh)]
+    no_energy = [s.run_id for s in scores if not has_energy(s.wh)]
+    if not rated:
+        empty = {place: [] for place in PLACES}
+        return empty | {
+            "least_energy_accurate": [],
+            "best_accuracy_frugal": [],
+            "accuracy_at_least": None,
+            "wh_at_most": None,
+            "no_energy": no_energy,
+        }
+    accuracy = np.array([s.accuracy for s in rated])
+    energy = np.array([s.wh for s in rated])
     accuracy_bar = float(accuracy.mean() + accuracy.std())
     energy_bar = float(energy.mean() - energy.std())
-    scored = [s for s in scores if s.score is not None]
-    accurate = [s for s in scores if s.accuracy >= accuracy_bar - 1e-12]
-    frugal = [s for s in scores if s.wh <= energy_bar + 1e-12]
-    return {
-        "best_score": max(scored, key=lambda s: s.score).run_id if scored else None,
-        "least_energy_accurate": min(accurate, key=lambda s: s.wh).run_id if accurate else None,
-        "best_accuracy_frugal": max(frugal, key=lambda s: s.accuracy).run_id if frugal else None,
+    accurate = [s for s in rated if s.accuracy >= accuracy_bar - 1e-12]
+    frugal = [s for s in rated if s.wh <= energy_bar + 1e-12]
+    return ranking(rated) | {
+        "least_energy_accurate": _all_best(accurate, lambda s: s.wh, min),
+        "best_accuracy_frugal": _all_best(frugal, lambda s: s.accuracy),
         "accuracy_at_least": accuracy_bar,
         "wh_at_most": energy_bar,
+        "no_energy": no_energy,
     }
 
 
-def lpirc_scores(specs: list[str], roots: list[Path], subset: str | None, limit: float | None) -> dict:
+def lpirc_scores(
+    specs: list[str], roots: list[Path], subset: str | None, limit: float | None, allow_mixed_sources: bool = False
+) -> dict:
     scores = [score_run(find_run(spec, roots), subset, limit) for spec in specs]
     metrics = {s.metric for s in scores}
     if len(metrics) > 1:
         raise UserError("the runs mix mAP and accuracy; score detection and classification runs separately")
+    sources = sorted({s.energy_source for s in scores})
+    if len(sources) > 1 and not allow_mixed_sources:
+        raise UserError(
+            f"the runs' energy comes from different sources ({', '.join(sources)}); score each source "
+            "separately or add --allow-mixed-sources"
+        )
     return {
         "time_limit_s": limit,
-        "energy_sources": sorted({s.energy_source for s in scores}),
+        "energy_sources": sources,
         "runs": [asdict(s) for s in scores],
         "prizes": prize_categories(scores),
     }
