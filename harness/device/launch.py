@@ -1,5 +1,6 @@
 """Start the board a run talks to and hand back a connected protocol client."""
 
+import dataclasses
 import hashlib
 import importlib.util
 import select
@@ -64,6 +65,12 @@ def sim_board_process(board: Board, model_path: Path | None) -> Iterator[str]:
         str(fw.get("tx_frame_bytes", 4108)),
         "--rx-buffer",
         str(fw.get("rx_buffer_bytes", 4096)),
+        "--link-baud",
+        str(board.sim.get("link_baud", 0)),
+        "--max-baud",
+        str(board.sim.get("max_baudrate", 0)),
+        "--emulate-invoke-ms",
+        str(board.sim.get("emulate_invoke_ms", 0)),
     ]
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen(
@@ -84,6 +91,26 @@ def sim_board_process(board: Board, model_path: Path | None) -> Iterator[str]:
             stop(proc)
 
 
+def with_link_options(
+    board: Board, link_baud: int | None = None, emulate_invoke_ms: float | None = None, switch_baud: int | None = None
+) -> Board:
+    """The board with command-line link settings applied: the virtual board's emulated baud rate (also
+    the rate the link starts at) and inference time, and the rate to switch to after the handshake."""
+    changes: dict = {}
+    if link_baud is not None or emulate_invoke_ms is not None:
+        if board.kind != "virtual":
+            raise UserError("--link-baud and --emulate-invoke-ms emulate a link on the virtual board: use --board sim")
+        sim = dict(board.sim)
+        if link_baud is not None:
+            sim["link_baud"] = link_baud
+        if emulate_invoke_ms is not None:
+            sim["emulate_invoke_ms"] = emulate_invoke_ms
+        changes["sim"] = sim
+    if switch_baud is not None:
+        changes["switch_baudrate"] = switch_baud
+    return dataclasses.replace(board, **changes)
+
+
 @contextmanager
 def connect(
     board: Board,
@@ -95,6 +122,8 @@ def connect(
     """A client that has said HELLO to the board running `model` (None: self-test firmware).
     The virtual board and QEMU boards are started for the block; a real one is found or named."""
     if board.kind == "virtual":
+        if board.sim.get("link_baud"):  # the emulated link starts where the host's port does
+            board = dataclasses.replace(board, baudrate=int(board.sim["link_baud"]))
         with sim_board_process(board, model.path if model else None) as pty_path, _client(pty_path, board) as client:
             yield client
     elif board.kind == "emulated":
@@ -114,14 +143,17 @@ def connect(
 def _client(url: str, board: Board) -> Iterator[DeviceClient]:
     link = open_link(url, board.baudrate, board.reset_on_connect)
     try:
-        with _session(link) as client:
+        with _session(link, board) as client:
             yield client
     finally:
         link.close()
 
 
 @contextmanager
-def _session(link) -> Iterator[DeviceClient]:
+def _session(link, board: Board | None = None) -> Iterator[DeviceClient]:
     client = DeviceClient(link)
     client.hello()
+    client.stats.baud = getattr(link, "baudrate", 0)
+    if board is not None and board.switch_baudrate:
+        client.switch_baud(board.switch_baudrate)
     yield client

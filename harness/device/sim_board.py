@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import tty
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -75,10 +76,30 @@ class TflmRunner:
             return 1
 
 
+@dataclass(frozen=True)
+class LinkEmulation:
+    """The virtual board's link paced like a UART at `baud` (0: as fast as the pseudo-terminal goes),
+    switchable up to max_baud (0: any rate), and invokes lasting at least invoke_ms."""
+
+    baud: int = 0
+    max_baud: int = 0
+    invoke_ms: float = 0.0
+
+
 class SimBoard:
     """The device core on a fresh pseudo-terminal, driving `runner` (needs model_info, status, invoke)."""
 
-    def __init__(self, runner, *, board_id: str, build_id: str, rx_frame: int, tx_frame: int, rx_buffer: int):
+    def __init__(
+        self,
+        runner,
+        *,
+        board_id: str,
+        build_id: str,
+        rx_frame: int,
+        tx_frame: int,
+        rx_buffer: int,
+        emulation: "LinkEmulation | None" = None,
+    ):
         self._lib = device_core()
         self._runner = runner
         self._master, self._slave = os.openpty()
@@ -100,6 +121,10 @@ class SimBoard:
         if not self._board:
             self.close()
             raise RuntimeError("could not create the device core (frame buffers too small?)")
+        if emulation:
+            self._lib.sim_board_emulate(
+                self._board, emulation.baud, emulation.max_baud, round(emulation.invoke_ms * 1000)
+            )
         runner.input_ptr = self._lib.sim_board_input(self._board)
         runner.output_ptr = self._lib.sim_board_output(self._board)
 
@@ -151,6 +176,7 @@ def serve(args: argparse.Namespace) -> None:
         rx_frame=args.rx_frame,
         tx_frame=args.tx_frame,
         rx_buffer=args.rx_buffer,
+        emulation=LinkEmulation(args.link_baud, args.max_baud, args.emulate_invoke_ms),
     )
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
@@ -169,6 +195,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rx-frame", type=int, default=4108)
     parser.add_argument("--tx-frame", type=int, default=4108)
     parser.add_argument("--rx-buffer", type=int, default=4096)
+    parser.add_argument("--link-baud", type=int, default=0, help="pace the link like a UART at this rate")
+    parser.add_argument("--max-baud", type=int, default=0, help="the highest rate SET_BAUD accepts (0: any)")
+    parser.add_argument("--emulate-invoke-ms", type=float, default=0.0, help="the least time an invoke takes")
     serve(parser.parse_args(argv))
 
 

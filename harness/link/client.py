@@ -1,16 +1,19 @@
-"""Protocol v1 client: requests with sequence numbers, retries on silence or corruption."""
+"""Protocol client: requests with sequence numbers, retries on silence or corruption; input streamed
+through a window of frames in flight, the next sample sent while the device runs the current one."""
 
 import random
 import struct
 import time
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from harness.errors import LinkError
-from harness.link.framing import FrameDecoder, Rejected, encode_frame
+from harness.link.framing import OVERHEAD, FrameDecoder, Rejected, crc32, encode_frame
 from harness.link.protocol import (
     PROTOCOL_VERSION,
     RESPONSE_BIT,
+    SUPPORTED_VERSIONS,
     DeviceInfo,
     ErrorCode,
     InvokeResult,
@@ -30,6 +33,11 @@ from harness.link.protocol import (
 # A damaged request is dropped by the device; sending it again is the cure. (An oversized one is
 # refused with FRAME_TOO_LONG, which no resend cures.)
 RETRYABLE_ERRORS = {ErrorCode.BAD_CRC}
+# While input streams, a lost chunk makes the ones behind it land past the loaded range: go back.
+RESEND_INPUT_ERRORS = {ErrorCode.BAD_CRC, ErrorCode.BAD_OFFSET}
+MAX_WINDOW = 8
+MIN_WINDOW_FRAME = 256  # below this, framing overhead outweighs what a window gains
+FALLBACK_SECONDS = 1.2  # the device's probation after SET_BAUD (HP_BAUD_PROBATION_MS) and a margin
 
 
 class DeviceError(LinkError):
@@ -45,6 +53,9 @@ class LinkStats:
     resends: int = 0
     corrupt_frames: int = 0
     stale_frames: int = 0
+    go_backs: int = 0  # input windows sent again from the last acknowledged byte
+    baud: int = 0  # the rate the link ran at after the handshake
+    baud_fallbacks: int = 0
 
 
 class DeviceClient:
@@ -58,6 +69,8 @@ class DeviceClient:
         self.firmware: dict | None = None  # how the firmware was built, where harness built it
         self._decoder = FrameDecoder()
         self._events: deque = deque()
+        self._held: dict = {}  # answers that came while other answers were awaited, by sequence number
+        self._expected: set[int] = set()
         self._slowest_invoke = 0.0
         # A fresh random start keeps a new session's requests from matching a cached old answer.
         self._seq = random.randrange(0x10000)
@@ -66,8 +79,10 @@ class DeviceClient:
         self.port.reset_input_buffer()
         self._decoder.reset()
         self._events.clear()
+        self._held.clear()
+        self._expected.clear()
         info = parse_hello(self.request(Msg.HELLO))
-        if info.protocol_version != PROTOCOL_VERSION:
+        if info.protocol_version not in SUPPORTED_VERSIONS:
             raise LinkError(
                 f"device speaks protocol v{info.protocol_version}, this harness v{PROTOCOL_VERSION}: "
                 "flash matching firmware"
@@ -76,27 +91,132 @@ class DeviceClient:
         return info
 
     def load_input(self, data: bytes) -> None:
+        """The input in chunks of the largest frame, a window of them in flight: as many as the device's
+        frame buffer and link buffer hold. A lost or damaged chunk sends the window again from the last
+        byte the device acknowledged."""
         info = self._require_info()
         if len(data) != info.input.bytes:
             raise LinkError(f"input is {len(data)} bytes, the device expects {info.input.bytes}")
-        chunk = info.max_request_payload - 4
-        for offset in range(0, len(data), chunk):
-            piece = data[offset : offset + chunk]
-            ack = int.from_bytes(self.request(Msg.LOAD_INPUT, load_input_payload(offset, piece)), "little")
-            if ack != offset + len(piece):
-                raise LinkError(f"device acknowledged {ack} input bytes, expected {offset + len(piece)}")
+        # Bytes in flight are bounded by the device's frame buffer plus its link buffer; frames small
+        # enough that two fit keep the line busy while the device handles one.
+        budget = info.max_request_frame + info.rx_buffer_bytes
+        frame_bytes = min(info.max_request_frame, max(budget // 2, MIN_WINDOW_FRAME))
+        chunk = min(info.max_request_payload, frame_bytes - OVERHEAD) - 4
+        window = max(1, min(MAX_WINDOW, budget // frame_bytes))
+        acked, sent, failures = 0, 0, 0
+        outstanding: dict[int, int] = {}  # sequence number -> input bytes loaded once it is acknowledged
+        while acked < len(data):
+            while len(outstanding) < window and sent < len(data):
+                piece = data[sent : sent + chunk]
+                seq = self._next_seq()
+                self._write(encode_frame(Msg.LOAD_INPUT, seq, load_input_payload(sent, piece)))
+                sent += len(piece)
+                outstanding[seq] = sent
+            event = self._next_answer(set(outstanding), self.timeout + self.wire_seconds(window * frame_bytes))
+            ok = event is not None and event.type == Msg.LOAD_INPUT | RESPONSE_BIT
+            if not ok and event is not None and event.type == Msg.ERROR:
+                code, text = parse_error(event.payload)
+                if code not in RESEND_INPUT_ERRORS:
+                    raise DeviceError(code, text)
+            if ok:
+                acked = max(acked, int.from_bytes(event.payload[:4], "little"))
+                del outstanding[event.seq]
+                failures = 0
+                continue
+            failures += 1
+            if failures > self.retries:
+                raise LinkError(f"input not accepted after {failures} attempts; check the link and the baud rate")
+            self.stats.go_backs += 1
+            self.stats.resends += len(outstanding)
+            outstanding.clear()
+            sent = acked
 
     def invoke(self) -> InvokeResult:
+        return self._invoke_result(self._start_invoke(None))
+
+    def run_stream(self, inputs: Iterable[bytes]) -> Iterator[InvokeResult]:
+        """Results in order. On a device with two input slots, sample k+1 streams while k is inferred."""
         info = self._require_info()
-        started = time.monotonic()
-        payload = self.request(Msg.INVOKE, timeout=self._invoke_wait())
-        self._slowest_invoke = max(self._slowest_invoke, time.monotonic() - started)
+        if info.input_slots < 2:
+            for data in inputs:
+                yield self.run(data)
+            return
+        pending = None  # (data, started invoke)
+        for data in inputs:
+            self.load_input(data)
+            if pending is not None:
+                yield self._finish_pipelined(*pending, next_data=data)
+            pending = (data, self._start_invoke(data))
+        if pending is not None:
+            yield self._finish_pipelined(*pending, next_data=None)
+
+    def _finish_pipelined(self, data: bytes, started, next_data: bytes | None) -> InvokeResult:
+        try:
+            return self._invoke_result(started)
+        except DeviceError as error:
+            if error.code != ErrorCode.INPUT_MISMATCH:
+                raise
+        # The INVOKE was lost while the next input overwrote this one: run it again, then reload the next.
+        self.stats.resends += 1
+        result = self.run(data)
+        if next_data is not None:
+            self.load_input(next_data)
+        return result
+
+    def _start_invoke(self, data: bytes | None):
+        """Send INVOKE (naming the input by its CRC-32 on v2 devices) without waiting for the answer."""
+        info = self._require_info()
+        payload = struct.pack("<I", crc32(data)) if data is not None and info.protocol_version >= 2 else b""
+        seq = self._next_seq()
+        frame = encode_frame(Msg.INVOKE, seq, payload)
+        self._write(frame)
+        self._expected.add(seq)
+        return seq, frame, time.monotonic()
+
+    def _invoke_result(self, started) -> InvokeResult:
+        seq, frame, at = started
+        info = self._require_info()
+        try:
+            payload = self._complete(Msg.INVOKE, seq, frame, self._invoke_wait())
+        finally:
+            self._expected.discard(seq)
+        self._slowest_invoke = max(self._slowest_invoke, time.monotonic() - at)
         measured, total, output = parse_invoke(payload, info)
         while len(output) < total:
             want = min(total - len(output), info.max_response_payload - 4)  # after the offset field
             more = self.request(Msg.READ_OUTPUT, read_output_payload(len(output), want))
             output += more[4:]
         return InvokeResult(measured, output)
+
+    def switch_baud(self, baud: int) -> bool:
+        """SET_BAUD after the handshake: both ends move to `baud`; if no answer comes at the new rate,
+        both fall back (the device on its own after a second) and the link carries on. True if switched."""
+        info = self._require_info()
+        old = self.port.baudrate
+        if baud == old or info.protocol_version < 2 or not info.max_baud:
+            return False
+        self.request(Msg.SET_BAUD, struct.pack("<I", min(baud, info.max_baud)))
+        switched_at = time.monotonic()
+        self.port.baudrate = min(baud, info.max_baud)
+        saved = self.timeout, self.retries
+        self.timeout, self.retries = 0.2, 1  # both tries inside the device's one-second probation
+        try:
+            self.hello()
+            self.stats.baud = self.port.baudrate
+            return True
+        except LinkError:
+            self.stats.baud_fallbacks += 1
+        finally:
+            self.timeout, self.retries = saved
+        self.port.baudrate = old
+        time.sleep(max(0.0, switched_at + FALLBACK_SECONDS - time.monotonic()))
+        self.hello()
+        self.stats.baud = old
+        return False
+
+    def wire_seconds(self, nbytes: int) -> float:
+        """How long nbytes take on the wire at the port's rate (10 bits a byte)."""
+        return nbytes * 10 / (getattr(self.port, "baudrate", 0) or 115200)
 
     def echo(self, payload: bytes) -> bytes:
         """LINK_TEST: the device sends the payload back."""
@@ -141,26 +261,50 @@ class DeviceClient:
 
     def run(self, data: bytes) -> InvokeResult:
         self.load_input(data)
-        return self.invoke()
+        return self._invoke_result(self._start_invoke(data))
 
     def request(self, msg: Msg, payload: bytes = b"", timeout: float | None = None) -> bytes:
+        seq = self._next_seq()
+        frame = encode_frame(msg, seq, payload)
+        self._write(frame)
+        return self._complete(msg, seq, frame, timeout or self.timeout)
+
+    def _next_seq(self) -> int:
         self._seq = (self._seq + 1) & 0xFFFF
-        frame = encode_frame(msg, self._seq, payload)
+        return self._seq
+
+    def _write(self, frame: bytes) -> None:
+        self.port.write(frame)
+        self.stats.frames_sent += 1
+
+    def _complete(self, msg: Msg, seq: int, frame: bytes, timeout: float) -> bytes:
+        """The answer to a request already sent, sending the same frame again on silence or damage."""
+        timeout += self.wire_seconds(len(frame) + self.info.max_response_frame if self.info else len(frame))
         for attempt in range(self.retries + 1):
             if attempt:
                 self.stats.resends += 1
-            self.port.write(frame)
-            self.stats.frames_sent += 1
-            answer = self._await(msg, self._seq, timeout or self.timeout)
-            if answer is not None:
-                return answer
+                self._write(frame)
+            event = self._next_answer({seq}, timeout)
+            if event is None:
+                continue
+            if event.type == Msg.ERROR:
+                code, text = parse_error(event.payload)
+                if code in RETRYABLE_ERRORS:
+                    continue
+                raise DeviceError(code, text)
+            if event.type == msg | RESPONSE_BIT:
+                return event.payload
+            self.stats.stale_frames += 1
         raise LinkError(
             f"no valid answer to {msg.name} after {self.retries + 1} attempts; "
             "check the port, the baud rate and that the board runs harness firmware"
         )
 
-    def _await(self, msg: Msg, seq: int, timeout: float) -> bytes | None:
-        """The answer's payload, or None when the request should be sent again."""
+    def _next_answer(self, seqs: set[int], timeout: float):
+        """The next answer to one of `seqs`, or None on silence or a damaged frame (send again).
+        Answers to other requests still awaited are kept for later; the rest are stale."""
+        for seq in seqs & self._held.keys():
+            return self._held.pop(seq)
         deadline = time.monotonic() + timeout
         while True:
             while self._events:
@@ -168,17 +312,12 @@ class DeviceClient:
                 if isinstance(event, Rejected):
                     self.stats.corrupt_frames += 1
                     return None
-                if event.seq != seq:
+                if event.seq in seqs:
+                    return event
+                if event.seq in self._expected:
+                    self._held[event.seq] = event
+                else:
                     self.stats.stale_frames += 1
-                    continue
-                if event.type == Msg.ERROR:
-                    code, text = parse_error(event.payload)
-                    if code in RETRYABLE_ERRORS:
-                        return None
-                    raise DeviceError(code, text)
-                if event.type == msg | RESPONSE_BIT:
-                    return event.payload
-                self.stats.stale_frames += 1
             if time.monotonic() > deadline:
                 self._decoder.reset()
                 return None
