@@ -56,7 +56,7 @@ def _cmd_eval(args) -> int:
     from harness.eval.runner import EvalRequest, run_eval
     from harness.results.report import print_summary
 
-    board = get_board(args.board)
+    board = _board_with_link_options(args)
     subsets = parse_subsets(args.subset)
     card = load_card(args.model)
     splits = [x.strip() for x in args.split.split(",") if x.strip()] if args.split else None
@@ -100,7 +100,7 @@ def _cmd_link_test(args) -> int:
     from harness.device.launch import connect
     from harness.link.selftest import describe, run_link_test
 
-    board = get_board(args.board)
+    board = _board_with_link_options(args)
     with connect(board, None, args.port) as client, progress(args.bytes, f"link-test {board.id}") as advance:
         report = run_link_test(client, board, args.bytes, advance=advance)
     if args.json:
@@ -542,14 +542,35 @@ def _output_options() -> argparse.ArgumentParser:
     return common
 
 
+def _link_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--link-baud", type=int, help="virtual board: pace its link like a UART at this baud rate (0: unpaced)"
+    )
+    common.add_argument(
+        "--emulate-invoke-ms", type=float, help="virtual board: each inference takes at least this long"
+    )
+    common.add_argument(
+        "--switch-baud", type=int, help="after the handshake, switch the link to this baud rate (0: stay)"
+    )
+    return common
+
+
+def _board_with_link_options(args):
+    from harness.device.launch import with_link_options
+
+    return with_link_options(get_board(args.board), args.link_baud, args.emulate_invoke_ms, args.switch_baud)
+
+
 def build_parser() -> argparse.ArgumentParser:
     output = _output_options()
+    link_options = _link_options()
     parser = _Parser(prog="harness", description="Benchmark TinyML models on microcontrollers.")
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = commands.add_parser(
-        "eval", parents=[output], help="stream a benchmark subset to a board and compare with the host"
+        "eval", parents=[output, link_options], help="stream a benchmark subset to a board and compare with the host"
     )
     run.add_argument("--board", default="sim", help="board id from boards/ (default: sim, the virtual board)")
     run.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
@@ -599,7 +620,9 @@ def build_parser() -> argparse.ArgumentParser:
     generate.set_defaults(handler=_cmd_generate)
 
     link = commands.add_parser(
-        "link-test", parents=[output], help="check and time the link: echo frames both ways, PERF workload"
+        "link-test",
+        parents=[output, link_options],
+        help="check and time the link: echo frames both ways, PERF workload",
     )
     link.add_argument("--board", default="sim", help="board id from boards/ (default: sim)")
     link.add_argument("--port", help="serial device or pyserial URL of a real board")

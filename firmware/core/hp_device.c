@@ -101,8 +101,9 @@ static void handle_load_input(hp_device *dev, const hp_frame *req) {
     return;
   }
   memcpy(dev->cfg.runner->input(dev->cfg.runner->ctx) + offset, req->payload + 4, len);
-  /* A resent earlier chunk (its answer was lost while later ones went through) keeps what follows. */
-  if (offset + len > dev->input_filled) dev->input_filled = offset + len;
+  /* Offset 0 starts an input afresh; a resent later chunk (its answer lost while the ones after it
+   * went through) keeps what follows it. */
+  if (offset == 0 || offset + len > dev->input_filled) dev->input_filled = offset + len;
   hp_put_u32(response_payload(dev), dev->input_filled);
   send_response(dev, HP_MSG_LOAD_INPUT | HP_RESPONSE_BIT, req->seq, 4);
 }
