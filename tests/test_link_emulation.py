@@ -122,3 +122,32 @@ def test_a_baud_switch_the_link_cannot_carry_falls_back_on_both_ends():
         seconds = _load_seconds(c, INPUT)  # the device went back to 115200 as well
         assert c.run(INPUT).output == expected_output(INPUT, 2)
     assert seconds >= len(INPUT) * 10 / 115200
+
+
+class _Faulty:
+    """Damages chosen writes: frame number -> "drop" or "corrupt" (one byte of the payload flipped)."""
+
+    def __init__(self, port, faults: dict[int, str]):
+        self._port, self._faults, self.writes = port, faults, 0
+
+    def __getattr__(self, name):
+        return getattr(self._port, name)
+
+    def write(self, data):
+        self.writes += 1
+        fault = self._faults.pop(self.writes, None)
+        if fault == "drop":
+            return len(data)
+        if fault == "corrupt":
+            data = data[:20] + bytes([data[20] ^ 0xFF]) + data[21:]
+        return self._port.write(data)
+
+
+def test_windowed_input_recovers_from_dropped_and_damaged_chunks():
+    with core_on_pty(ChecksumRunner(len(INPUT), 2), **FRAMES, timeout=0.3) as (port, client):
+        client.hello()
+        client.port = _Faulty(port, {2: "corrupt", 5: "drop"})  # chunks of the first and second window
+        first = client.run(INPUT)
+        second = client.run(INPUT[::-1])
+    assert first.output == expected_output(INPUT, 2) and second.output == expected_output(INPUT[::-1], 2)
+    assert client.stats.go_backs >= 2
