@@ -84,6 +84,7 @@ def _cmd_eval(args) -> int:
         serial_number=args.serial,
         pools=args.pools,
         strict=args.strict,
+        protocol=args.protocol,
     )
     summary = run_eval(request)
     if args.json:
@@ -589,6 +590,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--pools", action="store_true", help="also evaluate each subset's F1 negative pool, as f1_wv needs"
     )
     run.add_argument("--strict", action="store_true", help="stop at an unreadable image instead of skipping it")
+    run.add_argument(
+        "--protocol",
+        choices=("harness", "eembc"),
+        default="harness",
+        help="the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware",
+    )
     run.add_argument("--results", default="results", help="folder for run folders (default: results)")
     run.add_argument(
         "--references",

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ee_dut.h"
 #include "hp_device.h"
 
 typedef int32_t (*sim_invoke_fn)(void *user);
@@ -39,6 +40,8 @@ typedef struct {
   uint64_t invoke_ns;       /* emulated inference time, 0 for the interpreter's own */
   uint64_t invoke_deadline; /* an invoke started by invoke_start is done at this time */
   int32_t invoke_status;
+  ee_dut *eembc; /* set: the board speaks the MLPerf Tiny / EEMBC DUT protocol instead */
+  uint8_t *eembc_buffer;
 } sim_board;
 
 #define NS_PER_MS 1000000u
@@ -168,6 +171,8 @@ static int32_t callback_invoke_poll(void *ctx, uint32_t wait_ms, int32_t *status
 
 void sim_board_destroy(sim_board *board) {
   if (!board) return;
+  free(board->eembc);
+  free(board->eembc_buffer);
   free(board->input);
   free(board->output);
   free(board->rx_buf);
@@ -223,6 +228,16 @@ uint8_t *sim_board_input(sim_board *board) { return board->input; }
 
 uint8_t *sim_board_output(sim_board *board) { return board->output; }
 
+/* Serve the EEMBC DUT protocol from now on (prints its boot banner). Returns 0, or -1. */
+int32_t sim_board_use_eembc(sim_board *board, const char *name, const char *model, uint32_t buffer_bytes) {
+  board->eembc = calloc(1, sizeof *board->eembc);
+  board->eembc_buffer = malloc(buffer_bytes ? buffer_bytes : 1);
+  if (!board->eembc || !board->eembc_buffer) return -1;
+  ee_dut_config cfg = {&board->hal, &board->runner, name, model, board->eembc_buffer, buffer_bytes};
+  return ee_dut_init(board->eembc, &cfg);
+}
+
 int32_t sim_board_poll(sim_board *board, uint32_t timeout_ms) {
+  if (board->eembc) return ee_dut_poll(board->eembc, timeout_ms);
   return hp_device_poll(&board->device, timeout_ms);
 }

@@ -20,6 +20,7 @@ from harness.errors import LinkError, UserError
 from harness.firmware.build import build_firmware
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.client import DeviceClient
+from harness.link.eembc import EembcClient
 from harness.link.transport import open_link
 from harness.model.tflite_file import TfliteModel
 
@@ -43,8 +44,12 @@ def _wait_for_line(proc: subprocess.Popen, timeout: float) -> str:
     return ""
 
 
+EEMBC_SIM_MODEL = "harness"  # what the virtual board's EEMBC DUT reports as m-model-[…]
+PROTOCOLS = ("harness", "eembc")
+
+
 @contextmanager
-def sim_board_process(board: Board, model_path: Path | None) -> Iterator[str]:
+def sim_board_process(board: Board, model_path: Path | None, protocol: str = "harness") -> Iterator[str]:
     """Run the virtual board for the duration of the block; yields its pseudo-terminal path.
     Without a model it runs as self-test firmware does: HELLO, LINK_TEST and PERF only."""
     fw = board.firmware
@@ -71,6 +76,7 @@ def sim_board_process(board: Board, model_path: Path | None) -> Iterator[str]:
         str(board.sim.get("max_baudrate", 0)),
         "--emulate-invoke-ms",
         str(board.sim.get("emulate_invoke_ms", 0)),
+        *(["--eembc-model", EEMBC_SIM_MODEL] if protocol == "eembc" else []),
     ]
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen(
@@ -118,13 +124,22 @@ def connect(
     port: str | None = None,
     tflm: TflmTree | None = None,
     serial_number: str | None = None,
+    protocol: str = "harness",
 ) -> Iterator[DeviceClient]:
     """A client that has said HELLO to the board running `model` (None: self-test firmware).
-    The virtual board and QEMU boards are started for the block; a real one is found or named."""
+    The virtual board and QEMU boards are started for the block; a real one is found or named.
+    protocol "eembc": the board runs MLPerf Tiny / EEMBC DUT firmware and `model` says what it runs."""
+    if protocol not in PROTOCOLS:
+        raise UserError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+    if protocol == "eembc" and (model is None or board.kind == "emulated"):
+        raise UserError("--protocol eembc needs a model and the virtual board or a real one (QEMU boards run ours)")
     if board.kind == "virtual":
         if board.sim.get("link_baud"):  # the emulated link starts where the host's port does
             board = dataclasses.replace(board, baudrate=int(board.sim["link_baud"]))
-        with sim_board_process(board, model.path if model else None) as pty_path, _client(pty_path, board) as client:
+        with (
+            sim_board_process(board, model.path if model else None, protocol) as pty_path,
+            _client(pty_path, board, model if protocol == "eembc" else None) as client,
+        ):
             yield client
     elif board.kind == "emulated":
         firmware = build_firmware(board, model, tflm)
@@ -133,18 +148,23 @@ def connect(
             yield client
     elif board.kind == "device":
         url = port if port not in (None, "auto") else find_port(board, serial_number)
-        with _client(url, board) as client:
+        with _client(url, board, model if protocol == "eembc" else None) as client:
             yield client
     else:
         raise UserError(f"board {board.id}: unknown kind {board.kind!r} in {board.source_file}")
 
 
 @contextmanager
-def _client(url: str, board: Board) -> Iterator[DeviceClient]:
+def _client(url: str, board: Board, eembc_model: TfliteModel | None = None) -> Iterator[DeviceClient]:
     link = open_link(url, board.baudrate, board.reset_on_connect)
     try:
-        with _session(link, board) as client:
+        if eembc_model is not None:
+            client = EembcClient(link, eembc_model.input, eembc_model.output)
+            client.hello()
             yield client
+        else:
+            with _session(link, board) as client:
+                yield client
     finally:
         link.close()
 

@@ -20,6 +20,7 @@ from harness.model.tflm import arena_used_bytes, make_interpreter
 from harness.native import SIM_INVOKE, ModelInfo, TensorInfo, device_core
 from harness.tensors import DTYPE_CODES
 
+EEMBC_BUFFER_BYTES = 27648  # MAX_DB_INPUT_SIZE of the MLPerf Tiny reference firmware (96x96x3)
 RUNNER_OK = 0
 RUNNER_SETUP_FAILED = 1
 RUNNER_NO_MODEL = 2  # as firmware/app/runner.h's HARNESS_RUNNER_NO_MODEL
@@ -99,7 +100,9 @@ class SimBoard:
         tx_frame: int,
         rx_buffer: int,
         emulation: "LinkEmulation | None" = None,
+        eembc_model: str | None = None,
     ):
+        """eembc_model set (e.g. "vww01"): the board speaks the MLPerf Tiny / EEMBC DUT protocol."""
         self._lib = device_core()
         self._runner = runner
         self._master, self._slave = os.openpty()
@@ -125,6 +128,12 @@ class SimBoard:
             self._lib.sim_board_emulate(
                 self._board, emulation.baud, emulation.max_baud, round(emulation.invoke_ms * 1000)
             )
+        if eembc_model is not None:
+            self._eembc_ids = (board_id.encode(), eembc_model.encode())  # must outlive the board
+            buffer = max(runner.model_info.input.bytes, EEMBC_BUFFER_BYTES)
+            if self._lib.sim_board_use_eembc(self._board, *self._eembc_ids, buffer) != 0:
+                self.close()
+                raise RuntimeError("could not set up the EEMBC DUT")
         runner.input_ptr = self._lib.sim_board_input(self._board)
         runner.output_ptr = self._lib.sim_board_output(self._board)
 
@@ -177,6 +186,7 @@ def serve(args: argparse.Namespace) -> None:
         tx_frame=args.tx_frame,
         rx_buffer=args.rx_buffer,
         emulation=LinkEmulation(args.link_baud, args.max_baud, args.emulate_invoke_ms),
+        eembc_model=args.eembc_model,
     )
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
@@ -197,6 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rx-buffer", type=int, default=4096)
     parser.add_argument("--link-baud", type=int, default=0, help="pace the link like a UART at this rate")
     parser.add_argument("--max-baud", type=int, default=0, help="the highest rate SET_BAUD accepts (0: any)")
+    parser.add_argument("--eembc-model", help="speak the MLPerf Tiny / EEMBC DUT protocol, reporting this model")
     parser.add_argument("--emulate-invoke-ms", type=float, default=0.0, help="the least time an invoke takes")
     serve(parser.parse_args(argv))
 

@@ -42,6 +42,7 @@ class EvalRequest:
     serial_number: str | None = None
     pools: bool = False  # also stream each subset's F1 negative pool (needed for f1_wv)
     strict: bool = False  # an unreadable image stops the run instead of being skipped and counted
+    protocol: str = "harness"  # or "eembc": MLPerf Tiny / EEMBC DUT firmware (docs/eembc.md)
 
 
 @dataclass
@@ -61,7 +62,7 @@ class SampleRecord:
 def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, board: Board) -> None:
     if info.runner_status != 0:
         raise UserError(f"the model failed to load on {board.id} (runner status {info.runner_status})")
-    if info.model_sha256_prefix != model.sha256[:16]:
+    if info.model_sha256_prefix and info.model_sha256_prefix != model.sha256[:16]:  # EEMBC DUTs report none
         raise UserError(
             f"{board.id} runs model {info.model_sha256_prefix}…, not {model.sha256[:16]}… "
             f"({model.path.name}): run `harness flash --board {board.id}` with this model first"
@@ -76,7 +77,9 @@ def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, board: Board)
 def _stream(request: EvalRequest, inputs: Inputs, references):
     """Every sample through the board and the host references: (records, HELLO, link stats, firmware)."""
     records = []
-    with connect(request.board, request.model, request.port, request.tflm, request.serial_number) as client:
+    with connect(
+        request.board, request.model, request.port, request.tflm, request.serial_number, request.protocol
+    ) as client:
         _check_device_runs_model(client.info, request.model, request.board)
         with progress(len(inputs.samples), f"eval {request.board.id}") as advance:
             # Pipelined where the device has two input slots: sample k+1 streams while k is inferred.
