@@ -94,6 +94,7 @@ _SIGNATURES = {
         ctypes.c_int32,
         [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32],
     ),
+    "sim_board_reset": (ctypes.c_int32, [ctypes.c_void_p]),
     "sim_board_input": (ctypes.c_void_p, [ctypes.c_void_p]),
     "sim_board_output": (ctypes.c_void_p, [ctypes.c_void_p]),
     "sim_board_poll": (ctypes.c_int32, [ctypes.c_void_p, ctypes.c_uint32]),

@@ -123,7 +123,7 @@ class _CorruptingPort:
         self._writes += 1
         if self._writes in self._damage:
             data = bytearray(data)
-            data[len(data) // 2] ^= 0x40
+            data[10] ^= 0x40  # inside every frame: header, payload or CRC
         return self._port.write(bytes(data))
 
     def __getattr__(self, name):

@@ -1,6 +1,7 @@
 """The MLPerf Tiny / EEMBC DUT protocol: the C DUT in firmware/eembc on a pseudo-terminal, the host driver."""
 
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -57,10 +58,14 @@ def test_dut_prints_the_reference_boot_banner():
     kwargs = dict(board_id="b", build_id="x", rx_frame=524, tx_frame=524, rx_buffer=4096, eembc_model="kws01")
     with SimBoard(runner, **kwargs) as board:
         fd = os.open(board.pty_path, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)  # pyserial would flush it
+        got, deadline = b"", time.monotonic() + 2
         try:
-            banner = os.read(fd, 4096).decode().split("\r\n")
+            while not got.endswith(b"m-ready\r\n") and time.monotonic() < deadline:
+                if select.select([fd], [], [], 0.05)[0]:
+                    got += os.read(fd, 4096)
         finally:
             os.close(fd)
+        banner = got.decode().split("\r\n")
     assert banner[0] == "m-timestamp-mode-performance" and banner[1].startswith("m-lap-us-")
     assert banner[2:] == ["m-init-done", "m-ready", ""]
 

@@ -150,4 +150,4 @@ def test_windowed_input_recovers_from_dropped_and_damaged_chunks():
         first = client.run(INPUT)
         second = client.run(INPUT[::-1])
     assert first.output == expected_output(INPUT, 2) and second.output == expected_output(INPUT[::-1], 2)
-    assert client.stats.go_backs >= 2
+    assert client.stats.go_backs >= 1 and client.stats.resends >= 2

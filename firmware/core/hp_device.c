@@ -445,7 +445,14 @@ int32_t hp_device_poll(hp_device *dev, uint32_t timeout_ms) {
   return 0;
 }
 
+void hp_device_announce(hp_device *dev) {
+  hp_put_u16(response_payload(dev), HP_PROTOCOL_VERSION);
+  send_response(dev, HP_MSG_BOOT, 0, 2);
+  dev->last_tx_len = 0;
+}
+
 void hp_device_run(hp_device *dev) {
+  hp_device_announce(dev);
   while (hp_device_poll(dev, 100) >= 0) {
   }
 }

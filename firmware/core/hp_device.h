@@ -36,6 +36,7 @@ enum hp_message_type {
   HP_MSG_BENCH = 0x07,     /* time repeated invokes of the loaded input */
   HP_MSG_PROFILE = 0x08,   /* one invoke timed operator by operator */
   HP_MSG_SET_BAUD = 0x09,  /* answer at the current rate, then switch (v2) */
+  HP_MSG_BOOT = 0x0A,      /* device to host, unasked: the device (re)started and lost its state (v2) */
   HP_MSG_ERROR = 0x7F,
   HP_RESPONSE_BIT = 0x80 /* a response carries its request's type with this bit set */
 };
@@ -174,7 +175,11 @@ int32_t hp_device_init(hp_device *dev, const hp_device_config *cfg);
  * Returns 0, or < 0 once the link is gone. */
 int32_t hp_device_poll(hp_device *dev, uint32_t timeout_ms);
 
-/* Poll until the link is gone (firmware main loops call this and never return). */
+/* Tell the host the device has just started: a BOOT frame (sequence number 0, payload the protocol
+ * version u16). A host in the middle of a sample then says HELLO again and resends it. */
+void hp_device_announce(hp_device *dev);
+
+/* Announce the boot, then poll until the link is gone (firmware main loops call this). */
 void hp_device_run(hp_device *dev);
 
 /* The PERF workload: CRC-32 over a fixed 256-byte pattern, `iterations` times. Its instruction

@@ -237,6 +237,14 @@ int32_t sim_board_use_eembc(sim_board *board, const char *name, const char *mode
   return ee_dut_init(board->eembc, &cfg);
 }
 
+/* A reset, as a watchdog or a brown-out gives: all protocol state lost, then the boot notice. */
+int32_t sim_board_reset(sim_board *board) {
+  hp_device_config cfg = board->device.cfg;
+  if (hp_device_init(&board->device, &cfg) != 0) return -1;
+  hp_device_announce(&board->device);
+  return 0;
+}
+
 int32_t sim_board_poll(sim_board *board, uint32_t timeout_ms) {
   if (board->eembc) return ee_dut_poll(board->eembc, timeout_ms);
   return hp_device_poll(&board->device, timeout_ms);

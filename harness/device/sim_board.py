@@ -141,6 +141,10 @@ class SimBoard:
     def pty_path(self) -> str:
         return os.ttyname(self._slave)
 
+    def reset(self) -> None:
+        """Lose every bit of protocol state and send the boot notice, as a real reset would."""
+        self._lib.sim_board_reset(self._board)
+
     def poll(self, timeout_ms: int = 100) -> int:
         return self._lib.sim_board_poll(self._board, timeout_ms)
 
@@ -188,12 +192,15 @@ def serve(args: argparse.Namespace) -> None:
         emulation=LinkEmulation(args.link_baud, args.max_baud, args.emulate_invoke_ms),
         eembc_model=args.eembc_model,
     )
-    stopping = []
+    stopping, resets = [], []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    signal.signal(signal.SIGUSR1, lambda *_: resets.append(True))  # the fault proxy's reset-every
     print(f"pty {board.pty_path}", flush=True)
     with board:
         while not stopping and board.poll(100) >= 0:
-            pass
+            if resets:
+                resets.clear()
+                board.reset()
 
 
 def main(argv: list[str] | None = None) -> None:

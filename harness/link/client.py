@@ -36,8 +36,22 @@ RETRYABLE_ERRORS = {ErrorCode.BAD_CRC}
 # While input streams, a lost chunk makes the ones behind it land past the loaded range: go back.
 RESEND_INPUT_ERRORS = {ErrorCode.BAD_CRC, ErrorCode.BAD_OFFSET}
 MAX_WINDOW = 8
+MIN_CHUNK = 128  # the smallest input chunk a damaged link shrinks frames to
+# After a fault, zero bytes behind each burst complete a frame that lost a byte, so the device answers
+# BAD_CRC at once rather than waiting for bytes that never come. The decoder skips them otherwise.
+PAD = bytes(16)
+PARTIAL_GAP_SECONDS = 0.05
+STATELESS = {Msg.LINK_TEST, Msg.PERF}
+RESETS_PER_SAMPLE = 5  # boot notices tolerated while one sample runs before giving up
 MIN_WINDOW_FRAME = 256  # below this, framing overhead outweighs what a window gains
 FALLBACK_SECONDS = 1.2  # the device's probation after SET_BAUD (HP_BAUD_PROBATION_MS) and a margin
+
+
+class DeviceReset(LinkError):
+    """The device announced a boot in the middle of the session: its state is gone."""
+
+    def __init__(self):
+        super().__init__("the device reset during the session (boot notice); say HELLO again")
 
 
 class DeviceError(LinkError):
@@ -56,6 +70,8 @@ class LinkStats:
     go_backs: int = 0  # input windows sent again from the last acknowledged byte
     baud: int = 0  # the rate the link ran at after the handshake
     baud_fallbacks: int = 0
+    resets: int = 0  # boot notices recovered from with a new handshake
+    reruns: int = 0  # samples sent again after a reset or a lost invoke
 
 
 class DeviceClient:
@@ -71,6 +87,8 @@ class DeviceClient:
         self._events: deque = deque()
         self._held: dict = {}  # answers that came while other answers were awaited, by sequence number
         self._expected: set[int] = set()
+        self._chunk_limit: int | None = None  # shrinks while the link damages frames, grows back when clean
+        self._in_hello = False
         self._slowest_invoke = 0.0
         # A fresh random start keeps a new session's requests from matching a cached old answer.
         self._seq = random.randrange(0x10000)
@@ -81,7 +99,11 @@ class DeviceClient:
         self._events.clear()
         self._held.clear()
         self._expected.clear()
-        info = parse_hello(self.request(Msg.HELLO))
+        self._in_hello = True
+        try:
+            info = parse_hello(self.request(Msg.HELLO))
+        finally:
+            self._in_hello = False
         if info.protocol_version not in SUPPORTED_VERSIONS:
             raise LinkError(
                 f"device speaks protocol v{info.protocol_version}, this harness v{PROTOCOL_VERSION}: "
@@ -101,17 +123,22 @@ class DeviceClient:
         # enough that two fit keep the line busy while the device handles one.
         budget = info.max_request_frame + info.rx_buffer_bytes
         frame_bytes = min(info.max_request_frame, max(budget // 2, MIN_WINDOW_FRAME))
-        chunk = min(info.max_request_payload, frame_bytes - OVERHEAD) - 4
-        window = max(1, min(MAX_WINDOW, budget // frame_bytes))
-        acked, sent, failures = 0, 0, 0
+        largest = min(info.max_request_payload, frame_bytes - OVERHEAD) - 4
+        chunk = min(largest, self._chunk_limit or largest)
+        window = max(1, min(MAX_WINDOW, budget // (chunk + 4 + OVERHEAD)))
+        acked, sent, failures, faults = 0, 0, 0, 0
         outstanding: dict[int, int] = {}  # sequence number -> input bytes loaded once it is acknowledged
         while acked < len(data):
+            burst = b""
             while len(outstanding) < window and sent < len(data):
                 piece = data[sent : sent + chunk]
                 seq = self._next_seq()
-                self._write(encode_frame(Msg.LOAD_INPUT, seq, load_input_payload(sent, piece)))
+                burst += encode_frame(Msg.LOAD_INPUT, seq, load_input_payload(sent, piece))
+                self.stats.frames_sent += 1
                 sent += len(piece)
                 outstanding[seq] = sent
+            if burst:
+                self.port.write(burst + (PAD if self._damaged_link else b""))
             event = self._next_answer(set(outstanding), self.timeout + self.wire_seconds(window * frame_bytes))
             ok = event is not None and event.type == Msg.LOAD_INPUT | RESPONSE_BIT
             if not ok and event is not None and event.type == Msg.ERROR:
@@ -124,31 +151,71 @@ class DeviceClient:
                 failures = 0
                 continue
             failures += 1
-            if failures > self.retries:
+            faults += 1
+            if failures > self.retries + 3:
                 raise LinkError(f"input not accepted after {failures} attempts; check the link and the baud rate")
             self.stats.go_backs += 1
             self.stats.resends += len(outstanding)
             outstanding.clear()
             sent = acked
+            chunk = max(MIN_CHUNK, chunk // 2)  # a damaged link: smaller frames get through more often
+            window = max(1, min(MAX_WINDOW, budget // (chunk + 4 + OVERHEAD)))
+        self._chunk_limit = chunk if faults else min(largest, chunk * 2)
+
+    @property
+    def _damaged_link(self) -> bool:
+        return bool(self.stats.go_backs or self.stats.corrupt_frames or self.stats.resets)
 
     def invoke(self) -> InvokeResult:
         return self._invoke_result(self._start_invoke(None))
 
     def run_stream(self, inputs: Iterable[bytes]) -> Iterator[InvokeResult]:
-        """Results in order. On a device with two input slots, sample k+1 streams while k is inferred."""
+        """Results in order. On a device with two input slots, sample k+1 streams while k is inferred.
+        A device reset (boot notice) costs a new handshake and the samples it interrupted, never a result."""
         info = self._require_info()
         if info.input_slots < 2:
             for data in inputs:
-                yield self.run(data)
+                yield self._recovering(lambda data=data: self.run(data))
             return
         pending = None  # (data, started invoke)
         for data in inputs:
-            self.load_input(data)
-            if pending is not None:
-                yield self._finish_pipelined(*pending, next_data=data)
+            try:
+                self.load_input(data)
+                result = self._finish_pipelined(*pending, next_data=data) if pending else None
+            except DeviceReset:
+                self._recover()
+                result = self._recovering(lambda p=pending: self.run(p[0])) if pending else None
+                self._recovering(lambda data=data: self.load_input(data))
+            if result is not None:
+                yield result
             pending = (data, self._start_invoke(data))
         if pending is not None:
-            yield self._finish_pipelined(*pending, next_data=None)
+            try:
+                yield self._finish_pipelined(*pending, next_data=None)
+            except DeviceReset:
+                self._recover()
+                yield self._recovering(lambda: self.run(pending[0]))
+
+    def _recover(self) -> None:
+        """After a boot notice: a new handshake (which may itself meet another reset)."""
+        for _ in range(RESETS_PER_SAMPLE):
+            self.stats.resets += 1
+            try:
+                self.hello()
+                return
+            except DeviceReset:
+                continue
+        raise LinkError(f"the device reset {RESETS_PER_SAMPLE} times in a row; check its power and watchdog")
+
+    def _recovering(self, step):
+        """Run `step` (a whole sample, or loading one), starting over after each device reset."""
+        for _ in range(RESETS_PER_SAMPLE):
+            try:
+                return step()
+            except DeviceReset:
+                self._recover()
+                self.stats.reruns += 1
+        raise LinkError(f"the device reset {RESETS_PER_SAMPLE} times during one sample; check its power and watchdog")
 
     def _finish_pipelined(self, data: bytes, started, next_data: bytes | None) -> InvokeResult:
         try:
@@ -157,7 +224,7 @@ class DeviceClient:
             if error.code != ErrorCode.INPUT_MISMATCH:
                 raise
         # The INVOKE was lost while the next input overwrote this one: run it again, then reload the next.
-        self.stats.resends += 1
+        self.stats.reruns += 1
         result = self.run(data)
         if next_data is not None:
             self.load_input(next_data)
@@ -169,7 +236,7 @@ class DeviceClient:
         payload = struct.pack("<I", crc32(data)) if data is not None and info.protocol_version >= 2 else b""
         seq = self._next_seq()
         frame = encode_frame(Msg.INVOKE, seq, payload)
-        self._write(frame)
+        self._write(frame + (PAD if self._damaged_link else b""))
         self._expected.add(seq)
         return seq, frame, time.monotonic()
 
@@ -213,6 +280,11 @@ class DeviceClient:
         self.hello()
         self.stats.baud = old
         return False
+
+    def _partial_gap(self) -> float:
+        """Silence in the middle of an answer longer than this means bytes were lost (a device sends
+        each frame in one go; USB adapters add a few milliseconds)."""
+        return PARTIAL_GAP_SECONDS + self.wire_seconds(64)
 
     def wire_seconds(self, nbytes: int) -> float:
         """How long nbytes take on the wire at the port's rate (10 bits a byte)."""
@@ -267,7 +339,13 @@ class DeviceClient:
         seq = self._next_seq()
         frame = encode_frame(msg, seq, payload)
         self._write(frame)
-        return self._complete(msg, seq, frame, timeout or self.timeout)
+        try:
+            return self._complete(msg, seq, frame, timeout or self.timeout)
+        except DeviceReset:
+            if msg not in STATELESS:
+                raise
+        self._recover()  # nothing of this request's depended on the lost state: ask again
+        return self.request(msg, payload, timeout)
 
     def _next_seq(self) -> int:
         self._seq = (self._seq + 1) & 0xFFFF
@@ -305,25 +383,36 @@ class DeviceClient:
         Answers to other requests still awaited are kept for later; the rest are stale."""
         for seq in seqs & self._held.keys():
             return self._held.pop(seq)
-        deadline = time.monotonic() + timeout
+        deadline = last_byte = time.monotonic()
+        deadline += timeout
         while True:
             while self._events:
                 event = self._events.popleft()
                 if isinstance(event, Rejected):
                     self.stats.corrupt_frames += 1
                     return None
+                if event.type == Msg.BOOT:
+                    if self._in_hello:
+                        continue
+                    raise DeviceReset()
                 if event.seq in seqs:
                     return event
                 if event.seq in self._expected:
                     self._held[event.seq] = event
                 else:
                     self.stats.stale_frames += 1
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 self._decoder.reset()
                 return None
             data = self.port.read(max(1, self.port.in_waiting))
             if data:
                 self._events.extend(self._decoder.feed(data))
+                last_byte = now
+            elif self._decoder.partial and now - last_byte > self._partial_gap():
+                self._decoder.reset()  # an answer that lost bytes: no use waiting for the rest
+                self.stats.corrupt_frames += 1
+                return None
 
     def _require_info(self) -> DeviceInfo:
         if self.info is None:

@@ -25,6 +25,7 @@ class Msg(IntEnum):
     BENCH = 0x07
     PROFILE = 0x08
     SET_BAUD = 0x09
+    BOOT = 0x0A  # unasked, from the device: it (re)started
     ERROR = 0x7F
 
 
