@@ -85,6 +85,7 @@ def _cmd_eval(args) -> int:
         pools=args.pools,
         strict=args.strict,
         protocol=args.protocol,
+        faults=args.faults,
     )
     summary = run_eval(request)
     if args.json:
@@ -102,7 +103,10 @@ def _cmd_link_test(args) -> int:
     from harness.link.selftest import describe, run_link_test
 
     board = _board_with_link_options(args)
-    with connect(board, None, args.port) as client, progress(args.bytes, f"link-test {board.id}") as advance:
+    with (
+        connect(board, None, args.port, faults=args.faults) as client,
+        progress(args.bytes, f"link-test {board.id}") as advance,
+    ):
         report = run_link_test(client, board, args.bytes, advance=advance)
     if args.json:
         print_json(
@@ -554,7 +558,21 @@ def _link_options() -> argparse.ArgumentParser:
     common.add_argument(
         "--switch-baud", type=int, help="after the handshake, switch the link to this baud rate (0: stay)"
     )
+    common.add_argument(
+        "--faults",
+        type=_fault_spec,
+        help="inject link faults through a proxy, e.g. drop=1e-3,corrupt=1e-3,dup=1e-4,reset-every=200",
+    )
     return common
+
+
+def _fault_spec(text: str):
+    from harness.link.faults import FaultSpec
+
+    try:
+        return FaultSpec.parse(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _board_with_link_options(args):

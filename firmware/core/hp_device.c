@@ -5,8 +5,9 @@
 #include "hp_bytes.h"
 #include "hp_crc32.h"
 
-/* A partial frame idle for 1/4 s is dropped, so a lost byte cannot wedge the decoder. */
-#define HP_IDLE_RESET_DIVIDER 4u
+/* A partial frame idle for 50 ms is dropped, so a lost byte cannot wedge the decoder for long (a host
+ * writes each frame in one go; USB adapters hold bytes back for at most about 16 ms). */
+#define HP_IDLE_RESET_DIVIDER 20u
 #define HP_READ_CHUNK 256u
 
 static uint8_t *response_payload(hp_device *dev) { return dev->cfg.tx_buf + HP_HEADER_BYTES; }

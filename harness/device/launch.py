@@ -3,7 +3,9 @@
 import dataclasses
 import hashlib
 import importlib.util
+import os
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -21,6 +23,7 @@ from harness.firmware.build import build_firmware
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.client import DeviceClient
 from harness.link.eembc import EembcClient
+from harness.link.faults import FaultProxy, FaultSpec
 from harness.link.transport import open_link
 from harness.model.tflite_file import TfliteModel
 
@@ -48,8 +51,14 @@ EEMBC_SIM_MODEL = "harness"  # what the virtual board's EEMBC DUT reports as m-m
 PROTOCOLS = ("harness", "eembc")
 
 
+class SimPty(str):
+    """The virtual board's pseudo-terminal path, with the process serving it."""
+
+    pid: int
+
+
 @contextmanager
-def sim_board_process(board: Board, model_path: Path | None, protocol: str = "harness") -> Iterator[str]:
+def sim_board_process(board: Board, model_path: Path | None, protocol: str = "harness") -> Iterator[SimPty]:
     """Run the virtual board for the duration of the block; yields its pseudo-terminal path.
     Without a model it runs as self-test firmware does: HELLO, LINK_TEST and PERF only."""
     fw = board.firmware
@@ -92,7 +101,9 @@ def sim_board_process(board: Board, model_path: Path | None, protocol: str = "ha
                 errors.seek(0)
                 tail = errors.read().decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
                 raise LinkError(f"the virtual board did not start: {tail[0]}")
-            yield line.removeprefix("pty ")
+            path = SimPty(line.removeprefix("pty "))
+            path.pid = proc.pid
+            yield path
         finally:
             stop(proc)
 
@@ -125,6 +136,7 @@ def connect(
     tflm: TflmTree | None = None,
     serial_number: str | None = None,
     protocol: str = "harness",
+    faults: FaultSpec | None = None,
 ) -> Iterator[DeviceClient]:
     """A client that has said HELLO to the board running `model` (None: self-test firmware).
     The virtual board and QEMU boards are started for the block; a real one is found or named.
@@ -138,20 +150,42 @@ def connect(
             board = dataclasses.replace(board, baudrate=int(board.sim["link_baud"]))
         with (
             sim_board_process(board, model.path if model else None, protocol) as pty_path,
-            _client(pty_path, board, model if protocol == "eembc" else None) as client,
+            _through_faults(pty_path, board, faults, lambda: os.kill(pty_path.pid, signal.SIGUSR1)) as (url, counts),
+            _client(url, board, model if protocol == "eembc" else None) as client,
         ):
+            client.stats.faults_injected = counts
             yield client
     elif board.kind == "emulated":
+        if faults:
+            raise UserError("--faults works with the virtual board and real boards, not QEMU boards")
         firmware = build_firmware(board, model, tflm)
         with qemu_link(board, firmware.elf) as link, _session(link) as client:
             client.firmware = firmware.provenance()
             yield client
     elif board.kind == "device":
         url = port if port not in (None, "auto") else find_port(board, serial_number)
-        with _client(url, board, model if protocol == "eembc" else None) as client:
+        with (
+            _through_faults(url, board, faults, None) as (url, counts),
+            _client(url, board, model if protocol == "eembc" else None) as client,
+        ):
+            client.stats.faults_injected = counts
             yield client
     else:
         raise UserError(f"board {board.id}: unknown kind {board.kind!r} in {board.source_file}")
+
+
+@contextmanager
+def _through_faults(url: str, board: Board, faults: FaultSpec | None, reset) -> Iterator[tuple[str, dict | None]]:
+    """With faults: a proxy pseudo-terminal that damages the link, and its running counts."""
+    if not faults:
+        yield url, None
+        return
+    device = open_link(url, board.baudrate, board.reset_on_connect)
+    try:
+        with FaultProxy(device, faults, reset) as proxy:
+            yield proxy.path, proxy.counts
+    finally:
+        device.close()
 
 
 @contextmanager

@@ -19,6 +19,7 @@ from harness.eval.outputs import diff_steps, diff_unit, predict
 from harness.eval.subsets import Subset, select_samples
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
+from harness.link.faults import FaultSpec
 from harness.link.protocol import DeviceInfo, Timing
 from harness.model.card import ModelCard
 from harness.model.references import DEFAULT_REFERENCES, load_references
@@ -43,6 +44,7 @@ class EvalRequest:
     pools: bool = False  # also stream each subset's F1 negative pool (needed for f1_wv)
     strict: bool = False  # an unreadable image stops the run instead of being skipped and counted
     protocol: str = "harness"  # or "eembc": MLPerf Tiny / EEMBC DUT firmware (docs/eembc.md)
+    faults: FaultSpec | None = None  # inject link faults through a proxy (harness/link/faults.py)
 
 
 @dataclass
@@ -78,7 +80,13 @@ def _stream(request: EvalRequest, inputs: Inputs, references):
     """Every sample through the board and the host references: (records, HELLO, link stats, firmware)."""
     records = []
     with connect(
-        request.board, request.model, request.port, request.tflm, request.serial_number, request.protocol
+        request.board,
+        request.model,
+        request.port,
+        request.tflm,
+        request.serial_number,
+        request.protocol,
+        request.faults,
     ) as client:
         _check_device_runs_model(client.info, request.model, request.board)
         with progress(len(inputs.samples), f"eval {request.board.id}") as advance:

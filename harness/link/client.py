@@ -34,13 +34,18 @@ from harness.link.protocol import (
 # refused with FRAME_TOO_LONG, which no resend cures.)
 RETRYABLE_ERRORS = {ErrorCode.BAD_CRC}
 # While input streams, a lost chunk makes the ones behind it land past the loaded range: go back.
-RESEND_INPUT_ERRORS = {ErrorCode.BAD_CRC, ErrorCode.BAD_OFFSET}
+# (FRAME_TOO_LONG too: our chunks fit, so the length field was damaged on the way.)
+RESEND_INPUT_ERRORS = {ErrorCode.BAD_CRC, ErrorCode.BAD_OFFSET, ErrorCode.FRAME_TOO_LONG}
 MAX_WINDOW = 8
 MIN_CHUNK = 128  # the smallest input chunk a damaged link shrinks frames to
 # After a fault, zero bytes behind each burst complete a frame that lost a byte, so the device answers
 # BAD_CRC at once rather than waiting for bytes that never come. The decoder skips them otherwise.
 PAD = bytes(16)
-PARTIAL_GAP_SECONDS = 0.05
+PARTIAL_GAP_SECONDS = 0.03  # more than a USB-serial adapter's latency timer (16 ms on FTDI)
+# Once the link has damaged frames, waits shrink to just over the device's 50 ms partial-frame reset
+# (a resend any sooner would land in the broken frame) and more attempts are allowed.
+DAMAGED_LINK_WAIT = 0.1
+DAMAGED_LINK_EXTRA_TRIES = 6
 STATELESS = {Msg.LINK_TEST, Msg.PERF}
 RESETS_PER_SAMPLE = 5  # boot notices tolerated while one sample runs before giving up
 MIN_WINDOW_FRAME = 256  # below this, framing overhead outweighs what a window gains
@@ -72,6 +77,8 @@ class LinkStats:
     baud_fallbacks: int = 0
     resets: int = 0  # boot notices recovered from with a new handshake
     reruns: int = 0  # samples sent again after a reset or a lost invoke
+    timeouts: int = 0  # waits that ended in silence
+    faults_injected: dict | None = None  # from the fault-injection proxy, when one is in the middle
 
 
 class DeviceClient:
@@ -139,7 +146,8 @@ class DeviceClient:
                 outstanding[seq] = sent
             if burst:
                 self.port.write(burst + (PAD if self._damaged_link else b""))
-            event = self._next_answer(set(outstanding), self.timeout + self.wire_seconds(window * frame_bytes))
+            wait = min(self.timeout, DAMAGED_LINK_WAIT) if self._damaged_link else self.timeout
+            event = self._next_answer(set(outstanding), wait + self.wire_seconds(window * frame_bytes))
             ok = event is not None and event.type == Msg.LOAD_INPUT | RESPONSE_BIT
             if not ok and event is not None and event.type == Msg.ERROR:
                 code, text = parse_error(event.payload)
@@ -152,7 +160,7 @@ class DeviceClient:
                 continue
             failures += 1
             faults += 1
-            if failures > self.retries + 3:
+            if failures > self._retries():
                 raise LinkError(f"input not accepted after {failures} attempts; check the link and the baud rate")
             self.stats.go_backs += 1
             self.stats.resends += len(outstanding)
@@ -161,6 +169,10 @@ class DeviceClient:
             chunk = max(MIN_CHUNK, chunk // 2)  # a damaged link: smaller frames get through more often
             window = max(1, min(MAX_WINDOW, budget // (chunk + 4 + OVERHEAD)))
         self._chunk_limit = chunk if faults else min(largest, chunk * 2)
+
+    def _retries(self) -> int:
+        """Attempts per frame: more once the link has shown damage, where each try is cheaper."""
+        return self.retries + 1 + (DAMAGED_LINK_EXTRA_TRIES if self._damaged_link else 0)
 
     @property
     def _damaged_link(self) -> bool:
@@ -236,7 +248,7 @@ class DeviceClient:
         payload = struct.pack("<I", crc32(data)) if data is not None and info.protocol_version >= 2 else b""
         seq = self._next_seq()
         frame = encode_frame(Msg.INVOKE, seq, payload)
-        self._write(frame + (PAD if self._damaged_link else b""))
+        self._write(frame)
         self._expected.add(seq)
         return seq, frame, time.monotonic()
 
@@ -352,13 +364,15 @@ class DeviceClient:
         return self._seq
 
     def _write(self, frame: bytes) -> None:
-        self.port.write(frame)
+        self.port.write(frame + (PAD if self._damaged_link else b""))
         self.stats.frames_sent += 1
 
     def _complete(self, msg: Msg, seq: int, frame: bytes, timeout: float) -> bytes:
         """The answer to a request already sent, sending the same frame again on silence or damage."""
+        if self._damaged_link and msg != Msg.INVOKE:
+            timeout = min(timeout, DAMAGED_LINK_WAIT)
         timeout += self.wire_seconds(len(frame) + self.info.max_response_frame if self.info else len(frame))
-        for attempt in range(self.retries + 1):
+        for attempt in range(self._retries()):
             if attempt:
                 self.stats.resends += 1
                 self._write(frame)
@@ -367,14 +381,15 @@ class DeviceClient:
                 continue
             if event.type == Msg.ERROR:
                 code, text = parse_error(event.payload)
-                if code in RETRYABLE_ERRORS:
+                fits = self.info is not None and len(frame) <= self.info.max_request_frame
+                if code in RETRYABLE_ERRORS or (code == ErrorCode.FRAME_TOO_LONG and fits):  # damaged length
                     continue
                 raise DeviceError(code, text)
             if event.type == msg | RESPONSE_BIT:
                 return event.payload
             self.stats.stale_frames += 1
         raise LinkError(
-            f"no valid answer to {msg.name} after {self.retries + 1} attempts; "
+            f"no valid answer to {msg.name} after {self._retries()} attempts; "
             "check the port, the baud rate and that the board runs harness firmware"
         )
 
@@ -404,6 +419,7 @@ class DeviceClient:
             now = time.monotonic()
             if now > deadline:
                 self._decoder.reset()
+                self.stats.timeouts += 1
                 return None
             data = self.port.read(max(1, self.port.in_waiting))
             if data:
