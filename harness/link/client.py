@@ -47,7 +47,9 @@ PARTIAL_GAP_SECONDS = 0.03  # more than a USB-serial adapter's latency timer (16
 DAMAGED_LINK_WAIT = 0.1
 DAMAGED_LINK_EXTRA_TRIES = 6
 STATELESS = {Msg.LINK_TEST, Msg.PERF}
-RESETS_PER_SAMPLE = 5  # boot notices tolerated while one sample runs before giving up
+# The device no longer holds the input or output it was sent: run the sample again.
+STATE_LOST_ERRORS = {ErrorCode.INPUT_MISMATCH, ErrorCode.INPUT_INCOMPLETE, ErrorCode.NO_OUTPUT}
+RESETS_PER_SAMPLE = 20  # boot notices tolerated while one sample runs before giving up (a boot loop)
 MIN_WINDOW_FRAME = 256  # below this, framing overhead outweighs what a window gains
 FALLBACK_SECONDS = 1.2  # the device's probation after SET_BAUD (HP_BAUD_PROBATION_MS) and a margin
 
@@ -153,6 +155,8 @@ class DeviceClient:
                 code, text = parse_error(event.payload)
                 if code not in RESEND_INPUT_ERRORS:
                     raise DeviceError(code, text)
+                if code == ErrorCode.BAD_OFFSET and failures >= 2:
+                    acked = 0  # the device holds less than it acknowledged: a reset whose notice was lost
             if ok:
                 acked = max(acked, int.from_bytes(event.payload[:4], "little"))
                 del outstanding[event.seq]
@@ -163,12 +167,27 @@ class DeviceClient:
             if failures > self._retries():
                 raise LinkError(f"input not accepted after {failures} attempts; check the link and the baud rate")
             self.stats.go_backs += 1
+            acked = self._drain(outstanding, acked)
             self.stats.resends += len(outstanding)
             outstanding.clear()
             sent = acked
             chunk = max(MIN_CHUNK, chunk // 2)  # a damaged link: smaller frames get through more often
             window = max(1, min(MAX_WINDOW, budget // (chunk + 4 + OVERHEAD)))
         self._chunk_limit = chunk if faults else min(largest, chunk * 2)
+
+    def _drain(self, outstanding: dict[int, int], acked: int) -> int:
+        """Before going back: an empty LINK_TEST behind the frames still on their way. The device answers
+        in order, so once its echo is back every earlier frame was handled (acknowledgements among them
+        count) or lost, and resent frames cannot land in a frame broken on the way."""
+        marker = self._next_seq()
+        self._write(encode_frame(Msg.LINK_TEST, marker))
+        while True:
+            event = self._next_answer({*outstanding, marker}, DAMAGED_LINK_WAIT)
+            if event is None or event.seq == marker:
+                return acked
+            if event.type == Msg.LOAD_INPUT | RESPONSE_BIT:
+                acked = max(acked, int.from_bytes(event.payload[:4], "little"))
+            outstanding.pop(event.seq, None)
 
     def _retries(self) -> int:
         """Attempts per frame: more once the link has shown damage, where each try is cheaper."""
@@ -220,26 +239,31 @@ class DeviceClient:
         raise LinkError(f"the device reset {RESETS_PER_SAMPLE} times in a row; check its power and watchdog")
 
     def _recovering(self, step):
-        """Run `step` (a whole sample, or loading one), starting over after each device reset."""
+        """Run `step` (a whole sample, or loading one), starting over after each device reset, or
+        when the device no longer holds what it was sent (a reset whose boot notice was lost)."""
         for _ in range(RESETS_PER_SAMPLE):
             try:
                 return step()
             except DeviceReset:
                 self._recover()
-                self.stats.reruns += 1
+            except DeviceError as error:
+                if error.code not in STATE_LOST_ERRORS:
+                    raise
+            self.stats.reruns += 1
         raise LinkError(f"the device reset {RESETS_PER_SAMPLE} times during one sample; check its power and watchdog")
 
     def _finish_pipelined(self, data: bytes, started, next_data: bytes | None) -> InvokeResult:
         try:
             return self._invoke_result(started)
         except DeviceError as error:
-            if error.code != ErrorCode.INPUT_MISMATCH:
+            if error.code not in STATE_LOST_ERRORS:
                 raise
-        # The INVOKE was lost while the next input overwrote this one: run it again, then reload the next.
+        # The INVOKE was lost while the next input overwrote this one (or the device lost it in a reset):
+        # run it again, then reload the next.
         self.stats.reruns += 1
-        result = self.run(data)
+        result = self._recovering(lambda: self.run(data))
         if next_data is not None:
-            self.load_input(next_data)
+            self._recovering(lambda: self.load_input(next_data))
         return result
 
     def _start_invoke(self, data: bytes | None):

@@ -4,8 +4,9 @@ damages and duplicates bytes in both directions and resets the device every so m
     harness link-test --faults drop=1e-3,corrupt=1e-3,dup=1e-4,reset-every=200
     harness eval ... --faults drop=1e-3,corrupt=1e-3,reset-every=200
 
-Rates are per byte. reset-every=N resets the device after every N frames the host sends (the
-virtual board only: it loses all state and sends its boot notice, as after a watchdog reset).
+Rates are per byte. reset-every=N resets the device once every N samples, in the middle of sending
+the next one (counted by INVOKE frames; the virtual board only: it loses all state and sends its
+boot notice, as after a watchdog reset).
 """
 
 import contextlib
@@ -20,7 +21,7 @@ import numpy as np
 
 from harness.errors import UserError
 
-SYNC = b"\xa5\x5a"
+INVOKE_HEADER = b"\xa5\x5a\x03"  # sync and the INVOKE type: one per sample
 KNOWN = ("drop", "corrupt", "dup", "reset-every")
 
 
@@ -62,8 +63,9 @@ class FaultProxy:
         self._rng = np.random.default_rng(seed)
         self._master, self._slave = os.openpty()
         tty.setraw(self._slave)
-        self._frames = 0
-        self._tail = b""  # the last byte seen towards the device, for sync patterns split across reads
+        self._invokes = 0
+        self._reset_due = False
+        self._tail = b""  # the last bytes seen towards the device, for a header split across reads
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._relay, daemon=True)
 
@@ -103,16 +105,18 @@ class FaultProxy:
     def _to_device(self, data: bytes) -> None:
         self.counts["to_device"] += len(data)
         if self.spec.reset_every:
-            seen = (self._tail + data).count(SYNC)
-            self._tail = data[-1:]
-            if self._frames // self.spec.reset_every != (self._frames + seen) // self.spec.reset_every:
-                half = len(data) // 2  # in the middle of whatever is on its way
+            if self._reset_due:  # the sample after the N-th: reset halfway through this write
+                half = len(data) // 2
                 self._device.write(self.damage(data[:half]))
                 self._device.flush()
                 self._reset()
                 self.counts["resets"] += 1
+                self._reset_due = False
                 data = data[half:]
-            self._frames += seen
+            seen = (self._tail + data).count(INVOKE_HEADER)
+            self._tail = data[-2:]
+            self._reset_due = self._invokes // self.spec.reset_every != (self._invokes + seen) // self.spec.reset_every
+            self._invokes += seen
         self._device.write(self.damage(data))
 
     def _relay(self) -> None:
