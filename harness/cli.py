@@ -52,10 +52,60 @@ def _tflm_tree(args):
     return TflmTree(Path(path)) if path else None
 
 
+# What `harness eval --resume` needs to run the same evaluation again, kept in the run's partial folder.
+EVAL_SETTINGS = [
+    "board",
+    "model",
+    "model_file",
+    "port",
+    "serial",
+    "dataset",
+    "subset",
+    "split",
+    "limit",
+    "pools",
+    "strict",
+    "references",
+    "tflm",
+    "protocol",
+    "link_baud",
+    "emulate_invoke_ms",
+    "switch_baud",
+    "faults",
+]
+
+
+def _eval_settings(args) -> dict:
+    settings = {name: getattr(args, name) for name in EVAL_SETTINGS}
+    settings["references"] = list(args.references)
+    settings["faults"] = dataclasses.asdict(args.faults) if args.faults else None
+    return settings
+
+
+def _resumed_args(args):
+    """The settings the run was started with; only --results, --json and --quiet come from this command."""
+    from harness.link.faults import FaultSpec
+    from harness.results.journal import load_request
+    from harness.results.store import partial_path, resume_target
+
+    root, run_id = resume_target(Path(args.results), args.resume)
+    folder = partial_path(root, run_id)
+    if not folder.is_dir():
+        done = " (it finished already)" if (root / run_id).is_dir() else ""
+        raise UserError(f"no unfinished run {run_id} in {root}{done}; `harness runs --results {root}` lists runs")
+    settings = load_request(folder)
+    resumed = argparse.Namespace(**(vars(args) | settings))
+    resumed.references = tuple(settings["references"])
+    resumed.faults = FaultSpec(**settings["faults"]) if settings["faults"] else None
+    resumed.results, resumed.run_id = str(root), run_id
+    return resumed
+
+
 def _cmd_eval(args) -> int:
     from harness.eval.runner import EvalRequest, run_eval
     from harness.results.report import print_summary
 
+    args = _resumed_args(args) if args.resume else argparse.Namespace(**vars(args), run_id=None)
     board = _board_with_link_options(args)
     subsets = parse_subsets(args.subset)
     card = load_card(args.model)
@@ -86,6 +136,8 @@ def _cmd_eval(args) -> int:
         strict=args.strict,
         protocol=args.protocol,
         faults=args.faults,
+        run_id=args.run_id,
+        settings=_eval_settings(args),
     )
     summary = run_eval(request)
     if args.json:
@@ -615,6 +667,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware",
     )
     run.add_argument("--results", default="results", help="folder for run folders (default: results)")
+    run.add_argument(
+        "--resume",
+        metavar="RUN",
+        help="finish an interrupted run (its id under --results, or its .partial folder) from its journal",
+    )
     run.add_argument(
         "--references",
         type=_reference_names,

@@ -1,5 +1,6 @@
 """`harness eval`: stream a subset's samples to a board, run host references, score and store it all."""
 
+import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,7 +12,7 @@ from harness.boards import Board
 from harness.console import progress
 from harness.device.launch import connect
 from harness.device.qemu import emulated_instructions
-from harness.errors import UserError
+from harness.errors import LinkError, UserError
 from harness.eval.dataset import Dataset, Sample
 from harness.eval.inputs import Inputs, prepare_inputs
 from harness.eval.metrics import score
@@ -20,12 +21,13 @@ from harness.eval.subsets import Subset, select_samples
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.faults import FaultSpec
-from harness.link.protocol import DeviceInfo, Timing
+from harness.link.protocol import DeviceInfo, TickKind, Timing
 from harness.model.card import ModelCard
 from harness.model.references import DEFAULT_REFERENCES, load_references
 from harness.model.tflite_file import TfliteModel
+from harness.results.journal import Journal, save_request
 from harness.results.provenance import harness_source, host_machine, subset_content_hashes, usb_serial_number
-from harness.results.store import new_run_id, run_folder
+from harness.results.store import new_run_id, open_partial, publish
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class EvalRequest:
     strict: bool = False  # an unreadable image stops the run instead of being skipped and counted
     protocol: str = "harness"  # or "eembc": MLPerf Tiny / EEMBC DUT firmware (docs/eembc.md)
     faults: FaultSpec | None = None  # inject link faults through a proxy (harness/link/faults.py)
+    run_id: str | None = None  # set: resume this unfinished run from its journal
+    settings: dict | None = None  # the command-line settings, kept with the run for --resume
 
 
 @dataclass
@@ -76,30 +80,55 @@ def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, board: Board)
         )
 
 
-def _stream(request: EvalRequest, inputs: Inputs, references):
-    """Every sample through the board and the host references: (records, HELLO, link stats, firmware)."""
-    records = []
+def _journal_entry(index: int, record: SampleRecord) -> dict:
+    return {
+        "index": index,
+        "id": record.sample.id,
+        "device_output": record.device_output.hex(),
+        "ticks": record.timing.ticks,
+        "tick_hz": record.timing.tick_hz,
+        "timer": int(record.timing.kind),
+        "host": {name: out.hex() for name, out in record.host_outputs.items()},
+        "instructions": record.instructions,
+    }
+
+
+def _journaled_record(sample: Sample, entry: dict) -> SampleRecord:
+    if entry["id"] != sample.id:
+        raise UserError(
+            f"the journal's sample {entry['index']} is {entry['id']}, the dataset's is {sample.id}: "
+            "the dataset changed since the run started; start a new run"
+        )
+    timing = Timing(entry["ticks"], entry["tick_hz"], TickKind(entry["timer"]))
+    hosts = {name: bytes.fromhex(out) for name, out in entry["host"].items()}
+    return SampleRecord(sample, bytes.fromhex(entry["device_output"]), timing, hosts, entry["instructions"])
+
+
+def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal):
+    """Every sample through the board and the host references: (records, HELLO, link stats, firmware).
+    Samples already in the journal are taken from it; each new one is journaled as it arrives."""
+    records = {i: _journaled_record(inputs.samples[i], entry) for i, entry in journal.load().items()}
+    todo = [i for i in range(len(inputs.samples)) if i not in records]
+    board, model = request.board, request.model
     with connect(
-        request.board,
-        request.model,
-        request.port,
-        request.tflm,
-        request.serial_number,
-        request.protocol,
-        request.faults,
+        board, model, request.port, request.tflm, request.serial_number, request.protocol, request.faults
     ) as client:
         _check_device_runs_model(client.info, request.model, request.board)
-        with progress(len(inputs.samples), f"eval {request.board.id}") as advance:
+        with progress(len(todo), f"eval {request.board.id}") as advance:
             # Pipelined where the device has two input slots: sample k+1 streams while k is inferred.
-            results = client.run_stream(tensor.tobytes() for tensor in inputs.tensors)
-            for sample, tensor, result in zip(inputs.samples, inputs.tensors, results, strict=True):
+            results = client.run_stream(inputs.tensors[i].tobytes() for i in todo)
+            for index, result in zip(todo, results, strict=True):
+                tensor = inputs.tensors[index]
                 hosts = {ref.name: ref.run(tensor) for ref in references}
                 instructions = emulated_instructions(result.timing.ticks, result.timing.tick_hz, request.board)
-                records.append(SampleRecord(sample, result.output, result.timing, hosts, instructions))
+                record = SampleRecord(inputs.samples[index], result.output, result.timing, hosts, instructions)
+                journal.append(_journal_entry(index, record))
+                records[index] = record
                 advance()
         board_serial = usb_serial_number(getattr(client.port, "port", None))
         firmware = client.firmware or recorded_build(client.info.build_id)
-        return records, client.info, vars(client.stats), firmware, board_serial
+        stats = vars(client.stats) | {"samples_from_journal": len(inputs.samples) - len(todo)}
+        return [records[i] for i in range(len(inputs.samples))], client.info, stats, firmware, board_serial
 
 
 def _stats(values: list[int]) -> dict | None:
@@ -229,12 +258,26 @@ def run_eval(request: EvalRequest) -> dict:
     # Before the board starts: a card that does not fit the model fails here, and images decode once.
     inputs = prepare_inputs(request.dataset, samples, request.card.preprocessing, request.model.input, request.strict)
     refs = load_references(request.model, request.reference_names)
+    run_id = request.run_id or new_run_id(request.card.name, request.board.id)
+    folder = open_partial(request.results_root, run_id, resume=request.run_id is not None)
+    if request.run_id is None:
+        save_request(folder.path, request.settings or {})
+    journal = Journal(folder.path)
     started = datetime.now(UTC)
-    records, info, link_stats, firmware, board_serial = _stream(request, inputs, refs.references)
+    try:
+        records, info, link_stats, firmware, board_serial = _stream(request, inputs, refs.references, journal)
+    except UserError:
+        journal.close()
+        if request.run_id is None and not journal.load():  # nothing to resume: leave nothing behind
+            shutil.rmtree(folder.path, ignore_errors=True)
+        raise
+    except LinkError as exc:
+        raise LinkError(f"{exc} (the samples done are kept: `harness eval --resume {run_id}` goes on)") from exc
+    finally:
+        journal.close()
     finished = datetime.now(UTC)
     readings = _read_outputs(request, records, [ref.name for ref in refs.references])
     summary = _summarise(request, records, readings, info, refs)
-    run_id = new_run_id(request.card.name, request.board.id)
     summary["run_id"] = run_id
     summary["link"] = link_stats
     summary["unreadable_images"] = {"count": len(inputs.unreadable), "first": inputs.unreadable[:20]}
@@ -283,9 +326,9 @@ def run_eval(request: EvalRequest) -> dict:
         "references": {r.name: r.description for r in refs.references} | {"refused": refs.refused},
         "host": host_machine(),
     }
-    with run_folder(request.results_root, run_id) as folder:
-        folder.write_table("samples.parquet", _sample_columns(request, records, readings))
-        folder.write_json("manifest.json", manifest)
-        folder.write_json("summary.json", summary)
+    folder.write_table("samples.parquet", _sample_columns(request, records, readings))
+    folder.write_json("manifest.json", manifest)
+    folder.write_json("summary.json", summary)
+    publish(request.results_root, run_id)
     summary["run_dir"] = str(request.results_root / run_id)
     return summary
