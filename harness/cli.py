@@ -72,6 +72,7 @@ EVAL_SETTINGS = [
     "emulate_invoke_ms",
     "switch_baud",
     "faults",
+    "labgrid_place",
 ]
 
 
@@ -138,6 +139,7 @@ def _cmd_eval(args) -> int:
         faults=args.faults,
         run_id=args.run_id,
         settings=_eval_settings(args),
+        labgrid_place=args.labgrid_place,
     )
     summary = run_eval(request)
     if args.json:
@@ -156,7 +158,7 @@ def _cmd_link_test(args) -> int:
 
     board = _board_with_link_options(args)
     with (
-        connect(board, None, args.port, faults=args.faults) as client,
+        connect(board, None, args.port, faults=args.faults, labgrid_place=args.labgrid_place) as client,
         progress(args.bytes, f"link-test {board.id}") as advance,
     ):
         report = run_link_test(client, board, args.bytes, advance=advance)
@@ -609,6 +611,9 @@ def _link_options() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--switch-baud", type=int, help="after the handshake, switch the link to this baud rate (0: stay)"
+    )
+    common.add_argument(
+        "--labgrid-place", metavar="NAME", help="a board in a labgrid farm: acquire the place, use its serial port"
     )
     common.add_argument(
         "--faults",

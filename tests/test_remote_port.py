@@ -1,10 +1,15 @@
 """A board behind a TCP bridge (ser2net-style) reached with a pyserial socket:// URL."""
 
+import importlib.util
 import os
 import select
 import socket
+import subprocess
+import sys
 import threading
 from contextlib import contextmanager
+
+import pytest
 
 from harness.link.client import DeviceClient
 from harness.link.transport import open_link
@@ -55,3 +60,18 @@ def test_board_behind_a_socket_url_runs_like_a_local_one():
         finally:
             link.close()
     assert results == [expected_output(data, 4), expected_output(data[::-1], 4)]
+
+
+def _harness(*args):
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("labgrid") is not None, reason="labgrid is installed here")
+def test_labgrid_place_without_labgrid_is_a_one_line_user_error():
+    done = _harness("link-test", "--board", "nucleo_h743", "--labgrid-place", "lab1")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "pip install labgrid" in done.stderr
+
+
+def test_labgrid_place_needs_a_real_board():
+    done = _harness("link-test", "--board", "sim", "--labgrid-place", "lab1")
+    assert done.returncode == 2 and "needs a real board" in done.stderr

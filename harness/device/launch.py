@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.boards import Board
 from harness.device.discovery import find_port
+from harness.device.labgrid_place import labgrid_port
 from harness.device.processes import die_with_parent, stop
 from harness.device.qemu import qemu_link
 from harness.errors import LinkError, UserError
@@ -137,6 +138,7 @@ def connect(
     serial_number: str | None = None,
     protocol: str = "harness",
     faults: FaultSpec | None = None,
+    labgrid_place: str | None = None,
 ) -> Iterator[DeviceClient]:
     """A client that has said HELLO to the board running `model` (None: self-test firmware).
     The virtual board and QEMU boards are started for the block; a real one is found or named.
@@ -145,6 +147,8 @@ def connect(
         raise UserError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
     if protocol == "eembc" and (model is None or board.kind == "emulated"):
         raise UserError("--protocol eembc needs a model and the virtual board or a real one (QEMU boards run ours)")
+    if labgrid_place and board.kind != "device":
+        raise UserError(f"--labgrid-place needs a real board, not {board.id} ({board.kind})")
     if board.kind == "virtual":
         if board.sim.get("link_baud"):  # the emulated link starts where the host's port does
             board = dataclasses.replace(board, baudrate=int(board.sim["link_baud"]))
@@ -161,6 +165,9 @@ def connect(
         firmware = build_firmware(board, model, tflm)
         with qemu_link(board, firmware.elf) as link, _session(link) as client:
             client.firmware = firmware.provenance()
+            yield client
+    elif board.kind == "device" and labgrid_place:
+        with labgrid_port(labgrid_place) as url, connect(board, model, url, None, None, protocol, faults) as client:
             yield client
     elif board.kind == "device":
         url = port if port not in (None, "auto") else find_port(board, serial_number)

@@ -49,6 +49,7 @@ class EvalRequest:
     faults: FaultSpec | None = None  # inject link faults through a proxy (harness/link/faults.py)
     run_id: str | None = None  # set: resume this unfinished run from its journal
     settings: dict | None = None  # the command-line settings, kept with the run for --resume
+    labgrid_place: str | None = None  # a board in a labgrid farm (harness/device/labgrid_place.py)
 
 
 @dataclass
@@ -111,7 +112,14 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal):
     todo = [i for i in range(len(inputs.samples)) if i not in records]
     board, model = request.board, request.model
     with connect(
-        board, model, request.port, request.tflm, request.serial_number, request.protocol, request.faults
+        board,
+        model,
+        request.port,
+        request.tflm,
+        request.serial_number,
+        request.protocol,
+        request.faults,
+        request.labgrid_place,
     ) as client:
         _check_device_runs_model(client.info, request.model, request.board)
         with progress(len(todo), f"eval {request.board.id}") as advance:
