@@ -10,7 +10,8 @@ from enum import IntEnum
 from harness.link.framing import MAX_PAYLOAD, OVERHEAD
 from harness.tensors import TensorSpec
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)  # v2 only adds to v1: HELLO's tail, SET_BAUD, INVOKE naming its input
 RESPONSE_BIT = 0x80
 
 
@@ -23,6 +24,8 @@ class Msg(IntEnum):
     PERF = 0x06
     BENCH = 0x07
     PROFILE = 0x08
+    SET_BAUD = 0x09
+    BOOT = 0x0A  # unasked, from the device: it (re)started
     STREAM_START = 0x0B
     STREAM_AUDIO = 0x0C
     ERROR = 0x7F
@@ -39,6 +42,7 @@ class ErrorCode(IntEnum):
     MODEL_NOT_READY = 8
     NO_OUTPUT = 9
     UNSUPPORTED = 10
+    INPUT_MISMATCH = 11
 
 
 class TickKind(IntEnum):
@@ -65,6 +69,8 @@ class DeviceInfo:
     runner_status: int
     input: TensorSpec
     output: TensorSpec
+    input_slots: int = 1  # 2: the device takes the next input while it runs the model (v2)
+    max_baud: int = 0  # the highest rate SET_BAUD may switch to; 0: no switching (v2)
 
     @property
     def max_request_payload(self) -> int:
@@ -161,6 +167,7 @@ def parse_hello(payload: bytes) -> DeviceInfo:
         runner_status,
         r.tensor(),
         r.tensor(),
+        *(r.take("BI") if len(payload) - r.pos >= 5 else ()),
     )
 
 
