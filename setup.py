@@ -26,7 +26,7 @@ class BuildPyWithData(build_py):
 
 device_core = Extension(
     "harness._devicecore",
-    sources=[*sorted(glob("firmware/core/*.c")), *sorted(glob("firmware/eembc/*.c")), *sorted(glob("firmware/sim/*.c"))],
+    sources=[path for part in ("core", "eembc", "sim") for path in sorted(glob(f"firmware/{part}/*.c"))],
     include_dirs=["firmware/core", "firmware/eembc"],
     extra_compile_args=["-std=c99", "-O2", "-Wall", "-Wextra"],
 )

@@ -1,7 +1,7 @@
 """`harness eval`: stream a subset's samples to a board, run host references, score and store it all."""
 
-from contextlib import nullcontext
 import shutil
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
