@@ -841,8 +841,11 @@ def _cmd_stream_run(args) -> int:
     else:
         console = stdout_console()
         print_stream_run(outcome.summary, console)
-        for result in outcome.scores.values():
-            print_score(result, console)
+        for policy, result in outcome.scores.items():
+            if isinstance(result, str):
+                console.print(f"{policy}: not scored: {result}", highlight=False)
+            else:
+                print_score(result, console)
     return 0 if outcome.summary["device_equals_host"] else 1
 
 

@@ -78,8 +78,10 @@ def test_eval_on_the_validation_split(tmp_path, published, small_model):
 
 def test_datasets_lists_the_sources():
     done = _harness("datasets", "--json")
-    names = [source["name"] for source in json.loads(done.stdout)]
-    assert names[0] == "demo" and names[-1] == "hf:Harvard-Edge/Wake-Vision" and len(names) == 4
+    sources = json.loads(done.stdout)
+    names = [source["name"] for source in sources]
+    assert names[0] == "demo" and names[3] == "hf:Harvard-Edge/Wake-Vision" and len(names) == 6
+    assert all("keyword" in source["kind"] for source in sources[4:])
 
 
 def test_dataset_build_labels_images_from_open_images_style_boxes(tmp_path, small_model):

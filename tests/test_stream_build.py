@@ -100,6 +100,33 @@ def test_overlapping_clips_refused_in_one_line_and_nothing_written(tmp_path, cli
     assert list(tmp_path.iterdir()) == []
 
 
-def test_device_form_is_not_wired_yet(capsys):
+def test_the_device_form_needs_a_wav(capsys):
     assert main(["stream"]) == 2
-    assert "not available yet" in capsys.readouterr().err
+    assert "needs --wav" in capsys.readouterr().err
+
+
+def test_compose_refuses_what_it_cannot_do_honestly(tmp_path):
+    import numpy as np
+
+    from harness.audio.clips import write_clip
+    from harness.errors import UserError
+    from harness.stream.compose import build_stream, find_clips, random_placements
+
+    with pytest.raises(UserError, match="must not be negative"):
+        random_placements([1000], 5000, -10, np.random.default_rng(0))
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    write_clip(clips / "_odd.wav", np.ones(16000, np.int16), 16000)
+    with pytest.raises(UserError, match="no label in its name"):
+        find_clips(clips)
+    (clips / "_odd.wav").unlink()
+    write_clip(clips / "yes_1.wav", (np.sin(np.arange(16000) / 5) * 8000).astype(np.int16), 16000)
+    background = np.zeros(48000, np.int16)
+    background[:16000] = 500  # loud only where no clip goes
+    write_clip(tmp_path / "bed.wav", background, 16000)
+    with pytest.raises(UserError, match="background is silent under the clip"):
+        build_stream(
+            clips, tmp_path / "s.wav", tmp_path / "s.csv", at=[("yes", 1500)], duration_ms=3000,
+            background=str(tmp_path / "bed.wav"), snr_db=10,
+        )  # fmt: skip
+    assert not (tmp_path / "s.wav").exists()

@@ -80,3 +80,30 @@ def test_cli_refuses_a_seconds_ledger_in_one_line(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr
     assert "look like seconds, not milliseconds" in lines[0] and "--ledger-unit s" in lines[0]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_times_that_are_not_finite_are_refused(tmp_path, value):
+    from harness.stream.detections import load_detections
+
+    (tmp_path / "l.csv").write_text(f"label,start_ms\nyes,{value}\n")
+    with pytest.raises(UserError, match="is not a time"):
+        load_ledger(tmp_path / "l.csv", 5000, "ms")
+    (tmp_path / "d.csv").write_text(f"label,time_ms,score,reference\nyes,{value},1,decision\n")
+    with pytest.raises(UserError, match="finite"):
+        load_detections(tmp_path / "d.csv", 5000)
+
+
+def test_a_ledger_without_end_times_keeps_the_run_and_names_the_policy_it_cannot_serve(tmp_path):
+    from pathlib import Path
+
+    from harness.model.card import load_card
+    from harness.stream.detections import Detection
+    from harness.stream.run import StreamRequest, _scores
+
+    (tmp_path / "l.csv").write_text("label,start_ms\nyes,1000\nno,3000\n")
+    ledger = load_ledger(tmp_path / "l.csv", 6000)
+    request = StreamRequest(load_card("tflm_micro_speech"), None, None, Path("s.wav"), tmp_path)
+    scores = _scores(request, ledger, [Detection("yes", 1500, 200.0, "decision")], 6000)
+    assert "end time" in scores["mlperf-sww"]
+    assert scores["optimal"].hits == 1 and scores["optimal"].misses == 1

@@ -241,3 +241,21 @@ def test_the_pipeline_in_firmware_on_an_emulated_cortex_m4_equals_the_host(tmp_p
     assert summary["device_equals_host"] and len(summary["detections"]["device"]) >= 2
     assert summary["busy"]["source"] == "emulated" and summary["busy"]["instructions"] > 0
     assert summary["busy"]["seconds"] is None
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"frames": 536870961, "row_bytes": 40}, "frames x row bytes"),  # the u32 product wraps to 1960
+        ({"average_ms": 0}, "average_ms must hold"),
+        ({"average_ms": 200}, "average_ms must hold"),  # 100 results in the window: more than the history
+        ({"min_count": 4}, "min_count must be"),  # the 5 ms window holds 3 results
+    ],
+)
+def test_stream_configurations_the_device_refuses(change, reason):
+    frontend = ScriptedFrontend(SETTINGS.window_samples)
+    with core_on_pty(ScriptedClassifier(3, 3), frontend=frontend) as (_, client):
+        client.hello()
+        with pytest.raises(DeviceError) as refused:
+            client.stream_start(SETTINGS.__class__(**{**vars(SETTINGS), **change}).pack())
+    assert refused.value.code == ErrorCode.BAD_PAYLOAD and reason in str(refused.value)

@@ -18,11 +18,20 @@ const char *hp_stream_start(hp_stream *s, const hp_stream_config *cfg, const hp_
   if (cfg->sample_rate == 0 || cfg->window_samples == 0 || cfg->window_samples > HP_STREAM_MAX_WINDOW ||
       cfg->stride_samples == 0 || cfg->stride_samples > cfg->window_samples)
     return "window and stride must satisfy 0 < stride <= window <= 1024 samples";
-  if (cfg->frames == 0 || cfg->row_bytes == 0 || cfg->frames * cfg->row_bytes > HP_STREAM_MAX_FEATURES)
+  /* Divided, not multiplied: a product of two u32 could wrap into range and overrun `features`. */
+  if (cfg->frames == 0 || cfg->row_bytes == 0 || cfg->frames > HP_STREAM_MAX_FEATURES / cfg->row_bytes)
     return "frames x row bytes must be 1..4096";
-  if (cfg->model_every == 0 || cfg->classes == 0 || cfg->classes > HP_STREAM_MAX_CLASSES)
-    return "model_every must be >= 1 and classes 1..16";
-  if (cfg->min_count == 0 || cfg->min_count > HP_STREAM_MAX_HISTORY) return "min_count must be 1..64";
+  if (cfg->model_every == 0 || cfg->model_every > HP_STREAM_MAX_FEATURES || cfg->classes == 0 ||
+      cfg->classes > HP_STREAM_MAX_CLASSES)
+    return "model_every must be 1..4096 and classes 1..16";
+  /* The results the averaging window holds must fit the history and reach min_count. */
+  uint64_t result_period = (uint64_t)cfg->stride_samples * cfg->model_every; /* samples between results */
+  uint64_t per_window = ((uint64_t)cfg->average_ms * cfg->sample_rate + 1000u * result_period - 1u) /
+                        (1000u * result_period);
+  if (cfg->average_ms == 0 || per_window > HP_STREAM_MAX_HISTORY)
+    return "average_ms must hold 1..64 model results";
+  if (cfg->min_count == 0 || cfg->min_count > per_window)
+    return "min_count must be at least 1 and no more than the results average_ms holds";
   if (frontend_in->bytes != 2u * cfg->window_samples || frontend_out->bytes != cfg->row_bytes)
     return "the frontend's tensors do not match the window and row size";
   if (model_info->input.bytes != cfg->frames * cfg->row_bytes || model_info->output.bytes != cfg->classes)

@@ -39,11 +39,12 @@ def _espeak(word: str, voice: str, speed: int, pitch: int, work: Path) -> np.nda
     if shutil.which("espeak-ng") is None:
         raise UserError("the keyword demo set is spoken by espeak-ng: install it (apt-get install espeak-ng)")
     out = work / "word.wav"
-    subprocess.run(
-        ["espeak-ng", "-v", voice, "-s", str(speed), "-p", str(pitch), "-w", str(out), word],
-        check=True,
-        capture_output=True,
+    done = subprocess.run(
+        ["espeak-ng", "-v", voice, "-s", str(speed), "-p", str(pitch), "-w", str(out), word], capture_output=True
     )
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        raise UserError(f"espeak-ng could not speak {word!r} with voice {voice} ({why[0]}); reinstall espeak-ng")
     audio = resample_poly(read_clip(out, 22050).astype(np.float64), 320, 441)
     loud = np.flatnonzero(np.abs(audio) > SPEECH_THRESHOLD)
     return audio[loud[0] : loud[-1] + 1] if loud.size else audio
@@ -58,7 +59,7 @@ def _pink_noise(rng: np.random.Generator, n: int) -> np.ndarray:
 
 def _clip(rng: np.random.Generator, speech: np.ndarray | None) -> np.ndarray:
     clip = _pink_noise(rng, CLIP_SAMPLES) * 10 ** (rng.uniform(-62, -50) / 20) * 32767
-    if speech is not None:
+    if speech is not None and np.any(speech):  # a silent rendition stays a quiet clip
         speech = speech[:CLIP_SAMPLES] / np.max(np.abs(speech)) * 10 ** (rng.uniform(-20, -3) / 20) * 32767
         start = int(rng.integers(0, CLIP_SAMPLES - len(speech) + 1))
         clip[start : start + len(speech)] += speech

@@ -1,7 +1,6 @@
 """Keyword-spotting frontends: a clip to the model's input tensor, as the deployed firmware does it."""
 
 import dataclasses
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -39,10 +38,6 @@ class TflmAudioPreprocessor:
     def __init__(self, model_path: Path, pre: AudioPreprocessing):
         self.model_data = Path(model_path).read_bytes()
         self.pre = pre
-
-    @cached_property
-    def feature_count(self) -> int:
-        return int(np.prod(self._interpreter().get_output_details(0)["shape"]))
 
     def _interpreter(self):
         from harness.model.tflm import make_interpreter

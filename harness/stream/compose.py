@@ -88,8 +88,9 @@ def find_clips(folder: Path) -> dict[str, list[Path]]:
     for path in sorted(folder.rglob("*.wav")):
         relative = path.relative_to(folder)
         label = relative.parts[0] if len(relative.parts) > 1 else path.stem.split("_")[0]
-        if label:
-            clips.setdefault(label, []).append(path)
+        if not label:
+            raise UserError(f"{path}: no label in its name (label_anything.wav) nor a label folder; rename it")
+        clips.setdefault(label, []).append(path)
     if not clips:
         raise UserError(f"no .wav clips in {folder}")
     return clips
@@ -108,6 +109,8 @@ def parse_placements(text: str) -> list[tuple[str, int]]:
 
 def random_placements(lengths_ms: list[int], duration_ms: int, min_gap_ms: int, rng: np.random.Generator) -> list[int]:
     """Start times keeping at least min_gap_ms between clips and at both ends of the stream."""
+    if min_gap_ms < 0:
+        raise UserError(f"--min-gap-ms must not be negative (got {min_gap_ms})")
     count = len(lengths_ms)
     slack = duration_ms - sum(lengths_ms) - (count + 1) * min_gap_ms
     if slack < 0:
@@ -185,6 +188,11 @@ def build_stream(
         span = slice(start_ms * SAMPLES_PER_MS, start_ms * SAMPLES_PER_MS + len(clip))
         noise_power, clip_power = _power(bed[span]), _power(clip)
         if snr_db is not None:
+            if noise_power == 0:
+                raise UserError(
+                    f"the background is silent under the clip at {start_ms} ms, so no gain gives an SNR of "
+                    f"{snr_db} dB; use a background without silent stretches, or drop --snr-db"
+                )
             if clip_power == 0:
                 raise UserError(f"a chosen clip is silent, so no gain gives it an SNR of {snr_db} dB; leave it out")
             clip = clip * np.sqrt(noise_power * 10 ** (snr_db / 10) / clip_power)

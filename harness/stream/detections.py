@@ -8,6 +8,7 @@ the start of the audio window, a device naturally stamps the end of the window o
 """
 
 import csv
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +43,8 @@ def _parse(row: dict, line: int, path: Path) -> Detection:
         score = float(row["score"])
     except (TypeError, ValueError) as exc:
         raise UserError(f"{where}: time_ms and score must be numbers ({exc})") from exc
+    if not (math.isfinite(time) and math.isfinite(score)):
+        raise UserError(f"{where}: time_ms and score must be finite numbers, not {row['time_ms']}, {row['score']}")
     if time != int(time) or time < 0:
         raise UserError(f"{where}: time_ms {row['time_ms']} is not a whole, non-negative number of milliseconds")
     label = (row.get("label") or "").strip()

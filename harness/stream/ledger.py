@@ -11,6 +11,7 @@ detection times, so a ledger in seconds silently scores every event near the sta
 """
 
 import csv
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,10 +40,12 @@ class Ledger:
 
 
 def _number(text: str) -> float | None:
+    """A finite number, or None (NaN and infinity are no times)."""
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         return None
+    return value if math.isfinite(value) else None
 
 
 def _header_unit(header: list[str]) -> str | None:

@@ -44,6 +44,13 @@ class StreamSettings:
         return struct.pack("<12I", *asdict(self).values())
 
 
+def keywords_of(card: ModelCard) -> list[str]:
+    """The classes a detection can name: [streaming] keywords, else every class but silence and unknown."""
+    return list((card.streaming or {}).get("keywords") or []) or [
+        label for label in card.output.labels if label not in (card.output.silence_label, card.output.unknown_label)
+    ]
+
+
 def stream_settings(card: ModelCard, model: TfliteModel, frontend: TfliteModel) -> StreamSettings:
     """From the card's [preprocessing] and [streaming] tables and the two models' tensors."""
     if card.task != "keyword_spotting" or not card.streaming:
@@ -51,9 +58,7 @@ def stream_settings(card: ModelCard, model: TfliteModel, frontend: TfliteModel) 
     if model.output.dtype != _INT8:
         raise UserError(f"{model.path.name} outputs {model.output.describe()}; the recognizer averages int8 scores")
     pre, streaming, labels = card.preprocessing, card.streaming, card.output.labels
-    keywords = streaming.get("keywords") or [
-        label for label in labels if label not in (card.output.silence_label, card.output.unknown_label)
-    ]
+    keywords = keywords_of(card)
     unknown = [k for k in keywords if k not in labels]
     if unknown:
         raise UserError(f"{card.card_path}: [streaming] keywords {', '.join(unknown)} are not among {labels}")

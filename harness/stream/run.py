@@ -20,7 +20,7 @@ from harness.results.provenance import harness_source, host_machine
 from harness.results.store import new_run_id, run_folder
 from harness.stream.detections import Detections, write_detections
 from harness.stream.ledger import load_ledger
-from harness.stream.pipeline import TIMING_REFERENCE, HostStream, detections, stream_settings
+from harness.stream.pipeline import TIMING_REFERENCE, HostStream, detections, keywords_of, stream_settings
 from harness.stream.scoring import POLICIES, score_stream
 
 CHUNK_MS = 100  # audio per STREAM_AUDIO request (less when the device's frames are smaller)
@@ -70,6 +70,8 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
         raise UserError(f"{request.wav} holds {len(audio)} samples, less than the model's {pre.clip_ms} ms window")
     duration_ms = 1000 * len(audio) // pre.sample_rate
     ledger = load_ledger(request.ledger, duration_ms, request.ledger_unit) if request.ledger else None
+    if request.tolerance_ms is not None and request.tolerance_ms < 0:
+        raise UserError(f"--tolerance-ms must not be negative (got {request.tolerance_ms})")
     front = frontend_file(card)
     settings = stream_settings(card, model, read_tflite(front))
     labels = card.output.labels
@@ -118,7 +120,10 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
         "link": link,
     }
     scores = _scores(request, ledger, device, duration_ms) if ledger else {}
-    summary["scores"] = {policy: asdict(result) for policy, result in scores.items()} or None
+    summary["scores"] = {
+        policy: {"not_scorable": result} if isinstance(result, str) else asdict(result)
+        for policy, result in scores.items()
+    } or None
     manifest = {
         "run_id": run_id,
         "kind": "stream",
@@ -139,13 +144,16 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
 
 
 def _scores(request: StreamRequest, ledger, device: list, duration_ms: int) -> dict:
-    """The device's detections under every policy (the host's are identical when the run is sound)."""
+    """The device's detections under every policy (the host's are identical when the run is sound). A
+    policy this ledger cannot serve (mlperf-sww without end times) gets the reason instead: the run
+    itself is kept."""
     found = Detections(str(request.wav), TIMING_REFERENCE if device else None, tuple(device))
-    keywords = (request.card.streaming or {}).get("keywords") or []
-    wakeword = request.wakeword or (keywords[0] if keywords else None)
-    return {
-        policy: score_stream(
-            policy, ledger, found, duration_ms, None if policy == "mlperf-sww" else request.tolerance_ms, wakeword
-        )
-        for policy in POLICIES
-    }
+    wakeword = request.wakeword or keywords_of(request.card)[0]
+    scores: dict = {}
+    for policy in POLICIES:
+        tolerance = None if policy == "mlperf-sww" else request.tolerance_ms
+        try:
+            scores[policy] = score_stream(policy, ledger, found, duration_ms, tolerance, wakeword)
+        except UserError as exc:
+            scores[policy] = str(exc)
+    return scores
