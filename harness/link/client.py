@@ -17,6 +17,7 @@ from harness.link.protocol import (
     DeviceInfo,
     ErrorCode,
     InvokeResult,
+    MalformedPayload,
     Msg,
     Timing,
     load_input_payload,
@@ -285,9 +286,13 @@ class DeviceClient:
             self._expected.discard(seq)
         self._slowest_invoke = max(self._slowest_invoke, time.monotonic() - at)
         measured, total, output = parse_invoke(payload, info)
+        if total != info.output.bytes or len(output) > total:
+            raise MalformedPayload(f"INVOKE answer announces {total} output bytes, HELLO {info.output.bytes}")
         while len(output) < total:
             want = min(total - len(output), info.max_response_payload - 4)  # after the offset field
             more = self.request(Msg.READ_OUTPUT, read_output_payload(len(output), want))
+            if not 0 < len(more) - 4 <= want:
+                raise MalformedPayload(f"READ_OUTPUT answered {len(more)} bytes for {want} asked")
             output += more[4:]
         return InvokeResult(measured, output)
 
@@ -400,6 +405,8 @@ class DeviceClient:
             if attempt:
                 self.stats.resends += 1
                 self._write(frame)
+                if self._damaged_link and msg != Msg.INVOKE:  # an answer already made comes back at once
+                    timeout = min(timeout, DAMAGED_LINK_WAIT + self.wire_seconds(len(frame) + 64))
             event = self._next_answer({seq}, timeout)
             if event is None:
                 continue
