@@ -1,12 +1,15 @@
 """Protocol client: requests with sequence numbers, retries on silence or corruption; input streamed
 through a window of frames in flight, the next sample sent while the device runs the current one."""
 
+import contextlib
 import random
 import struct
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+
+import serial
 
 from harness.errors import LinkError
 from harness.link.framing import OVERHEAD, FrameDecoder, Rejected, crc32, encode_frame
@@ -50,6 +53,7 @@ DAMAGED_LINK_EXTRA_TRIES = 6
 STATELESS = {Msg.LINK_TEST, Msg.PERF}
 # The device no longer holds the input or output it was sent: run the sample again.
 STATE_LOST_ERRORS = {ErrorCode.INPUT_MISMATCH, ErrorCode.INPUT_INCOMPLETE, ErrorCode.NO_OUTPUT}
+RECONNECT_POLL_SECONDS = 0.2
 RESETS_PER_SAMPLE = 20  # boot notices tolerated while one sample runs before giving up (a boot loop)
 MIN_WINDOW_FRAME = 256  # below this, framing overhead outweighs what a window gains
 FALLBACK_SECONDS = 1.2  # the device's probation after SET_BAUD (HP_BAUD_PROBATION_MS) and a margin
@@ -60,6 +64,10 @@ class DeviceReset(LinkError):
 
     def __init__(self):
         super().__init__("the device reset during the session (boot notice); say HELLO again")
+
+
+# What makes the device state unknown: a boot notice, or the port going away under us.
+LOST_STATE = (DeviceReset, serial.SerialException, OSError)
 
 
 class DeviceError(LinkError):
@@ -81,12 +89,22 @@ class LinkStats:
     resets: int = 0  # boot notices recovered from with a new handshake
     reruns: int = 0  # samples sent again after a reset or a lost invoke
     timeouts: int = 0  # waits that ended in silence
+    reconnects: int = 0  # times the port went away and came back
     faults_injected: dict | None = None  # from the fault-injection proxy, when one is in the middle
 
 
 class DeviceClient:
-    def __init__(self, port, *, timeout: float = 2.0, invoke_timeout: float = 60.0, retries: int = 3):
+    def __init__(
+        self,
+        port,
+        *,
+        timeout: float = 2.0,
+        invoke_timeout: float = 60.0,
+        retries: int = 3,
+        reconnect_seconds: float = 30.0,
+    ):
         self.port = port
+        self.reconnect_seconds = reconnect_seconds
         self.timeout = timeout
         self.invoke_timeout = invoke_timeout
         self.retries = retries
@@ -214,8 +232,8 @@ class DeviceClient:
             try:
                 self.load_input(data)
                 result = self._finish_pipelined(*pending, next_data=data) if pending else None
-            except DeviceReset:
-                self._recover()
+            except LOST_STATE as lost:
+                self._recover(lost)
                 result = self._recovering(lambda p=pending: self.run(p[0])) if pending else None
                 self._recovering(lambda data=data: self.load_input(data))
             if result is not None:
@@ -224,12 +242,15 @@ class DeviceClient:
         if pending is not None:
             try:
                 yield self._finish_pipelined(*pending, next_data=None)
-            except DeviceReset:
-                self._recover()
+            except LOST_STATE as lost:
+                self._recover(lost)
                 yield self._recovering(lambda: self.run(pending[0]))
 
-    def _recover(self) -> None:
-        """After a boot notice: a new handshake (which may itself meet another reset)."""
+    def _recover(self, cause: Exception | None = None) -> None:
+        """After a boot notice: a new handshake (which may itself meet another reset). After the port
+        went away (USB re-enumeration, a dropped network link): first wait for it to come back."""
+        if isinstance(cause, serial.SerialException | OSError):
+            self._reconnect()
         for _ in range(RESETS_PER_SAMPLE):
             self.stats.resets += 1
             try:
@@ -239,14 +260,32 @@ class DeviceClient:
                 continue
         raise LinkError(f"the device reset {RESETS_PER_SAMPLE} times in a row; check its power and watchdog")
 
+    def _reconnect(self) -> None:
+        """Close the port and open it again as soon as it is back, within reconnect_seconds."""
+        deadline = time.monotonic() + self.reconnect_seconds
+        with contextlib.suppress(serial.SerialException, OSError):
+            self.port.close()
+        while True:
+            try:
+                self.port.open()
+                break
+            except (serial.SerialException, OSError) as exc:
+                if time.monotonic() > deadline:
+                    raise LinkError(
+                        f"the port {getattr(self.port, 'port', '')} did not come back within "
+                        f"{self.reconnect_seconds:.0f} s ({exc}); check the cable and the board"
+                    ) from None
+                time.sleep(RECONNECT_POLL_SECONDS)
+        self.stats.reconnects += 1
+
     def _recovering(self, step):
         """Run `step` (a whole sample, or loading one), starting over after each device reset, or
         when the device no longer holds what it was sent (a reset whose boot notice was lost)."""
         for _ in range(RESETS_PER_SAMPLE):
             try:
                 return step()
-            except DeviceReset:
-                self._recover()
+            except LOST_STATE as lost:
+                self._recover(lost)
             except DeviceError as error:
                 if error.code not in STATE_LOST_ERRORS:
                     raise
