@@ -49,7 +49,7 @@ PARTIAL_GAP_SECONDS = 0.03  # more than a USB-serial adapter's latency timer (16
 # Once the link has damaged frames, waits shrink to just over the device's 50 ms partial-frame reset
 # (a resend any sooner would land in the broken frame) and more attempts are allowed.
 DAMAGED_LINK_WAIT = 0.1
-DAMAGED_LINK_EXTRA_TRIES = 6
+DAMAGED_LINK_EXTRA_TRIES = 26
 STATELESS = {Msg.LINK_TEST, Msg.PERF}
 # The device no longer holds the input or output it was sent: run the sample again.
 STATE_LOST_ERRORS = {ErrorCode.INPUT_MISMATCH, ErrorCode.INPUT_INCOMPLETE, ErrorCode.NO_OUTPUT}
