@@ -117,7 +117,8 @@ class DeviceClient:
         self._expected: set[int] = set()
         self._chunk_limit: int | None = None  # shrinks while the link damages frames, grows back when clean
         self._in_hello = False
-        self._slowest_invoke = 0.0
+        self._slowest_invoke = 0.0  # wall time from INVOKE sent to answer, the link included
+        self._longest_invoke = 0.0  # the longest invoke as the device timed it
         # A fresh random start keeps a new session's requests from matching a cached old answer.
         self._seq = random.randrange(0x10000)
 
@@ -207,6 +208,14 @@ class DeviceClient:
             if event.type == Msg.LOAD_INPUT | RESPONSE_BIT:
                 acked = max(acked, int.from_bytes(event.payload[:4], "little"))
             outstanding.pop(event.seq, None)
+
+    def _damaged_link_wait(self, msg: Msg) -> float:
+        """How long an answer takes at most once the link damages frames: the device's partial-frame
+        reset, plus for INVOKE twice the longest invoke the device has timed (if it has a timer; if not,
+        the usual bound stays). A resent INVOKE is answered from the device's store, never run twice."""
+        if msg != Msg.INVOKE:
+            return DAMAGED_LINK_WAIT
+        return DAMAGED_LINK_WAIT + 2 * self._longest_invoke if self._longest_invoke else self.invoke_timeout
 
     def _retries(self) -> int:
         """Attempts per frame: more once the link has shown damage, where each try is cheaper."""
@@ -325,6 +334,7 @@ class DeviceClient:
             self._expected.discard(seq)
         self._slowest_invoke = max(self._slowest_invoke, time.monotonic() - at)
         measured, total, output = parse_invoke(payload, info)
+        self._longest_invoke = max(self._longest_invoke, measured.seconds or 0.0)
         if total != info.output.bytes or len(output) > total:
             raise MalformedPayload(f"INVOKE answer announces {total} output bytes, HELLO {info.output.bytes}")
         while len(output) < total:
@@ -437,15 +447,15 @@ class DeviceClient:
 
     def _complete(self, msg: Msg, seq: int, frame: bytes, timeout: float) -> bytes:
         """The answer to a request already sent, sending the same frame again on silence or damage."""
-        if self._damaged_link and msg != Msg.INVOKE:
-            timeout = min(timeout, DAMAGED_LINK_WAIT)
+        if self._damaged_link:
+            timeout = min(timeout, self._damaged_link_wait(msg))
         timeout += self.wire_seconds(len(frame) + self.info.max_response_frame if self.info else len(frame))
         for attempt in range(self._retries()):
             if attempt:
                 self.stats.resends += 1
                 self._write(frame)
-                if self._damaged_link and msg != Msg.INVOKE:  # an answer already made comes back at once
-                    timeout = min(timeout, DAMAGED_LINK_WAIT + self.wire_seconds(len(frame) + 64))
+                if self._damaged_link:  # an answer already made comes back at once
+                    timeout = min(timeout, self._damaged_link_wait(msg) + self.wire_seconds(len(frame) + 64))
             event = self._next_answer({seq}, timeout)
             if event is None:
                 continue
