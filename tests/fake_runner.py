@@ -95,7 +95,7 @@ def core_on_pty(runner, rx_frame=524, tx_frame=524, timeout=0.5, emulation=None,
         thread = threading.Thread(target=serve, daemon=True)
         thread.start()
         port = serial.Serial(
-            board.pty_path, baudrate=emulation.baud if emulation and emulation.baud else 9600, timeout=0.05
+            board.pty_path, baudrate=emulation.baud if emulation and emulation.baud else 921600, timeout=0.05
         )
         try:
             yield port, DeviceClient(port, timeout=timeout, invoke_timeout=2 * timeout, retries=3)

@@ -1,12 +1,15 @@
 """Protocol client: requests with sequence numbers, retries on silence or corruption; input streamed
 through a window of frames in flight, the next sample sent while the device runs the current one."""
 
+import contextlib
 import random
 import struct
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+
+import serial
 
 from harness.errors import LinkError
 from harness.link.framing import OVERHEAD, FrameDecoder, Rejected, crc32, encode_frame
@@ -17,6 +20,7 @@ from harness.link.protocol import (
     DeviceInfo,
     ErrorCode,
     InvokeResult,
+    MalformedPayload,
     Msg,
     StreamChunkResult,
     Timing,
@@ -47,10 +51,11 @@ PARTIAL_GAP_SECONDS = 0.03  # more than a USB-serial adapter's latency timer (16
 # Once the link has damaged frames, waits shrink to just over the device's 50 ms partial-frame reset
 # (a resend any sooner would land in the broken frame) and more attempts are allowed.
 DAMAGED_LINK_WAIT = 0.1
-DAMAGED_LINK_EXTRA_TRIES = 6
+DAMAGED_LINK_EXTRA_TRIES = 26
 STATELESS = {Msg.LINK_TEST, Msg.PERF}
 # The device no longer holds the input or output it was sent: run the sample again.
 STATE_LOST_ERRORS = {ErrorCode.INPUT_MISMATCH, ErrorCode.INPUT_INCOMPLETE, ErrorCode.NO_OUTPUT}
+RECONNECT_POLL_SECONDS = 0.2
 RESETS_PER_SAMPLE = 20  # boot notices tolerated while one sample runs before giving up (a boot loop)
 MIN_WINDOW_FRAME = 256  # below this, framing overhead outweighs what a window gains
 FALLBACK_SECONDS = 1.2  # the device's probation after SET_BAUD (HP_BAUD_PROBATION_MS) and a margin
@@ -61,6 +66,10 @@ class DeviceReset(LinkError):
 
     def __init__(self):
         super().__init__("the device reset during the session (boot notice); say HELLO again")
+
+
+# What makes the device state unknown: a boot notice, or the port going away under us.
+LOST_STATE = (DeviceReset, serial.SerialException, OSError)
 
 
 class DeviceError(LinkError):
@@ -82,12 +91,22 @@ class LinkStats:
     resets: int = 0  # boot notices recovered from with a new handshake
     reruns: int = 0  # samples sent again after a reset or a lost invoke
     timeouts: int = 0  # waits that ended in silence
+    reconnects: int = 0  # times the port went away and came back
     faults_injected: dict | None = None  # from the fault-injection proxy, when one is in the middle
 
 
 class DeviceClient:
-    def __init__(self, port, *, timeout: float = 2.0, invoke_timeout: float = 60.0, retries: int = 3):
+    def __init__(
+        self,
+        port,
+        *,
+        timeout: float = 2.0,
+        invoke_timeout: float = 60.0,
+        retries: int = 3,
+        reconnect_seconds: float = 30.0,
+    ):
         self.port = port
+        self.reconnect_seconds = reconnect_seconds
         self.timeout = timeout
         self.invoke_timeout = invoke_timeout
         self.retries = retries
@@ -100,7 +119,8 @@ class DeviceClient:
         self._expected: set[int] = set()
         self._chunk_limit: int | None = None  # shrinks while the link damages frames, grows back when clean
         self._in_hello = False
-        self._slowest_invoke = 0.0
+        self._slowest_invoke = 0.0  # wall time from INVOKE sent to answer, the link included
+        self._longest_invoke = 0.0  # the longest invoke as the device timed it
         self.last_invoke: tuple[float, float] | None = None  # host monotonic: INVOKE sent, its answer read
         # A fresh random start keeps a new session's requests from matching a cached old answer.
         self._seq = random.randrange(0x10000)
@@ -192,6 +212,14 @@ class DeviceClient:
                 acked = max(acked, int.from_bytes(event.payload[:4], "little"))
             outstanding.pop(event.seq, None)
 
+    def _damaged_link_wait(self, msg: Msg) -> float:
+        """How long an answer takes at most once the link damages frames: the device's partial-frame
+        reset, plus for INVOKE twice the longest invoke the device has timed (if it has a timer; if not,
+        the usual bound stays). A resent INVOKE is answered from the device's store, never run twice."""
+        if msg != Msg.INVOKE:
+            return DAMAGED_LINK_WAIT
+        return DAMAGED_LINK_WAIT + 2 * self._longest_invoke if self._longest_invoke else self.invoke_timeout
+
     def _retries(self) -> int:
         """Attempts per frame: more once the link has shown damage, where each try is cheaper."""
         return self.retries + 1 + (DAMAGED_LINK_EXTRA_TRIES if self._damaged_link else 0)
@@ -216,8 +244,8 @@ class DeviceClient:
             try:
                 self.load_input(data)
                 result = self._finish_pipelined(*pending, next_data=data) if pending else None
-            except DeviceReset:
-                self._recover()
+            except LOST_STATE as lost:
+                self._recover(lost)
                 result = self._recovering(lambda p=pending: self.run(p[0])) if pending else None
                 self._recovering(lambda data=data: self.load_input(data))
             if result is not None:
@@ -226,12 +254,15 @@ class DeviceClient:
         if pending is not None:
             try:
                 yield self._finish_pipelined(*pending, next_data=None)
-            except DeviceReset:
-                self._recover()
+            except LOST_STATE as lost:
+                self._recover(lost)
                 yield self._recovering(lambda: self.run(pending[0]))
 
-    def _recover(self) -> None:
-        """After a boot notice: a new handshake (which may itself meet another reset)."""
+    def _recover(self, cause: Exception | None = None) -> None:
+        """After a boot notice: a new handshake (which may itself meet another reset). After the port
+        went away (USB re-enumeration, a dropped network link): first wait for it to come back."""
+        if isinstance(cause, serial.SerialException | OSError):
+            self._reconnect()
         for _ in range(RESETS_PER_SAMPLE):
             self.stats.resets += 1
             try:
@@ -241,14 +272,32 @@ class DeviceClient:
                 continue
         raise LinkError(f"the device reset {RESETS_PER_SAMPLE} times in a row; check its power and watchdog")
 
+    def _reconnect(self) -> None:
+        """Close the port and open it again as soon as it is back, within reconnect_seconds."""
+        deadline = time.monotonic() + self.reconnect_seconds
+        with contextlib.suppress(serial.SerialException, OSError):
+            self.port.close()
+        while True:
+            try:
+                self.port.open()
+                break
+            except (serial.SerialException, OSError) as exc:
+                if time.monotonic() > deadline:
+                    raise LinkError(
+                        f"the port {getattr(self.port, 'port', '')} did not come back within "
+                        f"{self.reconnect_seconds:.0f} s ({exc}); check the cable and the board"
+                    ) from None
+                time.sleep(RECONNECT_POLL_SECONDS)
+        self.stats.reconnects += 1
+
     def _recovering(self, step):
         """Run `step` (a whole sample, or loading one), starting over after each device reset, or
         when the device no longer holds what it was sent (a reset whose boot notice was lost)."""
         for _ in range(RESETS_PER_SAMPLE):
             try:
                 return step()
-            except DeviceReset:
-                self._recover()
+            except LOST_STATE as lost:
+                self._recover(lost)
             except DeviceError as error:
                 if error.code not in STATE_LOST_ERRORS:
                     raise
@@ -289,9 +338,14 @@ class DeviceClient:
         self.last_invoke = (at, time.monotonic())
         self._slowest_invoke = max(self._slowest_invoke, self.last_invoke[1] - at)
         measured, total, output = parse_invoke(payload, info)
+        self._longest_invoke = max(self._longest_invoke, measured.seconds or 0.0)
+        if total != info.output.bytes or len(output) > total:
+            raise MalformedPayload(f"INVOKE answer announces {total} output bytes, HELLO {info.output.bytes}")
         while len(output) < total:
             want = min(total - len(output), info.max_response_payload - 4)  # after the offset field
             more = self.request(Msg.READ_OUTPUT, read_output_payload(len(output), want))
+            if not 0 < len(more) - 4 <= want:
+                raise MalformedPayload(f"READ_OUTPUT answered {len(more)} bytes for {want} asked")
             output += more[4:]
         return InvokeResult(measured, output)
 
@@ -409,13 +463,15 @@ class DeviceClient:
 
     def _complete(self, msg: Msg, seq: int, frame: bytes, timeout: float) -> bytes:
         """The answer to a request already sent, sending the same frame again on silence or damage."""
-        if self._damaged_link and msg != Msg.INVOKE:
-            timeout = min(timeout, DAMAGED_LINK_WAIT)
+        if self._damaged_link:
+            timeout = min(timeout, self._damaged_link_wait(msg))
         timeout += self.wire_seconds(len(frame) + self.info.max_response_frame if self.info else len(frame))
         for attempt in range(self._retries()):
             if attempt:
                 self.stats.resends += 1
                 self._write(frame)
+                if self._damaged_link:  # an answer already made comes back at once
+                    timeout = min(timeout, self._damaged_link_wait(msg) + self.wire_seconds(len(frame) + 64))
             event = self._next_answer({seq}, timeout)
             if event is None:
                 continue

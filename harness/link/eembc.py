@@ -95,7 +95,10 @@ class EembcClient:
         started = time.monotonic()
         lines = self.command(f"infer {count} {warmups}", timeout=self._infer_wait(count + warmups))
         self._slowest_inference = max(self._slowest_inference, (time.monotonic() - started) / (count + warmups))
-        laps = [int(line.removeprefix("m-lap-us-")) for line in lines if line.startswith("m-lap-us-")]
+        try:
+            laps = [int(line.removeprefix("m-lap-us-")) for line in lines if line.startswith("m-lap-us-")]
+        except ValueError:
+            raise LinkError(f"`infer` answered a timestamp that is not a number: {lines}") from None
         if len(laps) != 2 or "m-infer-done" not in lines:
             raise LinkError(f"`infer {count} {warmups}` answered without two timestamps and m-infer-done: {lines}")
         micros = ((laps[1] - laps[0]) % US_WRAP) / count
@@ -152,7 +155,10 @@ class EembcClient:
 
     def _output_bytes(self, line: str) -> bytes:
         """The dequantized floats back to the output tensor's bytes (exact for 8-bit outputs)."""
-        values = [float(v) for v in line.removeprefix("m-results-[").rstrip("]").split(",") if v.strip()]
+        try:
+            values = [float(v) for v in line.removeprefix("m-results-[").rstrip("]").split(",") if v.strip()]
+        except ValueError:
+            raise LinkError(f"m-results holds something other than numbers: {line[:80]}") from None
         spec = self.output_spec
         count = spec.bytes // spec.numpy_dtype.itemsize
         if len(values) != count:

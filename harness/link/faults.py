@@ -56,6 +56,8 @@ class FaultProxy:
     def __init__(self, device, spec: FaultSpec, reset: Callable[[], None] | None = None, seed: int = 0):
         if spec.reset_every and reset is None:
             raise UserError("--faults reset-every needs a board harness can reset: use --board sim")
+        if device is not None and not hasattr(device, "fileno"):
+            raise UserError("--faults needs a local serial port or the virtual board, not a network URL")
         self.spec = spec
         # A plain dict, updated as bytes pass, so a client's link statistics can hold it as it grows.
         self.counts = dict.fromkeys(("dropped", "corrupted", "duplicated", "resets", "to_device", "to_host"), 0)
@@ -102,37 +104,56 @@ class FaultProxy:
         self.counts["duplicated"] += int(dup.sum())
         return np.repeat(arr, repeats).tobytes()
 
-    def _to_device(self, data: bytes) -> None:
+    def _to_device(self, data: bytes) -> bytes:
+        """The bytes to queue towards the device; resets the device when a reset is due."""
         self.counts["to_device"] += len(data)
-        if self.spec.reset_every:
-            if self._reset_due:  # the sample after the N-th: reset halfway through this write
-                half = len(data) // 2
-                self._device.write(self.damage(data[:half]))
-                self._device.flush()
-                self._reset()
-                self.counts["resets"] += 1
-                self._reset_due = False
-                data = data[half:]
-            seen = (self._tail + data).count(INVOKE_HEADER)
-            self._tail = data[-2:]
-            self._reset_due = self._invokes // self.spec.reset_every != (self._invokes + seen) // self.spec.reset_every
-            self._invokes += seen
-        self._device.write(self.damage(data))
+        if not self.spec.reset_every:
+            return self.damage(data)
+        sent = b""
+        if self._reset_due:  # the sample after the N-th: the device resets while it arrives
+            half = len(data) // 2
+            sent, data = self.damage(data[:half]), data[half:]
+            self._reset()
+            self.counts["resets"] += 1
+            self._reset_due = False
+        seen = (self._tail + data).count(INVOKE_HEADER)
+        self._tail = data[-2:]
+        self._reset_due = self._invokes // self.spec.reset_every != (self._invokes + seen) // self.spec.reset_every
+        self._invokes += seen
+        return sent + self.damage(data)
 
     def _relay(self) -> None:
+        """Both directions through non-blocking descriptors and queues: neither side can stall the other."""
         device_fd = self._device.fileno()
+        os.set_blocking(device_fd, False)
+        os.set_blocking(self._master, False)
+        to_device, to_host = bytearray(), bytearray()
         while not self._stop.is_set():
-            ready, _, _ = select.select([self._master, device_fd], [], [], 0.05)
+            writers = [fd for fd, queue in ((device_fd, to_device), (self._master, to_host)) if queue]
+            ready, writable, _ = select.select([self._master, device_fd], writers, [], 0.05)
             if self._master in ready:
-                try:
-                    data = os.read(self._master, 65536)
-                except OSError:
-                    data = b""
-                if data:
-                    self._to_device(data)
+                to_device += self._to_device(_read(self._master))
             if device_fd in ready:
-                data = self._device.read(self._device.in_waiting or 1)
+                data = _read(device_fd)
                 self.counts["to_host"] += len(data)
-                damaged = self.damage(data)
-                if damaged:
-                    os.write(self._master, damaged)
+                to_host += self.damage(data)
+            if device_fd in writable:
+                del to_device[: _write(device_fd, to_device)]
+            if self._master in writable:
+                del to_host[: _write(self._master, to_host)]
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except (BlockingIOError, InterruptedError):
+        return b""
+    except OSError:  # the other side closed: nothing more comes
+        return b""
+
+
+def _write(fd: int, data: bytearray) -> int:
+    try:
+        return os.write(fd, data)
+    except (BlockingIOError, InterruptedError):
+        return 0

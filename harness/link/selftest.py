@@ -66,6 +66,7 @@ def run_link_test(client: DeviceClient, board: Board, total_bytes: int, advance=
         report.bytes_received += len(echoed)
         advance(len(payload) + len(echoed))
     report.seconds = time.perf_counter() - start
+    report.frame_payload = size  # smaller than at the start if a damaged link made it halve
     report.stats = client.stats
     for _ in range(PERF_REPEATS):
         measured, checksum = client.perf(PERF_ITERATIONS)
