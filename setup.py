@@ -26,8 +26,8 @@ class BuildPyWithData(build_py):
 
 device_core = Extension(
     "harness._devicecore",
-    sources=[*sorted(glob("firmware/core/*.c")), *sorted(glob("firmware/sim/*.c"))],
-    include_dirs=["firmware/core"],
+    sources=[path for part in ("core", "eembc", "sim") for path in sorted(glob(f"firmware/{part}/*.c"))],
+    include_dirs=["firmware/core", "firmware/eembc"],
     extra_compile_args=["-std=c99", "-O2", "-Wall", "-Wextra"],
 )
 

@@ -19,6 +19,7 @@ class Board:
     flash_bytes: int
     ram_bytes: int
     baudrate: int = 115200
+    switch_baudrate: int = 0  # after the handshake, move the link to this rate (0: stay); see docs/link.md
     usb_ids: tuple[str, ...] = ()
     reset_on_connect: str | None = None  # "esp32": hold DTR/RTS inactive on open, then pulse EN
     cpu_hz: int = 0
@@ -26,6 +27,7 @@ class Board:
     firmware: dict = field(default_factory=dict)
     platformio: dict = field(default_factory=dict)
     qemu: dict = field(default_factory=dict)
+    sim: dict = field(default_factory=dict)  # the virtual board's link emulation: link_baud, max_baudrate, ...
     source_file: Path | None = None
 
 
@@ -41,6 +43,7 @@ def _load(path: Path) -> Board:
             flash_bytes=int(data["memory"]["flash_bytes"]),
             ram_bytes=int(data["memory"]["ram_bytes"]),
             baudrate=int(link.get("baudrate", 115200)),
+            switch_baudrate=int(link.get("switch_baudrate", 0)),
             usb_ids=tuple(link.get("usb_ids", ())),
             reset_on_connect=link.get("reset_on_connect"),
             cpu_hz=int(data.get("cpu_hz", 0)),
@@ -48,6 +51,7 @@ def _load(path: Path) -> Board:
             firmware=data.get("firmware", {}),
             platformio=data.get("platformio", {}),
             qemu=data.get("qemu", {}),
+            sim=data.get("sim", {}),
             source_file=path,
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:

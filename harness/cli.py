@@ -66,11 +66,67 @@ def _tflm_tree(args):
     return TflmTree(Path(path)) if path else None
 
 
+# What `harness eval --resume` needs to run the same evaluation again, kept in the run's partial folder.
+EVAL_SETTINGS = [
+    "board",
+    "model",
+    "model_file",
+    "port",
+    "serial",
+    "dataset",
+    "subset",
+    "split",
+    "limit",
+    "pools",
+    "strict",
+    "references",
+    "tflm",
+    "protocol",
+    "link_baud",
+    "emulate_invoke_ms",
+    "switch_baud",
+    "faults",
+    "labgrid_place",
+    "meter",
+    "order_seed",
+]
+
+
+def _eval_settings(args) -> dict:
+    settings = {name: getattr(args, name) for name in EVAL_SETTINGS}
+    settings["references"] = list(args.references)
+    settings["faults"] = dataclasses.asdict(args.faults) if args.faults else None
+    return settings
+
+
+def _resumed_args(args):
+    """The settings the run was started with; only --results, --json and --quiet come from this command."""
+    from harness.link.faults import FaultSpec
+    from harness.results.journal import load_request
+    from harness.results.store import partial_path, resume_target
+
+    root, run_id = resume_target(Path(args.results), args.resume)
+    folder = partial_path(root, run_id)
+    if not folder.is_dir():
+        done = " (it finished already)" if (root / run_id).is_dir() else ""
+        raise UserError(f"no unfinished run {run_id} in {root}{done}; `harness runs --results {root}` lists runs")
+    settings = load_request(folder)
+    resumed = argparse.Namespace(**(vars(args) | settings))
+    resumed.references = tuple(settings["references"])
+    resumed.faults = FaultSpec(**settings["faults"]) if settings["faults"] else None
+    resumed.results, resumed.run_id = str(root), run_id
+    return resumed
+
+
 def _cmd_eval(args) -> int:
     from harness.eval.runner import EvalRequest, run_eval
     from harness.results.report import print_summary
 
-    board = get_board(args.board)
+    if args.resume:
+        args = _resumed_args(args)
+    else:  # a drawn shuffle seed is kept with the settings, so a resumed run keeps the same order
+        args = argparse.Namespace(**vars(args), run_id=None, order_seed=_order_seed(args.shuffle))
+    board = _board_with_link_options(args)
     card = load_card(args.model)
     task = task_for(card)
     subsets = task.subsets(args.subset)
@@ -96,7 +152,12 @@ def _cmd_eval(args) -> int:
         pools=args.pools,
         strict=args.strict,
         meter=args.meter,
-        order_seed=_order_seed(args.shuffle),
+        order_seed=args.order_seed,
+        protocol=args.protocol,
+        faults=args.faults,
+        run_id=args.run_id,
+        settings=_eval_settings(args),
+        labgrid_place=args.labgrid_place,
     )
     summary = run_eval(request)
     if args.json:
@@ -113,8 +174,11 @@ def _cmd_link_test(args) -> int:
     from harness.device.launch import connect
     from harness.link.selftest import describe, run_link_test
 
-    board = get_board(args.board)
-    with connect(board, None, args.port) as client, progress(args.bytes, f"link-test {board.id}") as advance:
+    board = _board_with_link_options(args)
+    with (
+        connect(board, None, args.port, faults=args.faults, labgrid_place=args.labgrid_place) as client,
+        progress(args.bytes, f"link-test {board.id}") as advance,
+    ):
         report = run_link_test(client, board, args.bytes, advance=advance)
     if args.json:
         print_json(
@@ -864,14 +928,52 @@ def _output_options() -> argparse.ArgumentParser:
     return common
 
 
+def _link_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--link-baud", type=int, help="virtual board: pace its link like a UART at this baud rate (0: unpaced)"
+    )
+    common.add_argument(
+        "--emulate-invoke-ms", type=float, help="virtual board: each inference takes at least this long"
+    )
+    common.add_argument(
+        "--switch-baud", type=int, help="after the handshake, switch the link to this baud rate (0: stay)"
+    )
+    common.add_argument(
+        "--labgrid-place", metavar="NAME", help="a board in a labgrid farm: acquire the place, use its serial port"
+    )
+    common.add_argument(
+        "--faults",
+        type=_fault_spec,
+        help="inject link faults through a proxy, e.g. drop=1e-3,corrupt=1e-3,dup=1e-4,reset-every=200",
+    )
+    return common
+
+
+def _fault_spec(text: str):
+    from harness.link.faults import FaultSpec
+
+    try:
+        return FaultSpec.parse(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _board_with_link_options(args):
+    from harness.device.launch import with_link_options
+
+    return with_link_options(get_board(args.board), args.link_baud, args.emulate_invoke_ms, args.switch_baud)
+
+
 def build_parser() -> argparse.ArgumentParser:
     output = _output_options()
+    link_options = _link_options()
     parser = _Parser(prog="harness", description="Benchmark TinyML models on microcontrollers.")
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = commands.add_parser(
-        "eval", parents=[output], help="stream a benchmark subset to a board and compare with the host"
+        "eval", parents=[output, link_options], help="stream a benchmark subset to a board and compare with the host"
     )
     run.add_argument("--board", default="sim", help="board id from boards/ (default: sim, the virtual board)")
     run.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
@@ -890,7 +992,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--pools", action="store_true", help="also evaluate each subset's F1 negative pool, as f1_wv needs"
     )
     run.add_argument("--strict", action="store_true", help="stop at an unreadable image instead of skipping it")
+    run.add_argument(
+        "--protocol",
+        choices=("harness", "eembc"),
+        default="harness",
+        help="the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware",
+    )
     run.add_argument("--results", default="results", help="folder for run folders (default: results)")
+    run.add_argument(
+        "--resume",
+        metavar="RUN",
+        help="finish an interrupted run (its id under --results, or its .partial folder) from its journal",
+    )
     run.add_argument(
         "--references",
         type=_reference_names,
@@ -925,7 +1038,9 @@ def build_parser() -> argparse.ArgumentParser:
     generate.set_defaults(handler=_cmd_generate)
 
     link = commands.add_parser(
-        "link-test", parents=[output], help="check and time the link: echo frames both ways, PERF workload"
+        "link-test",
+        parents=[output, link_options],
+        help="check and time the link: echo frames both ways, PERF workload",
     )
     link.add_argument("--board", default="sim", help="board id from boards/ (default: sim)")
     link.add_argument("--port", help="serial device or pyserial URL of a real board")

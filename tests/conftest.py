@@ -18,7 +18,11 @@ def pytest_sessionstart(session):
     if spec is None:
         pytest.exit("the device core is not built: run `pip install -e .`", returncode=2)
     built = Path(spec.origin).stat().st_mtime
-    sources = [*REPO.glob("firmware/core/*.[ch]"), *REPO.glob("firmware/sim/*.[ch]")]
+    sources = [
+        *REPO.glob("firmware/core/*.[ch]"),
+        *REPO.glob("firmware/eembc/*.[ch]"),
+        *REPO.glob("firmware/sim/*.[ch]"),
+    ]
     stale = [p.name for p in sources if p.stat().st_mtime > built]
     if stale:
         pytest.exit(f"the device core is older than {', '.join(stale)}: run `pip install -e .`", returncode=2)

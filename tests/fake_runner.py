@@ -74,7 +74,7 @@ class ScriptedClassifier(ChecksumRunner):
 
 
 @contextmanager
-def core_on_pty(runner, rx_frame=524, tx_frame=524, timeout=0.5, frontend=None):
+def core_on_pty(runner, rx_frame=524, tx_frame=524, timeout=0.5, emulation=None, rx_buffer=4096, frontend=None):
     """The C device core serving `runner` on a pseudo-terminal; yields (pyserial port, client)."""
     with SimBoard(
         runner,
@@ -82,7 +82,8 @@ def core_on_pty(runner, rx_frame=524, tx_frame=524, timeout=0.5, frontend=None):
         build_id="test-build",
         rx_frame=rx_frame,
         tx_frame=tx_frame,
-        rx_buffer=4096,
+        rx_buffer=rx_buffer,
+        emulation=emulation,
         frontend=frontend,
     ) as board:
         stop = threading.Event()
@@ -93,7 +94,9 @@ def core_on_pty(runner, rx_frame=524, tx_frame=524, timeout=0.5, frontend=None):
 
         thread = threading.Thread(target=serve, daemon=True)
         thread.start()
-        port = serial.Serial(board.pty_path, timeout=0.05)
+        port = serial.Serial(
+            board.pty_path, baudrate=emulation.baud if emulation and emulation.baud else 921600, timeout=0.05
+        )
         try:
             yield port, DeviceClient(port, timeout=timeout, invoke_timeout=2 * timeout, retries=3)
         finally:

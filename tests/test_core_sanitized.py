@@ -25,6 +25,7 @@ def test_core_tests_pass_under_address_and_undefined_behaviour_sanitizers(tmp_pa
     library = tmp_path / "devicecore-sanitized.so"
     sources = [
         *sorted(str(p) for p in (REPO / "firmware" / "core").glob("*.c")),
+        *sorted(str(p) for p in (REPO / "firmware" / "eembc").glob("*.c")),
         *sorted(str(p) for p in (REPO / "firmware" / "sim").glob("*.c")),
     ]
     subprocess.run(
@@ -39,6 +40,7 @@ def test_core_tests_pass_under_address_and_undefined_behaviour_sanitizers(tmp_pa
             "-shared",
             "-fPIC",
             f"-I{REPO / 'firmware' / 'core'}",
+            f"-I{REPO / 'firmware' / 'eembc'}",
             *sources,
             "-o",
             str(library),
@@ -60,6 +62,7 @@ def test_core_tests_pass_under_address_and_undefined_behaviour_sanitizers(tmp_pa
             "no:cacheprovider",
             "tests/test_framing.py",
             "tests/test_device_core.py",
+            "tests/test_eembc.py",
         ],
         cwd=REPO,
         env=env,

@@ -25,13 +25,14 @@ def _raw_exchange(port, frame: bytes, wait: float = 0.5) -> list:
 def test_hello_describes_the_device():
     with core_on_pty(ChecksumRunner(300, 2)) as (_, client):
         info = client.hello()
-    assert (info.protocol_version, info.board_id, info.build_id) == (1, "test-board", "test-build")
+    assert (info.protocol_version, info.board_id, info.build_id) == (2, "test-board", "test-build")
     assert info.model_sha256_prefix == "0001020304050607"
     assert (info.arena_configured, info.arena_used) == (1000, 600)
     assert (info.max_request_frame, info.max_response_frame, info.rx_buffer_bytes) == (524, 524, 4096)
     assert info.input.shape == (1, 300) and info.input.bytes == 300 and info.input.dtype_name == "uint8"
     assert info.output.shape == (1, 2)
     assert info.tick_kind == TickKind.WALL_CLOCK and info.tick_hz == 10**9 and info.runner_status == 0
+    assert (info.input_slots, info.max_baud) == (2, 0)  # the sim runner starts invokes; no bound on rates
 
 
 def test_chunked_input_and_invoke():
@@ -46,7 +47,7 @@ def test_chunked_input_and_invoke():
 
 def test_output_larger_than_a_response_frame_is_read_in_pieces():
     data = bytes(range(50))
-    with core_on_pty(ChecksumRunner(50, 300), tx_frame=200) as (_, client):
+    with core_on_pty(ChecksumRunner(50, 300), tx_frame=210) as (_, client):
         result = client.run(data)
     assert result.output == expected_output(data, 300)
 
@@ -122,7 +123,7 @@ class _CorruptingPort:
         self._writes += 1
         if self._writes in self._damage:
             data = bytearray(data)
-            data[len(data) // 2] ^= 0x40
+            data[10] ^= 0x40  # inside every frame: header, payload or CRC
         return self._port.write(bytes(data))
 
     def __getattr__(self, name):
@@ -135,7 +136,7 @@ def test_client_recovers_from_corrupted_requests():
         client.port = _CorruptingPort(port, damage_writes={2, 4, 5})
         result = client.run(data)
     assert result.output == expected_output(data, 3)
-    assert client.stats.resends == 3
+    assert client.stats.resends >= 2 and client.stats.go_backs >= 1  # writes 2, 4, 5: input and markers
 
 
 def test_link_test_echoes_and_perf_times_a_fixed_workload():
@@ -156,8 +157,8 @@ def test_link_test_echoes_and_perf_times_a_fixed_workload():
 
 def test_bench_times_repeated_invokes_and_profile_needs_a_profiling_runner():
     runner = ChecksumRunner(10, 2)
-    with core_on_pty(runner, tx_frame=200) as (_, client):
-        timings = client.bench(bytes(10), runs=30, warmups=3)  # 23 runs fit a 200-byte frame: two batches
+    with core_on_pty(runner, tx_frame=210) as (_, client):
+        timings = client.bench(bytes(10), runs=30, warmups=3)  # 24 runs fit a 210-byte frame: two batches
         assert len(timings) == 30 and all(t.seconds > 0 for t in timings)
         assert runner.invokes == 33
         with pytest.raises(DeviceError) as unsupported:

@@ -6,8 +6,9 @@
 #include "hp_crc32.h"
 #include "hp_stream.h"
 
-/* A partial frame idle for 1/4 s is dropped, so a lost byte cannot wedge the decoder. */
-#define HP_IDLE_RESET_DIVIDER 4u
+/* A partial frame idle for 50 ms is dropped, so a lost byte cannot wedge the decoder for long (a host
+ * writes each frame in one go; USB adapters hold bytes back for at most about 16 ms). */
+#define HP_IDLE_RESET_DIVIDER 20u
 #define HP_READ_CHUNK 256u
 
 static uint8_t *response_payload(hp_device *dev) { return dev->cfg.tx_buf + HP_HEADER_BYTES; }
@@ -84,6 +85,8 @@ static void handle_hello(hp_device *dev, const hp_frame *req) {
   p = hp_put_u32(p, (uint32_t)dev->runner_status);
   p = put_tensor(p, &dev->model.input);
   p = put_tensor(p, &dev->model.output);
+  p = hp_put_u8(p, dev->cfg.runner->invoke_start ? 2u : 1u);
+  p = hp_put_u32(p, hal->set_baud && hal->ticks && hal->tick_hz ? hal->max_baud : 0u);
   send_response(dev, HP_MSG_HELLO | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
 }
 
@@ -100,8 +103,9 @@ static void handle_load_input(hp_device *dev, const hp_frame *req) {
     return;
   }
   memcpy(dev->cfg.runner->input(dev->cfg.runner->ctx) + offset, req->payload + 4, len);
-  dev->input_filled = offset + len;
-  dev->output_valid = 0;
+  /* Offset 0 starts an input afresh; a resent later chunk (its answer lost while the ones after it
+   * went through) keeps what follows it. */
+  if (offset == 0 || offset + len > dev->input_filled) dev->input_filled = offset + len;
   hp_put_u32(response_payload(dev), dev->input_filled);
   send_response(dev, HP_MSG_LOAD_INPUT | HP_RESPONSE_BIT, req->seq, 4);
 }
@@ -119,25 +123,74 @@ static int input_ready(hp_device *dev, const hp_frame *req) {
   return 0;
 }
 
+static void send_invoke_answer(hp_device *dev) {
+  if (dev->invoke_done_status != 0) {
+    send_error(dev, dev->invoke_done_seq, HP_ERR_INVOKE_FAILED, "model invoke failed");
+    return;
+  }
+  uint8_t *start = response_payload(dev);
+  uint8_t *p = hp_put_u64(start, dev->invoke_done_ticks);
+  p = hp_put_u32(p, dev->model.output.bytes);
+  p += copy_output(dev, p, 0, response_room(dev) - (uint32_t)(p - start));
+  send_response(dev, HP_MSG_INVOKE | HP_RESPONSE_BIT, dev->invoke_done_seq, (uint32_t)(p - start));
+}
+
+static void finish_invoke(hp_device *dev, int32_t status) {
+  dev->invoke_done_ticks = now(dev) - dev->busy_t0;
+  dev->busy = 0;
+  dev->invoke_done_valid = 1;
+  dev->invoke_done_seq = dev->busy_seq;
+  dev->invoke_done_crc = dev->busy_crc;
+  dev->invoke_done_status = status;
+  dev->output_valid = status == 0;
+  send_invoke_answer(dev);
+  dev->last_type = HP_MSG_INVOKE;
+  dev->last_seq = dev->busy_seq;
+  dev->last_crc = dev->busy_crc;
+}
+
+/* Returns 1 once no invoke is running (answering the one that just finished). */
+static int invoke_finished(hp_device *dev, uint32_t wait_ms) {
+  if (!dev->busy) return 1;
+  int32_t status = 0;
+  if (!dev->cfg.runner->invoke_poll(dev->cfg.runner->ctx, wait_ms, &status)) return 0;
+  finish_invoke(dev, status);
+  return 1;
+}
+
 static void handle_invoke(hp_device *dev, const hp_frame *req) {
   if (!input_ready(dev, req)) return;
   const hp_runner *runner = dev->cfg.runner;
-  uint64_t t0 = now(dev);
-  int32_t status = runner->invoke(runner->ctx);
-  uint64_t elapsed = now(dev) - t0;
-  /* The arena planner may reuse the input tensor's memory during Invoke: load it again. */
-  dev->input_filled = 0;
-  if (status != 0) {
-    dev->output_valid = 0;
-    send_error(dev, req->seq, HP_ERR_INVOKE_FAILED, "model invoke failed");
+  /* v2: the host may name the input by its CRC-32, so an INVOKE that was lost while the next
+   * input streamed in cannot run on the wrong sample when it is sent again. */
+  if (req->length == 4 && hp_get_u32(req->payload) !=
+                              hp_crc32_update(0, runner->input(runner->ctx), dev->model.input.bytes)) {
+    send_error(dev, req->seq, HP_ERR_INPUT_MISMATCH, "the loaded input is not the one named");
     return;
   }
-  dev->output_valid = 1;
-  uint8_t *start = response_payload(dev);
-  uint8_t *p = hp_put_u64(start, elapsed);
-  p = hp_put_u32(p, dev->model.output.bytes);
-  p += copy_output(dev, p, 0, response_room(dev) - (uint32_t)(p - start));
-  send_response(dev, HP_MSG_INVOKE | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
+  /* The arena planner may reuse the input tensor's memory during Invoke: load it again. */
+  dev->input_filled = 0;
+  dev->output_valid = 0;
+  dev->invoke_done_valid = 0;
+  dev->busy_seq = req->seq;
+  dev->busy_crc = req->crc;
+  dev->busy_t0 = now(dev);
+  if (!runner->invoke_start) {
+    finish_invoke(dev, runner->invoke(runner->ctx));
+    return;
+  }
+  int32_t status = runner->invoke_start(runner->ctx);
+  if (status != 0) {
+    finish_invoke(dev, status);
+    return;
+  }
+  dev->busy = 1; /* the input slot is free again: LOAD_INPUT fills it while the model runs */
+  invoke_finished(dev, 0);
+}
+
+static int is_invoke_retransmission(const hp_device *dev, const hp_frame *req) {
+  return req->type == HP_MSG_INVOKE && dev->invoke_done_valid && req->seq == dev->invoke_done_seq &&
+         req->crc == dev->invoke_done_crc;
 }
 
 static void handle_read_output(hp_device *dev, const hp_frame *req) {
@@ -328,6 +381,39 @@ static void handle_stream_audio(hp_device *dev, const hp_frame *req) {
   send_response(dev, HP_MSG_STREAM_AUDIO | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
 }
 
+static void handle_set_baud(hp_device *dev, const hp_frame *req) {
+  const hp_hal *hal = dev->cfg.hal;
+  if (req->length != 4) {
+    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "SET_BAUD needs a baud rate u32");
+    return;
+  }
+  uint32_t baud = hp_get_u32(req->payload);
+  /* Without a clock the device could not fall back from a rate the host cannot reach. */
+  if (!hal->set_baud || !hal->ticks || !hal->tick_hz || baud == 0 || (hal->max_baud && baud > hal->max_baud)) {
+    send_error(dev, req->seq, HP_ERR_UNSUPPORTED, "this link cannot switch to that baud rate");
+    return;
+  }
+  hp_put_u32(response_payload(dev), baud);
+  send_response(dev, HP_MSG_SET_BAUD | HP_RESPONSE_BIT, req->seq, 4);
+  uint32_t before = hal->set_baud(hal->ctx, baud);
+  if (before == 0 || before == baud) return;
+  dev->baud_probation = 1;
+  dev->fallback_baud = before;
+  dev->baud_switched_tick = now(dev);
+}
+
+static void end_baud_probation(hp_device *dev, int confirmed) {
+  const hp_hal *hal = dev->cfg.hal;
+  if (!dev->baud_probation) return;
+  if (confirmed) {
+    dev->baud_probation = 0;
+  } else if (now(dev) - dev->baud_switched_tick > (uint64_t)hal->tick_hz * HP_BAUD_PROBATION_MS / 1000u) {
+    dev->baud_probation = 0;
+    hal->set_baud(hal->ctx, dev->fallback_baud);
+    hp_decoder_reset(&dev->decoder);
+  }
+}
+
 static int is_retransmission(const hp_device *dev, const hp_frame *req) {
   return dev->last_tx_len != 0 && req->type == dev->last_type && req->seq == dev->last_seq &&
          req->crc == dev->last_crc;
@@ -336,6 +422,10 @@ static int is_retransmission(const hp_device *dev, const hp_frame *req) {
 static void dispatch(hp_device *dev, const hp_frame *req) {
   if (req->type != HP_MSG_HELLO && is_retransmission(dev, req)) {
     write_all(dev, dev->cfg.tx_buf, dev->last_tx_len); /* our answer was lost: repeat it */
+    return;
+  }
+  if (is_invoke_retransmission(dev, req)) {
+    send_invoke_answer(dev); /* lost after other answers went out: rebuilt, not run again */
     return;
   }
   if (req->type == HP_MSG_HELLO) {
@@ -364,12 +454,15 @@ static void dispatch(hp_device *dev, const hp_frame *req) {
     handle_stream_start(dev, req);
   } else if (req->type == HP_MSG_STREAM_AUDIO) {
     handle_stream_audio(dev, req);
+  } else if (req->type == HP_MSG_SET_BAUD) {
+    handle_set_baud(dev, req);
   } else {
     send_error(dev, req->seq, HP_ERR_UNKNOWN_TYPE, "unknown message type");
   }
   dev->last_type = req->type;
   dev->last_seq = req->seq;
   dev->last_crc = req->crc;
+  if (dev->busy) dev->last_tx_len = 0; /* the INVOKE is answered when it finishes */
 }
 
 int32_t hp_device_init(hp_device *dev, const hp_device_config *cfg) {
@@ -395,9 +488,12 @@ static void drop_stale_partial_frame(hp_device *dev, int32_t got) {
 
 int32_t hp_device_poll(hp_device *dev, uint32_t timeout_ms) {
   uint8_t chunk[HP_READ_CHUNK];
+  /* While the model runs, look often enough to answer soon after it finishes. */
+  if (!invoke_finished(dev, 0) && timeout_ms > 1) timeout_ms = 1;
   int32_t got = dev->cfg.hal->read(dev->cfg.hal->ctx, chunk, sizeof chunk, timeout_ms);
   if (got < 0) return got;
   drop_stale_partial_frame(dev, got);
+  end_baud_probation(dev, 0);
   uint32_t offset = 0;
   while (offset < (uint32_t)got) {
     uint32_t consumed = 0;
@@ -406,17 +502,31 @@ int32_t hp_device_poll(hp_device *dev, uint32_t timeout_ms) {
         hp_decoder_feed(&dev->decoder, chunk + offset, (uint32_t)got - offset, &consumed, &frame);
     offset += consumed;
     if (status == HP_DECODE_FRAME) {
+      end_baud_probation(dev, 1);
+      /* Only input for the next sample is taken while an invoke runs; anything else waits for it. */
+      if (frame.type != HP_MSG_LOAD_INPUT) {
+        while (!invoke_finished(dev, 10)) {
+        }
+      }
       dispatch(dev, &frame);
     } else if (status != HP_DECODE_NEED_MORE) {
       if (status == HP_DECODE_BAD_CRC) send_error(dev, frame.seq, HP_ERR_BAD_CRC, "CRC mismatch");
       else send_error(dev, frame.seq, HP_ERR_FRAME_TOO_LONG, "frame larger than the receive buffer");
       dev->last_tx_len = 0; /* the buffer no longer holds the last request's answer */
     }
+    invoke_finished(dev, 0);
   }
   return 0;
 }
 
+void hp_device_announce(hp_device *dev) {
+  hp_put_u16(response_payload(dev), HP_PROTOCOL_VERSION);
+  send_response(dev, HP_MSG_BOOT, 0, 2);
+  dev->last_tx_len = 0;
+}
+
 void hp_device_run(hp_device *dev) {
+  hp_device_announce(dev);
   while (hp_device_poll(dev, 100) >= 0) {
   }
 }

@@ -15,11 +15,13 @@
 extern "C" {
 #endif
 
-#define HP_PROTOCOL_VERSION 1u
+#define HP_PROTOCOL_VERSION 2u
 #define HP_MAX_DIMS 6
 #define HP_MAX_ID_CHARS 32u /* board and build ids are cut to this length in HELLO */
-/* The largest HELLO payload: version, two ids, sha prefix, seven u32, tick kind, status, two tensors. */
-#define HP_HELLO_MAX_BYTES (2u + 2u * (1u + HP_MAX_ID_CHARS) + 8u + 28u + 1u + 4u + 2u * (2u + 4u * HP_MAX_DIMS + 12u))
+/* The largest HELLO payload: version, two ids, sha prefix, seven u32, tick kind, status, two tensors,
+ * then (v2) input slots u8 and the highest baud rate the link may switch to u32. */
+#define HP_HELLO_MAX_BYTES \
+  (2u + 2u * (1u + HP_MAX_ID_CHARS) + 8u + 28u + 1u + 4u + 2u * (2u + 4u * HP_MAX_DIMS + 12u) + 1u + 4u)
 #define HP_MIN_RX_FRAME (HP_FRAME_OVERHEAD + 16u)
 #define HP_MIN_TX_FRAME (HP_FRAME_OVERHEAD + HP_HELLO_MAX_BYTES)
 #define HP_MAX_PROFILED_OPS 128u
@@ -33,6 +35,8 @@ enum hp_message_type {
   HP_MSG_PERF = 0x06,      /* time a fixed integer workload (no model needed) */
   HP_MSG_BENCH = 0x07,     /* time repeated invokes of the loaded input */
   HP_MSG_PROFILE = 0x08,   /* one invoke timed operator by operator */
+  HP_MSG_SET_BAUD = 0x09,  /* answer at the current rate, then switch (v2) */
+  HP_MSG_BOOT = 0x0A,      /* device to host, unasked: the device (re)started and lost its state (v2) */
   HP_MSG_STREAM_START = 0x0B, /* keyword streaming: configure and reset the pipeline (hp_stream.h) */
   HP_MSG_STREAM_AUDIO = 0x0C, /* keyword streaming: audio samples in, detections out */
   HP_MSG_ERROR = 0x7F,
@@ -49,7 +53,8 @@ enum hp_error_code {
   HP_ERR_INVOKE_FAILED = 7,
   HP_ERR_MODEL_NOT_READY = 8,
   HP_ERR_NO_OUTPUT = 9,
-  HP_ERR_UNSUPPORTED = 10
+  HP_ERR_UNSUPPORTED = 10,
+  HP_ERR_INPUT_MISMATCH = 11 /* INVOKE's input CRC-32 differs from the input loaded (v2) */
 };
 
 /* What one tick of hp_hal.ticks measures. */
@@ -98,6 +103,11 @@ typedef struct {
    * Fills at most `capacity` entries and sets *count to the operators run. */
   int32_t (*invoke_profiled)(void *ctx, const struct hp_hal *hal, hp_op_timing *ops, uint32_t capacity,
                              uint32_t *count);
+  /* Optional, both or neither: start an invoke and return at once, having taken what it needs from the
+   * input buffer; invoke_poll waits up to wait_ms and returns 1 once the invoke finished (its result in
+   * *status), else 0. With them the core loads the next input while the model runs (two input slots). */
+  int32_t (*invoke_start)(void *ctx);
+  int32_t (*invoke_poll)(void *ctx, uint32_t wait_ms, int32_t *status);
 } hp_runner;
 
 typedef struct hp_hal {
@@ -111,6 +121,10 @@ typedef struct hp_hal {
   uint8_t tick_kind;            /* enum hp_tick_kind */
   uint32_t cpu_hz;              /* 0 when unknown */
   uint32_t rx_buffer_bytes;     /* how much the link buffers before the core reads it */
+  /* Optional: switch the link to `baud` once the bytes written so far are out; returns the rate in
+   * effect before, or 0 if it cannot. max_baud bounds what SET_BAUD accepts (0: no bound). */
+  uint32_t (*set_baud)(void *ctx, uint32_t baud);
+  uint32_t max_baud;
 } hp_hal;
 
 typedef struct {
@@ -141,8 +155,25 @@ typedef struct {
   uint16_t last_seq;
   uint32_t last_crc;
   uint32_t last_tx_len;
+  /* An invoke in progress (runners with invoke_start), and the last one finished: its answer can be
+   * rebuilt for a retransmitted INVOKE until the next invoke starts. */
+  uint8_t busy;
+  uint16_t busy_seq;
+  uint32_t busy_crc;
+  uint64_t busy_t0;
+  uint8_t invoke_done_valid;
+  uint16_t invoke_done_seq;
+  uint32_t invoke_done_crc;
+  int32_t invoke_done_status;
+  uint64_t invoke_done_ticks;
+  /* After SET_BAUD: back to fallback_baud unless a valid frame arrives within HP_BAUD_PROBATION_MS. */
+  uint8_t baud_probation;
+  uint32_t fallback_baud;
+  uint64_t baud_switched_tick;
   uint8_t streaming; /* a stream was started and has not failed */
 } hp_device;
+
+#define HP_BAUD_PROBATION_MS 1000u
 
 /* Calls runner->setup once; a failed setup is reported in HELLO and on every request.
  * Returns -1 (and leaves the device unusable) if rx_cap < HP_MIN_RX_FRAME or tx_cap < HP_MIN_TX_FRAME. */
@@ -152,7 +183,11 @@ int32_t hp_device_init(hp_device *dev, const hp_device_config *cfg);
  * Returns 0, or < 0 once the link is gone. */
 int32_t hp_device_poll(hp_device *dev, uint32_t timeout_ms);
 
-/* Poll until the link is gone (firmware main loops call this and never return). */
+/* Tell the host the device has just started: a BOOT frame (sequence number 0, payload the protocol
+ * version u16). A host in the middle of a sample then says HELLO again and resends it. */
+void hp_device_announce(hp_device *dev);
+
+/* Announce the boot, then poll until the link is gone (firmware main loops call this). */
 void hp_device_run(hp_device *dev);
 
 /* The PERF workload: CRC-32 over a fixed 256-byte pattern, `iterations` times. Its instruction

@@ -1,6 +1,10 @@
 /* The virtual board: firmware/core served on a POSIX file descriptor (a pseudo-terminal's
  * master side), with the model runner delegated to a callback. harness/device/sim_board.py
- * loads this as a shared library and plugs the TFLM host interpreter into the callback. */
+ * loads this as a shared library and plugs the TFLM host interpreter into the callback.
+ *
+ * Link emulation (sim_board_emulate): bytes cross the descriptor no faster than a UART at `baud`
+ * carries them (10 bits a byte, each direction on its own), and an invoke takes at least the
+ * emulated inference time, during which the core keeps receiving, as a UART with DMA does. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -10,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ee_dut.h"
 #include "hp_device.h"
 #include "hp_stream.h"
 #include "sim_runner.h"
@@ -17,13 +22,65 @@
 typedef struct {
   int fd;
   hp_hal hal;
-  sim_runner *model;
-  sim_runner *frontend; /* NULL: no keyword streaming */
-  hp_stream stream;
+  hp_runner runner;
+  hp_model_info info;
+  int32_t runner_status;
+  sim_invoke_fn invoke;
+  void *user;
+  uint8_t *input;
+  uint8_t *output;
   uint8_t *rx_buf;
   uint8_t *tx_buf;
   hp_device device;
+  uint32_t baud;            /* the rate in effect, switched by SET_BAUD */
+  uint8_t throttled;        /* pace bytes to `baud` */
+  uint64_t byte_ns;         /* one byte's time on the wire, 0 when not throttled */
+  uint64_t rx_free_ns;      /* when the last byte delivered to the core finished arriving */
+  uint64_t tx_free_ns;      /* when the last byte written finishes leaving */
+  uint64_t invoke_ns;       /* emulated inference time, 0 for the interpreter's own */
+  uint64_t invoke_deadline; /* an invoke started by invoke_start is done at this time */
+  int32_t invoke_status;
+  ee_dut *eembc; /* set: the board speaks the MLPerf Tiny / EEMBC DUT protocol instead */
+  uint8_t *eembc_buffer;
+  hp_stream stream; /* keyword streaming, with a frontend runner (sim_runner.c) */
 } sim_board;
+
+#define NS_PER_MS 1000000u
+
+static uint64_t monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_until(uint64_t t_ns) {
+  struct timespec ts = {(time_t)(t_ns / 1000000000u), (long)(t_ns % 1000000000u)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
+
+/* Bytes a throttled link moves in about a millisecond: the pacing step, small enough that the core
+ * notices a finished invoke promptly. */
+static uint32_t pacing_step(const sim_board *board, uint32_t cap) {
+  if (!board->byte_ns) return cap;
+  uint64_t step = NS_PER_MS / board->byte_ns;
+  if (step < 1) step = 1;
+  return step < cap ? (uint32_t)step : cap;
+}
+
+/* Bytes read within this long of the wire going idle were waiting: they follow back to back
+ * (otherwise the pacing loop's own overhead would count as idle line time). */
+#define BACK_TO_BACK_NS 500000u
+
+/* The wire is busy from when it is free (or now, if it has been idle) for n bytes; wait until
+ * they have crossed it. */
+static void pace(const sim_board *board, uint64_t *free_ns, uint32_t n) {
+  if (!board->byte_ns) return;
+  uint64_t t = monotonic_ns();
+  uint64_t start = *free_ns + BACK_TO_BACK_NS > t ? *free_ns : t;
+  *free_ns = start + (uint64_t)n * board->byte_ns;
+  sleep_until(*free_ns);
+}
 
 static int32_t posix_read(void *ctx, uint8_t *buf, uint32_t cap, uint32_t timeout_ms) {
   sim_board *board = ctx;
@@ -31,14 +88,19 @@ static int32_t posix_read(void *ctx, uint8_t *buf, uint32_t cap, uint32_t timeou
   int ready = poll(&pfd, 1, (int)timeout_ms);
   if (ready < 0) return errno == EINTR ? 0 : -1;
   if (ready == 0) return 0;
-  ssize_t n = read(board->fd, buf, cap);
-  if (n > 0) return (int32_t)n;
+  ssize_t n = read(board->fd, buf, pacing_step(board, cap));
+  if (n > 0) {
+    pace(board, &board->rx_free_ns, (uint32_t)n);
+    return (int32_t)n;
+  }
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 0;
   return -1; /* end of file, or EIO once no one holds the pseudo-terminal open */
 }
 
 static int32_t posix_write(void *ctx, const uint8_t *buf, uint32_t len) {
   sim_board *board = ctx;
+  len = pacing_step(board, len);
+  pace(board, &board->tx_free_ns, len); /* the bytes reach the host once they would have crossed */
   for (;;) {
     ssize_t n = write(board->fd, buf, len);
     if (n >= 0) return (int32_t)n;
@@ -53,35 +115,98 @@ static int32_t posix_write(void *ctx, const uint8_t *buf, uint32_t len) {
 
 static uint64_t posix_nanos(void *ctx) {
   (void)ctx;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  return monotonic_ns();
+}
+
+static uint64_t byte_time_ns(uint32_t baud) { return baud ? 10000000000ull / baud : 0; }
+
+static uint32_t sim_set_baud(void *ctx, uint32_t baud) {
+  sim_board *board = ctx;
+  uint32_t before = board->baud;
+  board->baud = baud;
+  if (board->throttled) board->byte_ns = byte_time_ns(baud);
+  return before;
+}
+
+static int32_t callback_setup(void *ctx, hp_model_info *info) {
+  sim_board *board = ctx;
+  *info = board->info;
+  return board->runner_status;
+}
+
+static uint8_t *callback_input(void *ctx) { return ((sim_board *)ctx)->input; }
+
+static const uint8_t *callback_output(void *ctx) { return ((sim_board *)ctx)->output; }
+
+static int32_t callback_invoke(void *ctx) {
+  sim_board *board = ctx;
+  uint64_t done = monotonic_ns() + board->invoke_ns;
+  int32_t status = board->invoke(board->user);
+  sleep_until(done);
+  return status;
+}
+
+/* The interpreter runs at once (it copies the input); the emulated time then runs out while the
+ * core goes on serving the link. */
+static int32_t callback_invoke_start(void *ctx) {
+  sim_board *board = ctx;
+  board->invoke_deadline = monotonic_ns() + board->invoke_ns;
+  board->invoke_status = board->invoke(board->user);
+  return 0;
+}
+
+static int32_t callback_invoke_poll(void *ctx, uint32_t wait_ms, int32_t *status) {
+  sim_board *board = ctx;
+  uint64_t t = monotonic_ns();
+  if (t < board->invoke_deadline) {
+    uint64_t until = t + (uint64_t)wait_ms * NS_PER_MS;
+    if (until < board->invoke_deadline) {
+      if (wait_ms) sleep_until(until);
+      return 0;
+    }
+    sleep_until(board->invoke_deadline);
+  }
+  *status = board->invoke_status;
+  return 1;
 }
 
 void sim_board_destroy(sim_board *board) {
   if (!board) return;
+  free(board->eembc);
+  free(board->eembc_buffer);
+  free(board->input);
+  free(board->output);
   free(board->rx_buf);
   free(board->tx_buf);
   free(board);
 }
 
-/* The runners stay the caller's: it creates them first and destroys them after the board. */
-sim_board *sim_board_create(int fd, const char *board_id, const char *build_id, sim_runner *model,
-                            sim_runner *frontend, uint32_t rx_cap, uint32_t tx_cap, uint32_t rx_buffer_bytes) {
+sim_board *sim_board_create(int fd, const char *board_id, const char *build_id,
+                            const hp_model_info *info, int32_t runner_status, uint32_t rx_cap,
+                            uint32_t tx_cap, uint32_t rx_buffer_bytes, sim_invoke_fn invoke,
+                            void *user, sim_runner *frontend) {
   sim_board *board = calloc(1, sizeof *board);
   if (!board) return NULL;
   board->fd = fd;
-  board->model = model;
-  board->frontend = frontend;
+  board->info = *info;
+  board->runner_status = runner_status;
+  board->invoke = invoke;
+  board->user = user;
+  board->input = calloc(1, info->input.bytes ? info->input.bytes : 1);
+  board->output = calloc(1, info->output.bytes ? info->output.bytes : 1);
   board->rx_buf = malloc(rx_cap);
   board->tx_buf = malloc(tx_cap);
-  if (!board->rx_buf || !board->tx_buf) {
+  if (!board->input || !board->output || !board->rx_buf || !board->tx_buf) {
     sim_board_destroy(board);
     return NULL;
   }
+  board->baud = 115200u;
   board->hal = (hp_hal){board, posix_read, posix_write, posix_nanos, 1000000000u, HP_TICKS_WALL_CLOCK,
-                        0, rx_buffer_bytes};
-  hp_device_config cfg = {&board->hal, &model->runner, board_id, build_id, board->rx_buf, rx_cap,
+                        0, rx_buffer_bytes, sim_set_baud, 0};
+  board->runner = (hp_runner){board, callback_setup, callback_input, callback_invoke, callback_output,
+                              NULL /* the TFLM host interpreter has no per-operator timer */,
+                              callback_invoke_start, callback_invoke_poll};
+  hp_device_config cfg = {&board->hal, &board->runner, board_id, build_id, board->rx_buf, rx_cap,
                           board->tx_buf, tx_cap, frontend ? &frontend->runner : NULL,
                           frontend ? &board->stream : NULL};
   if (hp_device_init(&board->device, &cfg) != 0) {
@@ -91,6 +216,38 @@ sim_board *sim_board_create(int fd, const char *board_id, const char *build_id, 
   return board;
 }
 
+/* baud 0 leaves the link unthrottled; max_baud bounds SET_BAUD (0: any); invoke_us 0 keeps the
+ * interpreter's own time. Call before serving. */
+void sim_board_emulate(sim_board *board, uint32_t baud, uint32_t max_baud, uint32_t invoke_us) {
+  board->throttled = baud != 0;
+  if (baud) board->baud = baud;
+  board->byte_ns = board->throttled ? byte_time_ns(board->baud) : 0;
+  board->hal.max_baud = max_baud;
+  board->invoke_ns = (uint64_t)invoke_us * 1000u;
+}
+
+uint8_t *sim_board_input(sim_board *board) { return board->input; }
+
+uint8_t *sim_board_output(sim_board *board) { return board->output; }
+
+/* Serve the EEMBC DUT protocol from now on (prints its boot banner). Returns 0, or -1. */
+int32_t sim_board_use_eembc(sim_board *board, const char *name, const char *model, uint32_t buffer_bytes) {
+  board->eembc = calloc(1, sizeof *board->eembc);
+  board->eembc_buffer = malloc(buffer_bytes ? buffer_bytes : 1);
+  if (!board->eembc || !board->eembc_buffer) return -1;
+  ee_dut_config cfg = {&board->hal, &board->runner, name, model, board->eembc_buffer, buffer_bytes};
+  return ee_dut_init(board->eembc, &cfg);
+}
+
+/* A reset, as a watchdog or a brown-out gives: all protocol state lost, then the boot notice. */
+int32_t sim_board_reset(sim_board *board) {
+  hp_device_config cfg = board->device.cfg;
+  if (hp_device_init(&board->device, &cfg) != 0) return -1;
+  hp_device_announce(&board->device);
+  return 0;
+}
+
 int32_t sim_board_poll(sim_board *board, uint32_t timeout_ms) {
+  if (board->eembc) return ee_dut_poll(board->eembc, timeout_ms);
   return hp_device_poll(&board->device, timeout_ms);
 }

@@ -1,8 +1,11 @@
 """Start the board a run talks to and hand back a connected protocol client."""
 
+import dataclasses
 import hashlib
 import importlib.util
+import os
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -13,12 +16,15 @@ from pathlib import Path
 
 from harness.boards import Board
 from harness.device.discovery import find_port
+from harness.device.labgrid_place import labgrid_port
 from harness.device.processes import die_with_parent, stop
 from harness.device.qemu import qemu_link
 from harness.errors import LinkError, UserError
 from harness.firmware.build import build_firmware
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.client import DeviceClient
+from harness.link.eembc import EembcClient
+from harness.link.faults import FaultProxy, FaultSpec
 from harness.link.transport import open_link
 from harness.model.tflite_file import TfliteModel, read_tflite
 
@@ -42,8 +48,20 @@ def _wait_for_line(proc: subprocess.Popen, timeout: float) -> str:
     return ""
 
 
+EEMBC_SIM_MODEL = "harness"  # what the virtual board's EEMBC DUT reports as m-model-[…]
+PROTOCOLS = ("harness", "eembc")
+
+
+class SimPty(str):
+    """The virtual board's pseudo-terminal path, with the process serving it."""
+
+    pid: int
+
+
 @contextmanager
-def sim_board_process(board: Board, model_path: Path | None, frontend: Path | None = None) -> Iterator[str]:
+def sim_board_process(
+    board: Board, model_path: Path | None, protocol: str = "harness", frontend: Path | None = None
+) -> Iterator[SimPty]:
     """Run the virtual board for the duration of the block; yields its pseudo-terminal path.
     Without a model it runs as self-test firmware does: HELLO, LINK_TEST and PERF only."""
     fw = board.firmware
@@ -52,7 +70,6 @@ def sim_board_process(board: Board, model_path: Path | None, frontend: Path | No
         "-m",
         "harness.device.sim_board",
         *(["--model", str(model_path)] if model_path else []),
-        *(["--frontend", str(frontend)] if frontend else []),
         "--arena",
         str(fw.get("arena_bytes", 8 << 20)),
         "--board-id",
@@ -65,6 +82,14 @@ def sim_board_process(board: Board, model_path: Path | None, frontend: Path | No
         str(fw.get("tx_frame_bytes", 4108)),
         "--rx-buffer",
         str(fw.get("rx_buffer_bytes", 4096)),
+        "--link-baud",
+        str(board.sim.get("link_baud", 0)),
+        "--max-baud",
+        str(board.sim.get("max_baudrate", 0)),
+        "--emulate-invoke-ms",
+        str(board.sim.get("emulate_invoke_ms", 0)),
+        *(["--eembc-model", EEMBC_SIM_MODEL] if protocol == "eembc" else []),
+        *(["--frontend", str(frontend)] if frontend else []),
     ]
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen(
@@ -80,9 +105,31 @@ def sim_board_process(board: Board, model_path: Path | None, frontend: Path | No
                 errors.seek(0)
                 tail = errors.read().decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
                 raise LinkError(f"the virtual board did not start: {tail[0]}")
-            yield line.removeprefix("pty ")
+            path = SimPty(line.removeprefix("pty "))
+            path.pid = proc.pid
+            yield path
         finally:
             stop(proc)
+
+
+def with_link_options(
+    board: Board, link_baud: int | None = None, emulate_invoke_ms: float | None = None, switch_baud: int | None = None
+) -> Board:
+    """The board with command-line link settings applied: the virtual board's emulated baud rate (also
+    the rate the link starts at) and inference time, and the rate to switch to after the handshake."""
+    changes: dict = {}
+    if link_baud is not None or emulate_invoke_ms is not None:
+        if board.kind != "virtual":
+            raise UserError("--link-baud and --emulate-invoke-ms emulate a link on the virtual board: use --board sim")
+        sim = dict(board.sim)
+        if link_baud is not None:
+            sim["link_baud"] = link_baud
+        if emulate_invoke_ms is not None:
+            sim["emulate_invoke_ms"] = emulate_invoke_ms
+        changes["sim"] = sim
+    if switch_baud is not None:
+        changes["switch_baudrate"] = switch_baud
+    return dataclasses.replace(board, **changes)
 
 
 @contextmanager
@@ -92,40 +139,87 @@ def connect(
     port: str | None = None,
     tflm: TflmTree | None = None,
     serial_number: str | None = None,
+    protocol: str = "harness",
+    faults: FaultSpec | None = None,
+    labgrid_place: str | None = None,
     frontend: Path | None = None,
 ) -> Iterator[DeviceClient]:
     """A client that has said HELLO to the board running `model` (None: self-test firmware), and
     for keyword streaming its audio `frontend` model (real boards have it flashed with the model).
-    The virtual board and QEMU boards are started for the block; a real one is found or named."""
+    The virtual board and QEMU boards are started for the block; a real one is found or named.
+    protocol "eembc": the board runs MLPerf Tiny / EEMBC DUT firmware and `model` says what it runs."""
+    if protocol not in PROTOCOLS:
+        raise UserError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+    if protocol == "eembc" and (model is None or board.kind == "emulated"):
+        raise UserError("--protocol eembc needs a model and the virtual board or a real one (QEMU boards run ours)")
+    if labgrid_place and board.kind != "device":
+        raise UserError(f"--labgrid-place needs a real board, not {board.id} ({board.kind})")
     if board.kind == "virtual":
-        sim = sim_board_process(board, model.path if model else None, frontend)
-        with sim as pty_path, _client(pty_path, board) as client:
+        if board.sim.get("link_baud"):  # the emulated link starts where the host's port does
+            board = dataclasses.replace(board, baudrate=int(board.sim["link_baud"]))
+        with (
+            sim_board_process(board, model.path if model else None, protocol, frontend) as pty_path,
+            _through_faults(pty_path, board, faults, lambda: os.kill(pty_path.pid, signal.SIGUSR1)) as (url, counts),
+            _client(url, board, model if protocol == "eembc" else None) as client,
+        ):
+            client.stats.faults_injected = counts
             yield client
     elif board.kind == "emulated":
+        if faults:
+            raise UserError("--faults works with the virtual board and real boards, not QEMU boards")
         firmware = build_firmware(board, model, tflm, read_tflite(frontend) if frontend else None)
         with qemu_link(board, firmware.elf) as link, _session(link) as client:
             client.firmware = firmware.provenance()
             yield client
+    elif board.kind == "device" and labgrid_place:
+        with labgrid_port(labgrid_place) as url, connect(board, model, url, None, None, protocol, faults) as client:
+            yield client
     elif board.kind == "device":
         url = port if port not in (None, "auto") else find_port(board, serial_number)
-        with _client(url, board) as client:
+        with (
+            _through_faults(url, board, faults, None) as (url, counts),
+            _client(url, board, model if protocol == "eembc" else None) as client,
+        ):
+            client.stats.faults_injected = counts
             yield client
     else:
         raise UserError(f"board {board.id}: unknown kind {board.kind!r} in {board.source_file}")
 
 
 @contextmanager
-def _client(url: str, board: Board) -> Iterator[DeviceClient]:
+def _through_faults(url: str, board: Board, faults: FaultSpec | None, reset) -> Iterator[tuple[str, dict | None]]:
+    """With faults: a proxy pseudo-terminal that damages the link, and its running counts."""
+    if not faults:
+        yield url, None
+        return
+    device = open_link(url, board.baudrate, board.reset_on_connect)
+    try:
+        with FaultProxy(device, faults, reset) as proxy:
+            yield proxy.path, proxy.counts
+    finally:
+        device.close()
+
+
+@contextmanager
+def _client(url: str, board: Board, eembc_model: TfliteModel | None = None) -> Iterator[DeviceClient]:
     link = open_link(url, board.baudrate, board.reset_on_connect)
     try:
-        with _session(link) as client:
+        if eembc_model is not None:
+            client = EembcClient(link, eembc_model.input, eembc_model.output)
+            client.hello()
             yield client
+        else:
+            with _session(link, board) as client:
+                yield client
     finally:
         link.close()
 
 
 @contextmanager
-def _session(link) -> Iterator[DeviceClient]:
+def _session(link, board: Board | None = None) -> Iterator[DeviceClient]:
     client = DeviceClient(link)
     client.hello()
+    client.stats.baud = getattr(link, "baudrate", 0)
+    if board is not None and board.switch_baudrate:
+        client.switch_baud(board.switch_baudrate)
     yield client

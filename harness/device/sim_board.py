@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import tty
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from harness.model.tflm import arena_used_bytes, make_interpreter
 from harness.native import SIM_INVOKE, SIM_SETUP, ModelInfo, TensorInfo, device_core
 from harness.tensors import DTYPE_CODES
 
+EEMBC_BUFFER_BYTES = 27648  # MAX_DB_INPUT_SIZE of the MLPerf Tiny reference firmware (96x96x3)
 RUNNER_OK = 0
 RUNNER_SETUP_FAILED = 1
 RUNNER_NO_MODEL = 2  # as firmware/app/runner.h's HARNESS_RUNNER_NO_MODEL
@@ -86,8 +88,9 @@ class TflmRunner:
 
 
 class NativeRunner:
-    """A Python runner behind the C core's runner interface (firmware/sim/sim_runner.c). The runner
-    needs model_info, status and invoke, and may have setup; it gets input_ptr and output_ptr."""
+    """A Python runner behind the C core's runner interface (firmware/sim/sim_runner.c): the audio
+    frontend of a streaming board and the host's streaming reference. The runner needs model_info,
+    status and invoke, and may have setup; it gets input_ptr and output_ptr."""
 
     def __init__(self, runner):
         self._lib = device_core()
@@ -108,35 +111,77 @@ class NativeRunner:
             self.handle = None
 
 
+@dataclass(frozen=True)
+class LinkEmulation:
+    """The virtual board's link paced like a UART at `baud` (0: as fast as the pseudo-terminal goes),
+    switchable up to max_baud (0: any rate), and invokes lasting at least invoke_ms."""
+
+    baud: int = 0
+    max_baud: int = 0
+    invoke_ms: float = 0.0
+
+
 class SimBoard:
-    """The device core on a fresh pseudo-terminal, driving `runner` (see NativeRunner), and for
-    keyword streaming a `frontend` runner too."""
+    """The device core on a fresh pseudo-terminal, driving `runner` (needs model_info, status, invoke),
+    and for keyword streaming a `frontend` runner too (see NativeRunner)."""
 
     def __init__(
-        self, runner, *, board_id: str, build_id: str, rx_frame: int, tx_frame: int, rx_buffer: int, frontend=None
+        self,
+        runner,
+        *,
+        board_id: str,
+        build_id: str,
+        rx_frame: int,
+        tx_frame: int,
+        rx_buffer: int,
+        emulation: "LinkEmulation | None" = None,
+        eembc_model: str | None = None,
+        frontend=None,
     ):
+        """eembc_model set (e.g. "vww01"): the board speaks the MLPerf Tiny / EEMBC DUT protocol."""
         self._lib = device_core()
+        self._runner = runner
         self._master, self._slave = os.openpty()
         tty.setraw(self._slave)  # no echo and no line discipline before the host configures the port
         os.set_blocking(self._master, False)
-        self._runners = [NativeRunner(runner)] + ([NativeRunner(frontend)] if frontend else [])
+        self._invoke = SIM_INVOKE(runner.invoke)  # must outlive the board
+        self._frontend = NativeRunner(frontend) if frontend else None
         self._ids = (board_id.encode(), build_id.encode())
         self._board = self._lib.sim_board_create(
             self._master,
             *self._ids,
-            self._runners[0].handle,
-            self._runners[1].handle if frontend else None,
+            ctypes.byref(runner.model_info),
+            runner.status,
             rx_frame,
             tx_frame,
             rx_buffer,
+            self._invoke,
+            None,
+            self._frontend.handle if self._frontend else None,
         )
         if not self._board:
             self.close()
             raise RuntimeError("could not create the device core (frame buffers too small?)")
+        if emulation:
+            self._lib.sim_board_emulate(
+                self._board, emulation.baud, emulation.max_baud, round(emulation.invoke_ms * 1000)
+            )
+        if eembc_model is not None:
+            self._eembc_ids = (board_id.encode(), eembc_model.encode())  # must outlive the board
+            buffer = max(runner.model_info.input.bytes, EEMBC_BUFFER_BYTES)
+            if self._lib.sim_board_use_eembc(self._board, *self._eembc_ids, buffer) != 0:
+                self.close()
+                raise RuntimeError("could not set up the EEMBC DUT")
+        runner.input_ptr = self._lib.sim_board_input(self._board)
+        runner.output_ptr = self._lib.sim_board_output(self._board)
 
     @property
     def pty_path(self) -> str:
         return os.ttyname(self._slave)
+
+    def reset(self) -> None:
+        """Lose every bit of protocol state and send the boot notice, as a real reset would."""
+        self._lib.sim_board_reset(self._board)
 
     def poll(self, timeout_ms: int = 100) -> int:
         return self._lib.sim_board_poll(self._board, timeout_ms)
@@ -145,8 +190,9 @@ class SimBoard:
         if getattr(self, "_board", None):
             self._lib.sim_board_destroy(self._board)
             self._board = None
-        for runner in getattr(self, "_runners", ()):
-            runner.close()
+        if getattr(self, "_frontend", None):
+            self._frontend.close()
+            self._frontend = None
         for fd in (self._master, self._slave):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -189,13 +235,18 @@ def serve(args: argparse.Namespace) -> None:
         rx_frame=args.rx_frame,
         tx_frame=args.tx_frame,
         rx_buffer=args.rx_buffer,
+        emulation=LinkEmulation(args.link_baud, args.max_baud, args.emulate_invoke_ms),
+        eembc_model=args.eembc_model,
     )
-    stopping = []
+    stopping, resets = [], []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    signal.signal(signal.SIGUSR1, lambda *_: resets.append(True))  # the fault proxy's reset-every
     print(f"pty {board.pty_path}", flush=True)
     with board:
         while not stopping and board.poll(100) >= 0:
-            pass
+            if resets:
+                resets.clear()
+                board.reset()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -208,6 +259,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rx-frame", type=int, default=4108)
     parser.add_argument("--tx-frame", type=int, default=4108)
     parser.add_argument("--rx-buffer", type=int, default=4096)
+    parser.add_argument("--link-baud", type=int, default=0, help="pace the link like a UART at this rate")
+    parser.add_argument("--max-baud", type=int, default=0, help="the highest rate SET_BAUD accepts (0: any)")
+    parser.add_argument("--eembc-model", help="speak the MLPerf Tiny / EEMBC DUT protocol, reporting this model")
+    parser.add_argument("--emulate-invoke-ms", type=float, default=0.0, help="the least time an invoke takes")
     serve(parser.parse_args(argv))
 
 

@@ -1,5 +1,6 @@
 """`harness eval`: stream a subset's samples to a board, run host references, score and store it all."""
 
+import shutil
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -13,7 +14,7 @@ from harness.console import progress
 from harness.device.launch import connect
 from harness.device.qemu import emulated_instructions
 from harness.energy.metering import EvalMetering
-from harness.errors import UserError
+from harness.errors import LinkError, UserError
 from harness.eval.dataset import Dataset, Sample
 from harness.eval.inputs import Inputs, prepare_inputs
 from harness.eval.metrics import score
@@ -22,14 +23,16 @@ from harness.eval.subsets import Subset, select_samples
 from harness.eval.tasks import task_for
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
-from harness.link.protocol import DeviceInfo, Timing
+from harness.link.faults import FaultSpec
+from harness.link.protocol import DeviceInfo, TickKind, Timing
 from harness.lpirc.order import shuffle_in_groups
 from harness.model.card import ModelCard
 from harness.model.deployable import require_tflm_kernels
 from harness.model.references import DEFAULT_REFERENCES, load_references
 from harness.model.tflite_file import TfliteModel
+from harness.results.journal import Journal, save_request
 from harness.results.provenance import harness_source, host_machine, subset_content_hashes, usb_serial_number
-from harness.results.store import new_run_id, run_folder
+from harness.results.store import new_run_id, open_partial, publish
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,11 @@ class EvalRequest:
     strict: bool = False  # an unreadable image stops the run instead of being skipped and counted
     meter: str | None = None  # KIND:ADDRESS of a power meter (harness/energy)
     order_seed: int | None = None  # shuffle the sample order in small groups (LPIRC style)
+    protocol: str = "harness"  # or "eembc": MLPerf Tiny / EEMBC DUT firmware (docs/eembc.md)
+    faults: FaultSpec | None = None  # inject link faults through a proxy (harness/link/faults.py)
+    run_id: str | None = None  # set: resume this unfinished run from its journal
+    settings: dict | None = None  # the command-line settings, kept with the run for --resume
+    labgrid_place: str | None = None  # a board in a labgrid farm (harness/device/labgrid_place.py)
 
 
 @dataclass
@@ -69,7 +77,7 @@ def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, board: Board)
     if info.runner_status != 0:
         require_tflm_kernels(model)  # names the operators when that is why
         raise UserError(f"the model failed to load on {board.id} (runner status {info.runner_status})")
-    if info.model_sha256_prefix != model.sha256[:16]:
+    if info.model_sha256_prefix and info.model_sha256_prefix != model.sha256[:16]:  # EEMBC DUTs report none
         raise UserError(
             f"{board.id} runs model {info.model_sha256_prefix}…, not {model.sha256[:16]}… "
             f"({model.path.name}): run `harness flash --board {board.id}` with this model first"
@@ -81,23 +89,64 @@ def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, board: Board)
         )
 
 
-def _stream(request: EvalRequest, inputs: Inputs, references, metering=None):
-    """Every sample through the board and the host references: (records, HELLO, link stats, firmware)."""
-    records = []
-    with connect(request.board, request.model, request.port, request.tflm, request.serial_number) as client:
+def _journal_entry(index: int, record: SampleRecord) -> dict:
+    return {
+        "index": index,
+        "id": record.sample.id,
+        "device_output": record.device_output.hex(),
+        "ticks": record.timing.ticks,
+        "tick_hz": record.timing.tick_hz,
+        "timer": int(record.timing.kind),
+        "host": {name: out.hex() for name, out in record.host_outputs.items()},
+        "instructions": record.instructions,
+    }
+
+
+def _journaled_record(sample: Sample, entry: dict) -> SampleRecord:
+    if entry["id"] != sample.id:
+        raise UserError(
+            f"the journal's sample {entry['index']} is {entry['id']}, the dataset's is {sample.id}: "
+            "the dataset changed since the run started; start a new run"
+        )
+    timing = Timing(entry["ticks"], entry["tick_hz"], TickKind(entry["timer"]))
+    hosts = {name: bytes.fromhex(out) for name, out in entry["host"].items()}
+    return SampleRecord(sample, bytes.fromhex(entry["device_output"]), timing, hosts, entry["instructions"])
+
+
+def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, metering=None):
+    """Every sample through the board and the host references: (records, HELLO, link stats, firmware).
+    Samples already in the journal are taken from it; each new one is journaled as it arrives."""
+    records = {i: _journaled_record(inputs.samples[i], entry) for i, entry in journal.load().items()}
+    todo = [i for i in range(len(inputs.samples)) if i not in records]
+    board, model = request.board, request.model
+    with connect(
+        board,
+        model,
+        request.port,
+        request.tflm,
+        request.serial_number,
+        request.protocol,
+        request.faults,
+        request.labgrid_place,
+    ) as client:
         _check_device_runs_model(client.info, request.model, request.board)
-        with metering or nullcontext(), progress(len(inputs.samples), f"eval {request.board.id}") as advance:
-            for sample, tensor in zip(inputs.samples, inputs.tensors, strict=True):
-                result = client.run(tensor.tobytes())
+        with metering or nullcontext(), progress(len(todo), f"eval {request.board.id}") as advance:
+            # Pipelined where the device has two input slots: sample k+1 streams while k is inferred.
+            results = client.run_stream(inputs.tensors[i].tobytes() for i in todo)
+            for index, result in zip(todo, results, strict=True):
+                tensor = inputs.tensors[index]
                 if metering:
                     metering.record(client.last_invoke)
                 hosts = {ref.name: ref.run(tensor) for ref in references}
                 instructions = emulated_instructions(result.timing.ticks, result.timing.tick_hz, request.board)
-                records.append(SampleRecord(sample, result.output, result.timing, hosts, instructions))
+                record = SampleRecord(inputs.samples[index], result.output, result.timing, hosts, instructions)
+                journal.append(_journal_entry(index, record))
+                records[index] = record
                 advance()
         board_serial = usb_serial_number(getattr(client.port, "port", None))
         firmware = client.firmware or recorded_build(client.info.build_id)
-        return records, client.info, vars(client.stats), firmware, board_serial
+        stats = vars(client.stats) | {"samples_from_journal": len(inputs.samples) - len(todo)}
+        return [records[i] for i in range(len(inputs.samples))], client.info, stats, firmware, board_serial
 
 
 def _stats(values: list[int]) -> dict | None:
@@ -248,12 +297,26 @@ def run_eval(request: EvalRequest) -> dict:
     preparation = task_for(request.card).preparation(request.model.input)
     inputs = prepare_inputs(request.dataset, samples, preparation, request.strict)
     refs = load_references(request.model, request.reference_names)
+    run_id = request.run_id or new_run_id(request.card.name, request.board.id)
+    folder = open_partial(request.results_root, run_id, resume=request.run_id is not None)
+    if request.run_id is None:
+        save_request(folder.path, request.settings or {})
+    journal = Journal(folder.path)
     started = datetime.now(UTC)
-    records, info, link_stats, firmware, board_serial = _stream(request, inputs, refs.references, metering)
+    try:
+        records, info, link_stats, firmware, board_serial = _stream(request, inputs, refs.references, journal, metering)
+    except UserError:
+        journal.close()
+        if request.run_id is None and not journal.load():  # nothing to resume: leave nothing behind
+            shutil.rmtree(folder.path, ignore_errors=True)
+        raise
+    except LinkError as exc:
+        raise LinkError(f"{exc} (the samples done are kept: `harness eval --resume {run_id}` goes on)") from exc
+    finally:
+        journal.close()
     finished = datetime.now(UTC)
     readings = _read_outputs(request, records, [ref.name for ref in refs.references])
     summary = _summarise(request, records, readings, info, refs)
-    run_id = new_run_id(request.card.name, request.board.id)
     summary["run_id"] = run_id
     summary["link"] = link_stats
     summary["unreadable_images"] = {"count": len(inputs.unreadable), "first": inputs.unreadable[:20]}
@@ -307,12 +370,11 @@ def run_eval(request: EvalRequest) -> dict:
     }
     if metering:
         manifest["meter"] = {"spec": request.meter, "identity": metering.trace.meter, "source": metering.trace.source}
-    with run_folder(request.results_root, run_id) as folder:
-        folder.write_table("samples.parquet", _sample_columns(request, records, readings))
-        if metering:
-            folder.write_table("energy.parquet", metering.columns())
-            folder.write_table("power.parquet", metering.power_columns())
-        folder.write_json("manifest.json", manifest)
-        folder.write_json("summary.json", summary)
+        folder.write_table("energy.parquet", metering.columns())
+        folder.write_table("power.parquet", metering.power_columns())
+    folder.write_table("samples.parquet", _sample_columns(request, records, readings))
+    folder.write_json("manifest.json", manifest)
+    folder.write_json("summary.json", summary)
+    publish(request.results_root, run_id)
     summary["run_dir"] = str(request.results_root / run_id)
     return summary

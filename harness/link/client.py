@@ -1,19 +1,26 @@
-"""Protocol v1 client: requests with sequence numbers, retries on silence or corruption."""
+"""Protocol client: requests with sequence numbers, retries on silence or corruption; input streamed
+through a window of frames in flight, the next sample sent while the device runs the current one."""
 
+import contextlib
 import random
 import struct
 import time
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import serial
+
 from harness.errors import LinkError
-from harness.link.framing import FrameDecoder, Rejected, encode_frame
+from harness.link.framing import OVERHEAD, FrameDecoder, Rejected, crc32, encode_frame
 from harness.link.protocol import (
     PROTOCOL_VERSION,
     RESPONSE_BIT,
+    SUPPORTED_VERSIONS,
     DeviceInfo,
     ErrorCode,
     InvokeResult,
+    MalformedPayload,
     Msg,
     StreamChunkResult,
     Timing,
@@ -32,6 +39,37 @@ from harness.link.protocol import (
 # A damaged request is dropped by the device; sending it again is the cure. (An oversized one is
 # refused with FRAME_TOO_LONG, which no resend cures.)
 RETRYABLE_ERRORS = {ErrorCode.BAD_CRC}
+# While input streams, a lost chunk makes the ones behind it land past the loaded range: go back.
+# (FRAME_TOO_LONG too: our chunks fit, so the length field was damaged on the way.)
+RESEND_INPUT_ERRORS = {ErrorCode.BAD_CRC, ErrorCode.BAD_OFFSET, ErrorCode.FRAME_TOO_LONG}
+MAX_WINDOW = 8
+MIN_CHUNK = 128  # the smallest input chunk a damaged link shrinks frames to
+# After a fault, zero bytes behind each burst complete a frame that lost a byte, so the device answers
+# BAD_CRC at once rather than waiting for bytes that never come. The decoder skips them otherwise.
+PAD = bytes(16)
+PARTIAL_GAP_SECONDS = 0.03  # more than a USB-serial adapter's latency timer (16 ms on FTDI)
+# Once the link has damaged frames, waits shrink to just over the device's 50 ms partial-frame reset
+# (a resend any sooner would land in the broken frame) and more attempts are allowed.
+DAMAGED_LINK_WAIT = 0.1
+DAMAGED_LINK_EXTRA_TRIES = 26
+STATELESS = {Msg.LINK_TEST, Msg.PERF}
+# The device no longer holds the input or output it was sent: run the sample again.
+STATE_LOST_ERRORS = {ErrorCode.INPUT_MISMATCH, ErrorCode.INPUT_INCOMPLETE, ErrorCode.NO_OUTPUT}
+RECONNECT_POLL_SECONDS = 0.2
+RESETS_PER_SAMPLE = 20  # boot notices tolerated while one sample runs before giving up (a boot loop)
+MIN_WINDOW_FRAME = 256  # below this, framing overhead outweighs what a window gains
+FALLBACK_SECONDS = 1.2  # the device's probation after SET_BAUD (HP_BAUD_PROBATION_MS) and a margin
+
+
+class DeviceReset(LinkError):
+    """The device announced a boot in the middle of the session: its state is gone."""
+
+    def __init__(self):
+        super().__init__("the device reset during the session (boot notice); say HELLO again")
+
+
+# What makes the device state unknown: a boot notice, or the port going away under us.
+LOST_STATE = (DeviceReset, serial.SerialException, OSError)
 
 
 class DeviceError(LinkError):
@@ -47,11 +85,28 @@ class LinkStats:
     resends: int = 0
     corrupt_frames: int = 0
     stale_frames: int = 0
+    go_backs: int = 0  # input windows sent again from the last acknowledged byte
+    baud: int = 0  # the rate the link ran at after the handshake
+    baud_fallbacks: int = 0
+    resets: int = 0  # boot notices recovered from with a new handshake
+    reruns: int = 0  # samples sent again after a reset or a lost invoke
+    timeouts: int = 0  # waits that ended in silence
+    reconnects: int = 0  # times the port went away and came back
+    faults_injected: dict | None = None  # from the fault-injection proxy, when one is in the middle
 
 
 class DeviceClient:
-    def __init__(self, port, *, timeout: float = 2.0, invoke_timeout: float = 60.0, retries: int = 3):
+    def __init__(
+        self,
+        port,
+        *,
+        timeout: float = 2.0,
+        invoke_timeout: float = 60.0,
+        retries: int = 3,
+        reconnect_seconds: float = 30.0,
+    ):
         self.port = port
+        self.reconnect_seconds = reconnect_seconds
         self.timeout = timeout
         self.invoke_timeout = invoke_timeout
         self.retries = retries
@@ -60,7 +115,12 @@ class DeviceClient:
         self.firmware: dict | None = None  # how the firmware was built, where harness built it
         self._decoder = FrameDecoder()
         self._events: deque = deque()
-        self._slowest_invoke = 0.0
+        self._held: dict = {}  # answers that came while other answers were awaited, by sequence number
+        self._expected: set[int] = set()
+        self._chunk_limit: int | None = None  # shrinks while the link damages frames, grows back when clean
+        self._in_hello = False
+        self._slowest_invoke = 0.0  # wall time from INVOKE sent to answer, the link included
+        self._longest_invoke = 0.0  # the longest invoke as the device timed it
         self.last_invoke: tuple[float, float] | None = None  # host monotonic: INVOKE sent, its answer read
         # A fresh random start keeps a new session's requests from matching a cached old answer.
         self._seq = random.randrange(0x10000)
@@ -69,8 +129,14 @@ class DeviceClient:
         self.port.reset_input_buffer()
         self._decoder.reset()
         self._events.clear()
-        info = parse_hello(self.request(Msg.HELLO))
-        if info.protocol_version != PROTOCOL_VERSION:
+        self._held.clear()
+        self._expected.clear()
+        self._in_hello = True
+        try:
+            info = parse_hello(self.request(Msg.HELLO))
+        finally:
+            self._in_hello = False
+        if info.protocol_version not in SUPPORTED_VERSIONS:
             raise LinkError(
                 f"device speaks protocol v{info.protocol_version}, this harness v{PROTOCOL_VERSION}: "
                 "flash matching firmware"
@@ -79,28 +145,244 @@ class DeviceClient:
         return info
 
     def load_input(self, data: bytes) -> None:
+        """The input in chunks of the largest frame, a window of them in flight: as many as the device's
+        frame buffer and link buffer hold. A lost or damaged chunk sends the window again from the last
+        byte the device acknowledged."""
         info = self._require_info()
         if len(data) != info.input.bytes:
             raise LinkError(f"input is {len(data)} bytes, the device expects {info.input.bytes}")
-        chunk = info.max_request_payload - 4
-        for offset in range(0, len(data), chunk):
-            piece = data[offset : offset + chunk]
-            ack = int.from_bytes(self.request(Msg.LOAD_INPUT, load_input_payload(offset, piece)), "little")
-            if ack != offset + len(piece):
-                raise LinkError(f"device acknowledged {ack} input bytes, expected {offset + len(piece)}")
+        # Bytes in flight are bounded by the device's frame buffer plus its link buffer; frames small
+        # enough that two fit keep the line busy while the device handles one.
+        budget = info.max_request_frame + info.rx_buffer_bytes
+        frame_bytes = min(info.max_request_frame, max(budget // 2, MIN_WINDOW_FRAME))
+        largest = min(info.max_request_payload, frame_bytes - OVERHEAD) - 4
+        chunk = min(largest, self._chunk_limit or largest)
+        window = max(1, min(MAX_WINDOW, budget // (chunk + 4 + OVERHEAD)))
+        acked, sent, failures, faults = 0, 0, 0, 0
+        outstanding: dict[int, int] = {}  # sequence number -> input bytes loaded once it is acknowledged
+        while acked < len(data):
+            burst = b""
+            while len(outstanding) < window and sent < len(data):
+                piece = data[sent : sent + chunk]
+                seq = self._next_seq()
+                burst += encode_frame(Msg.LOAD_INPUT, seq, load_input_payload(sent, piece))
+                self.stats.frames_sent += 1
+                sent += len(piece)
+                outstanding[seq] = sent
+            if burst:
+                self.port.write(burst + (PAD if self._damaged_link else b""))
+            wait = min(self.timeout, DAMAGED_LINK_WAIT) if self._damaged_link else self.timeout
+            event = self._next_answer(set(outstanding), wait + self.wire_seconds(window * frame_bytes))
+            ok = event is not None and event.type == Msg.LOAD_INPUT | RESPONSE_BIT
+            if not ok and event is not None and event.type == Msg.ERROR:
+                code, text = parse_error(event.payload)
+                if code not in RESEND_INPUT_ERRORS:
+                    raise DeviceError(code, text)
+                if code == ErrorCode.BAD_OFFSET and failures >= 2:
+                    acked = 0  # the device holds less than it acknowledged: a reset whose notice was lost
+            if ok:
+                acked = max(acked, int.from_bytes(event.payload[:4], "little"))
+                del outstanding[event.seq]
+                failures = 0
+                continue
+            failures += 1
+            faults += 1
+            if failures > self._retries():
+                raise LinkError(f"input not accepted after {failures} attempts; check the link and the baud rate")
+            self.stats.go_backs += 1
+            acked = self._drain(outstanding, acked)
+            self.stats.resends += len(outstanding)
+            outstanding.clear()
+            sent = acked
+            chunk = max(MIN_CHUNK, chunk // 2)  # a damaged link: smaller frames get through more often
+            window = max(1, min(MAX_WINDOW, budget // (chunk + 4 + OVERHEAD)))
+        self._chunk_limit = chunk if faults else min(largest, chunk * 2)
+
+    def _drain(self, outstanding: dict[int, int], acked: int) -> int:
+        """Before going back: an empty LINK_TEST behind the frames still on their way. The device answers
+        in order, so once its echo is back every earlier frame was handled (acknowledgements among them
+        count) or lost, and resent frames cannot land in a frame broken on the way."""
+        marker = self._next_seq()
+        self._write(encode_frame(Msg.LINK_TEST, marker))
+        while True:
+            event = self._next_answer({*outstanding, marker}, DAMAGED_LINK_WAIT)
+            if event is None or event.seq == marker:
+                return acked
+            if event.type == Msg.LOAD_INPUT | RESPONSE_BIT:
+                acked = max(acked, int.from_bytes(event.payload[:4], "little"))
+            outstanding.pop(event.seq, None)
+
+    def _damaged_link_wait(self, msg: Msg) -> float:
+        """How long an answer takes at most once the link damages frames: the device's partial-frame
+        reset, plus for INVOKE twice the longest invoke the device has timed (if it has a timer; if not,
+        the usual bound stays). A resent INVOKE is answered from the device's store, never run twice."""
+        if msg != Msg.INVOKE:
+            return DAMAGED_LINK_WAIT
+        return DAMAGED_LINK_WAIT + 2 * self._longest_invoke if self._longest_invoke else self.invoke_timeout
+
+    def _retries(self) -> int:
+        """Attempts per frame: more once the link has shown damage, where each try is cheaper."""
+        return self.retries + 1 + (DAMAGED_LINK_EXTRA_TRIES if self._damaged_link else 0)
+
+    @property
+    def _damaged_link(self) -> bool:
+        return bool(self.stats.go_backs or self.stats.corrupt_frames or self.stats.resets)
 
     def invoke(self) -> InvokeResult:
+        return self._invoke_result(self._start_invoke(None))
+
+    def run_stream(self, inputs: Iterable[bytes]) -> Iterator[InvokeResult]:
+        """Results in order. On a device with two input slots, sample k+1 streams while k is inferred.
+        A device reset (boot notice) costs a new handshake and the samples it interrupted, never a result."""
         info = self._require_info()
-        started = time.monotonic()
-        payload = self.request(Msg.INVOKE, timeout=self._invoke_wait())
-        self.last_invoke = (started, time.monotonic())
-        self._slowest_invoke = max(self._slowest_invoke, self.last_invoke[1] - started)
+        if info.input_slots < 2:
+            for data in inputs:
+                yield self._recovering(lambda data=data: self.run(data))
+            return
+        pending = None  # (data, started invoke)
+        for data in inputs:
+            try:
+                self.load_input(data)
+                result = self._finish_pipelined(*pending, next_data=data) if pending else None
+            except LOST_STATE as lost:
+                self._recover(lost)
+                result = self._recovering(lambda p=pending: self.run(p[0])) if pending else None
+                self._recovering(lambda data=data: self.load_input(data))
+            if result is not None:
+                yield result
+            pending = (data, self._start_invoke(data))
+        if pending is not None:
+            try:
+                yield self._finish_pipelined(*pending, next_data=None)
+            except LOST_STATE as lost:
+                self._recover(lost)
+                yield self._recovering(lambda: self.run(pending[0]))
+
+    def _recover(self, cause: Exception | None = None) -> None:
+        """After a boot notice: a new handshake (which may itself meet another reset). After the port
+        went away (USB re-enumeration, a dropped network link): first wait for it to come back."""
+        if isinstance(cause, serial.SerialException | OSError):
+            self._reconnect()
+        for _ in range(RESETS_PER_SAMPLE):
+            self.stats.resets += 1
+            try:
+                self.hello()
+                return
+            except DeviceReset:
+                continue
+        raise LinkError(f"the device reset {RESETS_PER_SAMPLE} times in a row; check its power and watchdog")
+
+    def _reconnect(self) -> None:
+        """Close the port and open it again as soon as it is back, within reconnect_seconds."""
+        deadline = time.monotonic() + self.reconnect_seconds
+        with contextlib.suppress(serial.SerialException, OSError):
+            self.port.close()
+        while True:
+            try:
+                self.port.open()
+                break
+            except (serial.SerialException, OSError) as exc:
+                if time.monotonic() > deadline:
+                    raise LinkError(
+                        f"the port {getattr(self.port, 'port', '')} did not come back within "
+                        f"{self.reconnect_seconds:.0f} s ({exc}); check the cable and the board"
+                    ) from None
+                time.sleep(RECONNECT_POLL_SECONDS)
+        self.stats.reconnects += 1
+
+    def _recovering(self, step):
+        """Run `step` (a whole sample, or loading one), starting over after each device reset, or
+        when the device no longer holds what it was sent (a reset whose boot notice was lost)."""
+        for _ in range(RESETS_PER_SAMPLE):
+            try:
+                return step()
+            except LOST_STATE as lost:
+                self._recover(lost)
+            except DeviceError as error:
+                if error.code not in STATE_LOST_ERRORS:
+                    raise
+            self.stats.reruns += 1
+        raise LinkError(f"the device reset {RESETS_PER_SAMPLE} times during one sample; check its power and watchdog")
+
+    def _finish_pipelined(self, data: bytes, started, next_data: bytes | None) -> InvokeResult:
+        try:
+            return self._invoke_result(started)
+        except DeviceError as error:
+            if error.code not in STATE_LOST_ERRORS:
+                raise
+        # The INVOKE was lost while the next input overwrote this one (or the device lost it in a reset):
+        # run it again, then reload the next.
+        self.stats.reruns += 1
+        result = self._recovering(lambda: self.run(data))
+        if next_data is not None:
+            self._recovering(lambda: self.load_input(next_data))
+        return result
+
+    def _start_invoke(self, data: bytes | None):
+        """Send INVOKE (naming the input by its CRC-32 on v2 devices) without waiting for the answer."""
+        info = self._require_info()
+        payload = struct.pack("<I", crc32(data)) if data is not None and info.protocol_version >= 2 else b""
+        seq = self._next_seq()
+        frame = encode_frame(Msg.INVOKE, seq, payload)
+        self._write(frame)
+        self._expected.add(seq)
+        return seq, frame, time.monotonic()
+
+    def _invoke_result(self, started) -> InvokeResult:
+        seq, frame, at = started
+        info = self._require_info()
+        try:
+            payload = self._complete(Msg.INVOKE, seq, frame, self._invoke_wait())
+        finally:
+            self._expected.discard(seq)
+        self.last_invoke = (at, time.monotonic())
+        self._slowest_invoke = max(self._slowest_invoke, self.last_invoke[1] - at)
         measured, total, output = parse_invoke(payload, info)
+        self._longest_invoke = max(self._longest_invoke, measured.seconds or 0.0)
+        if total != info.output.bytes or len(output) > total:
+            raise MalformedPayload(f"INVOKE answer announces {total} output bytes, HELLO {info.output.bytes}")
         while len(output) < total:
             want = min(total - len(output), info.max_response_payload - 4)  # after the offset field
             more = self.request(Msg.READ_OUTPUT, read_output_payload(len(output), want))
+            if not 0 < len(more) - 4 <= want:
+                raise MalformedPayload(f"READ_OUTPUT answered {len(more)} bytes for {want} asked")
             output += more[4:]
         return InvokeResult(measured, output)
+
+    def switch_baud(self, baud: int) -> bool:
+        """SET_BAUD after the handshake: both ends move to `baud`; if no answer comes at the new rate,
+        both fall back (the device on its own after a second) and the link carries on. True if switched."""
+        info = self._require_info()
+        old = self.port.baudrate
+        if baud == old or info.protocol_version < 2 or not info.max_baud:
+            return False
+        self.request(Msg.SET_BAUD, struct.pack("<I", min(baud, info.max_baud)))
+        switched_at = time.monotonic()
+        self.port.baudrate = min(baud, info.max_baud)
+        saved = self.timeout, self.retries
+        self.timeout, self.retries = 0.2, 1  # both tries inside the device's one-second probation
+        try:
+            self.hello()
+            self.stats.baud = self.port.baudrate
+            return True
+        except LinkError:
+            self.stats.baud_fallbacks += 1
+        finally:
+            self.timeout, self.retries = saved
+        self.port.baudrate = old
+        time.sleep(max(0.0, switched_at + FALLBACK_SECONDS - time.monotonic()))
+        self.hello()
+        self.stats.baud = old
+        return False
+
+    def _partial_gap(self) -> float:
+        """Silence in the middle of an answer longer than this means bytes were lost (a device sends
+        each frame in one go; USB adapters add a few milliseconds)."""
+        return PARTIAL_GAP_SECONDS + self.wire_seconds(64)
+
+    def wire_seconds(self, nbytes: int) -> float:
+        """How long nbytes take on the wire at the port's rate (10 bits a byte)."""
+        return nbytes * 10 / (getattr(self.port, "baudrate", 0) or 115200)
 
     def echo(self, payload: bytes) -> bytes:
         """LINK_TEST: the device sends the payload back."""
@@ -157,50 +439,92 @@ class DeviceClient:
 
     def run(self, data: bytes) -> InvokeResult:
         self.load_input(data)
-        return self.invoke()
+        return self._invoke_result(self._start_invoke(data))
 
     def request(self, msg: Msg, payload: bytes = b"", timeout: float | None = None) -> bytes:
+        seq = self._next_seq()
+        frame = encode_frame(msg, seq, payload)
+        self._write(frame)
+        try:
+            return self._complete(msg, seq, frame, timeout or self.timeout)
+        except DeviceReset:
+            if msg not in STATELESS:
+                raise
+        self._recover()  # nothing of this request's depended on the lost state: ask again
+        return self.request(msg, payload, timeout)
+
+    def _next_seq(self) -> int:
         self._seq = (self._seq + 1) & 0xFFFF
-        frame = encode_frame(msg, self._seq, payload)
-        for attempt in range(self.retries + 1):
+        return self._seq
+
+    def _write(self, frame: bytes) -> None:
+        self.port.write(frame + (PAD if self._damaged_link else b""))
+        self.stats.frames_sent += 1
+
+    def _complete(self, msg: Msg, seq: int, frame: bytes, timeout: float) -> bytes:
+        """The answer to a request already sent, sending the same frame again on silence or damage."""
+        if self._damaged_link:
+            timeout = min(timeout, self._damaged_link_wait(msg))
+        timeout += self.wire_seconds(len(frame) + self.info.max_response_frame if self.info else len(frame))
+        for attempt in range(self._retries()):
             if attempt:
                 self.stats.resends += 1
-            self.port.write(frame)
-            self.stats.frames_sent += 1
-            answer = self._await(msg, self._seq, timeout or self.timeout)
-            if answer is not None:
-                return answer
+                self._write(frame)
+                if self._damaged_link:  # an answer already made comes back at once
+                    timeout = min(timeout, self._damaged_link_wait(msg) + self.wire_seconds(len(frame) + 64))
+            event = self._next_answer({seq}, timeout)
+            if event is None:
+                continue
+            if event.type == Msg.ERROR:
+                code, text = parse_error(event.payload)
+                fits = self.info is not None and len(frame) <= self.info.max_request_frame
+                if code in RETRYABLE_ERRORS or (code == ErrorCode.FRAME_TOO_LONG and fits):  # damaged length
+                    continue
+                raise DeviceError(code, text)
+            if event.type == msg | RESPONSE_BIT:
+                return event.payload
+            self.stats.stale_frames += 1
         raise LinkError(
-            f"no valid answer to {msg.name} after {self.retries + 1} attempts; "
+            f"no valid answer to {msg.name} after {self._retries()} attempts; "
             "check the port, the baud rate and that the board runs harness firmware"
         )
 
-    def _await(self, msg: Msg, seq: int, timeout: float) -> bytes | None:
-        """The answer's payload, or None when the request should be sent again."""
-        deadline = time.monotonic() + timeout
+    def _next_answer(self, seqs: set[int], timeout: float):
+        """The next answer to one of `seqs`, or None on silence or a damaged frame (send again).
+        Answers to other requests still awaited are kept for later; the rest are stale."""
+        for seq in seqs & self._held.keys():
+            return self._held.pop(seq)
+        deadline = last_byte = time.monotonic()
+        deadline += timeout
         while True:
             while self._events:
                 event = self._events.popleft()
                 if isinstance(event, Rejected):
                     self.stats.corrupt_frames += 1
                     return None
-                if event.seq != seq:
+                if event.type == Msg.BOOT:
+                    if self._in_hello:
+                        continue
+                    raise DeviceReset()
+                if event.seq in seqs:
+                    return event
+                if event.seq in self._expected:
+                    self._held[event.seq] = event
+                else:
                     self.stats.stale_frames += 1
-                    continue
-                if event.type == Msg.ERROR:
-                    code, text = parse_error(event.payload)
-                    if code in RETRYABLE_ERRORS:
-                        return None
-                    raise DeviceError(code, text)
-                if event.type == msg | RESPONSE_BIT:
-                    return event.payload
-                self.stats.stale_frames += 1
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 self._decoder.reset()
+                self.stats.timeouts += 1
                 return None
             data = self.port.read(max(1, self.port.in_waiting))
             if data:
                 self._events.extend(self._decoder.feed(data))
+                last_byte = now
+            elif self._decoder.partial and now - last_byte > self._partial_gap():
+                self._decoder.reset()  # an answer that lost bytes: no use waiting for the rest
+                self.stats.corrupt_frames += 1
+                return None
 
     def _require_info(self) -> DeviceInfo:
         if self.info is None:

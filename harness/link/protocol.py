@@ -7,10 +7,13 @@ import struct
 from dataclasses import dataclass
 from enum import IntEnum
 
+from harness.errors import LinkError
 from harness.link.framing import MAX_PAYLOAD, OVERHEAD
 from harness.tensors import TensorSpec
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+MAX_RANK = 6  # HP_MAX_DIMS
+SUPPORTED_VERSIONS = (1, 2)  # v2 only adds to v1: HELLO's tail, SET_BAUD, INVOKE naming its input
 RESPONSE_BIT = 0x80
 
 
@@ -23,6 +26,8 @@ class Msg(IntEnum):
     PERF = 0x06
     BENCH = 0x07
     PROFILE = 0x08
+    SET_BAUD = 0x09
+    BOOT = 0x0A  # unasked, from the device: it (re)started
     STREAM_START = 0x0B
     STREAM_AUDIO = 0x0C
     ERROR = 0x7F
@@ -39,6 +44,7 @@ class ErrorCode(IntEnum):
     MODEL_NOT_READY = 8
     NO_OUTPUT = 9
     UNSUPPORTED = 10
+    INPUT_MISMATCH = 11
 
 
 class TickKind(IntEnum):
@@ -65,6 +71,8 @@ class DeviceInfo:
     runner_status: int
     input: TensorSpec
     output: TensorSpec
+    input_slots: int = 1  # 2: the device takes the next input while it runs the model (v2)
+    max_baud: int = 0  # the highest rate SET_BAUD may switch to; 0: no switching (v2)
 
     @property
     def max_request_payload(self) -> int:
@@ -104,13 +112,24 @@ class InvokeResult:
     output: bytes
 
 
+class MalformedPayload(LinkError):
+    """An answer whose payload does not have the layout its type promises."""
+
+
+def _unpack(fmt: str, data: bytes, offset: int = 0) -> tuple:
+    try:
+        return struct.unpack_from("<" + fmt, data, offset)
+    except struct.error:
+        raise MalformedPayload(f"answer payload of {len(data)} bytes is too short for <{fmt} at {offset}") from None
+
+
 class _Reader:
     def __init__(self, data: bytes):
         self.data = data
         self.pos = 0
 
     def values(self, fmt: str) -> tuple:
-        values = struct.unpack_from("<" + fmt, self.data, self.pos)
+        values = _unpack(fmt, self.data, self.pos)
         self.pos += struct.calcsize("<" + fmt)
         return values
 
@@ -119,18 +138,19 @@ class _Reader:
         return values if len(values) > 1 else values[0]
 
     def string(self) -> str:
-        n = self.take("B")
-        value = self.data[self.pos : self.pos + n].decode("utf-8", "replace")
-        self.pos += n
-        return value
+        return self.raw(self.take("B")).decode("utf-8", "replace")
 
     def raw(self, n: int) -> bytes:
         value = self.data[self.pos : self.pos + n]
+        if len(value) < n:
+            raise MalformedPayload(f"answer payload ends {n - len(value)} bytes early")
         self.pos += n
         return value
 
     def tensor(self) -> TensorSpec:
         dtype, rank = self.take("BB")
+        if rank > MAX_RANK:
+            raise MalformedPayload(f"tensor of rank {rank}; the protocol allows {MAX_RANK}")
         shape = self.values(f"{rank}i")
         scale, zero_point, nbytes = self.take("fiI")
         return TensorSpec(dtype, shape, float(scale), zero_point, nbytes)
@@ -143,7 +163,12 @@ def parse_hello(payload: bytes) -> DeviceInfo:
     build_id = r.string()
     sha_prefix = r.raw(8).hex()
     arena_configured, arena_used, max_req, max_resp, rx_buffer, cpu_hz, tick_hz = r.take("7I")
-    tick_kind = TickKind(r.take("B"))
+    kind = r.take("B")
+    if kind not in TickKind._value2member_map_:
+        raise MalformedPayload(f"HELLO names tick kind {kind}, which this harness does not know")
+    tick_kind = TickKind(kind)
+    if max_req <= OVERHEAD + 4 or max_resp <= OVERHEAD + 4:
+        raise MalformedPayload(f"HELLO announces frames of {max_req}/{max_resp} bytes, too small to carry data")
     runner_status = r.take("I")
     return DeviceInfo(
         version,
@@ -161,6 +186,7 @@ def parse_hello(payload: bytes) -> DeviceInfo:
         runner_status,
         r.tensor(),
         r.tensor(),
+        *(r.take("BI") if len(payload) - r.pos >= 5 else ()),
     )
 
 
@@ -170,18 +196,20 @@ def timing(ticks: int, info: DeviceInfo) -> Timing:
 
 
 def parse_invoke(payload: bytes, info: DeviceInfo) -> tuple[Timing, int, bytes]:
-    ticks, total = struct.unpack_from("<QI", payload)
+    ticks, total = _unpack("QI", payload)
     return timing(ticks, info), total, payload[12:]
 
 
 def parse_perf(payload: bytes, info: DeviceInfo) -> tuple[Timing, int]:
-    ticks, checksum = struct.unpack_from("<QI", payload)
+    ticks, checksum = _unpack("QI", payload)
     return timing(ticks, info), checksum
 
 
 def parse_bench(payload: bytes) -> list[int]:
-    (runs,) = struct.unpack_from("<I", payload)
-    return list(struct.unpack_from(f"<{runs}Q", payload, 4))
+    (runs,) = _unpack("I", payload)
+    if 4 + 8 * runs != len(payload):
+        raise MalformedPayload(f"BENCH answer of {len(payload)} bytes cannot hold {runs} timings")
+    return list(_unpack(f"{runs}Q", payload, 4))
 
 
 def parse_profile(payload: bytes) -> tuple[int, list[tuple[str, int]], int]:
@@ -212,7 +240,7 @@ def parse_stream_audio(payload: bytes) -> StreamChunkResult:
 
 
 def parse_error(payload: bytes) -> tuple[int, str]:
-    code, n = struct.unpack_from("<HB", payload)
+    code, n = _unpack("HB", payload)
     return code, payload[3 : 3 + n].decode("utf-8", "replace")
 
 

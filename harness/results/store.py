@@ -31,6 +31,40 @@ class RunFolder:
         pq.write_table(pa.table(columns, schema=schema), self.path / name)
 
 
+def partial_path(root: Path, run_id: str) -> Path:
+    return root / f".{run_id}.partial"
+
+
+def open_partial(root: Path, run_id: str, resume: bool) -> RunFolder:
+    """The hidden folder a run fills before it is complete; a resumed run finds its own again."""
+    partial = partial_path(root, run_id)
+    if resume:
+        if not partial.is_dir():
+            done = " (it finished already)" if (root / run_id).is_dir() else ""
+            raise UserError(f"no unfinished run {run_id} in {root}{done}; `harness runs` lists the finished ones")
+        return RunFolder(partial)
+    try:
+        partial.mkdir(parents=True)
+    except OSError as exc:
+        raise UserError(f"cannot create {partial} ({exc.strerror}); pass a writable --results") from exc
+    return RunFolder(partial)
+
+
+def publish(root: Path, run_id: str) -> Path:
+    """The partial folder becomes the run folder, in one rename."""
+    final = root / run_id
+    os.rename(partial_path(root, run_id), final)
+    return final
+
+
+def resume_target(results: Path, run: str) -> tuple[Path, str]:
+    """`--resume RUN`: a run id under --results, or the path of its partial folder."""
+    path = Path(run)
+    if path.name.startswith(".") and path.name.endswith(".partial"):
+        return path.parent, path.name[1 : -len(".partial")]
+    return results, run
+
+
 @contextmanager
 def run_folder(root: Path, run_id: str) -> Iterator[RunFolder]:
     """Write into a hidden partial folder; rename it into place only if the block succeeds."""

@@ -1,0 +1,214 @@
+"""Link throughput and pipelining on the virtual board with an emulated UART, side by side in one run.
+
+(a) payload efficiency = input payload bytes/s achieved by LOAD_INPUT ÷ (baud/10), at 115200, 921600
+    and 2000000 baud, 96x96x3 int8 inputs; target ≥ 0.95.
+(b) samples/s of our protocol ÷ samples/s of the MLPerf Tiny / EEMBC DUT protocol (hex `db` chunks of
+    31 bytes, one m-ready each; the C DUT in firmware/eembc) on the same emulated link and device at
+    115200 baud; target ≥ 2.2.
+(d) the same, our protocol switched to 2000000 baud after the handshake (SET_BAUD), EEMBC at its
+    standard 115200; target ≥ 20.
+(c) pipelined wall time ÷ max(total transfer time, total inference time), with the emulated inference
+    time set within a factor of two of the transfer time; target ≤ 1.10. Transfer time is measured in
+    the same run (sequential rounds: LOAD_INPUT alone), inference time is the device's own (sim) timer.
+Rounds alternate and medians are printed. Every figure is `sim`: this machine's pseudo-terminal paced
+to the baud rate by the virtual board (firmware/sim/sim_board.c), not a real UART. The board's model
+is a small int8 runner with a 96x96x3 input (the fixtures hold no int8 model of that shape; the link
+does not care what the model computes, and every output is checked).
+
+    python benchmarks/link.py [--rounds 3] [--samples 3] [--pipeline-samples 12]
+"""
+
+import argparse
+import ctypes
+import multiprocessing
+import statistics
+import time
+from contextlib import contextmanager
+
+import numpy as np
+import serial
+
+from harness.boards import get_board
+from harness.device.launch import sim_build_id
+from harness.device.sim_board import LinkEmulation, SimBoard
+from harness.link.client import DeviceClient
+from harness.link.eembc import EembcClient
+from harness.native import ModelInfo
+from harness.tensors import TensorSpec
+
+BAUDS = (115200, 921600, 2000000)
+PIPELINE_BAUD = 2000000
+SHAPE = (1, 96, 96, 3)
+INT8 = 9
+INPUT_BYTES = 96 * 96 * 3
+SPEC_IN = TensorSpec(INT8, SHAPE, 1.0, 0, INPUT_BYTES)
+SPEC_OUT = TensorSpec(INT8, (1, 3), 1.0, 0, 3)
+PROTOCOL_INVOKE_MS = 100  # the same emulated device for both protocols
+
+
+class MeanRunner:
+    """int8[1,96,96,3] -> int8[1,3]: the per-channel mean, computed for real on every invoke."""
+
+    def __init__(self):
+        self.model_info = ModelInfo()
+        for tensor, dims in ((self.model_info.input, SHAPE), (self.model_info.output, (1, 3))):
+            tensor.dtype, tensor.rank, tensor.scale, tensor.bytes = INT8, len(dims), 1.0, int(np.prod(dims))
+            for i, dim in enumerate(dims):
+                tensor.dims[i] = dim
+        self.status = 0
+        self.input_ptr = self.output_ptr = None
+
+    @staticmethod
+    def compute(data: bytes) -> bytes:
+        return np.frombuffer(data, np.int8).reshape(SHAPE).mean(axis=(0, 1, 2)).astype(np.int8).tobytes()
+
+    def invoke(self, _user) -> int:
+        out = self.compute(ctypes.string_at(self.input_ptr, INPUT_BYTES))
+        ctypes.memmove(self.output_ptr, out, len(out))
+        return 0
+
+
+def _serve_board(conn, baud: int, invoke_ms: float, eembc: bool) -> None:
+    """The board's process: its own interpreter, so the host's never waits on the board's lock."""
+    fw = get_board("sim").firmware
+    with SimBoard(
+        MeanRunner(),
+        board_id="sim",
+        build_id=sim_build_id(),
+        rx_frame=fw["rx_frame_bytes"],
+        tx_frame=fw["tx_frame_bytes"],
+        rx_buffer=fw["rx_buffer_bytes"],
+        emulation=LinkEmulation(baud, 4_000_000, invoke_ms),
+        eembc_model="vww01" if eembc else None,
+    ) as board:
+        conn.send(board.pty_path)
+        while not conn.poll() and board.poll(20) >= 0:
+            pass
+
+
+@contextmanager
+def sim_client(baud: int, invoke_ms: float = 0.0, eembc: bool = False, switch_to: int = 0):
+    """The virtual board's C core on a pseudo-terminal paced to `baud`, in a process of its own; eembc:
+    the EEMBC DUT instead of ours on the same board; switch_to: SET_BAUD after the handshake."""
+    ours, theirs = multiprocessing.Pipe()
+    board = multiprocessing.get_context("fork").Process(target=_serve_board, args=(theirs, baud, invoke_ms, eembc))
+    board.start()
+    port = serial.Serial(ours.recv(), baudrate=baud, timeout=0.05)
+    try:
+        client = EembcClient(port, SPEC_IN, SPEC_OUT) if eembc else DeviceClient(port)
+        client.hello()
+        if switch_to:
+            assert client.switch_baud(switch_to), "the baud switch fell back"
+        yield client
+    finally:
+        port.close()
+        ours.send("stop")
+        board.join()
+
+
+def _inputs(count: int, seed: int) -> list[bytes]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(-128, 128, SHAPE, dtype=np.int8).tobytes() for _ in range(count)]
+
+
+def efficiency_round(baud: int, inputs: list[bytes]) -> float:
+    with sim_client(baud) as client:
+        started = time.perf_counter()
+        for data in inputs:
+            client.load_input(data)
+        seconds = time.perf_counter() - started
+        assert client.stats.resends == 0, client.stats
+    return sum(map(len, inputs)) / seconds / (baud / 10)
+
+
+def pipeline_round(invoke_ms: float, inputs: list[bytes]) -> tuple[float, float, float, float]:
+    """(pipelined wall, total transfer, total inference, sequential wall) in seconds."""
+    with sim_client(PIPELINE_BAUD, invoke_ms) as client:
+        transfer = inference = 0.0
+        started = time.perf_counter()
+        sequential = []
+        for data in inputs:
+            t0 = time.perf_counter()
+            client.load_input(data)
+            transfer += time.perf_counter() - t0
+            result = client.invoke()
+            inference += result.timing.seconds
+            sequential.append(result.output)
+        sequential_wall = time.perf_counter() - started
+        started = time.perf_counter()
+        pipelined = [result.output for result in client.run_stream(inputs)]
+        wall = time.perf_counter() - started
+        assert pipelined == sequential == [MeanRunner.compute(d) for d in inputs], "outputs differ"
+    return wall, transfer, inference, sequential_wall
+
+
+def samples_per_second(inputs: list[bytes], *, baud: int, eembc: bool = False, switch_to: int = 0) -> float:
+    with sim_client(baud, PROTOCOL_INVOKE_MS, eembc, switch_to) as client:
+        started = time.perf_counter()
+        outputs = [result.output for result in client.run_stream(inputs)]
+        seconds = time.perf_counter() - started
+    assert outputs == [MeanRunner.compute(d) for d in inputs], "outputs differ"
+    return len(inputs) / seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=3, help="inputs per efficiency round")
+    parser.add_argument("--pipeline-samples", type=int, default=12)
+    parser.add_argument("--protocol-samples", type=int, default=2, help="inputs per round for (b) and (d)")
+    args = parser.parse_args()
+
+    print(f"input int8{list(SHAPE)} ({INPUT_BYTES} bytes); all figures [sim]")
+    transfer_seconds = INPUT_BYTES * 10 / PIPELINE_BAUD
+    invoke_ms = round(transfer_seconds * 1e3 * 0.75)  # inference within 2x of transfer
+    efficiency: dict[int, list[float]] = {baud: [] for baud in BAUDS}
+    pipeline: list[tuple[float, float, float, float]] = []
+    rates: dict[str, list[float]] = {"ours 115200": [], "eembc 115200": [], "ours 2000000 after switch": []}
+    for r in range(args.rounds):
+        batch = _inputs(args.protocol_samples, 200 + r)
+        rates["eembc 115200"].append(samples_per_second(batch[:1], baud=115200, eembc=True))  # 5 s a sample
+        rates["ours 115200"].append(samples_per_second(batch, baud=115200))
+        rates["ours 2000000 after switch"].append(samples_per_second(batch * 3, baud=115200, switch_to=2_000_000))
+        for baud in BAUDS:
+            count = 1 if baud == 115200 else args.samples  # 2.4 s per input at 115200
+            efficiency[baud].append(efficiency_round(baud, _inputs(count, r)))
+        pipeline.append(pipeline_round(invoke_ms, _inputs(args.pipeline_samples, 100 + r)))
+
+    print("(a) payload efficiency = payload bytes/s ÷ (baud/10), target ≥ 0.95")
+    for baud in BAUDS:
+        values = efficiency[baud]
+        listed = ", ".join(f"{v:.3f}" for v in values)
+        print(f"    {baud:>8} baud: median {statistics.median(values):.3f}  rounds {listed}")
+    print(
+        f"(b)/(d) samples/s, same emulated device (inference {PROTOCOL_INVOKE_MS} ms), medians of {args.rounds} rounds"
+    )
+    for name, values in rates.items():
+        listed = ", ".join(f"{v:.3f}" for v in values)
+        print(f"    {name:<26} {statistics.median(values):7.3f} samples/s  rounds {listed}")
+    b = [o / e for o, e in zip(rates["ours 115200"], rates["eembc 115200"], strict=True)]
+    d = [o / e for o, e in zip(rates["ours 2000000 after switch"], rates["eembc 115200"], strict=True)]
+    print(f"(b) ours ÷ EEMBC at 115200: median {statistics.median(b):.2f} (target ≥ 2.2), rounds {_list(b)}")
+    print(f"(d) ours at 2000000 after the switch ÷ EEMBC at 115200: median {statistics.median(d):.1f} (target ≥ 20)")
+    ratios = [wall / max(transfer, inference) for wall, transfer, inference, _ in pipeline]
+    wall, transfer, inference, sequential = (statistics.median(col) for col in zip(*pipeline, strict=True))
+    print(
+        f"(c) pipelining at {PIPELINE_BAUD} baud, {args.pipeline_samples} samples, emulated inference {invoke_ms} ms, "
+        "target ≤ 1.10"
+    )
+    print(
+        f"    total transfer {transfer:.3f} s, total inference {inference:.3f} s "
+        f"(ratio {max(transfer, inference) / min(transfer, inference):.2f}x), sequential wall {sequential:.3f} s"
+    )
+    print(
+        f"    pipelined wall {wall:.3f} s; wall ÷ max(transfer, inference): median {statistics.median(ratios):.3f}  "
+        f"rounds {', '.join(f'{v:.3f}' for v in ratios)}"
+    )
+
+
+def _list(values: list[float]) -> str:
+    return ", ".join(f"{v:.2f}" for v in values)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""A fault-injection proxy between host and device: a pseudo-terminal in the middle that drops,
+damages and duplicates bytes in both directions and resets the device every so many requests.
+
+    harness link-test --faults drop=1e-3,corrupt=1e-3,dup=1e-4,reset-every=200
+    harness eval ... --faults drop=1e-3,corrupt=1e-3,reset-every=200
+
+Rates are per byte. reset-every=N resets the device once every N samples, in the middle of sending
+the next one (counted by INVOKE frames; the virtual board only: it loses all state and sends its
+boot notice, as after a watchdog reset).
+"""
+
+import contextlib
+import os
+import select
+import threading
+import tty
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.errors import UserError
+
+INVOKE_HEADER = b"\xa5\x5a\x03"  # sync and the INVOKE type: one per sample
+KNOWN = ("drop", "corrupt", "dup", "reset-every")
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    drop: float = 0.0
+    corrupt: float = 0.0
+    dup: float = 0.0
+    reset_every: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> "FaultSpec":
+        values: dict = {}
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            name, _, value = item.partition("=")
+            if name not in KNOWN or not value:
+                raise UserError(f"--faults {text!r}: use name=value pairs among {', '.join(KNOWN)}")
+            try:
+                number = int(value) if name == "reset-every" else float(value)
+            except ValueError:
+                raise UserError(f"--faults: {name}={value} is not a number") from None
+            if number < 0 or (name != "reset-every" and number >= 0.5):
+                raise UserError(f"--faults: {name}={value} is out of range (rates are per byte, below 0.5)")
+            values[name.replace("-", "_")] = number
+        return cls(**values)
+
+
+class FaultProxy:
+    """Serves a fresh pseudo-terminal (`path`, for the host) and relays it to `device` (a pyserial
+    port), damaging bytes on the way. `reset` is called every spec.reset_every host frames."""
+
+    def __init__(self, device, spec: FaultSpec, reset: Callable[[], None] | None = None, seed: int = 0):
+        if spec.reset_every and reset is None:
+            raise UserError("--faults reset-every needs a board harness can reset: use --board sim")
+        if device is not None and not hasattr(device, "fileno"):
+            raise UserError("--faults needs a local serial port or the virtual board, not a network URL")
+        self.spec = spec
+        # A plain dict, updated as bytes pass, so a client's link statistics can hold it as it grows.
+        self.counts = dict.fromkeys(("dropped", "corrupted", "duplicated", "resets", "to_device", "to_host"), 0)
+        self._device, self._reset = device, reset
+        self._rng = np.random.default_rng(seed)
+        self._master, self._slave = os.openpty()
+        tty.setraw(self._slave)
+        self._invokes = 0
+        self._reset_due = False
+        self._tail = b""  # the last bytes seen towards the device, for a header split across reads
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._relay, daemon=True)
+
+    @property
+    def path(self) -> str:
+        return os.ttyname(self._slave)
+
+    def __enter__(self) -> "FaultProxy":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        for fd in (self._master, self._slave):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def damage(self, data: bytes) -> bytes:
+        """The bytes after this hop: some dropped, some with a bit flipped, some twice."""
+        if not data:
+            return data
+        n = len(data)
+        arr = np.frombuffer(data, np.uint8).copy()
+        corrupt = self._rng.random(n) < self.spec.corrupt
+        arr[corrupt] ^= (1 << self._rng.integers(0, 8, int(corrupt.sum()))).astype(np.uint8)
+        repeats = np.ones(n, dtype=np.int64)
+        drop = self._rng.random(n) < self.spec.drop
+        dup = (self._rng.random(n) < self.spec.dup) & ~drop
+        repeats[drop] = 0
+        repeats[dup] = 2
+        self.counts["corrupted"] += int(corrupt.sum())
+        self.counts["dropped"] += int(drop.sum())
+        self.counts["duplicated"] += int(dup.sum())
+        return np.repeat(arr, repeats).tobytes()
+
+    def _to_device(self, data: bytes) -> bytes:
+        """The bytes to queue towards the device; resets the device when a reset is due."""
+        self.counts["to_device"] += len(data)
+        if not self.spec.reset_every:
+            return self.damage(data)
+        sent = b""
+        if self._reset_due:  # the sample after the N-th: the device resets while it arrives
+            half = len(data) // 2
+            sent, data = self.damage(data[:half]), data[half:]
+            self._reset()
+            self.counts["resets"] += 1
+            self._reset_due = False
+        seen = (self._tail + data).count(INVOKE_HEADER)
+        self._tail = data[-2:]
+        self._reset_due = self._invokes // self.spec.reset_every != (self._invokes + seen) // self.spec.reset_every
+        self._invokes += seen
+        return sent + self.damage(data)
+
+    def _relay(self) -> None:
+        """Both directions through non-blocking descriptors and queues: neither side can stall the other."""
+        device_fd = self._device.fileno()
+        os.set_blocking(device_fd, False)
+        os.set_blocking(self._master, False)
+        to_device, to_host = bytearray(), bytearray()
+        while not self._stop.is_set():
+            writers = [fd for fd, queue in ((device_fd, to_device), (self._master, to_host)) if queue]
+            ready, writable, _ = select.select([self._master, device_fd], writers, [], 0.05)
+            if self._master in ready:
+                to_device += self._to_device(_read(self._master))
+            if device_fd in ready:
+                data = _read(device_fd)
+                self.counts["to_host"] += len(data)
+                to_host += self.damage(data)
+            if device_fd in writable:
+                del to_device[: _write(device_fd, to_device)]
+            if self._master in writable:
+                del to_host[: _write(self._master, to_host)]
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except (BlockingIOError, InterruptedError):
+        return b""
+    except OSError:  # the other side closed: nothing more comes
+        return b""
+
+
+def _write(fd: int, data: bytearray) -> int:
+    try:
+        return os.write(fd, data)
+    except (BlockingIOError, InterruptedError):
+        return 0
