@@ -46,7 +46,7 @@ def test_wt310_driver_reads_the_simulator_over_a_socket_and_energy_per_inference
     analytic = profile.energy_j(*windows[0]) / 40  # the same for every window
     assert analytic == pytest.approx(0.100 / 40)
     assert np.all(np.abs(per_inference / analytic - 1) < 0.01), per_inference / analytic
-    summary = energy_summary(trace, marked, "serial-marker", idle=(epoch + 0.1, epoch + 0.9))
+    summary = energy_summary(trace, marked, "device-timed", idle=(epoch + 0.1, epoch + 0.9))
     assert summary["source"] == "sim"
     assert summary["uj_per_inference"]["median"] == pytest.approx(analytic * 1e6, rel=0.01)
     assert summary["idle_watts"] == pytest.approx(0.090, rel=0.01)

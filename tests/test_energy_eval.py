@@ -42,16 +42,23 @@ def test_eval_with_a_simulated_meter_reports_energy_labelled_sim_and_lpirc_score
             cwd=tmp_path,
         )
     assert done.returncode == 0, done.stderr
-    assert "energy (sim, host windows" in done.stdout
+    assert "energy (sim, device-timed windows" in done.stdout
     (run,) = (tmp_path / "results").iterdir()
     summary = json.loads((run / "summary.json").read_text())
     manifest = json.loads((run / "manifest.json").read_text())
     energy = summary["energy"]
     assert energy["source"] == "sim" and manifest["meter"]["source"] == "sim"
-    assert energy["windows"] == "host" and energy["inferences"] == 8
+    # The virtual board times invokes with a real clock: windows are the device's own invoke times.
+    assert energy["windows"] == "device-timed" and energy["inferences"] == 8
     assert energy["idle_watts"] == pytest.approx(0.5, rel=1e-3)
     windows = pq.read_table(run / "energy.parquet").to_pydict()
     durations = np.array(windows["window_end_s"]) - np.array(windows["window_start_s"])
+    device_us = pq.read_table(run / "samples.parquet").to_pydict()["microseconds"]
+    assert windows["window_kind"] == ["device-timed"] * 8
+    assert np.allclose(np.sort(durations), np.sort(np.array(device_us) / 1e6), rtol=1e-6, atol=1e-9)
+    assert all(
+        end <= received + 1e-9 for end, received in zip(windows["window_end_s"], windows["received_s"], strict=True)
+    )
     # Constant 0.5 W: each window's energy is 0.5 W times its length.
     assert np.allclose(windows["window_uj"], 0.5 * durations * 1e6, rtol=0.01)
     assert energy["uj_per_inference"]["median"] == pytest.approx(0.5 * np.median(durations) * 1e6, rel=0.01)

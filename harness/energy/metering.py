@@ -1,9 +1,12 @@
 """Energy during `harness eval --meter KIND:ADDRESS`: idle first, then one window per INVOKE.
 
 The meter starts once the board has answered HELLO; `idle_seconds` with no request measure idle power;
-then each sample's INVOKE is a host-timed window (harness firmware marks no windows of its own yet, so
-the kind recorded is `host`). The run folder gains power.parquet (the trace) and energy.parquet (per
-sample: when its answer came and its window's energy), which `harness lpirc-score --time-limit` reads.
+then each sample's invoke is a window: `device-timed` when the board times its invokes with a real
+clock (the device's own duration, ending when its answer arrived, so link transfers stay outside it),
+else `host` (from sending INVOKE to reading the answer). The answer's own transfer still falls inside
+a device-timed window's end (at most its bytes x 10 / baud). The run folder gains power.parquet (the
+trace) and energy.parquet (per sample: when its answer came and its window's energy), which
+`harness lpirc-score --time-limit` reads.
 """
 
 import time
@@ -20,7 +23,8 @@ class EvalMetering:
         self.spec = spec
         self.meter: Meter = open_live_meter(spec, "this run")  # a bad spec fails before the board is touched
         self.idle_seconds = idle_seconds
-        self.windows: list[Window] = []
+        self.windows: list[Window] = []  # host-timed, one per sample
+        self.device_windows: list[Window | None] = []  # device-timed where the board could time them
         self.idle: tuple[float, float] | None = None
         self.streaming_from = 0.0
         self.trace: PowerTrace | None = None
@@ -33,9 +37,18 @@ class EvalMetering:
         self.streaming_from = self.idle[1]
         return self
 
-    def record(self, window: tuple[float, float] | None) -> None:
+    def record(self, window: tuple[float, float] | None, device_window: tuple[float, float] | None = None) -> None:
         if window is not None:
             self.windows.append(Window(*window))
+            self.device_windows.append(Window(*device_window) if device_window else None)
+
+    @property
+    def kind(self) -> str:
+        return "device-timed" if self.device_windows and all(self.device_windows) else "host"
+
+    @property
+    def measured_windows(self) -> list[Window]:
+        return list(self.device_windows) if self.kind == "device-timed" else self.windows
 
     def __exit__(self, *exc):
         try:
@@ -47,7 +60,7 @@ class EvalMetering:
 
     def summary(self) -> dict:
         trace = self.trace
-        figures = energy_summary(trace, self.windows, "host", idle=self.idle)
+        figures = energy_summary(trace, self.measured_windows, self.kind, idle=self.idle)
         last = self.windows[-1].end if self.windows else self.streaming_from
         streaming_j = trace.energy_j(self.streaming_from, last)
         figures["streaming"] = {
@@ -60,11 +73,13 @@ class EvalMetering:
 
     def columns(self) -> dict[str, list]:
         """Per sample, in stream order: seconds from streaming start to its answer, its window and µJ."""
-        energies = window_energies_j(self.trace, self.windows) * 1e6 if self.windows else []
+        windows = self.measured_windows
+        energies = window_energies_j(self.trace, windows) * 1e6 if windows else []
         return {
             "received_s": [w.end - self.streaming_from for w in self.windows],
-            "window_start_s": [w.start - self.streaming_from for w in self.windows],
-            "window_end_s": [w.end - self.streaming_from for w in self.windows],
+            "window_start_s": [w.start - self.streaming_from for w in windows],
+            "window_end_s": [w.end - self.streaming_from for w in windows],
+            "window_kind": [self.kind] * len(windows),
             "window_uj": list(map(float, energies)),
         }
 

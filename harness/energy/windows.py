@@ -3,8 +3,9 @@
 A window is (start, end, inferences) on the meter trace's clock. Where the windows come from is
 recorded as `kind`:
 - `host`: the host's time.monotonic() when INVOKE was sent and when its answer arrived (includes the
-  link's latency; the only kind a board without markers gives);
-- `serial-marker`: time-stamped markers the device printed at the start and end of inference;
+  link's latency; what a board without a real clock gives);
+- `device-timed`: the device's own timing of the invoke, as long as its timer says, ending when its
+  answer (the serial marker) arrived;
 - `gpio`: edges of a GPIO the firmware toggles around inference, captured on the meter's own clock
   (a Joulescope GPI or PPK2 logic input), as in MLPerf Tiny's energy mode.
 Slow meters (WT310: 100 ms updates) cannot resolve one short inference: give them windows spanning
@@ -18,7 +19,9 @@ import numpy as np
 from harness.energy.trace import PowerTrace
 from harness.errors import UserError
 
-WINDOW_KINDS = ("host", "serial-marker", "gpio")
+# host: from sending INVOKE to reading its answer; device-timed: the device's own timing of the invoke,
+# ending when its answer arrived (the answer is the serial marker); gpio: edges a meter captured.
+WINDOW_KINDS = ("host", "device-timed", "gpio")
 
 
 @dataclass(frozen=True)

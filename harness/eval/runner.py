@@ -136,7 +136,7 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
             for index, result in zip(todo, results, strict=True):
                 tensor = inputs.tensors[index]
                 if metering:
-                    metering.record(client.last_invoke)
+                    metering.record(client.last_invoke, client.last_device_window)
                 hosts = {ref.name: ref.run(tensor) for ref in references}
                 instructions = emulated_instructions(result.timing.ticks, result.timing.tick_hz, request.board)
                 record = SampleRecord(inputs.samples[index], result.output, result.timing, hosts, instructions)

@@ -23,6 +23,7 @@ from harness.link.protocol import (
     MalformedPayload,
     Msg,
     StreamChunkResult,
+    TickKind,
     Timing,
     load_input_payload,
     parse_bench,
@@ -122,6 +123,8 @@ class DeviceClient:
         self._slowest_invoke = 0.0  # wall time from INVOKE sent to answer, the link included
         self._longest_invoke = 0.0  # the longest invoke as the device timed it
         self.last_invoke: tuple[float, float] | None = None  # host monotonic: INVOKE sent, its answer read
+        # The same invoke as the device timed it, ending when its answer arrived (None without a real clock).
+        self.last_device_window: tuple[float, float] | None = None
         # A fresh random start keeps a new session's requests from matching a cached old answer.
         self._seq = random.randrange(0x10000)
 
@@ -338,6 +341,7 @@ class DeviceClient:
         self.last_invoke = (at, time.monotonic())
         self._slowest_invoke = max(self._slowest_invoke, self.last_invoke[1] - at)
         measured, total, output = parse_invoke(payload, info)
+        self.last_device_window = _device_window(measured, self.last_invoke[1])
         self._longest_invoke = max(self._longest_invoke, measured.seconds or 0.0)
         if total != info.output.bytes or len(output) > total:
             raise MalformedPayload(f"INVOKE answer announces {total} output bytes, HELLO {info.output.bytes}")
@@ -530,3 +534,11 @@ class DeviceClient:
         if self.info is None:
             self.info = self.hello()
         return self.info
+
+
+def _device_window(measured: Timing, answered: float) -> tuple[float, float] | None:
+    """The invoke's span on the host's clock: as long as the device's own timer says, ending when its
+    answer arrived. Emulated time is no real time; a device without a clock gives none."""
+    if measured.kind not in (TickKind.WALL_CLOCK, TickKind.CPU_CYCLES) or measured.seconds is None:
+        return None
+    return answered - measured.seconds, answered
