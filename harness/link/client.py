@@ -155,9 +155,10 @@ class DeviceClient:
         if len(data) != info.input.bytes:
             raise LinkError(f"input is {len(data)} bytes, the device expects {info.input.bytes}")
         # Bytes in flight are bounded by the device's frame buffer plus its link buffer; frames small
-        # enough that two fit keep the line busy while the device handles one.
+        # enough that three fit keep the line busy while the device handles one and the host is slow
+        # to send the next.
         budget = info.max_request_frame + info.rx_buffer_bytes
-        frame_bytes = min(info.max_request_frame, max(budget // 2, MIN_WINDOW_FRAME))
+        frame_bytes = min(info.max_request_frame, max(budget // 3, MIN_WINDOW_FRAME))
         largest = min(info.max_request_payload, frame_bytes - OVERHEAD) - 4
         chunk = min(largest, self._chunk_limit or largest)
         window = max(1, min(MAX_WINDOW, budget // (chunk + 4 + OVERHEAD)))
