@@ -1,4 +1,5 @@
-"""Builds the device core (firmware/core + the virtual board's HAL) into a shared library.
+"""Builds the device core (firmware/core + the virtual board's HAL) into a shared library, and the
+small image core that blends TF-exact bilinear resizes.
 
 The virtual board and the host's frame codec load it with ctypes, so the protocol runs from
 the same C sources on the host as on a microcontroller. Board and model data files ship inside
@@ -31,4 +32,11 @@ device_core = Extension(
     extra_compile_args=["-std=c99", "-O2", "-Wall", "-Wextra"],
 )
 
-setup(ext_modules=[device_core], cmdclass={"build_py": BuildPyWithData})
+# TF-exact bilinear blending for preprocessing, loaded with ctypes (see harness/eval/bilinear.c).
+image_core = Extension(
+    "harness._imagecore",
+    sources=["harness/eval/bilinear.c"],
+    extra_compile_args=["-std=c99", "-O2", "-Wall", "-Wextra", "-ffp-contract=off"],
+)
+
+setup(ext_modules=[device_core, image_core], cmdclass={"build_py": BuildPyWithData})

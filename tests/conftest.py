@@ -11,21 +11,21 @@ FIXTURE_MODELS = SHARED / "fixtures" / "models"
 
 
 def pytest_sessionstart(session):
-    """C changes need a rebuild of the device core; testing a stale library would prove nothing."""
+    """C changes need a rebuild of the native libraries; testing a stale library would prove nothing."""
     import importlib.util
 
-    spec = importlib.util.find_spec("harness._devicecore")
-    if spec is None:
-        pytest.exit("the device core is not built: run `pip install -e .`", returncode=2)
-    built = Path(spec.origin).stat().st_mtime
-    sources = [
-        *REPO.glob("firmware/core/*.[ch]"),
-        *REPO.glob("firmware/eembc/*.[ch]"),
-        *REPO.glob("firmware/sim/*.[ch]"),
-    ]
-    stale = [p.name for p in sources if p.stat().st_mtime > built]
-    if stale:
-        pytest.exit(f"the device core is older than {', '.join(stale)}: run `pip install -e .`", returncode=2)
+    libraries = {
+        "harness._devicecore": ["firmware/core/*.[ch]", "firmware/eembc/*.[ch]", "firmware/sim/*.[ch]"],
+        "harness._imagecore": ["harness/eval/*.c"],
+    }
+    for module, patterns in libraries.items():
+        spec = importlib.util.find_spec(module)
+        if spec is None:
+            pytest.exit(f"{module} is not built: run `pip install -e .`", returncode=2)
+        built = Path(spec.origin).stat().st_mtime
+        stale = [p.name for pattern in patterns for p in REPO.glob(pattern) if p.stat().st_mtime > built]
+        if stale:
+            pytest.exit(f"{module} is older than {', '.join(stale)}: run `pip install -e .`", returncode=2)
 
 
 @pytest.fixture(scope="session", autouse=True)

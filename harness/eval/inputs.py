@@ -21,7 +21,7 @@ from harness.model.card import Preprocessing
 from harness.paths import cache_dir
 from harness.tensors import TensorSpec
 
-CHUNK = 32  # images per job: small enough to balance the threads, large enough to amortise
+CHUNK = 32  # files per job: small enough to keep both threads busy to the end
 
 
 @dataclass
@@ -48,15 +48,15 @@ def image_preparation(pre: Preprocessing, spec: TensorSpec) -> Preparation:
     return Preparation(f"{pre}|{spec}", spec, tensor_of)
 
 
-def _prepare(job) -> list[tuple[np.ndarray | None, str | None]]:
-    paths, preparation = job
-    out = []
-    for path in paths:
+def _prepare_into(out: np.ndarray, paths: list[Path], first: int, preparation: Preparation) -> dict[int, str]:
+    """Writes samples first.. into `out` in place; returns {index: why} for those that cannot be read."""
+    unreadable = {}
+    for offset, path in enumerate(paths):
         try:
-            out.append((preparation.tensor_of(path), None))
+            out[first + offset] = preparation.tensor_of(path)
         except (OSError, ValueError, SyntaxError) as exc:  # missing, truncated or not an image or clip
-            out.append((None, f"{type(exc).__name__}: {exc}"))
-    return out
+            unreadable[first + offset] = f"{type(exc).__name__}: {exc}"
+    return unreadable
 
 
 def _key(dataset: Dataset, samples: list[Sample], preparation: Preparation) -> str:
@@ -98,20 +98,18 @@ def prepare_inputs(dataset: Dataset, samples: list[Sample], preparation: Prepara
 
 def _decode(samples: list[Sample], preparation: Preparation) -> Inputs:
     spec = preparation.spec
-    workers = os.cpu_count() or 1
-    jobs = [([s.image_path for s in samples[i : i + CHUNK]], preparation) for i in range(0, len(samples), CHUNK)]
-    workers = min(workers, len(jobs))
-    if workers > 1:  # threads: PIL's decoder and numpy release the GIL, and nothing is pickled
+    out = np.empty((len(samples), *spec.shape), spec.numpy_dtype)  # filled in place: no copy to stack
+    paths = [s.image_path for s in samples]
+    starts = range(0, len(samples), CHUNK)
+    workers = min(os.cpu_count() or 1, len(starts))
+    if workers > 1:  # threads: the JPEG decoder and numpy release the GIL, and nothing is pickled
         with ThreadPoolExecutor(workers) as pool:
-            results = [item for chunk in pool.map(_prepare, jobs) for item in chunk]
+            parts = list(pool.map(lambda i: _prepare_into(out, paths[i : i + CHUNK], i, preparation), starts))
     else:
-        results = [item for job in jobs for item in _prepare(job)]
-    readable, tensors, unreadable = [], [], []
-    for sample, (tensor, why) in zip(samples, results, strict=True):
-        if tensor is None:
-            unreadable.append((sample.id, why))
-        else:
-            readable.append(sample)
-            tensors.append(tensor)
-    stacked = np.stack(tensors) if tensors else np.zeros((0, *spec.shape), spec.numpy_dtype)
-    return Inputs(readable, stacked, unreadable)
+        parts = [_prepare_into(out, paths, 0, preparation)]
+    unreadable = {index: why for part in parts for index, why in part.items()}
+    if unreadable:
+        keep = np.array([i not in unreadable for i in range(len(samples))])
+        out = out[keep]
+    readable = [sample for i, sample in enumerate(samples) if i not in unreadable]
+    return Inputs(readable, out, [(samples[i].id, why) for i, why in sorted(unreadable.items())])

@@ -1,5 +1,7 @@
 """Turn an image into the exact input tensor a model card asks for."""
 
+import ctypes
+import importlib.util
 import io
 from functools import lru_cache
 from pathlib import Path
@@ -32,33 +34,40 @@ def _axis_weights(in_size: int, out_size: int) -> tuple[np.ndarray, np.ndarray, 
 
 @lru_cache(maxsize=64)
 def _bilinear_plan(in_height: int, in_width: int, height: int, width: int):
-    """Flat source indices of the four neighbours of every output pixel, and the blend weights."""
-    y0, y1, fy = _axis_weights(in_height, height)
-    x0, x1, fx = _axis_weights(in_width, width)
+    """Source rows and columns of every output pixel's neighbours, and the blend weights."""
+    return (*_axis_weights(in_height, height), *_axis_weights(in_width, width))
 
-    def flat(rows, cols):
-        return (rows[:, None] * in_width + cols[None, :]).ravel()
 
-    corners = np.stack([flat(y0, x0), flat(y0, x1), flat(y1, x0), flat(y1, x1)])
-    return corners, np.tile(fx, height)[:, None], np.repeat(fy, width)[:, None]
+@lru_cache(maxsize=1)
+def _image_core() -> ctypes.CDLL:
+    spec = importlib.util.find_spec("harness._imagecore")
+    if spec is None or not spec.origin:
+        raise UserError("the image core library is not built: reinstall harness with `pip install -e .`")
+    lib = ctypes.CDLL(spec.origin)
+    pointer, int32 = ctypes.c_void_p, ctypes.c_int32
+    for function in (lib.hp_resize_bilinear_u8, lib.hp_resize_bilinear_f32):
+        function.argtypes = [pointer, int32, int32, pointer, pointer, pointer, int32, pointer, pointer, pointer, int32]
+        function.argtypes += [pointer]
+        function.restype = None
+    return lib
 
 
 def resize_bilinear(image: np.ndarray, height: int, width: int) -> np.ndarray:
-    """Gathers the four neighbours of each output pixel straight from the (uint8) image, so only
-    the output's pixels are ever converted to float; the arithmetic is TF's, in its order."""
+    """tf.image.resize(method='bilinear'), TF's float32 arithmetic in its order: top = tl + (tr - tl) * fx,
+    bottom likewise, top + (bottom - top) * fy (harness/eval/bilinear.c; the call releases the GIL, so
+    decoding threads resize side by side). uint8 images are read as they are, others as float32."""
     if image.ndim == 2:
         image = image[..., None]
-    corners, fx, fy = _bilinear_plan(image.shape[0], image.shape[1], height, width)
-    top_left, top, bottom_left, bottom = image.reshape(-1, image.shape[2]).take(corners, axis=0).astype(np.float32)
-    # In place, in TF's order: top = top_left + (top_right - top_left) * fx, and so on.
-    for left, right in ((top_left, top), (bottom_left, bottom)):
-        right -= left
-        right *= fx
-        right += left
-    bottom -= top
-    bottom *= fy
-    top += bottom
-    return top.reshape(height, width, image.shape[2])
+    pixel = np.uint8 if image.dtype == np.uint8 else np.float32
+    image = np.ascontiguousarray(image, dtype=pixel)
+    y0, y1, fy, x0, x1, fx = _bilinear_plan(image.shape[0], image.shape[1], height, width)
+    out = np.empty((height, width, image.shape[2]), np.float32)
+    blend = _image_core().hp_resize_bilinear_u8 if pixel is np.uint8 else _image_core().hp_resize_bilinear_f32
+    blend(
+        image.ctypes.data, image.shape[1], image.shape[2], y0.ctypes.data, y1.ctypes.data, fy.ctypes.data,
+        height, x0.ctypes.data, x1.ctypes.data, fx.ctypes.data, width, out.ctypes.data,
+    )  # fmt: skip
+    return out
 
 
 def _area_weights(in_size: int, out_size: int) -> np.ndarray:
@@ -159,10 +168,11 @@ def real_input(rgb: np.ndarray, pre: Preprocessing) -> np.ndarray:
 
 def image_tensor(path, pre: Preprocessing, spec: TensorSpec) -> np.ndarray:
     """An image file to the model's input tensor, exactly as the card's reference pipeline would."""
-    return to_tensor(real_input(load_rgb(path, decoder_for(pre)), pre), spec, pre.rounding)
+    return to_tensor(real_input(load_rgb(path, decoder_for(pre)), pre), spec, pre.rounding, reuse=True)
 
 
-def to_tensor(real: np.ndarray, spec: TensorSpec, rounding: str = "round") -> np.ndarray:
+def to_tensor(real: np.ndarray, spec: TensorSpec, rounding: str = "round", reuse: bool = False) -> np.ndarray:
+    """With `reuse` the real values' array may be overwritten (one copy fewer per image)."""
     """Quantize or cast real values into the model's input tensor (with its batch dimension)."""
     if int(np.prod(spec.shape)) != real.size:
         raise UserError(
@@ -173,7 +183,10 @@ def to_tensor(real: np.ndarray, spec: TensorSpec, rounding: str = "round") -> np
         values = real
     else:
         identity = spec.is_quantized and spec.scale == 1.0 and spec.zero_point == 0
-        values = real / spec.scale + spec.zero_point if spec.is_quantized and not identity else real.copy()
+        if spec.is_quantized and not identity:
+            values = real / spec.scale + spec.zero_point
+        else:
+            values = real if reuse else real.copy()
         if rounding == "truncate":
             np.floor(values, out=values)
         else:
