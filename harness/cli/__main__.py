@@ -1,0 +1,5 @@
+import sys
+
+from harness.cli.app import main
+
+sys.exit(main())

@@ -1,0 +1,262 @@
+"""The `harness` command line: the parser and the entry point."""
+
+import argparse
+import sys
+
+from harness import __version__, console
+from harness.cli.args import EXIT_USAGE, Parser, link_options, output_options, positive_int, reference_names
+from harness.cli.devices import cmd_boards, cmd_flash, cmd_generate, cmd_link_test, cmd_perf, cmd_profile
+from harness.cli.energy import add_energy_commands
+from harness.cli.evaluation import cmd_check, cmd_compare, cmd_eval, cmd_report, cmd_runs, cmd_score
+from harness.cli.models import cmd_convert, cmd_dataset_build, cmd_datasets, cmd_inspect, cmd_models, cmd_subsets
+from harness.cli.streaming import cmd_stream, cmd_stream_score
+from harness.errors import BuildError, LinkError, UserError
+from harness.eval.dataset import DEMO
+from harness.eval.subsets import SUBSETS
+from harness.model.card import DEFAULT_MODEL
+from harness.model.references import DEFAULT_REFERENCES
+
+
+def build_parser() -> argparse.ArgumentParser:
+    output = output_options()
+    link = link_options()
+    parser = Parser(prog="harness", description="Benchmark TinyML models on microcontrollers.")
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    run = commands.add_parser(
+        "eval", parents=[output, link], help="stream a benchmark subset to a board and compare with the host"
+    )
+    run.add_argument("--board", default="sim", help="board id from boards/ (default: sim, the virtual board)")
+    run.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
+    run.add_argument("--model-file", help="a .tflite to use instead of the card's own file (same preprocessing)")
+    run.add_argument("--port", help="serial device or pyserial URL of a real board (default: found by USB id)")
+    run.add_argument("--serial", help="with several boards of a kind attached: the USB serial number to use")
+    run.add_argument(
+        "--dataset",
+        default=DEMO,
+        help="'demo', a folder (published Wake Vision layout, or labels.csv + images/), or hf:Harvard-Edge/Wake-Vision",
+    )
+    run.add_argument("--subset", default="all", help="comma-separated subsets (see `harness subsets`)")
+    run.add_argument("--split", help="split(s) of a published-layout dataset, e.g. test or test,validation")
+    run.add_argument("--limit", type=positive_int, help="evaluate at most this many samples")
+    run.add_argument(
+        "--pools", action="store_true", help="also evaluate each subset's F1 negative pool, as f1_wv needs"
+    )
+    run.add_argument("--strict", action="store_true", help="stop at an unreadable image instead of skipping it")
+    run.add_argument(
+        "--protocol",
+        choices=("harness", "eembc"),
+        default="harness",
+        help="the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware",
+    )
+    run.add_argument("--results", default="results", help="folder for run folders (default: results)")
+    run.add_argument(
+        "--resume",
+        metavar="RUN",
+        help="finish an interrupted run (its id under --results, or its .partial folder) from its journal",
+    )
+    run.add_argument(
+        "--references",
+        type=reference_names,
+        default=DEFAULT_REFERENCES,
+        help=f"host references, comma-separated (default: {','.join(DEFAULT_REFERENCES)})",
+    )
+    run.add_argument("--tflm", help="TFLM source tree for firmware builds (default: $HARNESS_TFLM_TREE)")
+    run.add_argument("--meter", help="power meter KIND:ADDRESS for energy per inference (see docs/energy.md)")
+    run.add_argument(
+        "--shuffle", nargs="?", type=int, const=-1, metavar="SEED", help="shuffle samples in small groups (seed)"
+    )
+    run.set_defaults(handler=cmd_eval)
+
+    flash = commands.add_parser("flash", help="build the firmware for a board and load it (QEMU: boot and check)")
+    flash.add_argument("--board", required=True, help="board id from boards/")
+    flash.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
+    flash.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
+    flash.add_argument(
+        "--tflm", help="TFLM source tree (default: $HARNESS_TFLM_TREE); QEMU boards without it: self-test firmware"
+    )
+    flash.add_argument("--port", help="serial port of a real board, or 'auto' (default: found by USB id)")
+    flash.add_argument("--serial", help="with several boards of a kind attached: the USB serial number to use")
+    flash.add_argument("--out", default="build", help="where PlatformIO projects are generated (default: build)")
+    flash.set_defaults(handler=cmd_flash)
+
+    generate = commands.add_parser("generate", parents=[output], help="write the PlatformIO project for a board")
+    generate.add_argument("--board", required=True, help="nucleo_h743, nano33ble or esp32dev")
+    generate.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
+    generate.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
+    generate.add_argument("--tflm", help="TFLM source tree (default: $HARNESS_TFLM_TREE, else the board's choice)")
+    generate.add_argument("--out", default="build", help="where projects go: OUT/<board>/<model hash>/")
+    generate.set_defaults(handler=cmd_generate)
+
+    link = commands.add_parser(
+        "link-test",
+        parents=[output, link],
+        help="check and time the link: echo frames both ways, PERF workload",
+    )
+    link.add_argument("--board", default="sim", help="board id from boards/ (default: sim)")
+    link.add_argument("--port", help="serial device or pyserial URL of a real board")
+    link.add_argument("--bytes", type=positive_int, default=1 << 20, help="bytes through the link, both ways")
+    link.set_defaults(handler=cmd_link_test)
+
+    for name, handler, text in (
+        ("perf", cmd_perf, "time repeated invokes of one input: min, median, p95"),
+        ("profile", cmd_profile, "time one invoke operator by operator"),
+    ):
+        timed = commands.add_parser(name, parents=[output], help=text)
+        timed.add_argument("--board", default="sim", help="board id from boards/ (default: sim)")
+        timed.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
+        timed.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
+        timed.add_argument("--port", help="serial device or pyserial URL of a real board")
+        timed.add_argument("--dataset", default=DEMO, help="where the input comes from (its first image)")
+        timed.add_argument("--tflm", help="TFLM source tree for firmware builds (default: $HARNESS_TFLM_TREE)")
+        timed.set_defaults(handler=handler)
+        if name == "perf":
+            timed.add_argument("--runs", type=positive_int, default=50, help="timed invokes (default: 50)")
+            timed.add_argument("--warmups", type=int, default=5, help="untimed invokes first (default: 5)")
+            timed.add_argument("--mlperf", action="store_true", help="also the median of 5 windows of >= 10 s")
+
+    runs = commands.add_parser("runs", parents=[output], help="list the runs in a results folder")
+    runs.add_argument("--results", default="results", help="results folder (default: results)")
+    runs.set_defaults(handler=cmd_runs)
+
+    report = commands.add_parser("report", parents=[output], help="write a self-contained HTML report of runs")
+    report.add_argument("runs", nargs="+", help="run ids (under --results) or run folders")
+    report.add_argument("--out", default="report.html", help="the HTML file to write (default: report.html)")
+    report.add_argument("--results", default="results", help="results folder (default: results)")
+    report.set_defaults(handler=cmd_report)
+
+    compare = commands.add_parser("compare", parents=[output], help="what changed between two runs, with significance")
+    compare.add_argument("run_a")
+    compare.add_argument("run_b")
+    compare.add_argument("--results", default="results", help="results folder (default: results)")
+    compare.add_argument(
+        "--latency-tolerance",
+        type=float,
+        help="smallest relative latency change called significant (default by source: emulated 0, device 0.02; "
+        "sim latency is host time and is judged only with this option)",
+    )
+    compare.set_defaults(handler=cmd_compare)
+
+    check = commands.add_parser("check", parents=[output], help="gate a run: exit 1 when a gate fails")
+    check.add_argument("run")
+    check.add_argument("--gates", required=True, help="gates TOML file (see docs/lab-ci.md)")
+    check.add_argument("--baseline", help="run to compare latency, arena and flash against")
+    check.add_argument("--junit", help="write JUnit XML with one test case per gate")
+    check.add_argument("--results", default="results", help="results folder (default: results)")
+    check.set_defaults(handler=cmd_check)
+
+    conv = commands.add_parser("convert", parents=[output], help="a float Keras model to full-integer TFLite")
+    conv.add_argument("--card", required=True, help="the float model's card: its preprocessing and output")
+    conv.add_argument("--model", help="the .keras/.h5 file or SavedModel folder (default: the card's file)")
+    conv.add_argument("--out", required=True, help="the .tflite to write")
+    conv.add_argument("--dataset", default=DEMO, help="calibration and check data (default: demo)")
+    conv.add_argument("--subset", default="all", help="subsets to draw samples from (default: all)")
+    conv.add_argument("--samples", type=positive_int, default=50, help="calibration samples; the rest are held out")
+    conv.add_argument("--io", default="int8", help="input/output type: int8, uint8 or float32 (default: int8)")
+    conv.add_argument("--reference", help="a published model's card to compare top-1 with on every sample")
+    conv.set_defaults(handler=cmd_convert)
+
+    inspect = commands.add_parser("inspect", parents=[output], help="operators, MACs, arena and board fit of a model")
+    inspect.add_argument("model", help="model card name or a .tflite file")
+    inspect.add_argument("--board", help="only this board's fit (default: every board)")
+    inspect.add_argument("--no-fit", action="store_true", help="skip the board fit table")
+    inspect.add_argument("--layers", action="store_true", help="print every layer with its MACs")
+    inspect.set_defaults(handler=cmd_inspect)
+
+    scorer = commands.add_parser("score", parents=[output], help="the eval metrics for predictions made elsewhere")
+    scorer.add_argument("--labels", required=True, help="label CSV in the Wake Vision layout")
+    scorer.add_argument("--predictions", required=True, help="CSV with filename,prediction[,score]")
+    scorer.add_argument("--subset", default=",".join(SUBSETS), help="comma-separated subsets (default: all of them)")
+    scorer.set_defaults(handler=cmd_score)
+
+    commands.add_parser("boards", parents=[output], help="list the boards").set_defaults(handler=cmd_boards)
+    commands.add_parser("datasets", parents=[output], help="list the dataset sources").set_defaults(
+        handler=cmd_datasets
+    )
+    dataset = commands.add_parser("dataset", help="work on datasets")
+    dataset_commands = dataset.add_subparsers(dest="dataset_command", required=True, parser_class=Parser)
+    build = dataset_commands.add_parser(
+        "build", parents=[output], help="Wake Vision labels for your images from Open Images-style boxes"
+    )
+    build.add_argument(
+        "--annotations", required=True, help="folder with *bbox*.csv, *class-descriptions*.csv, *miap*.csv"
+    )
+    build.add_argument("--images", required=True, help="folder with the images (named by ImageID)")
+    build.add_argument("--out", required=True, help="folder for labels.csv (and an images/ link): a --dataset")
+    build.set_defaults(handler=cmd_dataset_build)
+    models = commands.add_parser("models", parents=[output], help="list the model cards, or pull one")
+    models.add_argument("action", nargs="?", choices=("list", "pull"), default="list")
+    models.add_argument("name", nargs="?", help="with pull: the card whose model to fetch and verify")
+    models.set_defaults(handler=cmd_models)
+    stream_score = commands.add_parser(
+        "stream-score", parents=[output], help="score keyword detections on continuous audio against an event ledger"
+    )
+    stream_score.add_argument("--ledger", required=True, help="CSV of label,start_ms[,end_ms]")
+    stream_score.add_argument("--detections", required=True, help="CSV of label,time_ms,score,reference")
+    stream_score.add_argument(
+        "--policy",
+        default="optimal",
+        choices=("optimal", "tf-compat", "mlperf-sww"),
+        help="matching rules (default: optimal)",
+    )
+    stream_score.add_argument(
+        "--tolerance-ms", type=int, help="match window either side of an event (default: optimal 1000, tf-compat 1500)"
+    )
+    exposure = stream_score.add_mutually_exclusive_group()
+    exposure.add_argument("--audio", help="the stream's WAV: its length is the exposure and bounds the ledger")
+    exposure.add_argument("--duration-ms", type=positive_int, help="the exposure, when the WAV is not at hand")
+    stream_score.add_argument("--ledger-unit", choices=("ms", "s"), help="the ledger's time unit, when not ms")
+    stream_score.add_argument("--wakeword", help="mlperf-sww: the wakeword label (default: the ledger's only label)")
+    stream_score.set_defaults(handler=cmd_stream_score)
+
+    stream = commands.add_parser(
+        "stream", parents=[output], help="continuous audio: `stream build` composes a test stream and its ledger"
+    )
+    stream.add_argument(
+        "action", nargs="?", choices=("build",), help="build: compose a stream; without it: run a stream on a board"
+    )
+    stream.add_argument("--board", default="sim", help="run: board id (default: sim, the virtual board)")
+    stream.add_argument("--model", default="tflm_micro_speech", help="run: a keyword card with [streaming]")
+    stream.add_argument("--model-file", help="run: a .tflite to use instead of the card's own file")
+    stream.add_argument("--wav", help="run: the stream, 16 kHz mono 16-bit")
+    stream.add_argument("--ledger-unit", choices=("ms", "s"), help="run: the ledger's time unit when not ms")
+    stream.add_argument("--tolerance-ms", type=int, help="run: matching tolerance for optimal and tf-compat")
+    stream.add_argument("--wakeword", help="run: mlperf-sww's wakeword (default: the card's first keyword)")
+    stream.add_argument("--results", default="results", help="run: folder for run folders (default: results)")
+    stream.add_argument("--port", help="run: serial device or pyserial URL of a real board")
+    stream.add_argument("--serial", help="run: the USB serial number, with several boards of a kind")
+    stream.add_argument("--tflm", help="run: TFLM source tree for firmware builds (default: $HARNESS_TFLM_TREE)")
+    stream.add_argument("--clips", help="build: folder of 16 kHz mono clips (label from folder or file name)")
+    stream.add_argument("--out", help="build: the stream WAV to write")
+    stream.add_argument("--ledger", help="build: the ledger to write (default: OUT with .csv); run: events to score")
+    stream.add_argument("--at", help="build: clips at fixed times, label:start_ms,... (e.g. yes:1000,no:3500)")
+    stream.add_argument("--count", type=positive_int, help="build: this many clips at random times instead of --at")
+    stream.add_argument("--words", help="build with --count: labels to draw from, comma-separated (default: all)")
+    stream.add_argument("--min-gap-ms", type=int, default=1000, help="build with --count: least gap (default: 1000)")
+    stream.add_argument("--duration-ms", type=positive_int, help="build: stream length (default: last clip + 1 s)")
+    stream.add_argument("--background", default="silence", help="build: 'silence' or a WAV looped underneath")
+    stream.add_argument("--snr-db", type=float, help="build: each clip's power over the background's, in dB")
+    stream.add_argument("--seed", type=int, default=0, help="build: random seed for times and clip choice")
+    stream.set_defaults(handler=cmd_stream)
+    commands.add_parser("subsets", parents=[output], help="list the benchmark subsets").set_defaults(
+        handler=cmd_subsets
+    )
+    add_energy_commands(commands, output)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    console.QUIET = getattr(args, "quiet", False) or getattr(args, "json", False)
+    try:
+        return args.handler(args)
+    except UserError as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (LinkError, BuildError) as exc:
+        print(f"harness: link error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("harness: interrupted; no results were written", file=sys.stderr)
+        return 130

@@ -1,0 +1,146 @@
+"""Argument types and the helpers several commands share."""
+
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+
+from harness.boards import get_board
+from harness.errors import UserError
+from harness.model.card import load_card
+from harness.model.deployable import require_deployable
+from harness.model.fetch import obtain_model
+from harness.model.references import REFERENCES
+from harness.model.tflite_file import read_tflite
+
+EXIT_USAGE = 2  # bad input: one line naming the problem and the fix
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        print(f"harness: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
+
+
+def reference_names(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in REFERENCES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown reference {', '.join(unknown)}; valid: {', '.join(REFERENCES)}")
+    return names
+
+
+def tflm_tree(args):
+    from harness.firmware.tflm_tree import TflmTree
+
+    path = args.tflm or os.environ.get("HARNESS_TFLM_TREE")
+    return TflmTree(Path(path)) if path else None
+
+
+def model_for(args, board):
+    """The card and its model, checked to be deployable on the board."""
+    card = load_card(args.model)
+    model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
+    require_deployable(model, board)
+    return card, model
+
+
+def order_seed(value: int | None) -> int | None:
+    from harness.lpirc.order import new_seed
+
+    return new_seed() if value == -1 else value
+
+
+def iou_threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise UserError(f"--iou {text!r} is neither 'ilsvrc' nor a number in (0, 1]")
+    return value
+
+
+def port_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0..65535 (0: any free port), got {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds of at least 0, got {text!r}")
+    return value
+
+
+def output_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    common.add_argument("--quiet", action="store_true", help="no progress, only what a CI log needs")
+    return common
+
+
+def link_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--link-baud", type=int, help="virtual board: pace its link like a UART at this baud rate (0: unpaced)"
+    )
+    common.add_argument(
+        "--emulate-invoke-ms", type=float, help="virtual board: each inference takes at least this long"
+    )
+    common.add_argument(
+        "--switch-baud", type=int, help="after the handshake, switch the link to this baud rate (0: stay)"
+    )
+    common.add_argument(
+        "--labgrid-place", metavar="NAME", help="a board in a labgrid farm: acquire the place, use its serial port"
+    )
+    common.add_argument(
+        "--faults",
+        type=fault_spec,
+        help="inject link faults through a proxy, e.g. drop=1e-3,corrupt=1e-3,dup=1e-4,reset-every=200",
+    )
+    return common
+
+
+def fault_spec(text: str):
+    from harness.link.faults import FaultSpec
+
+    try:
+        return FaultSpec.parse(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def board_with_link_options(args):
+    from harness.device.launch import with_link_options
+
+    return with_link_options(get_board(args.board), args.link_baud, args.emulate_invoke_ms, args.switch_baud)

@@ -1,0 +1,174 @@
+"""Commands that talk to boards: flash, generate, link-test, perf, profile, boards."""
+
+import dataclasses
+from pathlib import Path
+
+from harness.boards import all_boards, get_board
+from harness.cli.args import board_with_link_options, model_for, tflm_tree
+from harness.console import print_json, stdout_console
+from harness.errors import UserError
+from harness.eval.dataset import load_dataset
+from harness.model.card import load_card
+from harness.model.deployable import require_deployable
+from harness.model.fetch import obtain_model
+from harness.model.tflite_file import read_tflite
+from harness.stream.pipeline import streaming_frontend
+
+
+def cmd_link_test(args) -> int:
+    from harness.console import progress
+    from harness.device.launch import connect
+    from harness.link.selftest import describe, run_link_test
+
+    board = board_with_link_options(args)
+    with (
+        connect(board, None, args.port, faults=args.faults, labgrid_place=args.labgrid_place) as client,
+        progress(args.bytes, f"link-test {board.id}") as advance,
+    ):
+        report = run_link_test(client, board, args.bytes, advance=advance)
+    if args.json:
+        print_json(
+            dataclasses.asdict(report) | {"ok": report.ok, "perf_repeats_exactly": report.perf_repeats_exactly()}
+        )
+    elif not args.quiet or not report.ok:
+        console = stdout_console()
+        for line in describe(report, board.latency_source):
+            console.print(line, highlight=False)
+    return 0 if report.ok else 1
+
+
+def cmd_flash(args) -> int:
+    from harness.device.launch import connect
+
+    board = get_board(args.board)
+    console = stdout_console()
+    if board.kind == "virtual":
+        console.print("the virtual board runs the model each command names; there is nothing to flash")
+        return 0
+    if board.kind == "device":
+        return flash_device(args, board, console)
+    tflm = tflm_tree(args)
+    model = None
+    if tflm is not None:
+        card = load_card(args.model)
+        model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
+        require_deployable(model, board)
+    with connect(board, model, tflm=tflm) as client:
+        info = client.info
+    what = f"model {info.model_sha256_prefix}…" if model else "self-test firmware (no model: pass --tflm PATH)"
+    console.print(f"{board.id}: firmware {info.build_id} booted and answered HELLO; {what}", highlight=False)
+    console.print(
+        f"  protocol v{info.protocol_version}, frames {info.max_request_frame}/{info.max_response_frame} B, "
+        f"timer {info.tick_kind.name.lower()} at {info.tick_hz:,} Hz",
+        highlight=False,
+    )
+    return 0
+
+
+def cmd_perf(args) -> int:
+    from harness.device.launch import connect
+    from harness.eval.perf import run_perf, sample_input
+
+    board = get_board(args.board)
+    card, model = model_for(args, board)
+    data = sample_input(card, model, load_dataset(args.dataset))
+    with connect(board, model, args.port, tflm_tree(args)) as client:
+        report = run_perf(client, board, data, args.runs, args.warmups, args.mlperf)
+    stats = report.stats()
+    if args.json:
+        print_json(dataclasses.asdict(report) | {"stats": stats})
+        return 0
+    console = stdout_console()
+    console.print(
+        f"{board.id}: {len(report.runs)} invokes after {report.warmups} warm-ups, {report.unit} ({report.source}): "
+        f"min {stats['min']:,.1f}, median {stats['median']:,.1f}, p95 {stats['p95']:,.1f}, max {stats['max']:,.1f}",
+        highlight=False,
+    )
+    if report.mlperf_windows:
+        console.print(
+            f"  MLPerf-style: median of {len(report.mlperf_windows)} windows of >= 10 s: "
+            f"{float(sorted(report.mlperf_windows)[len(report.mlperf_windows) // 2]):,.1f} {report.unit}",
+            highlight=False,
+        )
+    return 0
+
+
+def cmd_profile(args) -> int:
+    from rich.table import Table
+
+    from harness.device.launch import connect
+    from harness.eval.perf import run_profile, sample_input
+
+    board = get_board(args.board)
+    card, model = model_for(args, board)
+    data = sample_input(card, model, load_dataset(args.dataset))
+    with connect(board, model, args.port, tflm_tree(args)) as client:
+        report = run_profile(client, board, data)
+    if args.json:
+        print_json(dataclasses.asdict(report) | {"coverage": report.coverage})
+        return 0
+    table = Table(title=f"{card.name} on {board.id}: {report.total.text()} per invoke ({report.total.source})")
+    for column in ("#", "operator", report.total.unit, "share %"):
+        table.add_column(column, justify="left" if column == "operator" else "right")
+    for index, (name, figure) in enumerate(report.operators):
+        share = 100 * figure.value / report.total.value if report.total.value else 0
+        table.add_row(str(index), name, f"{figure.value:,.0f}", f"{share:.1f}")
+    console = stdout_console()
+    console.print(table)
+    if report.coverage is not None:
+        console.print(f"operators account for {100 * report.coverage:.1f} % of the whole invoke", highlight=False)
+    if report.operators_run > len(report.operators):
+        console.print(f"{report.operators_run - len(report.operators)} operators did not fit the response frame")
+    return 0
+
+
+def flash_device(args, board, console) -> int:
+    from harness.device.launch import connect
+    from harness.firmware.platformio import generate_project, upload
+
+    card, model = model_for(args, board)
+    project = generate_project(board, model, card.name, tflm_tree(args), Path(args.out), streaming_frontend(card))
+    port = None if args.port in (None, "auto") else args.port
+    upload(project, port)
+    with connect(board, model, port, serial_number=args.serial) as client:
+        info = client.info
+    if info.model_sha256_prefix != model.sha256[:16] or info.build_id != project.build_id:
+        raise UserError(
+            f"{board.id} answers with model {info.model_sha256_prefix}… and firmware {info.build_id}, expected "
+            f"{model.sha256[:16]}… and {project.build_id}: the upload did not take; check the port and the probe"
+        )
+    console.print(
+        f"{board.id}: flashed {project.build_id} ({project.kernels} kernels), model {card.name}", highlight=False
+    )
+    return 0
+
+
+def cmd_generate(args) -> int:
+    from harness.firmware.platformio import generate_project
+
+    board = get_board(args.board)
+    card, model = model_for(args, board)
+    project = generate_project(board, model, card.name, tflm_tree(args), Path(args.out), streaming_frontend(card))
+    if args.json:
+        print_json({"project": str(project.path), "build_id": project.build_id, "kernels": project.kernels})
+    else:
+        print(project.path)
+    return 0
+
+
+def cmd_boards(args) -> int:
+    from harness.device.discovery import attached_boards
+
+    attached = attached_boards(all_boards().values())
+    if args.json:
+        print_json({"boards": [dataclasses.asdict(b) for b in all_boards().values()], "attached": attached})
+        return 0
+    console = stdout_console()
+    for found in attached:
+        console.print(
+            f"attached: {found['board']:12} {found['port']}  {found['usb_id']}  serial {found['serial_number']}",
+            highlight=False,
+        )
+    for board in all_boards().values():
+        console.print(f"{board.id:12} {board.kind:8} latency={board.latency_source:8} {board.name}")
+    return 0

@@ -1,0 +1,169 @@
+"""Commands about models and data: inspect, convert, models, datasets, dataset build, subsets."""
+
+import dataclasses
+from pathlib import Path
+
+from harness.boards import all_boards, get_board
+from harness.console import percent, print_json, stdout_console
+from harness.errors import UserError
+from harness.eval.dataset import DEMO, load_dataset
+from harness.eval.subsets import SUBSETS, parse_subsets
+from harness.model.card import all_cards, load_card
+from harness.model.convert import converted_for_eval, is_float_model
+from harness.model.fetch import obtain_model
+from harness.model.tflite_file import read_tflite
+
+
+def cmd_dataset_build(args) -> int:
+    from harness.eval.dataset_build import build_dataset
+
+    labels, count = build_dataset(Path(args.annotations), Path(args.images), Path(args.out))
+    if args.json:
+        print_json({"labels": str(labels), "images": count})
+    else:
+        print(f"{count} images labelled: {labels}")
+    return 0
+
+
+def cmd_inspect(args) -> int:
+    from rich.table import Table
+
+    from harness.model.inspect import inspect_model
+
+    if args.model.endswith(".tflite"):
+        model = read_tflite(Path(args.model))
+    else:
+        card = load_card(args.model)
+        path = obtain_model(card)
+        if is_float_model(path):  # what would run on a board is its int8 conversion
+            path = converted_for_eval(path, card, load_dataset(DEMO))
+        model = read_tflite(path)
+    boards = [get_board(args.board)] if args.board else ([] if args.no_fit else list(all_boards().values()))
+    result = inspect_model(model, boards)
+    if args.json:
+        print_json(result.as_dict())
+        return 0
+    console = stdout_console()
+    console.print(
+        f"{result.model}: {result.flatbuffer_bytes:,} bytes, {result.input} -> {result.output}\n"
+        f"  {result.parameters:,} parameters, {result.macs:,} MACs (conv and fully connected layers), "
+        f"{len(result.layers)} operators: " + ", ".join(f"{n} {op}" for op, n in result.operators.items()) + "\n"
+        f"  arena {result.arena_estimate:,} bytes ({result.arena_source})",
+        highlight=False,
+    )
+    if args.layers:
+        layers = Table(title="layers")
+        for column in ("#", "operator", "output", "MACs"):
+            layers.add_column(column, justify="left" if column == "operator" else "right")
+        for layer in result.layers:
+            layers.add_row(str(layer.index), layer.operator, str(layer.output_shape), f"{layer.macs:,}")
+        console.print(layers)
+    if result.fits:
+        table = Table(title="fit (flash: model + a 128 KiB code allowance; RAM: the arena)")
+        for column in ("board", "fits", "flash needed / available", "arena needed / available", "arena margin"):
+            table.add_column(column, justify="left" if column in ("board", "fits") else "right")
+        for fit in result.fits:
+            table.add_row(
+                fit.board,
+                "yes" if fit.fits else "NO",
+                f"{fit.flash_needed:,} / {fit.flash_available:,}",
+                f"{fit.arena_needed:,} / {fit.arena_available:,}",
+                f"{fit.arena_available - fit.arena_needed:+,}",
+            )
+        console.print(table)
+    return 0
+
+
+def cmd_convert(args) -> int:
+    from harness.model.convert import convert
+
+    card = load_card(args.card)
+    source = Path(args.model) if args.model else obtain_model(card)
+    dataset = load_dataset(args.dataset)
+    result = convert(source, card, dataset, parse_subsets(args.subset), args.samples, args.io, Path(args.out))
+    report = dataclasses.asdict(result) | {"out": str(result.out)}
+    if args.reference:
+        report["reference"] = agreement_with(result.out, load_card(args.reference), card, dataset)
+    if args.json:
+        print_json(report)
+        return 0
+    console = stdout_console()
+    console.print(
+        f"{result.out}: calibrated on {result.calibration_samples} samples; on {result.held_out} held-out samples "
+        f"int8 agrees with float on {percent(result.agreement)} % (accuracy float {percent(result.float_accuracy)} %, "
+        f"int8 {percent(result.int8_accuracy)} %)",
+        highlight=False,
+    )
+    if args.reference:
+        ref = report["reference"]
+        console.print(
+            f"top-1 agreement with {args.reference} on {ref['samples']} {dataset.name} samples: "
+            f"{percent(ref['agreement'])} %",
+            highlight=False,
+        )
+    return 0
+
+
+def agreement_with(converted: Path, reference_card, card, dataset) -> dict:
+    """Top-1 agreement of the converted model with a published model, on every dataset sample."""
+    from harness.eval.inputs import image_preparation, prepare_inputs
+    from harness.eval.outputs import predict
+    from harness.model.references import TflmReference
+
+    ours, theirs = read_tflite(converted), read_tflite(obtain_model(reference_card))
+    samples = list(dataset.samples)
+    a = prepare_inputs(dataset, samples, image_preparation(card.preprocessing, ours.input))
+    b = prepare_inputs(dataset, samples, image_preparation(reference_card.preprocessing, theirs.input))
+    run_a, run_b = TflmReference(ours), TflmReference(theirs)
+    same = sum(
+        predict(run_a.run(x), ours.output, card.output)[0]
+        == predict(run_b.run(y), theirs.output, reference_card.output)[0]
+        for x, y in zip(a.tensors, b.tensors, strict=True)
+    )
+    return {"samples": len(a.samples), "agreement": same / max(1, len(a.samples))}
+
+
+def cmd_datasets(args) -> int:
+    from harness.eval.dataset import describe_sources
+
+    sources = describe_sources()
+    if args.json:
+        print_json(sources)
+        return 0
+    console = stdout_console()
+    for source in sources:
+        ready = "" if source["ready"] is None else (" (ready)" if source["ready"] else " (built on first use)")
+        console.print(f"{source['name']:8} {source['kind']}{ready}: {source['location']}", highlight=False)
+    return 0
+
+
+def cmd_models(args) -> int:
+    if args.action == "pull":
+        if not args.name:
+            raise UserError("`harness models pull` needs a card name; see `harness models`")
+        card = load_card(args.name)
+        path = obtain_model(card)  # cache, HARNESS_MODEL_MIRROR, then the source; sha256 checked
+        if args.json:
+            print_json({"model": card.name, "file": str(path), "sha256": card.sha256})
+        else:
+            print(path)
+        return 0
+    if args.json:
+        print_json([dataclasses.asdict(c) for c in all_cards().values()])
+        return 0
+    console = stdout_console()
+    for card in all_cards().values():
+        console.print(f"{card.name:28} {card.task:22} {card.title}")
+    return 0
+
+
+def cmd_subsets(args) -> int:
+    if args.json:
+        print_json([dataclasses.asdict(s) for s in SUBSETS.values()])
+        return 0
+    console = stdout_console()
+    for subset in SUBSETS.values():
+        column = subset.flag or "(every labelled image)"
+        console.print(f"{subset.name:22} column={column:26} family={subset.family}")
+    console.print("keyword-spotting cards: all, and one subset per class of the card (e.g. yes, no, silence)")
+    return 0

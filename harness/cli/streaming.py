@@ -1,0 +1,103 @@
+"""Keyword streaming commands: stream (run and build) and stream-score."""
+
+import dataclasses
+from pathlib import Path
+
+from harness.boards import get_board
+from harness.cli.args import model_for, tflm_tree
+from harness.console import print_json, stdout_console
+from harness.errors import UserError
+
+
+def exposure_ms(args) -> int:
+    from harness.stream.compose import wav_duration_ms
+
+    if args.audio:
+        return wav_duration_ms(Path(args.audio))
+    if args.duration_ms is None:
+        raise UserError("declare the exposure the rates divide by: --audio W.wav or --duration-ms N")
+    return args.duration_ms
+
+
+def cmd_stream_score(args) -> int:
+    from harness.stream.detections import load_detections
+    from harness.stream.ledger import load_ledger
+    from harness.stream.report import print_score
+    from harness.stream.scoring import score_stream
+
+    duration_ms = exposure_ms(args)
+    ledger = load_ledger(Path(args.ledger), duration_ms, args.ledger_unit)
+    detections = load_detections(Path(args.detections), duration_ms)
+    result = score_stream(args.policy, ledger, detections, duration_ms, args.tolerance_ms, args.wakeword)
+    if args.json:
+        print_json(dataclasses.asdict(result))
+    else:
+        print_score(result, stdout_console())
+    return 0
+
+
+def cmd_stream_run(args) -> int:
+    from harness.stream.report import print_score, print_stream_run
+    from harness.stream.run import StreamRequest, run_stream
+
+    if not args.wav:
+        raise UserError("`harness stream` needs --wav STREAM.wav (16 kHz mono 16-bit); see `harness stream build`")
+    board = get_board(args.board)
+    card, model = model_for(args, board)
+    request = StreamRequest(
+        card=card,
+        model=model,
+        board=board,
+        wav=Path(args.wav),
+        results_root=Path(args.results),
+        port=args.port,
+        tflm=tflm_tree(args),
+        serial_number=args.serial,
+        ledger=Path(args.ledger) if args.ledger else None,
+        ledger_unit=args.ledger_unit,
+        tolerance_ms=args.tolerance_ms,
+        wakeword=args.wakeword,
+    )
+    outcome = run_stream(request)
+    if args.json:
+        print_json(outcome.summary)
+    elif args.quiet:
+        print(outcome.summary["run_dir"])
+    else:
+        console = stdout_console()
+        print_stream_run(outcome.summary, console)
+        for policy, result in outcome.scores.items():
+            if isinstance(result, str):
+                console.print(f"{policy}: not scored: {result}", highlight=False)
+            else:
+                print_score(result, console)
+    return 0 if outcome.summary["device_equals_host"] else 1
+
+
+def cmd_stream(args) -> int:
+    if args.action != "build":
+        return cmd_stream_run(args)
+    from harness.stream.compose import build_stream, parse_placements
+    from harness.stream.report import print_built
+
+    if not args.clips or not args.out:
+        raise UserError("`harness stream build` needs --clips DIR and --out STREAM.wav")
+    out = Path(args.out)
+    built = build_stream(
+        Path(args.clips),
+        out,
+        Path(args.ledger) if args.ledger else out.with_suffix(".csv"),
+        at=parse_placements(args.at) if args.at else None,
+        count=args.count,
+        words=[w.strip() for w in args.words.split(",") if w.strip()] if args.words else None,
+        min_gap_ms=args.min_gap_ms,
+        duration_ms=args.duration_ms,
+        background=args.background,
+        snr_db=args.snr_db,
+        seed=args.seed,
+    )
+    if args.json:
+        print_json(dataclasses.asdict(built))
+    else:
+        print_built(built, stdout_console())
+    return 0
