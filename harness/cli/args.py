@@ -23,24 +23,31 @@ class Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-def positive_int(text: str) -> int:
+def _number(text: str, convert, valid, expected: str):
+    """`text` converted and checked, or the parser's one-line error naming what was expected."""
     try:
-        value = int(text)
+        value = convert(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+        value = None
+    if value is None or not valid(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _number(text, int, lambda v: v >= 1, "a whole number of at least 1")
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
-    return value
+    return _number(text, float, lambda v: v > 0 and math.isfinite(v), "a number of seconds above 0")
+
+
+def non_negative_float(text: str) -> float:
+    return _number(text, float, lambda v: v >= 0 and math.isfinite(v), "a number of seconds of at least 0")
+
+
+def port_number(text: str) -> int:
+    return _number(text, int, lambda v: 0 <= v <= 65535, "a port number 0..65535 (0: any free port)")
 
 
 def reference_names(text: str) -> tuple[str, ...]:
@@ -79,26 +86,6 @@ def iou_threshold(text: str) -> float:
         value = -1.0
     if not 0 < value <= 1:
         raise UserError(f"--iou {text!r} is neither 'ilsvrc' nor a number in (0, 1]")
-    return value
-
-
-def port_number(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number 0..65535 (0: any free port), got {text!r}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds of at least 0, got {text!r}")
     return value
 
 

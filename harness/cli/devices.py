@@ -65,15 +65,25 @@ def cmd_flash(args) -> int:
     return 0
 
 
-def cmd_perf(args) -> int:
+def _timed(args, measure):
+    """(board, card, what `measure(client, board, input)` returns) on the board running the model, with the
+    dataset's first input."""
     from harness.device.launch import connect
-    from harness.eval.perf import run_perf, sample_input
+    from harness.eval.perf import sample_input
 
     board = get_board(args.board)
     card, model = model_for(args, board)
     data = sample_input(card, model, load_dataset(args.dataset))
     with connect(board, model, args.port, tflm_tree(args)) as client:
-        report = run_perf(client, board, data, args.runs, args.warmups, args.mlperf)
+        return board, card, measure(client, board, data)
+
+
+def cmd_perf(args) -> int:
+    from harness.eval.perf import run_perf
+
+    board, _, report = _timed(
+        args, lambda client, board, data: run_perf(client, board, data, args.runs, args.warmups, args.mlperf)
+    )
     stats = report.stats()
     if args.json:
         print_json(dataclasses.asdict(report) | {"stats": stats})
@@ -96,14 +106,9 @@ def cmd_perf(args) -> int:
 def cmd_profile(args) -> int:
     from rich.table import Table
 
-    from harness.device.launch import connect
-    from harness.eval.perf import run_profile, sample_input
+    from harness.eval.perf import run_profile
 
-    board = get_board(args.board)
-    card, model = model_for(args, board)
-    data = sample_input(card, model, load_dataset(args.dataset))
-    with connect(board, model, args.port, tflm_tree(args)) as client:
-        report = run_profile(client, board, data)
+    board, card, report = _timed(args, run_profile)
     if args.json:
         print_json(dataclasses.asdict(report) | {"coverage": report.coverage})
         return 0
