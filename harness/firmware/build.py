@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from harness.boards import Board
 from harness.errors import BuildError, UserError
 from harness.firmware.elf import memory_usage
-from harness.firmware.tflm_tree import TflmTree
+from harness.firmware.tflm_tree import TflmTree, resolver_source
 from harness.model.tflite_file import TfliteModel
 from harness.paths import cache_dir, share_dir
 
@@ -160,14 +160,14 @@ def _render(board: Board, build_id: str, project: Path, sources, model, tflm, li
     if model:
         (project / "model.tflite").write_bytes(model.data)
         (project / "model_data.S").write_text(_model_assembly())
-        (project / "model_ops.inc").write_text(tflm.resolver_source(model))
+        (project / "model_ops.inc").write_text(resolver_source(model))
         sources = [*sources, project / "model_data.S"]
         includes += tflm.include_dirs
         libraries = str(library)
     if frontend:
         (project / "frontend.tflite").write_bytes(frontend.data)
         (project / "frontend_data.S").write_text(_model_assembly("g_harness_frontend", "frontend.tflite"))
-        (project / "frontend_ops.inc").write_text(tflm.resolver_source(frontend, "HARNESS_FRONTEND"))
+        (project / "frontend_ops.inc").write_text(resolver_source(frontend, "HARNESS_FRONTEND"))
         sources = [*sources, project / "frontend_data.S"]
     (project / "harness_build_config.h").write_text(config_header(board, build_id, model, frontend=frontend))
     ram_bytes = int(board.ram_bytes)

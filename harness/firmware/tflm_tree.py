@@ -126,9 +126,6 @@ class TflmTree:
     def kernels(self) -> str:
         return "cmsis_nn" if self.has_cmsis_nn else "reference"
 
-    def resolver_source(self, model, prefix: str = "HARNESS") -> str:
-        return resolver_source(model, prefix)
-
     def library(self, board, toolchain: str) -> Path:
         """libtflm.a compiled for the board's CPU flags, cached by its whole build recipe."""
         cpu = board.firmware["cpu_flags"]
