@@ -4,6 +4,7 @@ import ctypes
 import threading
 from contextlib import contextmanager
 
+import numpy as np
 import serial
 
 from harness.device.sim_board import SimBoard
@@ -11,6 +12,7 @@ from harness.link.client import DeviceClient
 from harness.native import ModelInfo
 
 UINT8 = 3
+SCORE_TYPES = {9: np.int8, 3: np.uint8, 1: np.float32}  # TfLiteType -> numpy
 
 
 def expected_output(data: bytes, size: int) -> bytes:
@@ -60,15 +62,20 @@ class ScriptedFrontend:
 
 
 class ScriptedClassifier(ChecksumRunner):
-    """Scores 127 for the class named by the newest feature row, -128 for the others."""
+    """Scores `top` for the class named by the newest feature row, `bottom` for the others, as an
+    output of TfLiteType `dtype` (int8 by default: 127 and -128)."""
 
-    def __init__(self, frames: int, classes: int):
-        super().__init__(frames, classes)
+    def __init__(self, frames: int, classes: int, dtype: int = 9, top=127, bottom=-128):
+        self.numpy_type = np.dtype(SCORE_TYPES[dtype])
+        super().__init__(frames, classes * self.numpy_type.itemsize)
+        self.model_info.output.dtype = dtype
+        self.classes, self.top, self.bottom = classes, top, bottom
 
     def invoke(self, _user) -> int:
         self.invokes += 1
         newest = ctypes.string_at(self.input_ptr, self.model_info.input.bytes)[-1]
-        scores = bytes(0x7F if c == newest else 0x80 for c in range(self.model_info.output.bytes))
+        values = [self.top if c == newest else self.bottom for c in range(self.classes)]
+        scores = np.array(values, self.numpy_type).tobytes()
         ctypes.memmove(self.output_ptr, scores, len(scores))
         return 0
 

@@ -35,9 +35,9 @@ def _audio(*runs: tuple[int, int]) -> bytes:
     return np.concatenate([np.full(n, value, "<i2") for value, n in runs]).tobytes()
 
 
-def _stream(audio: bytes, settings=SETTINGS, chunk: int = 7):
+def _stream(audio: bytes, settings=SETTINGS, chunk: int = 7, model=None):
     frontend = ScriptedFrontend(settings.window_samples)
-    model = ScriptedClassifier(settings.frames * settings.row_bytes, settings.classes)
+    model = model or ScriptedClassifier(settings.frames * settings.row_bytes, settings.classes)
     with core_on_pty(model, frontend=frontend) as (_, client):
         client.hello()
         client.stream_start(settings.pack())
@@ -72,6 +72,22 @@ def test_suppression_and_threshold_by_hand():
     lower = SETTINGS.__class__(**{**vars(SETTINGS), "threshold": 160})
     results, _, _ = _stream(short, lower)
     assert [d[0] for r in results for d in r.detections] == [1]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "top", "bottom", "score"),
+    [
+        (9, 127, -128, 255),  # int8: + 128
+        (3, 210, 0, 210),  # uint8: as it is
+        (1, 0.8, 0.0, 204),  # float32 probability: x 255, rounded
+        (1, float("nan"), float("nan"), None),  # NaN scores 0: never a detection
+    ],
+)
+def test_every_output_type_is_scored_on_one_scale(dtype, top, bottom, score):
+    model = ScriptedClassifier(SETTINGS.frames * SETTINGS.row_bytes, SETTINGS.classes, dtype, top, bottom)
+    results, _, _ = _stream(_audio((0, 10), (1, 10), (0, 20)), model=model)
+    found = [d for r in results for d in r.detections]
+    assert found == ([(1, score, 16)] if score else [])
 
 
 def test_chunking_does_not_change_the_detections():
@@ -211,9 +227,11 @@ def test_a_ledger_in_seconds_is_refused_before_the_board_starts(tmp_path):
     assert "seconds" in done.stderr and not (tmp_path / "r").exists()
 
 
-def test_the_pipeline_in_firmware_on_an_emulated_cortex_m4_equals_the_host(tmp_path):
+@pytest.mark.parametrize("card_name", ["tflm_micro_speech", "mlperf_tiny_kws"])
+def test_the_pipeline_in_firmware_on_an_emulated_cortex_m4_equals_the_host(tmp_path, card_name):
     """The deployed pipeline in our ARM firmware (TFLM frontend with its signal kernels, the keyword
-    model, the C recognizer) under QEMU: the same detections as the host reference."""
+    model, the C recognizer) under QEMU: the same detections as the host reference. micro_speech
+    brings its frontend model; MLPerf Tiny KWS's is generated from its card (float32 scores)."""
     import os
     from pathlib import Path
 
@@ -229,11 +247,12 @@ def test_the_pipeline_in_firmware_on_an_emulated_cortex_m4_equals_the_host(tmp_p
     tree = os.environ.get("HARNESS_TFLM_TREE")
     if not tree:
         pytest.skip("set HARNESS_TFLM_TREE to a TFLM tree (docs/boards.md) to build the streaming firmware")
+    card = load_card(card_name)
+    fixture_model(card.mirror_path)
     fixture_model("tflm/audio_preprocessor_int8.tflite")
     clips = {w: read_clip(SHARED / "fixtures" / "audio" / f"{w}_1000ms.wav", 16000) for w in ("yes", "no", "silence")}
     wav = tmp_path / "s.wav"
     write_clip(wav, np.concatenate([clips[w] for w in ("silence", "yes", "silence", "no", "silence", "yes")]), 16000)
-    card = load_card("tflm_micro_speech")
     request = StreamRequest(
         card, read_tflite(obtain_model(card)), get_board("qemu_m4"), wav, tmp_path / "r", tflm=TflmTree(Path(tree))
     )

@@ -66,6 +66,8 @@ enum hp_tick_kind {
 };
 
 /* dtype codes are TfLiteType's: 1 float32, 2 int32, 3 uint8, 7 int16, 9 int8, ... */
+enum hp_dtype { HP_DTYPE_FLOAT32 = 1, HP_DTYPE_INT32 = 2, HP_DTYPE_UINT8 = 3, HP_DTYPE_INT16 = 7, HP_DTYPE_INT8 = 9 };
+
 typedef struct {
   uint8_t dtype;
   uint8_t rank;

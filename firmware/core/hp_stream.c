@@ -11,6 +11,22 @@ void hp_stream_config_read(hp_stream_config *cfg, const uint8_t *p) {
   for (uint32_t i = 0; i < sizeof fields / sizeof fields[0]; ++i) *fields[i] = hp_get_u32(p + 4u * i);
 }
 
+/* Bytes per score of a model output type the recognizer reads; 0 for any other type. */
+static uint32_t score_width(uint8_t dtype) {
+  return dtype == HP_DTYPE_INT8 || dtype == HP_DTYPE_UINT8 ? 1u : dtype == HP_DTYPE_FLOAT32 ? 4u : 0u;
+}
+
+/* Every output type on one scale, 0..255: int8 + 128, uint8 as it is, a probability x 255. */
+static uint8_t score_of(const uint8_t *raw, uint32_t c, uint8_t dtype) {
+  if (dtype == HP_DTYPE_INT8) return (uint8_t)((int8_t)raw[c] + 128);
+  if (dtype == HP_DTYPE_UINT8) return raw[c];
+  float p;
+  memcpy(&p, raw + 4u * c, sizeof p);
+  if (!(p > 0.0f)) return 0; /* NaN included */
+  if (p >= 1.0f) return 255;
+  return (uint8_t)(p * 255.0f + 0.5f);
+}
+
 const char *hp_stream_start(hp_stream *s, const hp_stream_config *cfg, const hp_runner *frontend,
                             const hp_tensor_info *frontend_in, const hp_tensor_info *frontend_out,
                             const hp_runner *model, const hp_model_info *model_info) {
@@ -34,12 +50,15 @@ const char *hp_stream_start(hp_stream *s, const hp_stream_config *cfg, const hp_
     return "min_count must be at least 1 and no more than the results average_ms holds";
   if (frontend_in->bytes != 2u * cfg->window_samples || frontend_out->bytes != cfg->row_bytes)
     return "the frontend's tensors do not match the window and row size";
-  if (model_info->input.bytes != cfg->frames * cfg->row_bytes || model_info->output.bytes != cfg->classes)
+  uint32_t width = score_width(model_info->output.dtype);
+  if (width == 0) return "the model's output must be int8, uint8 or float32 scores";
+  if (model_info->input.bytes != cfg->frames * cfg->row_bytes || model_info->output.bytes != cfg->classes * width)
     return "the model's tensors do not match frames x row bytes and classes";
   memset(s, 0, sizeof *s);
   s->cfg = *cfg;
   s->frontend = frontend;
   s->model = model;
+  s->score_dtype = model_info->output.dtype;
   return 0;
 }
 
@@ -99,9 +118,9 @@ static int32_t add_row(hp_stream *s, hp_detection *out, uint32_t room, uint32_t 
   memcpy(model->input(model->ctx), s->features, total);
   if (model->invoke(model->ctx) != 0) return -1;
   s->model_runs++;
-  const int8_t *raw = (const int8_t *)model->output(model->ctx);
+  const uint8_t *raw = (const uint8_t *)model->output(model->ctx);
   uint8_t scores[HP_STREAM_MAX_CLASSES];
-  for (uint32_t c = 0; c < cfg->classes; ++c) scores[c] = (uint8_t)(raw[c] + 128);
+  for (uint32_t c = 0; c < cfg->classes; ++c) scores[c] = score_of(raw, c, s->score_dtype);
   hp_detection detection;
   if (recognize(s, window_end_ms(s), scores, &detection)) {
     if (*found < room) out[*found] = detection;

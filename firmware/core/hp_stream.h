@@ -30,12 +30,12 @@ typedef struct {
   uint32_t frames;         /* feature rows in the model's input */
   uint32_t row_bytes;      /* bytes of one feature row (the frontend's output) */
   uint32_t model_every;    /* run the model every this many new rows */
-  uint32_t classes;        /* int8 scores the model outputs */
+  uint32_t classes;        /* scores the model outputs (int8, uint8, or float32 probabilities) */
   uint32_t average_ms;     /* recognizer: average the results of this long */
   uint32_t min_count;      /* ... and decide only with at least this many of them */
   uint32_t suppression_ms; /* no detection for this long after one */
   uint32_t keyword_mask;   /* bit i: class i is a keyword (silence and unknown are not) */
-  uint32_t threshold;      /* average score, on 0..255 (int8 score + 128), a detection needs */
+  uint32_t threshold;      /* average score on 0..255 a detection needs: int8 + 128, uint8, or float x 255 */
 } hp_stream_config;
 
 typedef struct {
@@ -48,6 +48,7 @@ typedef struct hp_stream {
   hp_stream_config cfg;
   const hp_runner *frontend;
   const hp_runner *model;
+  uint8_t score_dtype; /* the model output's TfLiteType */
   int16_t audio[HP_STREAM_MAX_WINDOW];
   uint32_t audio_have;
   uint8_t features[HP_STREAM_MAX_FEATURES];

@@ -1,6 +1,7 @@
 """Keyword-spotting frontends: a clip to the model's input tensor, as the deployed firmware does it."""
 
 import dataclasses
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -9,16 +10,33 @@ from harness.audio.clips import read_clip
 from harness.errors import UserError
 from harness.eval.inputs import Preparation
 from harness.model.card import AudioPreprocessing, ModelCard
+from harness.paths import cache_dir
 from harness.tensors import TensorSpec
 
 
+def _generated_frontend(card: ModelCard) -> Path:
+    """A microfrontend card's frontend model, written into the cache once per distinct settings."""
+    from harness.audio.microfrontend import frontend_model, settings_from_card
+    from harness.files import write_bytes_atomically
+
+    pre = card.preprocessing
+    data = frontend_model(settings_from_card(pre.frontend, pre.sample_rate, pre.window_samples, str(card.card_path)))
+    path = cache_dir() / "frontends" / f"microfrontend-{hashlib.sha256(data).hexdigest()[:16]}.tflite"
+    if not path.is_file():
+        write_bytes_atomically(path, data)
+    return path
+
+
 def frontend_file(card: ModelCard) -> Path:
-    """The frontend model named by the card, found like any model (cache, mirror, source)."""
+    """The frontend model of the card: generated from its microfrontend settings, or a model file
+    found like any model (cache, mirror, source)."""
     from harness.model.fetch import obtain_model
 
     front = card.preprocessing.frontend
     if not front:
         raise UserError(f"model card {card.card_path} has no [frontend] table; its pipeline needs one")
+    if front.get("kind") == "microfrontend":
+        return _generated_frontend(card)
     frontend_card = dataclasses.replace(
         card,
         name=f"{card.name} frontend",
@@ -48,9 +66,10 @@ class TflmAudioPreprocessor:
         """frames x features, in the frontend's output type."""
         interpreter = self._interpreter()
         window, stride = self.pre.window_samples, self.pre.stride_samples
+        shape = tuple(interpreter.get_input_details(0)["shape"])
         rows = []
         for frame in range(self.pre.frames):
-            interpreter.set_input(audio[frame * stride : frame * stride + window].reshape(1, window), 0)
+            interpreter.set_input(audio[frame * stride : frame * stride + window].reshape(shape), 0)
             interpreter.invoke()
             rows.append(np.array(interpreter.get_output(0)).reshape(-1))
         return np.stack(rows)
@@ -84,4 +103,5 @@ def keyword_preparation(card: ModelCard, spec: TensorSpec) -> Preparation:
     def tensor_of(path: Path) -> np.ndarray:
         return features_to_tensor(frontend.features(read_clip(path, pre.sample_rate, pre.clip_samples)), spec)
 
-    return Preparation(f"{pre}|{spec}", spec, tensor_of)
+    frontend_sha = hashlib.sha256(frontend.model_data).hexdigest()
+    return Preparation(f"{pre}|frontend {frontend_sha}|{spec}", spec, tensor_of)

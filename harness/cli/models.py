@@ -153,7 +153,9 @@ def cmd_models(args) -> int:
         return 0
     console = stdout_console()
     for card in all_cards().values():
-        console.print(f"{card.name:28} {card.task:22} {card.title}")
+        console.print(f"{card.name:28} {card.task:22} {card.title}", highlight=False)
+        if card.caveat:
+            console.print(f"{'':28} caveat: {card.caveat}", highlight=False, style="dim")
     return 0
 
 

@@ -218,6 +218,7 @@ def _summarise(request: EvalRequest, records: list[SampleRecord], readings: Read
     source = request.board.latency_source
     return {
         "model": request.card.name,
+        "model_caveat": request.card.caveat or None,
         "board": request.board.id,
         "dataset": request.dataset.name,
         "samples": len(records),

@@ -77,6 +77,7 @@ class ModelCard:
     output: OutputMeaning
     card_path: Path
     notes: str = ""
+    caveat: str = ""  # what results with this card cannot claim; printed and stored with every run
     streaming: dict | None = None  # keyword streaming: the recognizer's settings (harness/stream)
 
 
@@ -131,6 +132,7 @@ def _parse(path: Path) -> ModelCard:
             ),
             card_path=path,
             notes=data.get("notes", ""),
+            caveat=" ".join(data.get("caveat", "").split()),
             streaming=data.get("streaming"),
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:

@@ -2,7 +2,6 @@
 
 import hashlib
 import io
-import os
 import subprocess
 import sys
 import tempfile
@@ -11,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.files import write_bytes_atomically
 from harness.model.card import ModelCard
 from harness.paths import cache_dir, model_mirror
 
@@ -46,10 +46,7 @@ def _store(card: ModelCard, data: bytes) -> Path:
             "the source changed: update the card or use HARNESS_MODEL_MIRROR"
         )
     target = _cached_path(card)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + f".{os.getpid()}.partial")
-    partial.write_bytes(data)
-    partial.replace(target)
+    write_bytes_atomically(target, data)
     return target
 
 

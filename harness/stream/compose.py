@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.errors import UserError
-from harness.stream.files import write_atomically
+from harness.files import write_atomically
 from harness.stream.ledger import Event, write_ledger
 
 SAMPLE_RATE = 16_000

@@ -83,7 +83,7 @@ def load_detections(path: Path, duration_ms: int | None = None) -> Detections:
 
 
 def write_detections(path: Path, detections: list[Detection]) -> None:
-    from harness.stream.files import write_atomically
+    from harness.files import write_atomically
 
     def write(partial: Path) -> None:
         with open(partial, "w", newline="") as f:

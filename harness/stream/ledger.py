@@ -135,7 +135,7 @@ def _check_event(event: Event, duration_ms: int | None, path: Path) -> None:
 
 
 def write_ledger(path: Path, events: list[Event]) -> None:
-    from harness.stream.files import write_atomically
+    from harness.files import write_atomically
 
     def write(partial: Path) -> None:
         with open(partial, "w", newline="") as f:

@@ -18,9 +18,9 @@ from harness.native import device_core
 from harness.stream.detections import Detection
 
 TIMING_REFERENCE = "decision"  # the end of the window whose result decided; see docs/streaming.md
-# Detection scores are the recognizer's averages of (int8 score + 128), on 0..255.
+# Detection scores are the recognizer's averages on 0..255: int8 score + 128, uint8, or probability x 255.
 MAX_DETECTIONS_PER_PUSH = 64
-_INT8 = 9
+SCORE_TYPES = (1, 3, 9)  # TfLiteType float32, uint8, int8
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,10 @@ def stream_settings(card: ModelCard, model: TfliteModel, frontend: TfliteModel) 
     """From the card's [preprocessing] and [streaming] tables and the two models' tensors."""
     if card.task != "keyword_spotting" or not card.streaming:
         raise UserError(f"model {card.name} has no [streaming] table; streaming needs a keyword card with one")
-    if model.output.dtype != _INT8:
-        raise UserError(f"{model.path.name} outputs {model.output.describe()}; the recognizer averages int8 scores")
+    if model.output.dtype not in SCORE_TYPES:
+        raise UserError(
+            f"{model.path.name} outputs {model.output.describe()}; the recognizer reads int8, uint8 or float32 scores"
+        )
     pre, streaming, labels = card.preprocessing, card.streaming, card.output.labels
     keywords = keywords_of(card)
     unknown = [k for k in keywords if k not in labels]

@@ -102,6 +102,7 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
         "kind": "stream",
         "run_id": run_id,
         "model": card.name,
+        "model_caveat": card.caveat or None,
         "board": board.id,
         "audio": {"file": str(request.wav), "duration_ms": duration_ms, "sample_rate": pre.sample_rate},
         "timing_reference": TIMING_REFERENCE,

@@ -1,4 +1,4 @@
-"""Atomic file writes for the stream package: a reader never sees half a ledger or half a WAV."""
+"""Atomic file writes: a reader never sees half a file (a ledger, a WAV, a model in the cache)."""
 
 import os
 from collections.abc import Callable
@@ -18,3 +18,7 @@ def write_atomically(target: Path, write: Callable[[Path], None]) -> None:
         partial.replace(target)
     finally:
         partial.unlink(missing_ok=True)
+
+
+def write_bytes_atomically(target: Path, data: bytes) -> None:
+    write_atomically(target, lambda partial: partial.write_bytes(data))
