@@ -84,3 +84,26 @@ def test_models_pull_prints_the_verified_file(tmp_path):
     pulled = json.loads(done.stdout)
     assert Path(pulled["file"]).read_bytes() == expected.read_bytes()
     assert hashlib.sha256(expected.read_bytes()).hexdigest() == pulled["sha256"]
+
+
+def test_pulling_a_keyword_card_readies_its_frontend_too(tmp_path):
+    """Fetched for micro_speech, generated from the settings for MLPerf Tiny KWS: a later run needs no network."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import fixture_model
+
+    fixture_model("tflm/audio_preprocessor_int8.tflite")
+    fixture_model("mlperf_tiny/keyword_spotting.tflite")
+    env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path)}
+    frontends = {}
+    for card in ("tflm_micro_speech", "mlperf_tiny_kws"):
+        done = subprocess.run(
+            [sys.executable, "-m", "harness", "models", "pull", card, "--json"], capture_output=True, text=True, env=env
+        )
+        assert done.returncode == 0, done.stderr
+        frontends[card] = Path(json.loads(done.stdout)["frontend"])
+    assert frontends["tflm_micro_speech"].name == "audio_preprocessor_int8.tflite"
+    generated = frontends["mlperf_tiny_kws"]
+    assert generated.is_relative_to(tmp_path / "frontends") and generated.read_bytes()[4:8] == b"TFL3"

@@ -137,16 +137,28 @@ def cmd_datasets(args) -> int:
     return 0
 
 
+def _pull_frontend(card) -> str | None:
+    """A keyword card's frontend model too (fetched, or generated from its settings), so runs work offline."""
+    if not getattr(card.preprocessing, "frontend", None):
+        return None
+    from harness.audio.frontend import frontend_file
+
+    return str(frontend_file(card))
+
+
 def cmd_models(args) -> int:
     if args.action == "pull":
         if not args.name:
             raise UserError("`harness models pull` needs a card name; see `harness models`")
         card = load_card(args.name)
         path = obtain_model(card)  # cache, HARNESS_MODEL_MIRROR, then the source; sha256 checked
+        frontend = _pull_frontend(card)
         if args.json:
-            print_json({"model": card.name, "file": str(path), "sha256": card.sha256})
+            print_json({"model": card.name, "file": str(path), "sha256": card.sha256, "frontend": frontend})
         else:
             print(path)
+            if frontend:
+                print(frontend)
         return 0
     if args.json:
         print_json([dataclasses.asdict(c) for c in all_cards().values()])
