@@ -16,7 +16,9 @@ static uint32_t score_width(uint8_t dtype) {
   return dtype == HP_DTYPE_INT8 || dtype == HP_DTYPE_UINT8 ? 1u : dtype == HP_DTYPE_FLOAT32 ? 4u : 0u;
 }
 
-/* Every output type on one scale, 0..255: int8 + 128, uint8 as it is, a probability x 255. */
+/* Every output type on one scale, 0..255: int8 + 128, uint8 as it is, a probability x 255 rounded.
+ * The probability takes one float multiply (by 255 x 256) and integer rounding: a multiply-add a
+ * compiler could fuse on one target and not on another would let device and host differ. */
 static uint8_t score_of(const uint8_t *raw, uint32_t c, uint8_t dtype) {
   if (dtype == HP_DTYPE_INT8) return (uint8_t)((int8_t)raw[c] + 128);
   if (dtype == HP_DTYPE_UINT8) return raw[c];
@@ -24,7 +26,8 @@ static uint8_t score_of(const uint8_t *raw, uint32_t c, uint8_t dtype) {
   memcpy(&p, raw + 4u * c, sizeof p);
   if (!(p > 0.0f)) return 0; /* NaN included */
   if (p >= 1.0f) return 255;
-  return (uint8_t)(p * 255.0f + 0.5f);
+  uint32_t in_256ths = (uint32_t)(p * 65280.0f);
+  return (uint8_t)((in_256ths + 128u) >> 8);
 }
 
 const char *hp_stream_start(hp_stream *s, const hp_stream_config *cfg, const hp_runner *frontend,

@@ -22,7 +22,7 @@ def _generated_frontend(card: ModelCard) -> Path:
     pre = card.preprocessing
     data = frontend_model(settings_from_card(pre.frontend, pre.sample_rate, pre.window_samples, str(card.card_path)))
     path = cache_dir() / "frontends" / f"microfrontend-{hashlib.sha256(data).hexdigest()[:16]}.tflite"
-    if not path.is_file():
+    if not path.is_file() or path.read_bytes() != data:  # cheap to write again; never trust an edited copy
         write_bytes_atomically(path, data)
     return path
 
@@ -35,8 +35,14 @@ def frontend_file(card: ModelCard) -> Path:
     front = card.preprocessing.frontend
     if not front:
         raise UserError(f"model card {card.card_path} has no [frontend] table; its pipeline needs one")
-    if front.get("kind") == "microfrontend":
+    kind = front.get("kind", "file")
+    if kind == "microfrontend":
         return _generated_frontend(card)
+    if kind != "file" or "name" not in front or not ("url" in front or "path" in front):
+        raise UserError(
+            f'model card {card.card_path}: [frontend] is either kind = "microfrontend" with its settings, '
+            "or a model file with name, sha256 and url (or path)"
+        )
     frontend_card = dataclasses.replace(
         card,
         name=f"{card.name} frontend",

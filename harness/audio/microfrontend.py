@@ -8,13 +8,17 @@ the harness writes the frontend as a small TFLM model: the firmware and the host
 window exactly as they run micro_speech's audio_preprocessor_int8.tflite.
 
 Built here: the stateless path (no noise reduction, no PCAN), whose output per window depends on
-that window alone. The log-scaled uint16 energies become the model's float input times `scale`.
-The filterbank tables follow microfrontend's filterbank_util.c in float32, so the features equal
+that window alone. The log-scaled energies become the model's float input times `scale`.
+The window and filterbank tables are computed as microfrontend's window_util.c and
+filterbank_util.c compute them (float32, libm's log1pf, weights rounded), so the features equal
 TensorFlow's audio_microfrontend op with its noise reduction off (tests/test_microfrontend.py).
 """
 
+import ctypes
+import ctypes.util
 import math
 from dataclasses import dataclass
+from functools import cache
 
 import flatbuffers
 import numpy as np
@@ -28,6 +32,9 @@ FILTERBANK_BITS = 12  # kFilterbankBits
 INDEX_ALIGNMENT = 2  # kFilterbankIndexAlignment (4 bytes) in int16 indices
 CHANNEL_BLOCK = 4  # kFilterbankChannelBlockSize
 KNOWN_KEYS = {"kind", "channels", "lower_band_hz", "upper_band_hz", "log_scale_shift", "scale"}
+# Above 10 the log energies can pass 32767, where TFLM's SignalFilterBankLog clamps and
+# microfrontend (uint16) does not.
+MAX_LOG_SCALE_SHIFT = 10
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,14 @@ class MicrofrontendSettings:
         return 1 << math.ceil(math.log2(self.window_samples))
 
 
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value) -> bool:
+    return (_whole(value) or isinstance(value, float)) and math.isfinite(value)
+
+
 def settings_from_card(frontend: dict, sample_rate: int, window_samples: int, where: str) -> MicrofrontendSettings:
     unknown = set(frontend) - KNOWN_KEYS
     if unknown:
@@ -52,33 +67,42 @@ def settings_from_card(frontend: dict, sample_rate: int, window_samples: int, wh
             f"{where}: [frontend] keys {', '.join(sorted(unknown))} are not microfrontend settings "
             f"(known: {', '.join(sorted(KNOWN_KEYS - {'kind'}))}); noise reduction and PCAN are not built"
         )
-    try:
-        settings = MicrofrontendSettings(
-            sample_rate=sample_rate,
-            window_samples=window_samples,
-            channels=int(frontend["channels"]),
-            lower_band_hz=float(frontend.get("lower_band_hz", 125.0)),
-            upper_band_hz=float(frontend["upper_band_hz"]),
-            log_scale_shift=int(frontend.get("log_scale_shift", 6)),
-            scale=float(frontend["scale"]),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UserError(f"{where}: a microfrontend [frontend] needs channels, upper_band_hz and scale ({exc})") from exc
-    if not 0 <= settings.lower_band_hz < settings.upper_band_hz <= sample_rate / 2 or settings.channels < 1:
-        raise UserError(f"{where}: [frontend] needs channels >= 1 and 0 <= lower_band_hz < upper_band_hz <= rate/2")
-    if not 64 <= settings.fft_size <= 2048:
-        raise UserError(f"{where}: a window of {window_samples} samples needs an FFT TFLM's signal library lacks")
-    return settings
+    missing = [key for key in ("channels", "upper_band_hz", "scale") if key not in frontend]
+    if missing:
+        raise UserError(f"{where}: a microfrontend [frontend] needs {', '.join(missing)}")
+    channels, shift = frontend["channels"], frontend.get("log_scale_shift", 6)
+    lower, upper, scale = frontend.get("lower_band_hz", 125.0), frontend["upper_band_hz"], frontend["scale"]
+    if not _whole(channels) or channels < 1:
+        raise UserError(f"{where}: [frontend] channels must be a whole number >= 1, not {channels!r}")
+    if not _whole(shift) or not 0 <= shift <= MAX_LOG_SCALE_SHIFT:
+        raise UserError(f"{where}: [frontend] log_scale_shift must be a whole number 0..{MAX_LOG_SCALE_SHIFT}")
+    if not (_number(lower) and _number(upper) and 0 <= lower < upper <= sample_rate / 2):
+        raise UserError(f"{where}: [frontend] needs 0 <= lower_band_hz < upper_band_hz <= {sample_rate / 2:g} Hz")
+    if not (_number(scale) and scale > 0):
+        raise UserError(f"{where}: [frontend] scale must be a finite number > 0, not {scale!r}")
+    if window_samples < 1 or not 64 <= 1 << math.ceil(math.log2(window_samples)) <= 2048:
+        raise UserError(f"{where}: a window of {window_samples} samples needs an FFT of 64..2048 points; fix window_ms")
+    return MicrofrontendSettings(sample_rate, window_samples, channels, float(lower), float(upper), shift, float(scale))
+
+
+@cache
+def _log1pf():
+    """libm's single-precision log1p: the one microfrontend's FreqToMel calls."""
+    function = ctypes.CDLL(ctypes.util.find_library("m")).log1pf
+    function.argtypes, function.restype = [ctypes.c_float], ctypes.c_float
+    return function
 
 
 def _freq_to_mel(freq) -> np.float32:
-    return np.float32(1127.0 * np.log1p(np.float64(freq) / 700.0))
+    """filterbank_util.c: 1127.0f * log1pf(freq / 700.0f), all in float32."""
+    return np.float32(1127.0) * np.float32(_log1pf()(float(np.float32(freq) / np.float32(700.0))))
 
 
 def hann_window(length: int) -> np.ndarray:
-    index = np.arange(length)
-    weights = 0.5 - 0.5 * np.cos(2 * np.pi / length * (index + 0.5))
-    return np.floor(weights * (1 << WINDOW_BITS) + 0.5).astype(np.int16)
+    """window_util.c as in TensorFlow: a float argument step, the cosine in double, a float value."""
+    step = np.float64(np.float32(2 * np.pi / length))
+    values = (0.5 - 0.5 * np.cos(step * (np.arange(length) + 0.5))).astype(np.float32)
+    return np.floor(values.astype(np.float64) * (1 << WINDOW_BITS) + 0.5).astype(np.int16)
 
 
 @dataclass(frozen=True)
@@ -92,8 +116,9 @@ class Filterbank:
     channel_widths: np.ndarray
 
 
-def filterbank(settings: MicrofrontendSettings) -> Filterbank:
-    """The mel filterbank tables as microfrontend's FilterbankPopulateState computes them (float32)."""
+def filterbank(settings: MicrofrontendSettings, rounded: bool = True) -> Filterbank:
+    """The mel filterbank tables as microfrontend's FilterbankPopulateState computes them (float32).
+    Its weights are rounded; TFLM's python generator (`rounded=False`) truncates them."""
     channels = settings.channels + 1  # one more: the last channel only supplies the unweights
     spectrum_size = settings.fft_size // 2 + 1
     mel_low, mel_high = _freq_to_mel(settings.lower_band_hz), _freq_to_mel(settings.upper_band_hz)
@@ -137,8 +162,9 @@ def filterbank(settings: MicrofrontendSettings) -> Filterbank:
             mel = _freq_to_mel(np.float32(frequency) * hz_per_bin)
             weight = np.float32(np.float32(centers[chan] - mel) / np.float32(centers[chan] - below))
             slot = int(weight_starts[chan]) + offset + j
-            weights[slot] = int(weight * np.float32(1 << FILTERBANK_BITS))
-            unweights[slot] = int((np.float32(1.0) - weight) * np.float32(1 << FILTERBANK_BITS))
+            half = np.float32(0.5) if rounded else np.float32(0.0)
+            weights[slot] = math.floor(weight * np.float32(1 << FILTERBANK_BITS) + half)
+            unweights[slot] = math.floor((np.float32(1.0) - weight) * np.float32(1 << FILTERBANK_BITS) + half)
             frequency += 1
         end_index = max(end_index, frequency)
     if end_index >= spectrum_size:
@@ -219,7 +245,10 @@ def frontend_model(settings: MicrofrontendSettings) -> bytes:
     w.op([windowed], [scaled, shift], "SignalFftAutoScale")
     spectrum = w.tensor("rfft", [fft + 2], T.INT16)
     w.op([scaled], [spectrum], "SignalRfft", {"T": T.INT16, "fft_length": fft})
-    energy = w.tensor("energy", [fft // 2 + 1], T.UINT32)
+    # The filterbank reads whole blocks of bins, which near the Nyquist band pass the spectrum's
+    # end (times zero weights): the tensor is made long enough for them to stay inside it.
+    reach = int(np.max(bank.channel_frequency_starts.astype(int) + bank.channel_widths))
+    energy = w.tensor("energy", [max(fft // 2 + 1, reach)], T.UINT32)
     w.op([spectrum], [energy], "SignalEnergy", {"end_index": bank.end_index, "start_index": bank.start_index})
     tables = [
         w.tensor("weights", [len(bank.weights)], T.INT16, bank.weights),

@@ -1,6 +1,7 @@
 """Commands about models and data: inspect, convert, models, datasets, dataset build, subsets."""
 
 import dataclasses
+import sys
 from pathlib import Path
 
 from harness.boards import all_boards, get_board
@@ -157,8 +158,8 @@ def cmd_models(args) -> int:
             print_json({"model": card.name, "file": str(path), "sha256": card.sha256, "frontend": frontend})
         else:
             print(path)
-            if frontend:
-                print(frontend)
+            if frontend:  # stdout stays the model's path alone, for scripts
+                print(f"frontend: {frontend}", file=sys.stderr)
         return 0
     if args.json:
         print_json([dataclasses.asdict(c) for c in all_cards().values()])
@@ -167,7 +168,7 @@ def cmd_models(args) -> int:
     for card in all_cards().values():
         console.print(f"{card.name:28} {card.task:22} {card.title}", highlight=False)
         if card.caveat:
-            console.print(f"{'':28} caveat: {card.caveat}", highlight=False, style="dim")
+            console.print(f"{'':28} caveat: {card.caveat}", highlight=False, markup=False, style="dim")
     return 0
 
 

@@ -106,6 +106,12 @@ def _audio_preprocessing(pre: dict, frontend: dict | None) -> AudioPreprocessing
     )
 
 
+def _caveat(text) -> str:
+    if not isinstance(text, str):
+        raise ValueError("caveat must be text")
+    return " ".join(text.split())
+
+
 def _parse(path: Path) -> ModelCard:
     try:
         data = tomllib.loads(path.read_text())
@@ -132,7 +138,7 @@ def _parse(path: Path) -> ModelCard:
             ),
             card_path=path,
             notes=data.get("notes", ""),
-            caveat=" ".join(data.get("caveat", "").split()),
+            caveat=_caveat(data.get("caveat", "")),
             streaming=data.get("streaming"),
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:

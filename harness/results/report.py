@@ -70,7 +70,7 @@ def print_summary(summary: dict) -> None:
         first = ", ".join(sample_id for sample_id, _ in unreadable["first"][:5])
         console.print(f"{unreadable['count']} unreadable files skipped (first: {first}); --strict stops instead")
     if summary.get("model_caveat"):
-        console.print(f"caveat (model card): {summary['model_caveat']}", highlight=False)
+        console.print(f"caveat (model card): {summary['model_caveat']}", highlight=False, markup=False)
     console.print(f"results: {summary['run_dir']}")
 
 

@@ -59,6 +59,11 @@ def stream_settings(card: ModelCard, model: TfliteModel, frontend: TfliteModel) 
         raise UserError(
             f"{model.path.name} outputs {model.output.describe()}; the recognizer reads int8, uint8 or float32 scores"
         )
+    if model.output.dtype == SCORE_TYPES[0] and card.output.kind != "softmax":
+        raise UserError(
+            f"{card.card_path}: the recognizer reads float32 outputs as probabilities; this card's are "
+            f"{card.output.kind}: stream a model with a softmax output"
+        )
     pre, streaming, labels = card.preprocessing, card.streaming, card.output.labels
     keywords = keywords_of(card)
     unknown = [k for k in keywords if k not in labels]

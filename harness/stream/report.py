@@ -163,7 +163,7 @@ def print_stream_run(summary: dict, console: Console) -> None:
         highlight=False,
     )
     if summary.get("model_caveat"):
-        console.print(f"caveat (model card): {summary['model_caveat']}", highlight=False)
+        console.print(f"caveat (model card): {summary['model_caveat']}", highlight=False, markup=False)
     verdict = "identical to" if summary["device_equals_host"] else "DIFFERENT from"
     console.print(f"device detections {verdict} the host reference's ({len(host)})", highlight=False)
     busy = summary["busy"]
