@@ -123,3 +123,29 @@ def test_wake_vision_pipeline_equals_tensorflows_decode_and_resize_on_the_demo_s
         image = tf.io.decode_jpeg(sample.image_path.read_bytes(), channels=3)
         expected = tf.cast(tf.image.resize(image, (96, 96), method="bilinear"), tf.uint8).numpy()
         np.testing.assert_array_equal(image_tensor(sample.image_path, pre, spec)[0], expected, err_msg=sample.id)
+
+
+def test_cached_tensors_follow_a_file_replaced_under_the_same_name(tmp_path):
+    """The second preparation of the same files comes from the cache; replacing one image (same
+    name, same label file) decodes again and gives the new picture's tensor."""
+    import os
+
+    from harness.eval.dataset import Dataset, Sample
+    from harness.eval.inputs import image_preparation, prepare_inputs
+
+    paths = [tmp_path / f"{i}.png" for i in range(3)]
+    for i, path in enumerate(paths):
+        Image.new("RGB", (8, 8), (40 * i, 0, 0)).save(path)
+    samples = [Sample(p.stem, p, {"person": 0}) for p in paths]
+    dataset = Dataset("three", tmp_path / "labels.csv", "0" * 64, tuple(samples))
+    pre = Preprocessing("resize_whole", (4, 4), "rgb", "bilinear", "none", "raw", "uint8")
+    preparation = image_preparation(pre, TensorSpec(3, (1, 4, 4, 3), 1.0, 0, 48))  # uint8
+    first = prepare_inputs(dataset, samples, preparation)
+    again = prepare_inputs(dataset, samples, preparation)
+    assert not first.from_cache and again.from_cache
+    Image.new("RGB", (8, 8), (0, 200, 0)).save(paths[1])
+    os.utime(paths[1], ns=(1, 1))  # a different modification time even on a coarse clock
+    replaced = prepare_inputs(dataset, samples, preparation)
+    assert not replaced.from_cache
+    assert replaced.tensors[1][0, 0, 0].tolist() == [0, 200, 0]
+    assert np.array_equal(replaced.tensors[0], first.tensors[0])

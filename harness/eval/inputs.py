@@ -1,7 +1,9 @@
 """Input tensors for a run: decoded and preprocessed once, on every core, then cached on disk.
 
-The cache is keyed by the label file, the samples, the preparation (the card's preprocessing and
-the model's input tensor), so a second eval of the same subset decodes no image or clip at all.
+The cache is keyed by the label file, the samples (and each file's size and modification time),
+the preparation (the card's preprocessing and the model's input tensor), so a second eval of the
+same subset decodes no image or clip at all, and a file replaced under the same name is decoded
+again.
 """
 
 import hashlib
@@ -62,7 +64,12 @@ def _prepare_into(out: np.ndarray, paths: list[Path], first: int, preparation: P
 def _key(dataset: Dataset, samples: list[Sample], preparation: Preparation) -> str:
     digest = hashlib.sha256(f"{dataset.csv_sha256}|{preparation.key}".encode())
     for sample in samples:
-        digest.update(sample.id.encode() + b"\n")
+        try:
+            stat = os.stat(sample.image_path)
+            version = f"{stat.st_size}:{stat.st_mtime_ns}"
+        except OSError:
+            version = "absent"
+        digest.update(f"{sample.id}|{version}\n".encode())
     return digest.hexdigest()[:24]
 
 
