@@ -49,6 +49,18 @@ static void send_error(hp_device *dev, uint16_t seq, uint16_t code, const char *
   send_response(dev, HP_MSG_ERROR, seq, 3 + (uint32_t)len);
 }
 
+/* An answer to a damaged or oversized frame, sent from its own buffer: tx_buf keeps the last
+ * request's answer, so a later intact resend of that request is answered again, not run twice. */
+static void send_link_error(hp_device *dev, uint16_t seq, uint16_t code, const char *message) {
+  uint8_t payload[3 + 40], frame[sizeof payload + HP_FRAME_OVERHEAD];
+  size_t len = strlen(message);
+  if (len > sizeof payload - 3u) len = sizeof payload - 3u;
+  uint8_t *p = hp_put_u16(payload, code);
+  p = hp_put_u8(p, (uint8_t)len);
+  memcpy(p, message, len);
+  write_all(dev, frame, hp_frame_encode(frame, sizeof frame, HP_MSG_ERROR, seq, payload, (uint16_t)(3u + len)));
+}
+
 static uint8_t *put_id(uint8_t *p, const char *s) {
   size_t len = s ? strlen(s) : 0;
   if (len > HP_MAX_ID_CHARS) len = HP_MAX_ID_CHARS;
@@ -252,7 +264,7 @@ static void handle_bench(hp_device *dev, const hp_frame *req) {
   }
   uint32_t warmups = hp_get_u32(req->payload);
   uint32_t runs = hp_get_u32(req->payload + 4);
-  if (runs == 0 || 4u + 8u * runs > response_room(dev)) {
+  if (runs == 0 || runs > (response_room(dev) - 4u) / 8u) { /* divided: 8 x runs could wrap into range */
     send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "BENCH runs must fit one response frame");
     return;
   }
@@ -303,7 +315,9 @@ static void handle_profile(hp_device *dev, const hp_frame *req) {
   for (uint32_t i = 0; i < count && i < HP_MAX_PROFILED_OPS; ++i, ++sent) {
     size_t len = ops[i].tag ? strlen(ops[i].tag) : 0;
     if (len > 32) len = 32;
-    if ((uint32_t)(p - start) + 9u + len > room) break; /* the host sees fewer entries than operators */
+    /* Room for this entry and the operator count after the entries; the host sees fewer entries than
+     * operators when they do not all fit. */
+    if ((uint32_t)(p - start) + 9u + len + 4u > room) break;
     p = hp_put_u64(p, ops[i].ticks);
     p = hp_put_u8(p, (uint8_t)len);
     memcpy(p, ops[i].tag, len);
@@ -510,9 +524,8 @@ int32_t hp_device_poll(hp_device *dev, uint32_t timeout_ms) {
       }
       dispatch(dev, &frame);
     } else if (status != HP_DECODE_NEED_MORE) {
-      if (status == HP_DECODE_BAD_CRC) send_error(dev, frame.seq, HP_ERR_BAD_CRC, "CRC mismatch");
-      else send_error(dev, frame.seq, HP_ERR_FRAME_TOO_LONG, "frame larger than the receive buffer");
-      dev->last_tx_len = 0; /* the buffer no longer holds the last request's answer */
+      if (status == HP_DECODE_BAD_CRC) send_link_error(dev, frame.seq, HP_ERR_BAD_CRC, "CRC mismatch");
+      else send_link_error(dev, frame.seq, HP_ERR_FRAME_TOO_LONG, "frame larger than the receive buffer");
     }
     invoke_finished(dev, 0);
   }

@@ -12,7 +12,7 @@ from harness.boards import Board
 from harness.console import progress
 from harness.device.launch import connect
 from harness.device.qemu import emulated_instructions
-from harness.errors import UserError
+from harness.errors import LinkError, UserError
 from harness.firmware.tflm_tree import TflmTree
 from harness.model.card import ModelCard
 from harness.model.tflite_file import TfliteModel, read_tflite
@@ -62,6 +62,13 @@ class StreamOutcome:
     scores: dict  # policy -> score result, when a ledger was given
 
 
+def _rows_after(samples: int, settings) -> int:
+    """The feature rows `samples` make: one per full window, a window every stride."""
+    if samples < settings.window_samples:
+        return 0
+    return (samples - settings.window_samples) // settings.stride_samples + 1
+
+
 def run_stream(request: StreamRequest) -> StreamOutcome:
     card, model, board = request.card, request.model, request.board
     pre = card.preprocessing
@@ -81,9 +88,16 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
         frontend_arena = client.stream_start(settings.pack())
         chunk_samples = min(pre.sample_rate * CHUNK_MS // 1000, client.info.max_request_payload // 2)
         chunks = _chunks(audio, chunk_samples)
+        sent = 0
         with progress(len(chunks), f"stream {board.id}") as advance:
             for chunk in chunks:
                 result = client.stream_audio(chunk)
+                sent += len(chunk) // 2
+                if result.rows_total != _rows_after(sent, settings):
+                    raise LinkError(
+                        f"{board.id} reports {result.rows_total} feature rows after {sent} samples, not "
+                        f"{_rows_after(sent, settings)}: audio was fed twice or lost; run again"
+                    )
                 if result.found > len(result.detections):
                     raise UserError(f"{board.id} found more detections in one chunk than a frame holds")
                 device_raw += result.detections

@@ -1,0 +1,185 @@
+/* Regression checks of the device core on a scripted link, built with AddressSanitizer and UBSan by
+ * tests/test_core_link_faults.py: a BENCH whose run count would wrap the size check, a PROFILE answer
+ * that fills its frame exactly, and a damaged resend between a lost answer and an intact resend.
+ * Prints one line per check and exits non-zero on the first failure. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hp_bytes.h"
+#include "hp_device.h"
+#include "hp_stream.h"
+
+static struct {
+  uint8_t in[1 << 14];
+  size_t in_len, in_pos;
+  uint64_t clock;
+  hp_decoder out;
+  uint8_t out_buf[1 << 14];
+  hp_frame last;
+  uint8_t last_payload[1 << 14];
+  int damaged_answers;
+} link;
+
+static int32_t link_read(void *ctx, uint8_t *buf, uint32_t cap, uint32_t timeout_ms) {
+  (void)ctx;
+  if (link.in_pos >= link.in_len) {
+    link.clock += (uint64_t)timeout_ms * 1000u + 1u;
+    return 0;
+  }
+  size_t n = link.in_len - link.in_pos < cap ? link.in_len - link.in_pos : cap;
+  memcpy(buf, link.in + link.in_pos, n);
+  link.in_pos += n;
+  return (int32_t)n;
+}
+
+static int32_t link_write(void *ctx, const uint8_t *buf, uint32_t len) {
+  (void)ctx;
+  for (uint32_t used = 0; used < len;) {
+    uint32_t consumed = 0;
+    hp_frame frame;
+    hp_decode_status status = hp_decoder_feed(&link.out, buf + used, len - used, &consumed, &frame);
+    used += consumed;
+    if (status == HP_DECODE_FRAME) {
+      link.last = frame;
+      memcpy(link.last_payload, frame.payload, frame.length);
+    } else if (status != HP_DECODE_NEED_MORE) {
+      link.damaged_answers++;
+    }
+  }
+  return (int32_t)len;
+}
+
+static uint64_t link_ticks(void *ctx) {
+  (void)ctx;
+  return link.clock++;
+}
+
+static void send(uint8_t type, uint16_t seq, const uint8_t *payload, uint16_t n, int damage) {
+  link.in_len += hp_frame_encode(link.in + link.in_len, sizeof link.in - link.in_len, type, seq, payload, n);
+  if (damage) link.in[link.in_len - 1] ^= 0x40; /* the CRC */
+}
+
+static void run(hp_device *dev) {
+  while (link.in_pos < link.in_len) hp_device_poll(dev, 1);
+}
+
+static void reset_link(void) {
+  memset(&link, 0, sizeof link);
+  hp_decoder_init(&link.out, link.out_buf, sizeof link.out_buf);
+}
+
+static int check(int ok, const char *what) {
+  printf("%s %s\n", ok ? "PASS" : "FAIL", what);
+  return ok ? 0 : 1;
+}
+
+static uint8_t model_in[16], model_out[4], frontend_in[8], frontend_out[1];
+static unsigned invokes;
+
+static int32_t model_setup(void *c, hp_model_info *info) {
+  (void)c;
+  memset(info, 0, sizeof *info);
+  info->input = (hp_tensor_info){9, 1, {16}, 1.0f, 0, 16};
+  info->output = (hp_tensor_info){9, 1, {4}, 1.0f, 0, 4};
+  return 0;
+}
+static int32_t frontend_setup(void *c, hp_model_info *info) {
+  (void)c;
+  memset(info, 0, sizeof *info);
+  info->input = (hp_tensor_info){7, 1, {4}, 0.0f, 0, 8};
+  info->output = (hp_tensor_info){9, 1, {1}, 1.0f, 0, 1};
+  return 0;
+}
+static uint8_t *model_input(void *c) { (void)c; return model_in; }
+static const uint8_t *model_output(void *c) { (void)c; return model_out; }
+static uint8_t *frontend_input(void *c) { (void)c; return frontend_in; }
+static const uint8_t *frontend_output(void *c) { (void)c; return frontend_out; }
+static int32_t count_invoke(void *c) { (void)c; return ++invokes > 1000; }
+/* Sixteen ADD operators: 10 + 16 x 12 bytes; the answer must stop before the frame ends. */
+static int32_t sixteen_adds(void *c, const hp_hal *h, hp_op_timing *ops, uint32_t cap, uint32_t *count) {
+  (void)c;
+  (void)h;
+  for (uint32_t i = 0; i < 16 && i < cap; ++i) ops[i] = (hp_op_timing){"ADD", 100u + i};
+  *count = 16;
+  return 0;
+}
+
+static hp_hal hal = {0, link_read, link_write, link_ticks, 1000000, HP_TICKS_WALL_CLOCK, 0, 64, 0, 0};
+
+static int bench_with_wrapping_runs(void) {
+  reset_link();
+  hp_runner runner = {0, model_setup, model_input, count_invoke, model_output, 0, 0, 0};
+  uint8_t *rx = malloc(64), *tx = malloc(HP_MIN_TX_FRAME);
+  hp_device_config cfg = {&hal, &runner, "b", "x", rx, 64, tx, HP_MIN_TX_FRAME, 0, 0};
+  hp_device dev;
+  if (hp_device_init(&dev, &cfg)) return 1;
+  uint8_t load[20] = {0}, bench[8];
+  send(HP_MSG_LOAD_INPUT, 1, load, sizeof load, 0);
+  hp_put_u32(bench, 0);
+  hp_put_u32(bench + 4, 0x20000001u); /* 8 x runs wraps to 8 */
+  send(HP_MSG_BENCH, 2, bench, sizeof bench, 0);
+  run(&dev);
+  int failed = check(link.last.type == HP_MSG_ERROR && hp_get_u16(link.last_payload) == HP_ERR_BAD_PAYLOAD &&
+                         invokes == 0,
+                     "BENCH with 2^29+1 runs is refused before any invoke");
+  free(rx);
+  free(tx);
+  return failed;
+}
+
+static int profile_filling_its_frame(void) {
+  reset_link();
+  hp_runner runner = {0, model_setup, model_input, count_invoke, model_output, sixteen_adds, 0, 0};
+  uint8_t *rx = malloc(64), *tx = malloc(HP_MIN_TX_FRAME);
+  hp_device_config cfg = {&hal, &runner, "b", "x", rx, 64, tx, HP_MIN_TX_FRAME, 0, 0};
+  hp_device dev;
+  if (hp_device_init(&dev, &cfg)) return 1;
+  uint8_t load[20] = {0};
+  send(HP_MSG_LOAD_INPUT, 1, load, sizeof load, 0);
+  send(HP_MSG_PROFILE, 2, 0, 0, 0);
+  run(&dev);
+  uint32_t length = link.last.length;
+  uint16_t listed = hp_get_u16(link.last_payload + 8);
+  int failed = check(link.last.type == (HP_MSG_PROFILE | HP_RESPONSE_BIT) && link.damaged_answers == 0 &&
+                         length + HP_FRAME_OVERHEAD <= HP_MIN_TX_FRAME && listed < 16 &&
+                         hp_get_u32(link.last_payload + length - 4) == 16,
+                     "PROFILE lists the operators that fit and the full count, inside its frame");
+  free(rx);
+  free(tx);
+  return failed;
+}
+
+static int damaged_resend_between(void) {
+  reset_link();
+  static hp_stream stream;
+  hp_runner model = {0, model_setup, model_input, count_invoke, model_output, 0, 0, 0};
+  hp_runner frontend = {0, frontend_setup, frontend_input, count_invoke, frontend_output, 0, 0, 0};
+  static uint8_t rx[256], tx[HP_MIN_TX_FRAME];
+  hp_device_config cfg = {&hal, &model, "b", "x", rx, sizeof rx, tx, sizeof tx, &frontend, &stream};
+  hp_device dev;
+  if (hp_device_init(&dev, &cfg)) return 1;
+  /* rate, window 4, stride 4, 16 rows of 1 byte, model every row, 4 classes, 8 ms, 1, 0, mask, 255 */
+  uint32_t settings[12] = {1000, 4, 4, 16, 1, 1, 4, 8, 1, 0, 2, 255};
+  uint8_t config[48], audio[16] = {0}; /* 8 samples: 2 rows */
+  for (int i = 0; i < 12; ++i) hp_put_u32(config + 4 * i, settings[i]);
+  send(HP_MSG_STREAM_START, 10, config, sizeof config, 0);
+  send(HP_MSG_STREAM_AUDIO, 11, audio, sizeof audio, 0); /* its answer is lost on the way */
+  run(&dev);
+  uint32_t rows_first = hp_get_u32(link.last_payload);
+  send(HP_MSG_STREAM_AUDIO, 11, audio, sizeof audio, 1); /* the resend arrives damaged */
+  run(&dev);
+  int refused = link.last.type == HP_MSG_ERROR && hp_get_u16(link.last_payload) == HP_ERR_BAD_CRC;
+  send(HP_MSG_STREAM_AUDIO, 11, audio, sizeof audio, 0); /* and the next one intact */
+  run(&dev);
+  return check(rows_first == 2 && refused && link.last.type == (HP_MSG_STREAM_AUDIO | HP_RESPONSE_BIT) &&
+                   hp_get_u32(link.last_payload) == 2,
+               "an intact resend after a damaged one is answered from the cache, not fed twice");
+}
+
+int main(void) {
+  int failed = bench_with_wrapping_runs();
+  failed |= profile_filling_its_frame();
+  failed |= damaged_resend_between();
+  return failed;
+}
