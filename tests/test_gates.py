@@ -134,6 +134,11 @@ def test_arena_not_reported_is_not_comparable(unreported):
     assert arena_line(dut.summary["arena"]) == "arena: not reported by the DUT"
 
 
+def test_arena_of_different_sources_is_not_comparable():
+    result = _only(check_gates(_run(arena_source="device"), {"arena": {"max_growth_bytes": 1 << 20}}, _run("sim")))
+    assert not result.passed and "device arena bytes against the baseline's sim arena" in result.detail
+
+
 def test_flash_of_a_firmware_image_and_of_a_model_file_are_not_comparable():
     built, sim = _run("qemu", firmware={"flash_bytes": 400_000}), _run("sim")
     result = _only(check_gates(built, {"flash": {"max_growth_bytes": 1 << 20}}, sim))

@@ -114,7 +114,7 @@ def _latency(run: Run, baseline: Run, max_regression: float) -> GateResult:
 def _arena(run: Run) -> tuple[int | None, str]:
     arena = run.summary["arena"]
     # Runs written before "not reported" was recorded as None hold 0 for it; no model runs in 0 bytes.
-    return arena["used"] or None, arena["source"]
+    return arena["used"] or None, f"{arena['source']} arena"
 
 
 def _flash(run: Run) -> tuple[int | None, str]:
