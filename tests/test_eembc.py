@@ -1,5 +1,6 @@
 """The MLPerf Tiny / EEMBC DUT protocol: the C DUT in firmware/eembc on a pseudo-terminal, the host driver."""
 
+import json
 import os
 import select
 import subprocess
@@ -92,6 +93,7 @@ def test_host_driver_runs_samples_and_checks_every_answer():
     with eembc_dut(ChecksumRunner(len(data), 3), LinkEmulation(0, 0, 30)) as (_, client):
         info = client.hello()
         assert (info.board_id, info.build_id, info.protocol_version) == ("test-dut", "eembc:vww01", 0)
+        assert (info.arena_configured, info.arena_used) == (None, None)  # EEMBC's DUT does not report them
         results = list(client.run_stream([data, data[::-1]]))
         assert [r.output for r in results] == [expected_output(data, 3), expected_output(data[::-1], 3)]
         assert all(r.timing.seconds >= 0.03 for r in results)
@@ -128,3 +130,6 @@ def test_eval_over_the_eembc_protocol_gives_the_device_results_of_ours(tmp_path,
     ours = _device_outputs(tmp_path, "ours")
     eembc = _device_outputs(tmp_path, "--protocol", "eembc", "eembc")
     assert eembc == ours and len(ours) == 4
+    (run,) = (tmp_path / "eembc").iterdir()
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["arena"]["used"] is None and summary["arena"]["configured"] is None

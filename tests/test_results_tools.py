@@ -162,7 +162,7 @@ def test_latency_significance_depends_on_the_source():
         summary = {
             "subsets": {"all": {}},
             "latency": {"source": source},
-            "arena": {"used": 1000},
+            "arena": {"source": source, "used": 1000},
         }
         return SimpleNamespace(id=run_id, samples=samples, summary=summary)
 

@@ -9,6 +9,7 @@ from harness.console import percent, print_json, stdout_console
 from harness.errors import UserError
 from harness.eval.subsets import parse_subsets
 from harness.eval.tasks import task_for
+from harness.files import write_atomically
 from harness.model.card import load_card
 from harness.model.convert import converted_for_eval, is_float_model
 from harness.model.deployable import require_deployable
@@ -144,7 +145,7 @@ def cmd_runs(args) -> int:
             "n/a" if h["device_accuracy"] is None else f"{100 * h['device_accuracy']:.1f}",
             "n/a" if h["agreement"] is None else f"{100 * h['agreement']:.1f}",
             f"{latency} ({h['latency_source']})",
-            str(h["arena_used"]),
+            "not reported" if h["arena_used"] is None else f"{h['arena_used']} ({h['arena_source']})",
         )
     stdout_console().print(table)
     return 0
@@ -180,14 +181,18 @@ def cmd_compare(args) -> int:
     )
     for name, s in result["subsets"].items():
         verdict = "SIGNIFICANT" if s["significant"] else "not significant"
+        if s["n_paired"] == 0:
+            console.print(f"  {name}: accuracy n/a (no paired samples)", highlight=False)
+            continue
         console.print(
-            f"  {name}: accuracy {100 * s['accuracy_a']:.1f} → {100 * s['accuracy_b']:.1f} % "
+            f"  {name}: accuracy {percent(s['accuracy_a'])} → {percent(s['accuracy_b'])} % "
             f"(McNemar p = {s['mcnemar_p']:.3g}, {verdict})",
             highlight=False,
         )
     lat = result["latency"]
+    sources = lat["source_a"] if lat["source_a"] == lat["source_b"] else f"{lat['source_a']} → {lat['source_b']}"
     if "median_a" not in lat:
-        console.print(f"  latency: {lat['note']}", highlight=False)
+        console.print(f"  latency ({sources}): {lat['note']}", highlight=False)
     else:
         verdict = (
             lat["note"]
@@ -195,11 +200,15 @@ def cmd_compare(args) -> int:
             else f"{'SIGNIFICANT' if lat['significant'] else 'not significant'} at ±{lat['tolerance']:.0%}"
         )
         console.print(
-            f"  latency ({lat['unit']}, {lat['source_a']}): median {lat['median_a']:,.1f} → {lat['median_b']:,.1f} "
+            f"  latency ({lat['unit']}, {sources}): median {lat['median_a']:,.1f} → {lat['median_b']:,.1f} "
             f"({lat['relative_change']:+.1%}, 95 % CI {lat['ci95'][0]:+.1%} … {lat['ci95'][1]:+.1%}; {verdict})",
             highlight=False,
         )
-    console.print(f"  arena used: {result['arena_used_delta']:+d} bytes", highlight=False)
+    arena = result["arena"]
+    if arena["used_delta"] is None:
+        console.print(f"  arena used: {arena['note']}", highlight=False)
+    else:
+        console.print(f"  arena used ({arena['source_a']}): {arena['used_delta']:+,} bytes", highlight=False)
     return 0
 
 
@@ -212,7 +221,11 @@ def cmd_check(args) -> int:
     baseline = load_run(args.baseline, results_root) if args.baseline else None
     results = check_gates(run, load_gates(Path(args.gates)), baseline)
     if args.junit:
-        Path(args.junit).write_text(junit_xml(run, results))
+        junit = Path(args.junit)
+        try:
+            write_atomically(junit, lambda partial: partial.write_text(junit_xml(run, results)))
+        except OSError as exc:
+            raise UserError(f"cannot write --junit {junit} ({exc.strerror}); name a writable file") from exc
     if args.json:
         print_json([vars(r) for r in results])
     else:

@@ -234,7 +234,8 @@ def _summarise(request: EvalRequest, records: list[SampleRecord], readings: Read
             "instructions": _stats([r.instructions for r in records if r.instructions is not None]),
             "cpu_hz": info.cpu_hz or None,
         },
-        "arena": {"source": source, "configured": info.arena_configured, "used": info.arena_used},
+        # 0 from a DUT means it did not report the figure: no model runs in an empty arena.
+        "arena": {"source": source, "configured": info.arena_configured or None, "used": info.arena_used or None},
         "references": {"used": names, "refused": refs.refused},
         "task": request.card.task,
         "confusion": _confusion(request, samples, device_pred, host_pred)
@@ -351,8 +352,8 @@ def run_eval(request: EvalRequest) -> dict:
             "firmware_build_id": info.build_id,
             "protocol_version": info.protocol_version,
             "model_sha256_prefix": info.model_sha256_prefix,
-            "arena_configured": info.arena_configured,
-            "arena_used": info.arena_used,
+            "arena_configured": info.arena_configured or None,
+            "arena_used": info.arena_used or None,
             "cpu_hz": info.cpu_hz,
             "timer": {"kind": info.tick_kind.name.lower(), "hz": info.tick_hz},
             "firmware": firmware,  # how harness built it (emulated boards); None when it did not

@@ -62,8 +62,8 @@ class EembcClient:
             name,
             f"eembc:{model}",
             "",
-            0,
-            0,
+            None,  # arena configured and used: not reported
+            None,
             0,
             0,
             0,

@@ -60,8 +60,8 @@ class DeviceInfo:
     board_id: str
     build_id: str
     model_sha256_prefix: str
-    arena_configured: int
-    arena_used: int
+    arena_configured: int | None  # None: the DUT does not report it (EEMBC)
+    arena_used: int | None
     max_request_frame: int
     max_response_frame: int
     rx_buffer_bytes: int

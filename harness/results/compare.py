@@ -101,8 +101,21 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict
         }
         if latency_tolerance is None:
             latency["note"] = "virtual-board latency is this host's time: not judged (pass --latency-tolerance)"
+        if latency["source_a"] != latency["source_b"]:
+            latency |= {
+                "significant": None,
+                "note": f"not comparable: {latency['source_a']} against {latency['source_b']} latency",
+            }
     else:
         latency |= {"significant": None, "note": f"not comparable: {unit_a} against {unit_b}"}
+    arena_a, arena_b = a.summary["arena"], b.summary["arena"]
+    arena = {"source_a": arena_a["source"], "source_b": arena_b["source"], "used_delta": None}
+    if not arena_a["used"] or not arena_b["used"]:
+        arena["note"] = "not comparable: arena not reported by the DUT"
+    elif arena_a["source"] != arena_b["source"]:
+        arena["note"] = f"not comparable: {arena_a['source']} against {arena_b['source']} arena"
+    else:
+        arena["used_delta"] = arena_b["used"] - arena_a["used"]
     return {
         "run_a": a.id,
         "run_b": b.id,
@@ -110,6 +123,7 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict
         "prediction_flips": int(np.sum(a_pred != b_pred)),
         "subsets": subsets,
         "latency": latency,
-        "arena_used_delta": b.summary["arena"]["used"] - a.summary["arena"]["used"],
+        "arena_used_delta": arena["used_delta"],
+        "arena": arena,
         "significant": any(s["significant"] for s in subsets.values()) or bool(latency.get("significant")),
     }

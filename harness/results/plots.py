@@ -111,12 +111,15 @@ def memory(run: Run) -> str:
     firmware = run.manifest["device"].get("firmware") or {}
     flash_used = firmware.get("flash_bytes") or run.manifest["model"].get("bytes", 0)
     rows = [
-        ("arena used / configured", arena["used"], arena["configured"]),
+        (f"arena used / configured ({arena['source']})", arena["used"] or None, arena["configured"] or 0),
         ("flash used / board" if firmware else "model / board flash", flash_used, board.get("flash_bytes") or 0),
     ]
     fig, ax = plt.subplots(figsize=(6, 2.2))
     for i, (_, used, total) in enumerate(rows):
         ax.barh(i, total / 1024, color="#dddddd")
+        if used is None:
+            ax.text(0, i, " not reported by the DUT", va="center")
+            continue
         ax.barh(i, used / 1024, color=DEVICE_COLOUR)
         ax.text(used / 1024, i, f" {used / 1024:,.0f} KiB", va="center")
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])

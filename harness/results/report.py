@@ -54,8 +54,7 @@ def print_summary(summary: dict) -> None:
         )
     if summary.get("energy"):
         console.print(energy_line(summary["energy"]), highlight=False)
-    arena = summary["arena"]
-    console.print(f"arena ({arena['source']}): {arena['used']} of {arena['configured']} bytes used")
+    console.print(arena_line(summary["arena"]), highlight=False)
     if summary.get("confusion"):
         console.print(_confusion_table(summary["confusion"]))
     if rate_f1 and any(entry["device"]["f1_wv"] is None for entry in summary["subsets"].values()):
@@ -82,6 +81,13 @@ def _confusion_table(confusion: dict) -> Table:
     for label, row in zip(confusion["labels"], confusion["device"], strict=True):
         table.add_row(label, *(str(n) for n in row))
     return table
+
+
+def arena_line(arena: dict) -> str:
+    if not arena["used"]:
+        return "arena: not reported by the DUT"
+    configured = f" of {arena['configured']:,}" if arena["configured"] else ""
+    return f"arena ({arena['source']}): {arena['used']:,}{configured} bytes used"
 
 
 def energy_line(energy: dict) -> str:

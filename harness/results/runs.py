@@ -53,7 +53,8 @@ class Run:
             "latency_median_us": (latency.get("micros") or {}).get("median"),
             "instructions_median": (latency.get("instructions") or {}).get("median"),
             "latency_source": latency["source"],
-            "arena_used": self.summary["arena"]["used"],
+            "arena_used": self.summary["arena"]["used"] or None,
+            "arena_source": self.summary["arena"]["source"],
             "started": self.manifest["started"],
         }
 

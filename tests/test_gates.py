@@ -1,0 +1,231 @@
+"""Gates and compare on crafted run folders: a gate that cannot be judged fails and says why, figures of
+different units or sources are not compared, and a bad gates file is one clear line."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from harness.errors import UserError
+from harness.results.gates import check_gates, load_gates
+from harness.results.report import arena_line
+from harness.results.runs import Run, load_run
+
+
+def _entry(n=10, accuracy=0.9, host_accuracy=0.9, f1_wv=None, agreement=1.0):
+    return {
+        "n": n,
+        "device": {"accuracy": accuracy if n else None, "f1_wv": f1_wv},
+        "host": {"tflm": {"accuracy": host_accuracy if n else None, "f1_wv": f1_wv}},
+        "versus": {"tflm": {"agreement": agreement if n else None, "max_diff_steps": 0.0}},
+    }
+
+
+def _latency(source="sim", micros=6000.0, instructions=None):
+    return {
+        "source": source,
+        "micros": {"median": micros} if micros else None,
+        "cycles": None,
+        "instructions": {"median": instructions} if instructions else None,
+    }
+
+
+def _run(
+    run_id="run",
+    subsets=None,
+    content=None,
+    reference="tflm",
+    latency=None,
+    arena_used=168_368,
+    arena_source="sim",
+    firmware=None,
+) -> Run:
+    subsets = subsets if subsets is not None else {"all": _entry()}
+    manifest = {
+        "run_id": run_id,
+        "started": "2025-01-01T00:00:00",
+        "model": {"card": "vww", "bytes": 300_000},
+        "board": {"id": "sim"},
+        "device": {"firmware": firmware},
+        "dataset": {"subset_content_sha256": content or {name: "same" for name in subsets}},
+    }
+    summary = {
+        "subsets": subsets,
+        "samples": 10,
+        "primary_reference": reference,
+        "latency": latency or _latency(),
+        "arena": {"source": arena_source, "configured": 1 << 20 if arena_used else None, "used": arena_used},
+    }
+    return Run(Path(run_id), manifest, summary)
+
+
+def _only(results):
+    (result,) = results
+    return result
+
+
+def test_f1_drop_without_any_f1wv_fails_naming_the_subsets():
+    run = _run(subsets={"distance_far": _entry(), "lighting_dark": _entry()})
+    result = _only(check_gates(run, {"f1_drop": {"max": 0.0}}))
+    assert not result.passed
+    assert "not evaluated" in result.detail and "distance_far" in result.detail and "lighting_dark" in result.detail
+
+
+@pytest.mark.parametrize("gate", [{"agreement": {"min": 0.99}}, {"accuracy_drop": {"max": 0.01}}])
+def test_gates_over_empty_subsets_fail(gate):
+    result = _only(check_gates(_run(subsets={"distance_far": _entry(n=0)}), gate))
+    assert not result.passed and "not evaluated" in result.detail and "distance_far (n = 0)" in result.detail
+
+
+def test_an_empty_subset_beside_a_judged_one_is_named_but_does_not_fail():
+    run = _run(subsets={"all": _entry(), "silence": _entry(n=0)})
+    result = _only(check_gates(run, {"agreement": {"min": 0.99}}))
+    assert result.passed and "silence (n = 0)" in result.detail
+
+
+@pytest.mark.parametrize("gate", ["agreement", "accuracy_drop", "f1_drop"])
+def test_a_run_without_host_reference_fails_the_reference_gates(gate):
+    result = _only(check_gates(_run(reference=None), {gate: dict.fromkeys(("min", "max"), 0.0)}))
+    assert not result.passed and "no host reference" in result.detail
+
+
+def test_accuracy_vs_baseline_needs_a_common_subset_over_the_same_samples():
+    gates = {"accuracy_vs_baseline": {"max_drop": 0.0}}
+    run = _run(subsets={"distance_far": _entry(accuracy=0.5)})
+    disjoint = _run("base", subsets={"lighting_bright": _entry()})
+    result = _only(check_gates(run, gates, disjoint))
+    assert not result.passed and "distance_far (not in baseline base)" in result.detail
+
+    other_data = _run("base", subsets={"distance_far": _entry(accuracy=0.5)}, content={"distance_far": "other"})
+    result = _only(check_gates(run, gates, other_data))
+    assert not result.passed and "different samples" in result.detail
+
+    same_data = _run("base", subsets={"distance_far": _entry(accuracy=0.5)})
+    assert _only(check_gates(run, gates, same_data)).passed
+
+
+def test_latency_of_different_sources_is_not_comparable():
+    emulated = _run("qemu", latency=_latency("emulated", micros=None, instructions=9.2e6))
+    sim = _run("sim", latency=_latency("sim", micros=5953.2))
+    for run, baseline in ((emulated, sim), (sim, emulated)):
+        result = _only(check_gates(run, {"latency": {"max_regression": 0.05}}, baseline))
+        assert not result.passed and "not comparable" in result.detail
+
+
+def test_latency_uses_one_unit_for_both_runs_and_names_it():
+    run = _run(latency=_latency("emulated", micros=1000.0, instructions=9.2e6))
+    baseline = _run("base", latency=_latency("emulated", micros=1000.0))
+    result = _only(check_gates(run, {"latency": {"max_regression": 0.0}}, baseline))
+    assert result.passed, result.detail
+    assert "µs" in result.detail and "emulated" in result.detail
+
+
+@pytest.mark.parametrize("unreported", [None, 0])
+def test_arena_not_reported_is_not_comparable(unreported):
+    measured, dut = _run("harness"), _run("eembc", arena_used=unreported)
+    for run, baseline in ((dut, measured), (measured, dut)):
+        result = _only(check_gates(run, {"arena": {"max_growth_bytes": 0}}, baseline))
+        assert not result.passed and "not reported by the DUT" in result.detail
+    assert arena_line(dut.summary["arena"]) == "arena: not reported by the DUT"
+
+
+def test_arena_of_different_sources_is_not_comparable():
+    result = _only(check_gates(_run(arena_source="device"), {"arena": {"max_growth_bytes": 1 << 20}}, _run("sim")))
+    assert not result.passed and "device arena bytes against the baseline's sim arena" in result.detail
+
+
+def test_flash_of_a_firmware_image_and_of_a_model_file_are_not_comparable():
+    built, sim = _run("qemu", firmware={"flash_bytes": 400_000}), _run("sim")
+    result = _only(check_gates(built, {"flash": {"max_growth_bytes": 1 << 20}}, sim))
+    assert not result.passed and "not comparable" in result.detail and "firmware image" in result.detail
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "has no gates"),
+        ("[agreement]\n", "needs `min = NUMBER`"),
+        ('[agreement]\nmin = "0.99"\n', "must be a number"),
+        ("[arena]\nmax_growth_bytes = true\n", "must be a number"),
+    ],
+)
+def test_malformed_gates_file_is_a_user_error(tmp_path, text, problem):
+    gates = tmp_path / "gates.toml"
+    gates.write_text(text)
+    with pytest.raises(UserError, match=problem):
+        load_gates(gates)
+
+
+def _write_run(root: Path, run: Run, samples: dict) -> str:
+    folder = root / run.id
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps(run.manifest))
+    (folder / "summary.json").write_text(json.dumps(run.summary))
+    pq.write_table(pa.table(samples), folder / "samples.parquet")
+    return run.id
+
+
+def _samples(ids, microseconds):
+    return {
+        "sample_id": ids,
+        "label": [1] * len(ids),
+        "device_prediction": [1] * len(ids),
+        "in_all": [True] * len(ids),
+        "in_distance_far": [False] * len(ids),
+        "microseconds": [microseconds] * len(ids),
+    }
+
+
+def _harness(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=os.environ.copy()
+    )
+
+
+@pytest.fixture
+def device_and_sim_runs(tmp_path):
+    subsets = {"all": _entry(), "distance_far": _entry(n=0)}
+    device = _run("device-run", subsets=subsets, latency=_latency("device", micros=5953.2), arena_source="device")
+    sim = _run("sim-run", subsets=subsets, latency=_latency("sim", micros=6815.5), arena_used=None)
+    ids = ["a", "b", "c", "d"]
+    _write_run(tmp_path, device, _samples(ids, 5953.2))
+    _write_run(tmp_path, sim, _samples(ids, 6815.5))
+    return tmp_path, device.id, sim.id
+
+
+def test_compare_latency_of_different_sources_is_not_judged(device_and_sim_runs):
+    from harness.results.compare import compare_runs
+
+    root, a, b = device_and_sim_runs
+    result = compare_runs(load_run(a, root), load_run(b, root), latency_tolerance=0.01)
+    latency = result["latency"]
+    assert (latency["source_a"], latency["source_b"]) == ("device", "sim")
+    assert latency["significant"] is None and "not comparable" in latency["note"]
+    assert result["arena_used_delta"] is None and not result["significant"]
+
+
+def test_compare_prints_a_subset_without_pairs_and_both_sources(device_and_sim_runs):
+    root, a, b = device_and_sim_runs
+    done = _harness("compare", a, b, "--results", str(root))
+    assert done.returncode == 0, done.stderr
+    assert "distance_far: accuracy n/a" in done.stdout
+    assert "device → sim" in done.stdout and "not comparable" in done.stdout
+    assert "arena used: not comparable: arena not reported by the DUT" in done.stdout
+
+
+def test_junit_to_an_unwritable_place_is_one_line(device_and_sim_runs):
+    root, a, _ = device_and_sim_runs
+    gates = root / "gates.toml"
+    gates.write_text("[agreement]\nmin = 0.5\n")
+    blocker = root / "a-file"
+    blocker.write_text("")
+    done = _harness("check", a, "--gates", str(gates), "--results", str(root), "--junit", str(blocker / "j.xml"))
+    assert done.returncode == 2 and "--junit" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    written = root / "new-folder" / "junit.xml"
+    done = _harness("check", a, "--gates", str(gates), "--results", str(root), "--junit", str(written))
+    assert done.returncode == 0 and written.is_file()
