@@ -4,6 +4,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -119,6 +120,14 @@ def test_unreadable_images_are_skipped_and_counted_or_fatal_with_strict(tmp_path
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["unreadable_images"]["count"] == 2 and summary["samples"] == 10
+    # The content hash covers the 10 samples evaluated, not the 12 selected.
+    from harness.eval.dataset import load_dataset
+    from harness.eval.subsets import SUBSETS
+    from harness.results.provenance import subset_content_hashes
+
+    manifest = json.loads((Path(summary["run_dir"]) / "manifest.json").read_text())
+    evaluated = list(load_dataset(str(damaged_dataset)).samples)[2:]
+    assert manifest["dataset"]["subset_content_sha256"] == subset_content_hashes(evaluated, [SUBSETS["all"]])
     strict = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--dataset", str(damaged_dataset), "--strict")
     assert strict.returncode == 2 and "2 files could not be read" in strict.stderr
     assert strict.stderr.count("\n") == 1

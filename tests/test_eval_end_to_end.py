@@ -44,6 +44,9 @@ def test_small_model_on_two_subsets_with_limit(tmp_path, small_model):
     summary = json.loads((run / "summary.json").read_text())
     assert set(summary["subsets"]) == {"distance_far", "lighting_dark"}
     assert summary["subsets"]["distance_far"]["n"] + summary["subsets"]["lighting_dark"]["n"] >= 10
+    far = summary["subsets"]["distance_far"]["device"]  # only dark non-persons, if any: part of its pool
+    assert far["f1_wv"] is None and far["pool_incomplete"] == f"{far['negatives']} of {far['pool_size']}"
+    assert far["pool_size"] > far["negatives"] and "F1 n/a" in done.stdout and "--pools" in done.stdout
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["model"]["sha256"] == "c15b8f2be126af10e0d9a61036d363421021237a73aaf4efb7f65e72f79aebfc"
     assert manifest["device"]["firmware_build_id"].startswith("sim-")

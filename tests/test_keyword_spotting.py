@@ -94,3 +94,33 @@ def test_a_clip_in_the_wrong_format_is_unreadable_not_resampled(tmp_path):
     (tmp_path / "junk.wav").write_bytes(b"RIFF....not a wave")
     with pytest.raises(ValueError, match="not a readable WAV"):
         read_clip(tmp_path / "junk.wav", 16000)
+
+
+@needs_espeak
+def test_the_report_of_a_keyword_run_draws_its_classes(tmp_path):
+    """The confusion figure has the card's labels (not a person/non-person 2x2 that drops most clips),
+    a subset without clips is n/a rather than a 0 % bar, and there is no Wake Vision F1 panel."""
+    import base64
+    import re
+
+    fixture_model("tflm/audio_preprocessor_int8.tflite")
+    done = _harness(
+        tmp_path, "eval", "--model", "tflm_micro_speech", "--subset", "all,yes,no,silence,unknown", "--limit", "8",
+        "--json", "--results", "r",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    empty = [name for name, entry in summary["subsets"].items() if entry["n"] == 0]
+    assert empty and all(summary["subsets"][name]["versus"]["tflm"]["max_diff_steps"] is None for name in empty)
+    out = tmp_path / "report.html"
+    done = _harness(tmp_path, "report", summary["run_id"], "--results", "r", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    figures = {
+        title: base64.b64decode(data).decode()
+        for title, data in re.findall(r'alt="([^"]+)" src="data:image/svg\+xml;base64,([^"]+)"', out.read_text())
+    }
+    confusion = figures["Confusion matrices"]
+    assert all(f">{label}<" in confusion for label in ("silence", "unknown", "yes", "no"))
+    assert "person" not in confusion
+    scores = figures["Accuracy and F1 per subset"]
+    assert "Wake Vision" not in scores and ">n/a<" in scores

@@ -7,7 +7,7 @@ import pytest
 from harness.errors import UserError
 from harness.eval.dataset import Sample
 from harness.eval.demo_dataset import COLUMNS
-from harness.eval.metrics import score, wilson_interval
+from harness.eval.metrics import pool_size, score, wilson_interval
 from harness.eval.subsets import SUBSETS, parse_subsets, select_samples
 
 FLAGS = COLUMNS[1:]
@@ -132,21 +132,51 @@ def test_membership_and_scores_match_the_hand_computation(name):
     members, accuracy, tp, fn, fp, tn, f1_wv, f1_counts = EXPECTED[name]
     subset = SUBSETS[name]
     assert [s.id for s in select_samples(SAMPLES, [subset])] == members
-    result = score(subset, SAMPLES, PREDICTIONS)
+    result = score(subset, SAMPLES, PREDICTIONS, pool_size(subset, SAMPLES))
+    assert result.pool_incomplete is None
     assert (result.n, result.tp, result.fn, result.fp, result.tn) == (len(members), tp, fn, fp, tn)
     assert result.accuracy == pytest.approx(accuracy)
     assert result.f1_wv == pytest.approx(f1_wv)
     assert result.f1_counts == pytest.approx(f1_counts)
 
 
+def _scored(subset, samples):
+    predictions = [PREDICTIONS[SAMPLES.index(s)] for s in samples]
+    return score(subset, samples, predictions, pool_size(subset, SAMPLES))
+
+
 def test_pools_bring_in_the_negatives_f1_wv_needs():
     far = SUBSETS["distance_far"]
-    only_members = select_samples(SAMPLES, [far])
-    predictions = [PREDICTIONS[SAMPLES.index(s)] for s in only_members]
-    without = score(far, only_members, predictions)
-    assert without.f1_wv is None and without.negatives == 0 and without.f1_counts == pytest.approx(8 / 10)
+    without = _scored(far, select_samples(SAMPLES, [far]))
+    assert without.f1_wv is None and without.f1_counts is None
+    assert (without.negatives, without.pool_size, without.pool_incomplete) == (0, 18, "0 of 18")
     with_pools = select_samples(SAMPLES, [far], pools=True)
     assert len(with_pools) == 6 + 18
+    full = _scored(far, with_pools)
+    assert full.pool_incomplete is None
+    assert (full.f1_wv, full.f1_counts) == (pytest.approx(8 / 11), pytest.approx(8 / 13))
+
+
+def test_other_subsets_in_the_run_do_not_decide_the_pool():
+    """lighting_dark brings in the 5 dark non-persons: a partial pool of distance_far's 18, whose F1
+    would be 1.0 / 0.8 (no false positive among them) instead of 8/11 / 8/13."""
+    far, dark = SUBSETS["distance_far"], SUBSETS["lighting_dark"]
+    together = _scored(far, select_samples(SAMPLES, [far, dark]))
+    assert together.negatives == 5 and together.pool_incomplete == "5 of 18"
+    assert together.f1_wv is None and together.f1_counts is None
+    pooled = _scored(far, select_samples(SAMPLES, [far, dark], pools=True))
+    assert (pooled.f1_wv, pooled.f1_counts) == (pytest.approx(8 / 11), pytest.approx(8 / 13))
+    assert _scored(dark, select_samples(SAMPLES, [far, dark])).f1_wv == pytest.approx(1.0)  # its pool is complete
+
+
+def test_limit_with_pools_cuts_the_members_never_the_pool():
+    far = SUBSETS["distance_far"]
+    chosen = select_samples(SAMPLES, [far], limit=2, pools=True)
+    assert [s.id for s in chosen] == ["P1", "P2", *(f"N{i}" for i in range(1, 19))]
+    limited = _scored(far, chosen)
+    assert limited.n == 2 and limited.pool_incomplete is None
+    assert limited.f1_wv == pytest.approx(_rate_f1(1.0, 3 / 18))
+    assert len(select_samples(SAMPLES, [far], limit=2)) == 2
 
 
 def test_wilson_interval_matches_the_textbook():
@@ -207,3 +237,22 @@ def test_score_command_gives_the_same_numbers_from_csv_files(tmp_path):
         env=os.environ.copy(),
     )
     assert bad.returncode == 2 and "filename,prediction" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ("P1,1\nP2\n", r"line 3: the row is short"),
+        ("P1,1\nP2,7\n", r"line 3: prediction '7' for P2 is not 0 or 1"),
+        ("P1,-1\n", r"line 2: prediction '-1' for P1 is not 0 or 1"),
+        ("P1,1\nP2,0\nP1,0\n", r"line 4: P1 was predicted already on line 2"),
+    ],
+)
+def test_bad_prediction_files_name_the_file_and_line(tmp_path, rows, message):
+    from harness.eval.score_file import read_predictions
+
+    path = tmp_path / "predictions.csv"
+    path.write_text("filename,prediction\n" + rows)
+    with pytest.raises(UserError, match=message) as raised:
+        read_predictions(path)
+    assert str(path) in str(raised.value)

@@ -39,9 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--subset", default="all", help="comma-separated subsets (see `harness subsets`)")
     run.add_argument("--split", help="split(s) of a published-layout dataset, e.g. test or test,validation")
-    run.add_argument("--limit", type=positive_int, help="evaluate at most this many samples")
     run.add_argument(
-        "--pools", action="store_true", help="also evaluate each subset's F1 negative pool, as f1_wv needs"
+        "--limit", type=positive_int, help="evaluate at most this many subset members (--pools adds the whole pools)"
+    )
+    run.add_argument(
+        "--pools",
+        action="store_true",
+        help="also evaluate each subset's whole F1 negative pool, as F1 needs (--limit never cuts it)",
     )
     run.add_argument("--strict", action="store_true", help="stop at an unreadable image instead of skipping it")
     run.add_argument(

@@ -238,6 +238,7 @@ def cmd_check(args) -> int:
 
 def cmd_score(args) -> int:
     from harness.eval.score_file import score_file
+    from harness.results.report import pool_note
 
     result = score_file(Path(args.labels), Path(args.predictions), parse_subsets(args.subset))
     if args.json:
@@ -254,4 +255,7 @@ def cmd_score(args) -> int:
             f"f1_counts {percent(s['f1_counts'])} %",
             highlight=False,
         )
+    note = pool_note({name: {"device": s} for name, s in result["subsets"].items()}, "predict every pool member")
+    if note:
+        console.print(note, highlight=False)
     return 0

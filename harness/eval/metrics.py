@@ -3,8 +3,10 @@
 - f1_wv: the Wake Vision reference's rate-based F1, 2·TPR / (2·TPR + FPR + 1 - TPR), with TPR the
   accuracy on the subset's positives and FPR the error on its negative pool;
 - f1_counts: the plain count-based F1, 2·TP / (2·TP + FP + FN), over the same positives and pool.
-Both need the negative pool evaluated (`harness eval --pools`); without it f1_wv is None and
-f1_counts counts no false positives.
+Both are given only when every member of the subset's negative pool in the whole dataset was evaluated
+(`harness eval --pools`). With part of the pool (none, or only the negatives other subsets or --limit
+happened to bring in) both are None and `pool_incomplete` says "k of N": an F1 over a partial pool
+depends on which other subsets were asked for, not on the model.
 """
 
 import math
@@ -36,13 +38,21 @@ class Scores:
     fp: int
     tn: int
     negatives: int  # evaluated members of the negative pool
+    pool_size: int  # members of the negative pool in the whole dataset
+    pool_incomplete: str | None  # "k of N" when only k of the pool's N members were evaluated
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def score(subset, samples, predictions) -> Scores:
-    """`predictions[i]` is 1 (person) or 0 for `samples[i]`."""
+def pool_size(subset, dataset_samples) -> int:
+    """How many samples of the whole dataset are in the subset's F1 negative pool."""
+    return sum(1 for s in dataset_samples if subset.is_negative(s))
+
+
+def score(subset, samples, predictions, pool: int) -> Scores:
+    """`predictions[i]` is 1 (person) or 0 for `samples[i]`; `pool` is the subset's negative-pool size
+    over the whole dataset (`pool_size`), so a partly evaluated pool is recognised."""
     predictions = np.asarray(predictions)
     members = np.array([subset.contains(s) for s in samples], dtype=bool)
     labels = np.array([subset.label(s) for s in samples])
@@ -55,8 +65,13 @@ def score(subset, samples, predictions) -> Scores:
     correct = int(np.sum(members & (predictions == labels)))
     tpr = tp / (tp + fn) if tp + fn else None
     fpr = fp / (fp + tn) if fp + tn else None
+    negatives = fp + tn
+    complete = negatives == pool
     # The denominator is TPR + FPR + 1, never zero.
-    rated = subset.rate_f1 and tpr is not None and fpr is not None
+    rated = complete and subset.rate_f1 and tpr is not None and fpr is not None
     f1_wv = 2 * tpr / (2 * tpr + fpr + 1 - tpr) if rated else None
-    f1_counts = 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else None
-    return Scores(n, correct / n if n else None, wilson_interval(correct, n), f1_wv, f1_counts, tp, fn, fp, tn, fp + tn)
+    f1_counts = 2 * tp / (2 * tp + fp + fn) if complete and (2 * tp + fp + fn) else None
+    incomplete = None if complete else f"{negatives} of {pool}"
+    accuracy = correct / n if n else None
+    ci = wilson_interval(correct, n)
+    return Scores(n, accuracy, ci, f1_wv, f1_counts, tp, fn, fp, tn, negatives, pool, incomplete)

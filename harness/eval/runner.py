@@ -17,7 +17,7 @@ from harness.energy.metering import EvalMetering
 from harness.errors import LinkError, UserError
 from harness.eval.dataset import Dataset, Sample
 from harness.eval.inputs import Inputs, prepare_inputs
-from harness.eval.metrics import score
+from harness.eval.metrics import pool_size, score
 from harness.eval.outputs import diff_steps, diff_unit
 from harness.eval.subsets import Subset, select_samples
 from harness.eval.tasks import task_for
@@ -200,17 +200,18 @@ def _summarise(request: EvalRequest, records: list[SampleRecord], readings: Read
     subsets = {}
     for subset in request.subsets:
         members = np.array([subset.contains(sample) for sample in samples], dtype=bool)
+        pool = pool_size(subset, request.dataset.samples)  # over the whole dataset, not just this run
         subsets[subset.name] = {
             "n": int(members.sum()),
             "positive_class": task_for(request.card).class_name(subset),
-            "device": score(subset, samples, device_pred).as_dict(),
-            "host": {n: score(subset, samples, host_pred[n]).as_dict() for n in names},
+            "device": score(subset, samples, device_pred, pool).as_dict(),
+            "host": {n: score(subset, samples, host_pred[n], pool).as_dict() for n in names},
             "versus": {
                 n: {
                     "agreement": float(np.mean(device_pred[members] == host_pred[n][members]))
                     if members.any()
                     else None,
-                    "max_diff_steps": float(diffs[n][members].max()) if members.any() else 0.0,
+                    "max_diff_steps": float(diffs[n][members].max()) if members.any() else None,
                 }
                 for n in names
             },
@@ -363,7 +364,7 @@ def run_eval(request: EvalRequest) -> dict:
             "labels": str(request.dataset.csv_path),
             "labels_sha256": request.dataset.csv_sha256,
             "subsets": [s.name for s in request.subsets],
-            "subset_content_sha256": subset_content_hashes(samples, request.subsets),
+            "subset_content_sha256": subset_content_hashes(inputs.samples, request.subsets),
             "limit": request.limit,
             "order_seed": request.order_seed,
         },

@@ -5,21 +5,37 @@ from pathlib import Path
 
 from harness.errors import UserError
 from harness.eval.dataset import read_labels
-from harness.eval.metrics import score
+from harness.eval.metrics import pool_size, score
 from harness.eval.subsets import Subset
 
 
 def read_predictions(path: Path) -> dict[str, int]:
+    """filename -> 0 or 1. A short row, another value or a filename given twice names its line."""
+    predicted: dict[str, int] = {}
+    first_line: dict[str, int] = {}
     try:
-        with open(path, newline="") as f:
+        with open(path, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
             if not {"filename", "prediction"} <= set(reader.fieldnames or ()):
                 raise UserError(f"{path} needs the columns filename,prediction (and optionally score)")
-            return {row["filename"]: int(row["prediction"]) for row in reader}
+            for row in reader:
+                line = reader.line_num
+                name, value = row["filename"], row["prediction"]
+                if name is None or value is None:
+                    raise UserError(f"{path} line {line}: the row is short; every row needs filename,prediction")
+                if value.strip() not in ("0", "1"):
+                    raise UserError(f"{path} line {line}: prediction {value!r} for {name} is not 0 or 1")
+                if name in predicted:
+                    raise UserError(
+                        f"{path} line {line}: {name} was predicted already on line {first_line[name]}; "
+                        "give each filename once"
+                    )
+                predicted[name], first_line[name] = int(value), line
     except OSError as exc:
         raise UserError(f"cannot read predictions {path} ({exc.strerror})") from exc
-    except ValueError as exc:
-        raise UserError(f"{path}: a prediction is not 0 or 1 ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path} is not a UTF-8 CSV file ({exc.reason} at byte {exc.start})") from exc
+    return predicted
 
 
 def score_file(labels: Path, predictions: Path, subsets: list[Subset]) -> dict:
@@ -35,5 +51,8 @@ def score_file(labels: Path, predictions: Path, subsets: list[Subset]) -> dict:
         "predictions": str(predictions),
         "scored": len(samples),
         "without_prediction": len(missing),
-        "subsets": {subset.name: score(subset, samples, values).as_dict() for subset in subsets},
+        "subsets": {
+            subset.name: score(subset, samples, values, pool_size(subset, dataset.samples)).as_dict()
+            for subset in subsets
+        },
     }

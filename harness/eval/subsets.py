@@ -94,7 +94,13 @@ def parse_subsets(spec: str) -> list[Subset]:
 
 
 def select_samples(samples, subsets: list[Subset], limit: int | None = None, pools: bool = False) -> list[Sample]:
-    """Samples in any of the subsets (and, with pools, in their F1 negative pools), in dataset order,
-    the first `limit` of them."""
-    chosen = [s for s in samples if any(sub.contains(s) or (pools and sub.is_negative(s)) for sub in subsets)]
-    return chosen[:limit] if limit is not None else chosen
+    """Samples in any of the subsets, in dataset order, the first `limit` of them. With pools, every
+    member of each subset's F1 negative pool is added as well, and `limit` never cuts the pool: F1 is
+    only given over the whole pool, so a cut pool would only cost time."""
+    chosen = [s for s in samples if any(sub.contains(s) for sub in subsets)]
+    if limit is not None:
+        chosen = chosen[:limit]
+    if not pools:
+        return chosen
+    kept = {id(s) for s in chosen}
+    return [s for s in samples if id(s) in kept or any(sub.is_negative(s) for sub in subsets)]

@@ -9,6 +9,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from harness import __version__
 from harness.console import percent
 from harness.results.plots import FIGURES
+from harness.results.report import pool_note
 from harness.results.runs import Run
 
 
@@ -38,6 +39,7 @@ def write_report(runs: list[Run], out: Path) -> Path:
         figures={run.id: {title: draw(run) for title, draw in FIGURES.items()} for run in runs},
         leaderboard=_leaderboard(runs),
         pct=percent,
+        pool_note=pool_note,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
     )

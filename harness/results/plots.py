@@ -16,27 +16,40 @@ DEVICE_COLOUR, HOST_COLOURS = "#d62728", ("#1f77b4", "#2ca02c", "#9467bd")
 
 def _data_uri(fig) -> str:
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight")
+    with plt.rc_context({"svg.fonttype": "none"}):  # text stays text: searchable, and checked by the tests
+        fig.savefig(buffer, format="svg", bbox_inches="tight")
     plt.close(fig)
     return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue().encode()).decode()
 
 
+def _is_person_task(run: Run) -> bool:
+    return run.summary.get("task", "image_classification") == "image_classification"
+
+
 def subset_scores(run: Run) -> str:
+    """Accuracy, and for Wake Vision runs f1_wv, per subset; a value that is None is written n/a, not drawn."""
     subsets = list(run.summary["subsets"])
     sources = [("device", DEVICE_COLOUR), *zip(run.summary["references"]["used"], HOST_COLOURS, strict=False)]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 0.45 * len(subsets) + 1.6), sharey=True)
+    metrics = ("accuracy", "f1_wv") if _is_person_task(run) else ("accuracy",)
+    width = 11 if len(metrics) == 2 else 6
+    fig, axes = plt.subplots(1, len(metrics), figsize=(width, 0.45 * len(subsets) + 1.6), sharey=True, squeeze=False)
+    axes = axes[0]
     y = np.arange(len(subsets))
     height = 0.8 / len(sources)
-    for ax, metric in zip(axes, ("accuracy", "f1_wv"), strict=True):
+    for ax, metric in zip(axes, metrics, strict=True):
         for i, (name, colour) in enumerate(sources):
             entries = [run.summary["subsets"][s]["device" if name == "device" else "host"] for s in subsets]
-            values = [(e if name == "device" else e[name])[metric] or 0 for e in entries]
-            ax.barh(y + i * height, np.array(values) * 100, height, label=name, color=colour)
+            values = [(e if name == "device" else e[name])[metric] for e in entries]
+            drawn = [k for k, v in enumerate(values) if v is not None]
+            ax.barh(y[drawn] + i * height, np.array([values[k] for k in drawn]) * 100, height, label=name, color=colour)
+            for k, value in enumerate(values):
+                if value is None:
+                    ax.text(1, y[k] + i * height, "n/a", va="center", fontsize="x-small", color=colour)
         ax.set_xlim(0, 100)
         ax.set_xlabel(f"{'accuracy' if metric == 'accuracy' else 'F1 (Wake Vision, rate-based)'} %")
     axes[0].set_yticks(y + height * (len(sources) - 1) / 2, subsets)
     axes[0].invert_yaxis()
-    axes[1].legend(loc="lower right", fontsize="small")
+    axes[-1].legend(loc="lower right", fontsize="small")
     return _data_uri(fig)
 
 
@@ -45,18 +58,31 @@ def _labels(run: Run) -> np.ndarray:
     return np.where(labels == -1, 1, labels)  # far-only rows count as persons
 
 
-def confusion(run: Run) -> str:
+def _matrices(run: Run, names: list[str]) -> tuple[list[str], dict[str, np.ndarray]]:
+    """Class names and, per source, the confusion matrix (rows true, columns predicted)."""
+    stored = run.summary.get("confusion")
+    if not _is_person_task(run) and stored:  # multi-class: the matrices the run stored, with its labels
+        return list(stored["labels"]), {name: np.array(stored[name]) for name in names if name in stored}
     labels = _labels(run)
-    names = ["device", *run.summary["references"]["used"][:1]]
-    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3))
-    for ax, name in zip(np.atleast_1d(axes), names, strict=True):
+    matrices = {}
+    for name in names:
         predictions = np.array(run.samples[f"{name}_prediction"])
-        matrix = np.array([[np.sum((labels == t) & (predictions == p)) for p in (0, 1)] for t in (0, 1)])
+        matrices[name] = np.array([[np.sum((labels == t) & (predictions == p)) for p in (0, 1)] for t in (0, 1)])
+    return ["non-person", "person"], matrices
+
+
+def confusion(run: Run) -> str:
+    classes, matrices = _matrices(run, ["device", *run.summary["references"]["used"][:1]])
+    side = max(3.0, 0.6 * len(classes) + 1.5)
+    fig, axes = plt.subplots(1, len(matrices), figsize=((side + 0.2) * len(matrices), side))
+    ticks = range(len(classes))
+    for ax, (name, matrix) in zip(np.atleast_1d(axes), matrices.items(), strict=True):
         ax.imshow(matrix, cmap="Blues")
         for (t, p), count in np.ndenumerate(matrix):
             ax.text(p, t, str(count), ha="center", va="center", color="black")
-        ax.set_xticks([0, 1], ["non-person", "person"])
-        ax.set_yticks([0, 1], ["non-person", "person"])
+        many = len(classes) > 2
+        ax.set_xticks(ticks, classes, rotation=45 if many else 0, ha="right" if many else "center")
+        ax.set_yticks(ticks, classes)
         ax.set_xlabel("predicted")
         ax.set_ylabel("label")
         ax.set_title(name)

@@ -35,7 +35,8 @@ def print_summary(summary: dict) -> None:
             row.append(" / ".join(percent(entry["host"][name]["accuracy"]) for name in references))
         if primary:
             versus = entry["versus"][primary]
-            row += [percent(versus["agreement"]), f"{versus['max_diff_steps']:g}"]
+            steps = versus["max_diff_steps"]
+            row += [percent(versus["agreement"]), "n/a" if steps is None else f"{steps:g}"]
         table.add_row(*row)
     console = stdout_console()
     console.print(table)
@@ -57,8 +58,9 @@ def print_summary(summary: dict) -> None:
     console.print(arena_line(summary["arena"]), highlight=False)
     if summary.get("confusion"):
         console.print(_confusion_table(summary["confusion"]))
-    if rate_f1 and any(entry["device"]["f1_wv"] is None for entry in summary["subsets"].values()):
-        console.print("F1 counts the evaluated samples; F1wv (Wake Vision's) needs the negative pools: --pools")
+    note = pool_note(summary["subsets"])
+    if note:
+        console.print(note, highlight=False)
     if primary:
         exact = summary["bit_exact"][primary]
         console.print(f"device output bytes equal {primary} host bytes for {exact} of {summary['samples']} samples")
@@ -71,6 +73,21 @@ def print_summary(summary: dict) -> None:
     if summary.get("model_caveat"):
         console.print(f"caveat (model card): {summary['model_caveat']}", highlight=False, markup=False)
     console.print(f"results: {summary['run_dir']}")
+
+
+def pool_note(subsets: dict, fix: str = "evaluate with --pools") -> str | None:
+    """Why F1 is missing: the subsets whose negative pool was only partly evaluated, and the fix."""
+    partial = [
+        f"{name} {entry['device']['pool_incomplete']}"
+        for name, entry in subsets.items()
+        if entry["device"].get("pool_incomplete")
+    ]
+    if not partial:
+        return None
+    return (
+        f"F1 n/a: F1 needs each subset's whole negative pool in the dataset, evaluated here: "
+        f"{', '.join(partial)}; {fix} for F1"
+    )
 
 
 def _confusion_table(confusion: dict) -> Table:
