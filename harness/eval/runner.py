@@ -118,10 +118,10 @@ def _journaled_record(samples: list[Sample], entry: dict) -> SampleRecord:
     return SampleRecord(sample, bytes.fromhex(entry["device_output"]), timing, hosts, entry["instructions"])
 
 
-def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, metering=None, origin=None):
+def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, origin: dict, metering=None):
     """Every sample through the board and the host references: (records, HELLO, link stats, firmware).
     Samples already in the journal are taken from it; each new one is journaled as it arrives.
-    `origin` (the run folder and what it started with) holds the firmware build id the journal belongs to."""
+    `origin` is what the run started with: the firmware at this HELLO must be the journal's."""
     records = {i: _journaled_record(inputs.samples, entry) for i, entry in journal.load().items()}
     todo = [i for i in range(len(inputs.samples)) if i not in records]
     board, model = request.board, request.model
@@ -136,8 +136,7 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         request.labgrid_place,
     ) as client:
         _check_device_runs_model(client.info, request.model, request.board)
-        if origin is not None:
-            _check_firmware_origin(*origin, client.info.build_id)
+        _check_firmware_origin(journal.path.parent, origin, client.info.build_id)
         with metering or nullcontext(), progress(len(todo), f"eval {request.board.id}") as advance:
             # Pipelined where the device has two input slots: sample k+1 streams while k is inferred.
             results = client.run_stream(inputs.tensors[i].tobytes() for i in todo)
@@ -337,7 +336,7 @@ def run_eval(request: EvalRequest) -> dict:
     journal = Journal(folder.path)
     try:
         records, info, link_stats, firmware, board_serial = _stream(
-            request, inputs, refs.references, journal, metering, (folder.path, origin)
+            request, inputs, refs.references, journal, origin, metering
         )
     except UserError:
         journal.close()
