@@ -11,3 +11,7 @@ class LinkError(Exception):
 
 class BuildError(Exception):
     """Firmware did not build; the message names the log to read."""
+
+
+class InterruptedRun(KeyboardInterrupt):
+    """Ctrl-C with a resumable partial run kept; the message says how to go on."""

@@ -170,3 +170,37 @@ def test_hub_streaming_filters_while_it_streams(tmp_path, monkeypatch):
     assert dataset.splits == ("validation",) and len(read) == 10  # stopped as soon as five were found
     with pytest.raises(UserError, match="unknown split train"):
         stream_to_folder("hf:Harvard-Edge/Wake-Vision", "train", [SUBSETS["all"]], None)
+
+
+def _labels_folder(tmp_path, lines: list[bytes]):
+    """A labels.csv folder holding the demo header and the given rows."""
+    demo = load_dataset("demo")
+    header = demo.csv_path.read_bytes().splitlines()[0]
+    root = tmp_path / "labels_folder"
+    (root / "images").mkdir(parents=True)
+    (root / "labels.csv").write_bytes(b"\n".join([header, *lines]) + b"\n")
+    return root, demo.csv_path.read_bytes().splitlines()[1:]
+
+
+def test_a_short_row_in_labels_csv_is_named_by_file_and_line(tmp_path):
+    _, rows = _labels_folder(tmp_path, [])
+    root, _ = _labels_folder(tmp_path / "t", [rows[0], b"demo_0003.jpg,1"])
+    with pytest.raises(UserError, match=r"labels\.csv line 3: 2 fields where the header has 20"):
+        load_dataset(str(root))
+    done = _harness("eval", "--dataset", str(root), "--limit", "2", "--results", str(tmp_path / "res"))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "line 3" in done.stderr, done.stderr
+
+
+def test_a_file_listed_twice_in_labels_csv_is_refused(tmp_path):
+    _, rows = _labels_folder(tmp_path, [])
+    twice = rows[0].replace(b"demo_0000.jpg", b"demo_0001.jpg")
+    root, _ = _labels_folder(tmp_path / "t", [rows[1], rows[2], twice])
+    with pytest.raises(UserError, match=r"line 4: demo_0001\.jpg is listed again \(first on line 2\)"):
+        load_dataset(str(root))
+
+
+def test_a_labels_csv_that_is_not_utf8_is_named_as_such(tmp_path):
+    _, rows = _labels_folder(tmp_path, [])
+    root, _ = _labels_folder(tmp_path / "t", [rows[0], b"\xff\xfe" + rows[1]])
+    with pytest.raises(UserError, match=r"labels\.csv is not a UTF-8 CSV"):
+        load_dataset(str(root))

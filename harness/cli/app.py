@@ -10,7 +10,7 @@ from harness.cli.energy import add_energy_commands
 from harness.cli.evaluation import cmd_check, cmd_compare, cmd_eval, cmd_report, cmd_runs, cmd_score
 from harness.cli.models import cmd_convert, cmd_dataset_build, cmd_datasets, cmd_inspect, cmd_models, cmd_subsets
 from harness.cli.streaming import cmd_stream, cmd_stream_score
-from harness.errors import BuildError, LinkError, UserError
+from harness.errors import BuildError, InterruptedRun, LinkError, UserError
 from harness.eval.dataset import DEMO
 from harness.eval.subsets import SUBSETS
 from harness.model.card import DEFAULT_MODEL
@@ -261,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     except (LinkError, BuildError) as exc:
         print(f"harness: link error: {exc}", file=sys.stderr)
         return 1
+    except InterruptedRun as exc:
+        print(f"harness: interrupted: {exc}", file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         print("harness: interrupted; no results were written", file=sys.stderr)
         return 130

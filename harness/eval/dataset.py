@@ -55,23 +55,43 @@ def _demo_root() -> Path:
     return root
 
 
-def _rows(csv_path: Path) -> list[dict]:
-    with open(csv_path, newline="") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
-        if missing:
-            raise UserError(f"{csv_path} lacks the Wake Vision columns {', '.join(missing)}")
-        return list(reader)
+def _rows(csv_path: Path) -> list[tuple[int, dict]]:
+    """(line number, row) for each row: every Wake Vision column present and filled, every file name once."""
+    try:
+        with open(csv_path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
+            if missing:
+                raise UserError(f"{csv_path} lacks the Wake Vision columns {', '.join(missing)}")
+            header = list(reader.fieldnames)
+            rows = [(reader.line_num, row) for row in reader]
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{csv_path} is not a UTF-8 CSV ({exc.reason} at byte {exc.start}); save it as UTF-8") from exc
+    except csv.Error as exc:
+        raise UserError(f"{csv_path} is not a readable CSV ({exc})") from exc
+    first_line: dict[str, int] = {}
+    for line, row in rows:
+        if None in row or any(row[c] is None for c in header):  # csv marks extra fields None, missing ones too
+            fields = sum(row[c] is not None for c in header) + len(row.get(None, []))
+            raise UserError(f"{csv_path} line {line}: {fields} fields where the header has {len(header)}; fix that row")
+        if row["filename"] in first_line:
+            raise UserError(
+                f"{csv_path} line {line}: {row['filename']} is listed again (first on line "
+                f"{first_line[row['filename']]}); keep one row per file"
+            )
+        first_line[row["filename"]] = line
+    return rows
 
 
 def _samples(csv_path: Path, image_dir: Path, split: str) -> list[Sample]:
-    try:
-        return [
-            Sample(row["filename"], image_dir / row["filename"], {c: int(row[c]) for c in COLUMNS[1:]}, split)
-            for row in _rows(csv_path)
-        ]
-    except ValueError as exc:
-        raise UserError(f"{csv_path}: a flag is not an integer ({exc})") from exc
+    samples = []
+    for line, row in _rows(csv_path):
+        try:
+            flags = {c: int(row[c]) for c in COLUMNS[1:]}
+        except ValueError as exc:
+            raise UserError(f"{csv_path} line {line}: a flag is not an integer ({exc})") from exc
+        samples.append(Sample(row["filename"], image_dir / row["filename"], flags, split))
+    return samples
 
 
 def _read(name: str, csv_path: Path, image_dir: Path) -> Dataset:
@@ -124,6 +144,11 @@ def _published(root: Path, splits: list[str]) -> Dataset:
         csv_path = root / PUBLISHED_SPLITS[split]
         digest.update(_sha256(csv_path).encode())
         samples += _samples(csv_path, image_dir, split)
+    seen: set[str] = set()
+    for sample in samples:
+        if sample.id in seen:
+            raise UserError(f"{sample.id} is in more than one of the splits {', '.join(chosen)}; choose one split")
+        seen.add(sample.id)
     if shards and not any((image_dir / s.id).is_file() for s in samples[:20]):
         image_dir = cache_dir() / "datasets" / "extracted" / digest.hexdigest()[:16]
         samples = [Sample(s.id, image_dir / s.id, s.flags, s.split) for s in samples]

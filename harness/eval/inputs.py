@@ -32,6 +32,7 @@ class Inputs:
     tensors: np.ndarray  # one input tensor per sample, stacked
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (sample id, why)
     from_cache: bool = False
+    key: str = ""  # the cache key: changes with the label file, any file's size or mtime, or the preparation
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ def prepare_inputs(dataset: Dataset, samples: list[Sample], preparation: Prepara
         partial_index = folder / f".{key}.{os.getpid()}.partial.json"
         partial_index.write_text(json.dumps(entry))
         partial_index.replace(index)
+    inputs.key = key
     if inputs.unreadable and strict:
         sample_id, why = inputs.unreadable[0]
         raise UserError(

@@ -14,7 +14,7 @@ from harness.console import progress
 from harness.device.launch import connect
 from harness.device.qemu import emulated_instructions
 from harness.energy.metering import EvalMetering
-from harness.errors import LinkError, UserError
+from harness.errors import InterruptedRun, LinkError, UserError
 from harness.eval.dataset import Dataset, Sample
 from harness.eval.inputs import Inputs, prepare_inputs
 from harness.eval.metrics import pool_size, score
@@ -30,7 +30,7 @@ from harness.model.card import ModelCard
 from harness.model.deployable import require_tflm_kernels
 from harness.model.references import DEFAULT_REFERENCES, load_references
 from harness.model.tflite_file import TfliteModel
-from harness.results.journal import Journal, save_request
+from harness.results.journal import Journal, load_origin, require_same_origin, save_origin, save_request
 from harness.results.provenance import harness_source, host_machine, subset_content_hashes, usb_serial_number
 from harness.results.store import new_run_id, open_partial, publish
 
@@ -102,21 +102,27 @@ def _journal_entry(index: int, record: SampleRecord) -> dict:
     }
 
 
-def _journaled_record(sample: Sample, entry: dict) -> SampleRecord:
+def _dataset_changed(what: str) -> UserError:
+    return UserError(f"{what}: the dataset changed since the run started; start a new run")
+
+
+def _journaled_record(samples: list[Sample], entry: dict) -> SampleRecord:
+    index = entry["index"]
+    if index >= len(samples):
+        raise _dataset_changed(f"the journal holds sample {index}, the run has {len(samples)}")
+    sample = samples[index]
     if entry["id"] != sample.id:
-        raise UserError(
-            f"the journal's sample {entry['index']} is {entry['id']}, the dataset's is {sample.id}: "
-            "the dataset changed since the run started; start a new run"
-        )
+        raise _dataset_changed(f"the journal's sample {index} is {entry['id']}, the dataset's is {sample.id}")
     timing = Timing(entry["ticks"], entry["tick_hz"], TickKind(entry["timer"]))
     hosts = {name: bytes.fromhex(out) for name, out in entry["host"].items()}
     return SampleRecord(sample, bytes.fromhex(entry["device_output"]), timing, hosts, entry["instructions"])
 
 
-def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, metering=None):
+def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, origin: dict, metering=None):
     """Every sample through the board and the host references: (records, HELLO, link stats, firmware).
-    Samples already in the journal are taken from it; each new one is journaled as it arrives."""
-    records = {i: _journaled_record(inputs.samples[i], entry) for i, entry in journal.load().items()}
+    Samples already in the journal are taken from it; each new one is journaled as it arrives.
+    `origin` is what the run started with: the firmware at this HELLO must be the journal's."""
+    records = {i: _journaled_record(inputs.samples, entry) for i, entry in journal.load().items()}
     todo = [i for i in range(len(inputs.samples)) if i not in records]
     board, model = request.board, request.model
     with connect(
@@ -130,6 +136,7 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         request.labgrid_place,
     ) as client:
         _check_device_runs_model(client.info, request.model, request.board)
+        _check_firmware_origin(journal.path.parent, origin, client.info.build_id)
         with metering or nullcontext(), progress(len(todo), f"eval {request.board.id}") as advance:
             # Pipelined where the device has two input slots: sample k+1 streams while k is inferred.
             results = client.run_stream(inputs.tensors[i].tobytes() for i in todo)
@@ -147,6 +154,15 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         firmware = client.firmware or recorded_build(client.info.build_id)
         stats = vars(client.stats) | {"samples_from_journal": len(inputs.samples) - len(todo)}
         return [records[i] for i in range(len(inputs.samples))], client.info, stats, firmware, board_serial
+
+
+def _check_firmware_origin(folder: Path, recorded: dict, build_id: str) -> None:
+    """The first HELLO of a run records the firmware; a resume must meet the same firmware."""
+    if "firmware_build_id" in recorded:
+        require_same_origin(recorded, {"firmware_build_id": build_id})
+    else:
+        recorded["firmware_build_id"] = build_id
+        save_origin(folder, recorded)
 
 
 def _stats(values: list[int]) -> dict | None:
@@ -288,6 +304,10 @@ def _sample_columns(request: EvalRequest, records: list[SampleRecord], readings:
     return columns
 
 
+def _count(samples: int) -> str:
+    return f"{samples} sample{'' if samples == 1 else 's'}"
+
+
 def run_eval(request: EvalRequest) -> dict:
     samples = select_samples(request.dataset.samples, request.subsets, request.limit, request.pools)
     if request.order_seed is not None:
@@ -302,12 +322,24 @@ def run_eval(request: EvalRequest) -> dict:
     refs = load_references(request.model, request.reference_names)
     run_id = request.run_id or new_run_id(request.card.name, request.board.id)
     folder = open_partial(request.results_root, run_id, resume=request.run_id is not None)
+    inputs_origin = {
+        "model_sha256": request.model.sha256,
+        "labels_sha256": request.dataset.csv_sha256,
+        "inputs_key": inputs.key,
+    }
     if request.run_id is None:
+        origin = inputs_origin | {"started": datetime.now(UTC).isoformat()}
         save_request(folder.path, request.settings or {})
+        save_origin(folder.path, origin)
+    else:  # before any sample runs: journaled outputs only count for the same model and inputs
+        origin = load_origin(folder.path)
+        require_same_origin(origin, inputs_origin)
+    started = datetime.fromisoformat(origin["started"])
     journal = Journal(folder.path)
-    started = datetime.now(UTC)
     try:
-        records, info, link_stats, firmware, board_serial = _stream(request, inputs, refs.references, journal, metering)
+        records, info, link_stats, firmware, board_serial = _stream(
+            request, inputs, refs.references, journal, origin, metering
+        )
     except UserError:
         journal.close()
         if request.run_id is None and not journal.load():  # nothing to resume: leave nothing behind
@@ -315,69 +347,80 @@ def run_eval(request: EvalRequest) -> dict:
         raise
     except LinkError as exc:
         raise LinkError(f"{exc} (the samples done are kept: `harness eval --resume {run_id}` goes on)") from exc
+    except KeyboardInterrupt:
+        journal.close()
+        kept = len(journal.load())
+        if request.run_id is None and not kept:
+            shutil.rmtree(folder.path, ignore_errors=True)
+            raise
+        raise InterruptedRun(f"{_count(kept)} kept; `harness eval --resume {run_id}` goes on") from None
     finally:
         journal.close()
-    finished = datetime.now(UTC)
-    readings = _read_outputs(request, records, [ref.name for ref in refs.references])
-    summary = _summarise(request, records, readings, info, refs)
-    summary["run_id"] = run_id
-    summary["link"] = link_stats
-    summary["unreadable_images"] = {"count": len(inputs.unreadable), "first": inputs.unreadable[:20]}
-    summary["inputs_from_cache"] = inputs.from_cache
-    if metering:
-        summary["energy"] = metering.summary()
-    manifest = {
-        "run_id": run_id,
-        "harness": harness_source(),
-        "started": started.isoformat(),
-        "finished": finished.isoformat(),
-        "model": {
-            "card": request.card.name,
-            "file": str(request.model.path),
-            "sha256": request.model.sha256,
-            "bytes": len(request.model.data),
-            "card_file": str(request.card.card_path),
-            "input": request.model.input.describe(),
-            "output": request.model.output.describe(),
-        },
-        "board": {
-            "id": request.board.id,
-            "kind": request.board.kind,
-            "latency_source": request.board.latency_source,
-            "usb_serial_number": board_serial,
-            "flash_bytes": request.board.flash_bytes,
-            "ram_bytes": request.board.ram_bytes,
-        },
-        "device": {
-            "board_id": info.board_id,
-            "firmware_build_id": info.build_id,
-            "protocol_version": info.protocol_version,
-            "model_sha256_prefix": info.model_sha256_prefix,
-            "arena_configured": info.arena_configured or None,
-            "arena_used": info.arena_used or None,
-            "cpu_hz": info.cpu_hz,
-            "timer": {"kind": info.tick_kind.name.lower(), "hz": info.tick_hz},
-            "firmware": firmware,  # how harness built it (emulated boards); None when it did not
-        },
-        "dataset": {
-            "name": request.dataset.name,
-            "labels": str(request.dataset.csv_path),
-            "labels_sha256": request.dataset.csv_sha256,
-            "subsets": [s.name for s in request.subsets],
-            "subset_content_sha256": subset_content_hashes(inputs.samples, request.subsets),
-            "limit": request.limit,
-            "order_seed": request.order_seed,
-        },
-        "references": {r.name: r.description for r in refs.references} | {"refused": refs.refused},
-        "host": host_machine(),
-    }
-    if metering:
-        manifest["meter"] = {"spec": request.meter, "identity": metering.trace.meter, "source": metering.trace.source}
-        folder.write_table("energy.parquet", metering.columns())
-        folder.write_table("power.parquet", metering.power_columns())
-    folder.write_table("samples.parquet", _sample_columns(request, records, readings))
-    folder.write_json("manifest.json", manifest)
-    folder.write_json("summary.json", summary)
-    publish(request.results_root, run_id)
-    summary["run_dir"] = str(request.results_root / run_id)
-    return summary
+    try:
+        finished = datetime.now(UTC)
+        readings = _read_outputs(request, records, [ref.name for ref in refs.references])
+        summary = _summarise(request, records, readings, info, refs)
+        summary["run_id"] = run_id
+        summary["link"] = link_stats
+        summary["unreadable_images"] = {"count": len(inputs.unreadable), "first": inputs.unreadable[:20]}
+        summary["inputs_from_cache"] = inputs.from_cache
+        if metering:
+            summary["energy"] = metering.summary()
+        manifest = {
+            "run_id": run_id,
+            "harness": harness_source(),
+            "started": started.isoformat(),
+            "finished": finished.isoformat(),
+            "model": {
+                "card": request.card.name,
+                "file": str(request.model.path),
+                "sha256": request.model.sha256,
+                "bytes": len(request.model.data),
+                "card_file": str(request.card.card_path),
+                "input": request.model.input.describe(),
+                "output": request.model.output.describe(),
+            },
+            "board": {
+                "id": request.board.id,
+                "kind": request.board.kind,
+                "latency_source": request.board.latency_source,
+                "usb_serial_number": board_serial,
+                "flash_bytes": request.board.flash_bytes,
+                "ram_bytes": request.board.ram_bytes,
+            },
+            "device": {
+                "board_id": info.board_id,
+                "firmware_build_id": info.build_id,
+                "protocol_version": info.protocol_version,
+                "model_sha256_prefix": info.model_sha256_prefix,
+                "arena_configured": info.arena_configured or None,
+                "arena_used": info.arena_used or None,
+                "cpu_hz": info.cpu_hz,
+                "timer": {"kind": info.tick_kind.name.lower(), "hz": info.tick_hz},
+                "firmware": firmware,  # how harness built it (emulated boards); None when it did not
+            },
+            "dataset": {
+                "name": request.dataset.name,
+                "labels": str(request.dataset.csv_path),
+                "labels_sha256": request.dataset.csv_sha256,
+                "subsets": [s.name for s in request.subsets],
+                "subset_content_sha256": subset_content_hashes(inputs.samples, request.subsets),
+                "limit": request.limit,
+                "order_seed": request.order_seed,
+            },
+            "references": {r.name: r.description for r in refs.references} | {"refused": refs.refused},
+            "host": host_machine(),
+        }
+        if metering:
+            trace = metering.trace
+            manifest["meter"] = {"spec": request.meter, "identity": trace.meter, "source": trace.source}
+            folder.write_table("energy.parquet", metering.columns())
+            folder.write_table("power.parquet", metering.power_columns())
+        folder.write_table("samples.parquet", _sample_columns(request, records, readings))
+        folder.write_json("manifest.json", manifest)
+        folder.write_json("summary.json", summary)
+        publish(request.results_root, run_id)
+        summary["run_dir"] = str(request.results_root / run_id)
+        return summary
+    except KeyboardInterrupt:  # every sample is journaled: the resume only writes the run
+        raise InterruptedRun(f"{_count(len(records))} kept; `harness eval --resume {run_id}` goes on") from None

@@ -1,14 +1,43 @@
 """The eval journal: one JSON line per finished sample, appended as results arrive, in the run's partial
-folder. A run killed at any point (kill -9 included) is resumed from it: `harness eval --resume RUN`."""
+folder. A run killed at any point (kill -9 included) is resumed from it: `harness eval --resume RUN`.
+
+Beside it, `origin.json` records what the journaled outputs came from (model, labels, input tensors,
+firmware) and when the run started; a resume with anything else changed is refused."""
 
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 
 from harness.errors import UserError
 
 JOURNAL = "journal.jsonl"
 REQUEST = "request.json"  # the command-line settings the run was started with
+ORIGIN = "origin.json"
+
+
+def _is_hex(value) -> bool:
+    try:
+        bytes.fromhex(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _is_entry(entry) -> bool:
+    """A whole entry as `harness eval` writes it; anything else is what is left of a damaged line."""
+    try:
+        return (
+            type(entry["index"]) is int
+            and entry["index"] >= 0
+            and isinstance(entry["id"], str)
+            and _is_hex(entry["device_output"])
+            and all(type(entry[k]) is int for k in ("ticks", "tick_hz", "timer"))
+            and all(isinstance(n, str) and _is_hex(out) for n, out in entry["host"].items())
+            and (entry["instructions"] is None or type(entry["instructions"]) is int)
+        )
+    except (TypeError, KeyError, AttributeError):
+        return False
 
 
 class Journal:
@@ -17,7 +46,8 @@ class Journal:
         self._fd: int | None = None
 
     def load(self) -> dict[int, dict]:
-        """Entries by sample index. A last line cut short by a kill is ignored (and overwritten)."""
+        """Entries by sample index. A line that is cut short (by a kill or a short write, possibly with the
+        next line glued on) is not an entry: those samples run again."""
         entries: dict[int, dict] = {}
         if not self.path.exists():
             return entries
@@ -27,17 +57,35 @@ class Journal:
             with open(self.path, "r+b") as f:  # drop the torn tail so appends start on a fresh line
                 f.truncate(len(whole))
         for line in whole.splitlines():
-            entry = json.loads(line)
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if not _is_entry(entry):
+                continue
             if entry["index"] in entries:
                 raise UserError(f"{self.path}: sample {entry['index']} appears twice; the journal is damaged")
             entries[entry["index"]] = entry
         return entries
 
     def append(self, entry: dict) -> None:
-        """One line in a single write to an O_APPEND file: whole or, after a kill, cut and ignored."""
+        """One whole line at the end of the file, or none: a write that fails part-way is cut back off."""
         if self._fd is None:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(self._fd, (json.dumps(entry, separators=(",", ":")) + "\n").encode())
+        line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
+        start = os.fstat(self._fd).st_size
+        written = 0
+        try:
+            while written < len(line):
+                written += os.write(self._fd, line[written:])
+        except BaseException as exc:
+            os.ftruncate(self._fd, start)
+            if isinstance(exc, OSError):
+                raise UserError(
+                    f"cannot write {self.path} ({exc.strerror}); the samples before are kept: "
+                    "fix that, then `harness eval --resume RUN` goes on"
+                ) from exc
+            raise
 
     def close(self) -> None:
         if self._fd is not None:
@@ -45,10 +93,14 @@ class Journal:
             self._fd = None
 
 
+def _write_json_atomically(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
 def save_request(folder: Path, settings: dict) -> None:
-    tmp = folder / (REQUEST + ".tmp")
-    tmp.write_text(json.dumps(settings, indent=2) + "\n")
-    os.replace(tmp, folder / REQUEST)
+    _write_json_atomically(folder / REQUEST, settings)
 
 
 def load_request(folder: Path) -> dict:
@@ -56,3 +108,44 @@ def load_request(folder: Path) -> dict:
         return json.loads((folder / REQUEST).read_text())
     except (OSError, ValueError) as exc:
         raise UserError(f"{folder} has no readable {REQUEST}; it is not a resumable run") from exc
+
+
+def save_origin(folder: Path, origin: dict) -> None:
+    _write_json_atomically(folder / ORIGIN, origin)
+
+
+def load_origin(folder: Path) -> dict:
+    try:
+        origin = json.loads((folder / ORIGIN).read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(
+            f"{folder} has no readable {ORIGIN}, so its results cannot be matched to this model and data: "
+            "start a new run"
+        ) from exc
+    try:
+        datetime.fromisoformat(origin["started"])
+    except (TypeError, KeyError, ValueError) as exc:
+        raise UserError(f"{folder / ORIGIN} is damaged: start a new run") from exc
+    return origin
+
+
+ORIGIN_NAMES = {
+    "model_sha256": "model",
+    "labels_sha256": "label file",
+    "inputs_key": "input files",
+    "firmware_build_id": "firmware",
+}
+
+
+def require_same_origin(recorded: dict, current: dict) -> None:
+    """Every key of `current` must equal what the run recorded when it started."""
+    changed = [name for name, value in current.items() if recorded.get(name) != value]
+    if changed:
+        what = " and ".join(ORIGIN_NAMES.get(name, name) for name in changed)
+        details = "; ".join(f"{name} {_short(recorded.get(name))} -> {_short(current[name])}" for name in changed)
+        raise UserError(f"the {what} changed since the run started ({details}): start a new run")
+
+
+def _short(value) -> str:
+    text = str(value)
+    return text[:16] + "…" if len(text) > 16 else text
