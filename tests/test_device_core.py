@@ -164,3 +164,35 @@ def test_bench_times_repeated_invokes_and_profile_needs_a_profiling_runner():
         with pytest.raises(DeviceError) as unsupported:
             client.profile(bytes(10))
     assert unsupported.value.code == ErrorCode.UNSUPPORTED
+
+
+def test_after_link_damage_a_long_bench_still_gets_its_whole_wait():
+    """Once a frame was damaged, quick requests are resent after a short wait; a BENCH of 60 invokes
+    of 120 ms each must still get its full bound, not run out of attempts while the device works."""
+    from harness.device.sim_board import LinkEmulation
+
+    runner = ChecksumRunner(64, 8)
+    with core_on_pty(runner, emulation=LinkEmulation(invoke_ms=120), timeout=2.0) as (_, client):
+        client.timeout = 2.0
+        client.hello()
+        client.stats.corrupt_frames = 1  # damage seen earlier in the session
+        assert len(client.bench(bytes(64), runs=60)) == 60
+    assert runner.invokes == 60
+
+
+def test_going_back_never_grows_chunks_past_a_small_devices_frame():
+    runner = ChecksumRunner(200, 8)
+    with core_on_pty(runner, rx_frame=64, tx_frame=256) as (port, client):
+        client.hello()
+        write, damaged = port.write, []
+
+        def damage_first_load(data):
+            if not damaged and data[2] == Msg.LOAD_INPUT:
+                damaged.append(True)
+                data = bytes([*data[:12], data[12] ^ 1, *data[13:]])
+            return write(data)
+
+        port.write = damage_first_load
+        result = client.run(bytes(range(200)))
+    assert damaged and result.output == expected_output(bytes(range(200)), 8)
+    assert client.stats.go_backs >= 1

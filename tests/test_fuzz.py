@@ -21,6 +21,8 @@ from harness.link.protocol import (
     parse_invoke,
     parse_perf,
     parse_profile,
+    parse_stream_audio,
+    parse_stream_start,
 )
 from harness.tensors import TensorSpec
 
@@ -86,7 +88,7 @@ def test_c_decoder_survives_any_bytes(data):
 @given(st.binary(max_size=300))
 def test_python_payload_parsers_accept_or_raise_a_link_error(payload):
     for parse in (parse_hello, lambda p: parse_invoke(p, INFO), lambda p: parse_perf(p, INFO), parse_bench,
-                  parse_profile, parse_error):  # fmt: skip
+                  parse_profile, parse_error, parse_stream_audio, parse_stream_start):  # fmt: skip
         with contextlib.suppress(LinkError):
             parse(payload)
 

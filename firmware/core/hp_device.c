@@ -171,6 +171,10 @@ static int invoke_finished(hp_device *dev, uint32_t wait_ms) {
 }
 
 static void handle_invoke(hp_device *dev, const hp_frame *req) {
+  if (req->length != 0 && req->length != 4) {
+    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "INVOKE takes nothing or the input's CRC-32 u32");
+    return;
+  }
   if (!input_ready(dev, req)) return;
   const hp_runner *runner = dev->cfg.runner;
   /* v2: the host may name the input by its CRC-32, so an INVOKE that was lost while the next
@@ -440,8 +444,14 @@ static void dispatch(hp_device *dev, const hp_frame *req) {
   }
   if (is_invoke_retransmission(dev, req)) {
     send_invoke_answer(dev); /* lost after other answers went out: rebuilt, not run again */
+    dev->last_type = req->type; /* tx_buf holds this answer now, not the last request's */
+    dev->last_seq = req->seq;
+    dev->last_crc = req->crc;
     return;
   }
+  if (req->type == HP_MSG_BENCH || req->type == HP_MSG_PROFILE || req->type == HP_MSG_STREAM_START ||
+      req->type == HP_MSG_STREAM_AUDIO)
+    dev->invoke_done_valid = 0; /* they run the model: the output is no longer the last INVOKE's */
   if (req->type == HP_MSG_HELLO) {
     handle_hello(dev, req);
   } else if (dev->runner_status != 0 &&

@@ -2,6 +2,7 @@
 through a window of frames in flight, the next sample sent while the device runs the current one."""
 
 import contextlib
+import math
 import random
 import struct
 import time
@@ -33,6 +34,7 @@ from harness.link.protocol import (
     parse_perf,
     parse_profile,
     parse_stream_audio,
+    parse_stream_start,
     read_output_payload,
     timing,
 )
@@ -54,6 +56,7 @@ PARTIAL_GAP_SECONDS = 0.03  # more than a USB-serial adapter's latency timer (16
 DAMAGED_LINK_WAIT = 0.1
 DAMAGED_LINK_EXTRA_TRIES = 26
 STATELESS = {Msg.LINK_TEST, Msg.PERF}
+QUICK_REQUESTS = {Msg.HELLO, Msg.LOAD_INPUT, Msg.READ_OUTPUT, Msg.LINK_TEST, Msg.SET_BAUD}  # answered at once
 # The device no longer holds the input or output it was sent: run the sample again.
 STATE_LOST_ERRORS = {ErrorCode.INPUT_MISMATCH, ErrorCode.INPUT_INCOMPLETE, ErrorCode.NO_OUTPUT}
 RECONNECT_POLL_SECONDS = 0.2
@@ -198,7 +201,7 @@ class DeviceClient:
             self.stats.resends += len(outstanding)
             outstanding.clear()
             sent = acked
-            chunk = max(MIN_CHUNK, chunk // 2)  # a damaged link: smaller frames get through more often
+            chunk = min(largest, max(MIN_CHUNK, chunk // 2))  # a damaged link: smaller frames get through more often
             window = max(1, min(MAX_WINDOW, budget // (chunk + 4 + OVERHEAD)))
         self._chunk_limit = chunk if faults else min(largest, chunk * 2)
 
@@ -218,10 +221,14 @@ class DeviceClient:
 
     def _damaged_link_wait(self, msg: Msg) -> float:
         """How long an answer takes at most once the link damages frames: the device's partial-frame
-        reset, plus for INVOKE twice the longest invoke the device has timed (if it has a timer; if not,
-        the usual bound stays). A resent INVOKE is answered from the device's store, never run twice."""
-        if msg != Msg.INVOKE:
+        reset for the quick requests, plus for INVOKE twice the longest invoke the device has timed (if
+        it has a timer; if not, the usual bound stays). A resent INVOKE is answered from the device's
+        store, never run twice. Requests that run the model many times (BENCH, PERF, PROFILE, streaming)
+        keep the caller's bound: the device answers them only when done."""
+        if msg in QUICK_REQUESTS:
             return DAMAGED_LINK_WAIT
+        if msg != Msg.INVOKE:
+            return math.inf
         return DAMAGED_LINK_WAIT + 2 * self._longest_invoke if self._longest_invoke else self.invoke_timeout
 
     def _retries(self) -> int:
@@ -425,10 +432,7 @@ class DeviceClient:
 
     def stream_start(self, config: bytes) -> int:
         """STREAM_START: configure and reset the keyword pipeline; returns the frontend's arena use."""
-        (frontend_arena,) = struct.unpack_from(
-            "<I", self.request(Msg.STREAM_START, config, timeout=self._invoke_wait())
-        )
-        return frontend_arena
+        return parse_stream_start(self.request(Msg.STREAM_START, config, timeout=self._invoke_wait()))
 
     def stream_audio(self, samples: bytes) -> StreamChunkResult:
         """STREAM_AUDIO: int16 LE samples in; the detections they completed out. The wait scales with
@@ -447,16 +451,19 @@ class DeviceClient:
         return self._invoke_result(self._start_invoke(data))
 
     def request(self, msg: Msg, payload: bytes = b"", timeout: float | None = None) -> bytes:
-        seq = self._next_seq()
-        frame = encode_frame(msg, seq, payload)
-        self._write(frame)
-        try:
-            return self._complete(msg, seq, frame, timeout or self.timeout)
-        except DeviceReset:
-            if msg not in STATELESS:
-                raise
-        self._recover()  # nothing of this request's depended on the lost state: ask again
-        return self.request(msg, payload, timeout)
+        for _ in range(RESETS_PER_SAMPLE):
+            seq = self._next_seq()
+            frame = encode_frame(msg, seq, payload)
+            self._write(frame)
+            try:
+                return self._complete(msg, seq, frame, timeout or self.timeout)
+            except DeviceReset:
+                if msg not in STATELESS:
+                    raise
+            self._recover()  # nothing of this request's depended on the lost state: ask again
+        raise LinkError(
+            f"the device reset {RESETS_PER_SAMPLE} times answering {msg.name}; check its power and watchdog"
+        )
 
     def _next_seq(self) -> int:
         self._seq = (self._seq + 1) & 0xFFFF

@@ -234,9 +234,14 @@ class StreamChunkResult:
 
 
 def parse_stream_audio(payload: bytes) -> StreamChunkResult:
-    rows, runs, busy, found, sent = struct.unpack_from("<IIQHH", payload)
-    detections = [struct.unpack_from("<BBI", payload, 20 + 6 * i) for i in range(sent)]
+    rows, runs, busy, found, sent = _unpack("IIQHH", payload)
+    detections = [_unpack("BBI", payload, 20 + 6 * i) for i in range(sent)]
     return StreamChunkResult(rows, runs, busy, found, detections)
+
+
+def parse_stream_start(payload: bytes) -> int:
+    """The frontend's arena use."""
+    return _unpack("I", payload)[0]
 
 
 def parse_error(payload: bytes) -> tuple[int, str]:
