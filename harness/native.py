@@ -120,6 +120,7 @@ _SIGNATURES = {
     "sim_board_input": (ctypes.c_void_p, [ctypes.c_void_p]),
     "sim_board_output": (ctypes.c_void_p, [ctypes.c_void_p]),
     "sim_board_poll": (ctypes.c_int32, [ctypes.c_void_p, ctypes.c_uint32]),
+    "sim_board_baud": (ctypes.c_uint32, [ctypes.c_void_p]),
     "sim_board_destroy": (None, [ctypes.c_void_p]),
 }
 

@@ -81,8 +81,11 @@ class ScriptedClassifier(ChecksumRunner):
 
 
 @contextmanager
-def core_on_pty(runner, rx_frame=524, tx_frame=524, timeout=0.5, emulation=None, rx_buffer=4096, frontend=None):
-    """The C device core serving `runner` on a pseudo-terminal; yields (pyserial port, client)."""
+def core_on_pty(
+    runner, rx_frame=524, tx_frame=524, timeout=0.5, emulation=None, rx_buffer=4096, frontend=None, wrap=None
+):
+    """The C device core serving `runner` on a pseudo-terminal; yields (pyserial port, client). With
+    `wrap`, the client talks through wrap(port, board) instead of the port itself."""
     with SimBoard(
         runner,
         board_id="test-board",
@@ -105,7 +108,8 @@ def core_on_pty(runner, rx_frame=524, tx_frame=524, timeout=0.5, emulation=None,
             board.pty_path, baudrate=emulation.baud if emulation and emulation.baud else 921600, timeout=0.05
         )
         try:
-            yield port, DeviceClient(port, timeout=timeout, invoke_timeout=2 * timeout, retries=3)
+            client_port = wrap(port, board) if wrap else port
+            yield port, DeviceClient(client_port, timeout=timeout, invoke_timeout=2 * timeout, retries=3)
         finally:
             stop.set()
             thread.join()

@@ -12,7 +12,7 @@ from tests.test_core_sanitized import SANITIZERS, _runtime
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build the sanitized checks")
-def test_bench_profile_and_damaged_resends_under_sanitizers(tmp_path):
+def test_bench_profile_damaged_resends_and_baud_probation_under_sanitizers(tmp_path):
     if not (_runtime("libasan.so") and _runtime("libubsan.so")):
         pytest.skip("gcc has no libasan/libubsan runtime here")
     program = tmp_path / "link_faults"
@@ -26,4 +26,4 @@ def test_bench_profile_and_damaged_resends_under_sanitizers(tmp_path):
         [str(program)], capture_output=True, text=True, timeout=60, env=os.environ | {"ASAN_OPTIONS": "detect_leaks=0"}
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count("PASS ") == 3, done.stdout
+    assert done.stdout.count("PASS ") == 6, done.stdout

@@ -124,6 +124,74 @@ def test_a_baud_switch_the_link_cannot_carry_falls_back_on_both_ends():
     assert seconds >= len(INPUT) * 10 / 115200
 
 
+class _UartPair:
+    """Host and virtual board as two UARTs: what the host writes is lost unless both are at the same
+    rate, and answers the host reads are lost while lose(sent) holds (sent: the message types written)."""
+
+    def __init__(self, port, board, lose):
+        self._port, self._board, self._lose, self.sent = port, board, lose, []
+
+    def __getattr__(self, name):
+        return getattr(self._port, name)
+
+    @property
+    def baudrate(self):
+        return self._port.baudrate
+
+    @baudrate.setter
+    def baudrate(self, value):
+        self._port.baudrate = value
+
+    def write(self, data):
+        self.sent += [frame.type for frame in FrameDecoder().feed(data)]
+        return self._port.write(data) if self._port.baudrate == self._board.baud else len(data)
+
+    def read(self, size=1):
+        data = self._port.read(size)
+        return b"" if self._lose(self) else data
+
+
+NEW_RATE = 2_000_000
+
+
+def _switch_through(lose):
+    emulation = LinkEmulation(115200, NEW_RATE)
+    boards = []
+
+    def wrap(port, board):
+        boards.append(board)
+        return _UartPair(port, board, lose)
+
+    return core_on_pty(ChecksumRunner(len(INPUT), 2), emulation=emulation, wrap=wrap, **FRAMES), boards
+
+
+def test_a_heard_hello_whose_answers_are_lost_does_not_strand_the_device_at_the_new_rate():
+    link, boards = _switch_through(lambda pair: pair.baudrate == NEW_RATE)  # the host hears nothing there
+    with link as (_, c):
+        c.hello()
+        assert not c.switch_baud(NEW_RATE)
+        assert c.stats.baud_fallbacks == 1 and c.port.baudrate == boards[0].baud == 115200
+        assert c.run(INPUT).output == expected_output(INPUT, 2)
+
+
+def test_a_lost_confirmation_answer_finds_the_device_committed_at_the_new_rate():
+    link, boards = _switch_through(lambda pair: pair.baudrate == NEW_RATE and pair.sent[-1] == Msg.LINK_TEST)
+    with link as (_, c):
+        c.hello()
+        assert c.switch_baud(NEW_RATE)
+        assert c.port.baudrate == boards[0].baud == NEW_RATE and c.stats.baud == NEW_RATE
+        assert c.run(INPUT).output == expected_output(INPUT, 2)
+
+
+def test_set_baud_without_an_answer_falls_back_instead_of_raising():
+    link, boards = _switch_through(lambda pair: pair.sent[-1] == Msg.SET_BAUD)
+    with link as (_, c):
+        c.hello()
+        assert not c.switch_baud(NEW_RATE)
+        assert c.stats.baud_fallbacks == 1 and c.port.baudrate == boards[0].baud == 115200
+        assert c.run(INPUT).output == expected_output(INPUT, 2)
+
+
 class _Faulty:
     """Damages chosen writes: frame number -> "drop" or "corrupt" (one byte of the payload flipped)."""
 

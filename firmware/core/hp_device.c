@@ -415,16 +415,25 @@ static void handle_set_baud(hp_device *dev, const hp_frame *req) {
   send_response(dev, HP_MSG_SET_BAUD | HP_RESPONSE_BIT, req->seq, 4);
   uint32_t before = hal->set_baud(hal->ctx, baud);
   if (before == 0 || before == baud) return;
+  if (!dev->baud_probation) dev->fallback_baud = before; /* a switch on probation keeps the proven rate */
   dev->baud_probation = 1;
-  dev->fallback_baud = before;
+  dev->baud_heard = 0;
   dev->baud_switched_tick = now(dev);
 }
 
-static void end_baud_probation(hp_device *dev, int confirmed) {
+/* A valid frame at the new rate proves only that the host can reach us; a frame with another sequence
+ * number than the first one heard proves the host got an answer (its resends reuse the number), and
+ * only that commits the rate. Without it the device goes back after HP_BAUD_PROBATION_MS. */
+static void end_baud_probation(hp_device *dev, const hp_frame *frame) {
   const hp_hal *hal = dev->cfg.hal;
   if (!dev->baud_probation) return;
-  if (confirmed) {
-    dev->baud_probation = 0;
+  if (frame) {
+    if (!dev->baud_heard) {
+      dev->baud_heard = 1;
+      dev->baud_first_seq = frame->seq;
+    } else if (frame->seq != dev->baud_first_seq) {
+      dev->baud_probation = 0;
+    }
   } else if (now(dev) - dev->baud_switched_tick > (uint64_t)hal->tick_hz * HP_BAUD_PROBATION_MS / 1000u) {
     dev->baud_probation = 0;
     hal->set_baud(hal->ctx, dev->fallback_baud);
@@ -438,7 +447,8 @@ static int is_retransmission(const hp_device *dev, const hp_frame *req) {
 }
 
 static void dispatch(hp_device *dev, const hp_frame *req) {
-  if (req->type != HP_MSG_HELLO && is_retransmission(dev, req)) {
+  /* HELLO and SET_BAUD run again when resent: a stored "switched" answer would not switch. */
+  if (req->type != HP_MSG_HELLO && req->type != HP_MSG_SET_BAUD && is_retransmission(dev, req)) {
     write_all(dev, dev->cfg.tx_buf, dev->last_tx_len); /* our answer was lost: repeat it */
     return;
   }
@@ -526,7 +536,7 @@ int32_t hp_device_poll(hp_device *dev, uint32_t timeout_ms) {
         hp_decoder_feed(&dev->decoder, chunk + offset, (uint32_t)got - offset, &consumed, &frame);
     offset += consumed;
     if (status == HP_DECODE_FRAME) {
-      end_baud_probation(dev, 1);
+      end_baud_probation(dev, &frame);
       /* Only input for the next sample is taken while an invoke runs; anything else waits for it. */
       if (frame.type != HP_MSG_LOAD_INPUT) {
         while (!invoke_finished(dev, 10)) {

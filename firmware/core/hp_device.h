@@ -168,8 +168,11 @@ typedef struct {
   uint32_t invoke_done_crc;
   int32_t invoke_done_status;
   uint64_t invoke_done_ticks;
-  /* After SET_BAUD: back to fallback_baud unless a valid frame arrives within HP_BAUD_PROBATION_MS. */
+  /* After SET_BAUD: back to fallback_baud unless, within HP_BAUD_PROBATION_MS, a valid frame arrives
+   * at the new rate whose sequence number differs from the first one heard there (baud_first_seq). */
   uint8_t baud_probation;
+  uint8_t baud_heard;
+  uint16_t baud_first_seq;
   uint32_t fallback_baud;
   uint64_t baud_switched_tick;
   uint8_t streaming; /* a stream was started and has not failed */

@@ -247,6 +247,10 @@ int32_t sim_board_reset(sim_board *board) {
   return 0;
 }
 
+/* The rate the board's link is at now (SET_BAUD switches it), for tests that lose bytes between
+ * ends at different rates as a real UART does. */
+uint32_t sim_board_baud(const sim_board *board) { return board->baud; }
+
 int32_t sim_board_poll(sim_board *board, uint32_t timeout_ms) {
   if (board->eembc) return ee_dut_poll(board->eembc, timeout_ms);
   return hp_device_poll(&board->device, timeout_ms);

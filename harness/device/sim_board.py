@@ -179,6 +179,11 @@ class SimBoard:
     def pty_path(self) -> str:
         return os.ttyname(self._slave)
 
+    @property
+    def baud(self) -> int:
+        """The rate the board's link is at now: the emulated rate, switched by SET_BAUD."""
+        return self._lib.sim_board_baud(self._board)
+
     def reset(self) -> None:
         """Lose every bit of protocol state and send the boot notice, as a real reset would."""
         self._lib.sim_board_reset(self._board)

@@ -362,28 +362,51 @@ class DeviceClient:
         return InvokeResult(measured, output)
 
     def switch_baud(self, baud: int) -> bool:
-        """SET_BAUD after the handshake: both ends move to `baud`; if no answer comes at the new rate,
-        both fall back (the device on its own after a second) and the link carries on. True if switched."""
+        """SET_BAUD after the handshake: both ends move to `baud`. The device keeps the new rate only once
+        a request with a new sequence number reaches it there (proof that the host heard it), so after
+        HELLO at the new rate the host confirms with an empty LINK_TEST. If that fails both ends fall
+        back (the device on its own after a second) and the link carries on; if the old rate gets no
+        answer either, the device committed after all and the host follows it. True if switched."""
         info = self._require_info()
         old = self.port.baudrate
-        if baud == old or info.protocol_version < 2 or not info.max_baud:
+        new = min(baud, info.max_baud)
+        if new == old or info.protocol_version < 2 or not info.max_baud:
             return False
-        self.request(Msg.SET_BAUD, struct.pack("<I", min(baud, info.max_baud)))
-        switched_at = time.monotonic()
-        self.port.baudrate = min(baud, info.max_baud)
-        saved = self.timeout, self.retries
-        self.timeout, self.retries = 0.2, 1  # both tries inside the device's one-second probation
         try:
-            self.hello()
-            self.stats.baud = self.port.baudrate
-            return True
-        except LinkError:
-            self.stats.baud_fallbacks += 1
-        finally:
-            self.timeout, self.retries = saved
+            self.request(Msg.SET_BAUD, struct.pack("<I", new))
+            answered = True
+        except DeviceError:
+            raise
+        except LinkError:  # no answer: the device may have switched and lost its answers, or not
+            answered = False
+        switched_at = time.monotonic()
+        if answered:
+            self.port.baudrate = new
+            saved = self.timeout, self.retries
+            self.timeout, self.retries = 0.2, 1  # the tries fit the device's one-second probation
+            try:
+                self.hello()
+                self.echo(b"")  # a new sequence number: the device commits the rate on it
+                self.stats.baud = new
+                return True
+            except LinkError:
+                pass
+            finally:
+                self.timeout, self.retries = saved
         self.port.baudrate = old
         time.sleep(max(0.0, switched_at + FALLBACK_SECONDS - time.monotonic()))
-        self.hello()
+        try:
+            self.hello()
+        except LinkError as at_old:
+            self.port.baudrate = new  # the confirmation reached the device but its answers were lost
+            try:
+                self.hello()
+            except LinkError:
+                self.port.baudrate = old
+                raise at_old from None
+            self.stats.baud = new
+            return True
+        self.stats.baud_fallbacks += 1
         self.stats.baud = old
         return False
 

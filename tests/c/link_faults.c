@@ -1,6 +1,7 @@
 /* Regression checks of the device core on a scripted link, built with AddressSanitizer and UBSan by
  * tests/test_core_link_faults.py: a BENCH whose run count would wrap the size check, a PROFILE answer
- * that fills its frame exactly, and a damaged resend between a lost answer and an intact resend.
+ * that fills its frame exactly, a damaged resend between a lost answer and an intact resend, and the
+ * SET_BAUD probation (committed only by a new sequence number; a resent SET_BAUD switches again).
  * Prints one line per check and exits non-zero on the first failure. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ static struct {
   hp_frame last;
   uint8_t last_payload[1 << 14];
   int damaged_answers;
+  uint32_t baud;
 } link;
 
 static int32_t link_read(void *ctx, uint8_t *buf, uint32_t cap, uint32_t timeout_ms) {
@@ -55,6 +57,13 @@ static uint64_t link_ticks(void *ctx) {
   return link.clock++;
 }
 
+static uint32_t link_set_baud(void *ctx, uint32_t baud) {
+  (void)ctx;
+  uint32_t before = link.baud;
+  link.baud = baud;
+  return before;
+}
+
 static void send(uint8_t type, uint16_t seq, const uint8_t *payload, uint16_t n, int damage) {
   link.in_len += hp_frame_encode(link.in + link.in_len, sizeof link.in - link.in_len, type, seq, payload, n);
   if (damage) link.in[link.in_len - 1] ^= 0x40; /* the CRC */
@@ -67,6 +76,7 @@ static void run(hp_device *dev) {
 static void reset_link(void) {
   memset(&link, 0, sizeof link);
   hp_decoder_init(&link.out, link.out_buf, sizeof link.out_buf);
+  link.baud = 115200;
 }
 
 static int check(int ok, const char *what) {
@@ -177,9 +187,74 @@ static int damaged_resend_between(void) {
                "an intact resend after a damaged one is answered from the cache, not fed twice");
 }
 
+/* Silence on the link for `ms` milliseconds. */
+static void idle(hp_device *dev, unsigned ms) {
+  for (unsigned t = 0; t < ms; t += 100) hp_device_poll(dev, 100);
+}
+
+static hp_hal baud_hal = {0, link_read, link_write, link_ticks, 1000000, HP_TICKS_WALL_CLOCK, 0, 64, link_set_baud, 0};
+
+static int baud_device(hp_device *dev, hp_runner *runner, uint8_t *rx, uint8_t *tx) {
+  reset_link();
+  hp_device_config cfg = {&baud_hal, runner, "b", "x", rx, 256, tx, HP_MIN_TX_FRAME, 0, 0};
+  return hp_device_init(dev, &cfg);
+}
+
+/* The HELLO at the new rate reaches the device (twice: the host resends it) but its answers are lost,
+ * so the host goes back to the old rate: the device must go back too, not commit on that HELLO. */
+static int baud_commits_only_on_a_new_seq(void) {
+  static uint8_t rx[256], tx[HP_MIN_TX_FRAME];
+  hp_runner runner = {0, model_setup, model_input, count_invoke, model_output, 0, 0, 0};
+  hp_device dev;
+  if (baud_device(&dev, &runner, rx, tx)) return 1;
+  uint8_t rate[4];
+  hp_put_u32(rate, 921600);
+  send(HP_MSG_SET_BAUD, 1, rate, 4, 0);
+  run(&dev);
+  int switched = link.last.type == (HP_MSG_SET_BAUD | HP_RESPONSE_BIT) && link.baud == 921600;
+  send(HP_MSG_HELLO, 2, 0, 0, 0);
+  run(&dev);
+  send(HP_MSG_HELLO, 2, 0, 0, 0);
+  run(&dev);
+  idle(&dev, 1500);
+  int failed = check(switched && link.baud == 115200, "the same HELLO twice at the new rate does not commit it");
+
+  /* The host heard the HELLO: its next request has a new number, and the rate stays. */
+  if (baud_device(&dev, &runner, rx, tx)) return 1;
+  send(HP_MSG_SET_BAUD, 1, rate, 4, 0);
+  send(HP_MSG_HELLO, 2, 0, 0, 0);
+  send(HP_MSG_LINK_TEST, 3, 0, 0, 0);
+  run(&dev);
+  idle(&dev, 1500);
+  failed |= check(link.baud == 921600 && link.last.type == (HP_MSG_LINK_TEST | HP_RESPONSE_BIT),
+                  "a request with a new number at the new rate commits it");
+  return failed;
+}
+
+/* SET_BAUD's answer is lost and the device falls back; the host's resend must switch again, not get
+ * the stored "switched" answer while the device stays where it is. */
+static int resent_set_baud_switches_again(void) {
+  static uint8_t rx[256], tx[HP_MIN_TX_FRAME];
+  hp_runner runner = {0, model_setup, model_input, count_invoke, model_output, 0, 0, 0};
+  hp_device dev;
+  if (baud_device(&dev, &runner, rx, tx)) return 1;
+  uint8_t rate[4];
+  hp_put_u32(rate, 921600);
+  send(HP_MSG_SET_BAUD, 7, rate, 4, 0);
+  run(&dev);
+  idle(&dev, 1500);
+  int fell_back = link.baud == 115200;
+  send(HP_MSG_SET_BAUD, 7, rate, 4, 0);
+  run(&dev);
+  return check(fell_back && link.baud == 921600 && link.last.type == (HP_MSG_SET_BAUD | HP_RESPONSE_BIT),
+               "a resent SET_BAUD switches again instead of replaying the stored answer");
+}
+
 int main(void) {
   int failed = bench_with_wrapping_runs();
   failed |= profile_filling_its_frame();
   failed |= damaged_resend_between();
+  failed |= baud_commits_only_on_a_new_seq();
+  failed |= resent_set_baud_switches_again();
   return failed;
 }
