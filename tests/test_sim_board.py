@@ -66,3 +66,33 @@ def test_a_board_that_dies_while_starting_is_a_clear_link_error(small_model):
     model = read_tflite(small_model)
     with pytest.raises(LinkError, match="the virtual board did not start"), connect(_sim_with_arena(100), model):
         pass
+
+
+def test_stopping_a_board_process_closes_its_pipe():
+    import subprocess
+
+    from harness.device.processes import stop
+
+    proc = subprocess.Popen(["sleep", "30"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    stop(proc)
+    assert proc.stdout.closed
+
+
+def test_a_board_whose_frontend_cannot_be_set_up_leaves_no_pty_open():
+    from harness.device.sim_board import SimBoard
+    from tests.fake_runner import ChecksumRunner
+
+    before = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(AttributeError):
+        SimBoard(
+            ChecksumRunner(16, 2), board_id="b", build_id="x", rx_frame=524, tx_frame=524, rx_buffer=4096,
+            frontend=object(),  # no model_info: the frontend's runner cannot be made
+        )  # fmt: skip
+    assert set(os.listdir("/proc/self/fd")) <= before
+
+
+def test_a_model_that_fails_to_load_again_gives_a_failed_status_not_an_exception():
+    from harness.device.sim_board import RUNNER_SETUP_FAILED, TflmRunner
+
+    runner = TflmRunner(b"not a model", 1024, fresh_on_setup=True)
+    assert runner.setup(None) == RUNNER_SETUP_FAILED

@@ -15,9 +15,14 @@ def die_with_parent() -> None:
 
 
 def stop(proc: subprocess.Popen, grace_seconds: float = 5) -> None:
+    """End the child and close the pipes harness holds to it (one fd each, per board started)."""
     proc.terminate()
     try:
         proc.wait(timeout=grace_seconds)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    finally:
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()

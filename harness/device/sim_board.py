@@ -56,7 +56,7 @@ class TflmRunner:
             self.setup = self._fresh_interpreter
         try:
             self.interpreter = make_interpreter(model_data, arena_bytes)
-        except (RuntimeError, ValueError) as exc:
+        except Exception as exc:  # a damaged model file fails in the flatbuffer reader too (struct.error)
             print(f"sim board: the model failed to load: {exc}", file=sys.stderr)
             self.status = RUNNER_SETUP_FAILED
             return
@@ -70,7 +70,11 @@ class TflmRunner:
         self.input_ptr = self.output_ptr = None
 
     def _fresh_interpreter(self, _user) -> int:
-        self.interpreter = make_interpreter(self._model_data, self._arena_bytes)
+        try:  # an exception would leave the C caller's status undefined
+            self.interpreter = make_interpreter(self._model_data, self._arena_bytes)
+        except Exception as exc:
+            print(f"sim board: the model failed to load again: {exc}", file=sys.stderr)
+            return RUNNER_SETUP_FAILED
         return RUNNER_OK
 
     def invoke(self, _user) -> int:
@@ -145,7 +149,11 @@ class SimBoard:
         tty.setraw(self._slave)  # no echo and no line discipline before the host configures the port
         os.set_blocking(self._master, False)
         self._invoke = SIM_INVOKE(runner.invoke)  # must outlive the board
-        self._frontend = NativeRunner(frontend) if frontend else None
+        try:
+            self._frontend = NativeRunner(frontend) if frontend else None
+        except BaseException:
+            self.close()  # the pty pair, which nothing else would close
+            raise
         self._ids = (board_id.encode(), build_id.encode())
         self._board = self._lib.sim_board_create(
             self._master,
