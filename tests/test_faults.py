@@ -57,3 +57,29 @@ def test_eval_through_damaging_proxy_with_resets_gives_the_clean_results(tmp_pat
     injected = link["faults_injected"]
     assert injected["resets"] >= 2 and injected["dropped"] > 0 and injected["corrupted"] > 0
     assert link["resends"] > 0 and link["resets"] >= 1
+
+
+def test_a_board_end_that_closes_neither_kills_the_relay_nor_spins():
+    import resource
+    import time
+
+    master, slave = os.openpty()
+
+    class Board:
+        def fileno(self):
+            return master
+
+    try:
+        with FaultProxy(Board(), FaultSpec(), seed=1) as proxy:
+            host = os.open(proxy.path, os.O_RDWR | os.O_NOCTTY)
+            os.close(slave)  # the board is gone: its end reads EIO from now on
+            os.write(host, b"x" * 64)
+            before = resource.getrusage(resource.RUSAGE_SELF)
+            time.sleep(0.5)
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            busy = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+            assert proxy._thread.is_alive()
+            os.close(host)
+        assert busy < 0.2, f"the relay used {busy:.2f} s of CPU in 0.5 s"
+    finally:
+        os.close(master)

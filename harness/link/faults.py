@@ -21,6 +21,8 @@ import numpy as np
 
 from harness.errors import UserError
 
+CLOSED_END_BACKOFF = 0.05  # seconds between looks at an end that has closed (it may open again)
+
 INVOKE_HEADER = b"\xa5\x5a\x03"  # sync and the INVOKE type: one per sample
 KNOWN = ("drop", "corrupt", "dup", "reset-every")
 
@@ -131,29 +133,43 @@ class FaultProxy:
         while not self._stop.is_set():
             writers = [fd for fd, queue in ((device_fd, to_device), (self._master, to_host)) if queue]
             ready, writable, _ = select.select([self._master, device_fd], writers, [], 0.05)
+            broken = False  # an end that closed stays readable and fails every call: don't spin on it
             if self._master in ready:
-                to_device += self._to_device(_read(self._master))
+                data = _read(self._master)
+                broken |= data is None
+                to_device += self._to_device(data or b"")
             if device_fd in ready:
                 data = _read(device_fd)
-                self.counts["to_host"] += len(data)
-                to_host += self.damage(data)
+                broken |= data is None
+                self.counts["to_host"] += len(data or b"")
+                to_host += self.damage(data or b"")
             if device_fd in writable:
-                del to_device[: _write(device_fd, to_device)]
+                sent = _write(device_fd, to_device)
+                broken |= sent is None
+                del to_device[: len(to_device) if sent is None else sent]  # undeliverable: lost, as on a cut line
             if self._master in writable:
-                del to_host[: _write(self._master, to_host)]
+                sent = _write(self._master, to_host)
+                broken |= sent is None
+                del to_host[: len(to_host) if sent is None else sent]
+            if broken:
+                self._stop.wait(CLOSED_END_BACKOFF)
 
 
-def _read(fd: int) -> bytes:
+def _read(fd: int) -> bytes | None:
+    """What a ready descriptor holds; None once its other side has closed (EIO, end of file)."""
     try:
-        return os.read(fd, 65536)
+        return os.read(fd, 65536) or None
     except (BlockingIOError, InterruptedError):
         return b""
-    except OSError:  # the other side closed: nothing more comes
-        return b""
+    except OSError:  # EIO: a pty with no one on the other side, a board gone
+        return None
 
 
-def _write(fd: int, data: bytearray) -> int:
+def _write(fd: int, data: bytearray) -> int | None:
+    """Bytes written; None once the other side has closed (the relay carries on, it never dies)."""
     try:
         return os.write(fd, data)
     except (BlockingIOError, InterruptedError):
         return 0
+    except OSError:
+        return None
