@@ -201,3 +201,35 @@ def test_model_that_does_not_fit_the_board(tmp_path):
     )
     _assert_one_clear_line(done, tmp_path, "bytes of flash", "nano33ble has 983,040", "choose a smaller model")
     assert not (tmp_path / "build").exists()
+
+
+def _convert_refused(tmp_path, *args):
+    """`harness convert` with args refused before anything is written next to --out."""
+    out_folder = tmp_path / "out"
+    out_folder.mkdir()
+    before = sorted(out_folder.rglob("*"))
+    done = _harness(tmp_path, "convert", *[str(a).replace("OUT", str(out_folder)) for a in args])
+    assert sorted(out_folder.rglob("*")) == before, "convert left a file behind"
+    return done
+
+
+def test_convert_refuses_a_keyword_spotting_card(tmp_path):
+    model = tmp_path / "tiny.keras"
+    model.write_bytes(b"not read: the card is refused first")
+    done = _convert_refused(tmp_path, "--card", "mlperf_tiny_kws", "--model", model, "--out", "OUT/kws.tflite")
+    _assert_one_clear_line(done, tmp_path, "keyword spotting card", "image classification cards only", "--card")
+
+
+def test_convert_refuses_a_folder_that_is_no_saved_model(tmp_path):
+    folder = tmp_path / "not_a_saved_model"
+    folder.mkdir()
+    (folder / "weights.bin").write_bytes(b"\0" * 16)
+    done = _convert_refused(tmp_path, "--card", "wv_quality_k_2_c_3", "--model", folder, "--out", "OUT/x.tflite")
+    _assert_one_clear_line(done, tmp_path, "is not a SavedModel", "saved_model.pb", ".keras or .h5")
+
+
+def test_convert_refuses_an_out_path_that_is_a_directory(tmp_path):
+    model = tmp_path / "tiny.keras"
+    model.write_bytes(b"not read: --out is refused first")
+    done = _convert_refused(tmp_path, "--card", "wv_quality_k_2_c_3", "--model", model, "--out", "OUT")
+    _assert_one_clear_line(done, tmp_path, "is a directory", "pass the path of the .tflite file")

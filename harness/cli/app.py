@@ -4,7 +4,15 @@ import argparse
 import sys
 
 from harness import __version__, console
-from harness.cli.args import EXIT_USAGE, Parser, link_options, output_options, positive_int, reference_names
+from harness.cli.args import (
+    EXIT_USAGE,
+    Parser,
+    link_options,
+    output_options,
+    positive_int,
+    reference_names,
+    seed_number,
+)
 from harness.cli.devices import cmd_boards, cmd_flash, cmd_generate, cmd_link_test, cmd_perf, cmd_profile
 from harness.cli.energy import add_energy_commands
 from harness.cli.evaluation import cmd_check, cmd_compare, cmd_eval, cmd_report, cmd_runs, cmd_score
@@ -14,6 +22,7 @@ from harness.errors import BuildError, InterruptedRun, LinkError, UserError
 from harness.eval.dataset import DEMO
 from harness.eval.subsets import SUBSETS
 from harness.model.card import DEFAULT_MODEL
+from harness.model.convert import DEFAULT_SPLIT_SEED
 from harness.model.references import DEFAULT_REFERENCES
 
 
@@ -157,6 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("--dataset", default=DEMO, help="calibration and check data (default: demo)")
     conv.add_argument("--subset", default="all", help="subsets to draw samples from (default: all)")
     conv.add_argument("--samples", type=positive_int, default=50, help="calibration samples; the rest are held out")
+    conv.add_argument(
+        "--seed",
+        type=seed_number,
+        default=DEFAULT_SPLIT_SEED,
+        help=f"seed of the shuffled, class-stratified calibration / held-out split (default: {DEFAULT_SPLIT_SEED})",
+    )
     conv.add_argument("--io", default="int8", help="input/output type: int8, uint8 or float32 (default: int8)")
     conv.add_argument("--reference", help="a published model's card to compare top-1 with on every sample")
     conv.set_defaults(handler=cmd_convert)

@@ -50,6 +50,10 @@ def port_number(text: str) -> int:
     return _number(text, int, lambda v: 0 <= v <= 65535, "a port number 0..65535 (0: any free port)")
 
 
+def seed_number(text: str) -> int:
+    return _number(text, int, lambda v: 0 <= v < 2**63, "a seed: a whole number of at least 0")
+
+
 def reference_names(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in REFERENCES]

@@ -83,8 +83,10 @@ def cmd_eval(args) -> int:
     splits = [x.strip() for x in args.split.split(",") if x.strip()] if args.split else None
     dataset = task.load_dataset(args.dataset, splits, subsets, args.limit)
     model_path = Path(args.model_file) if args.model_file else obtain_model(card)
+    converted_from = None
     if is_float_model(model_path):
-        model_path = converted_for_eval(model_path, card, dataset)
+        conversion = converted_for_eval(model_path, card, dataset)
+        model_path, converted_from = conversion.path, conversion.provenance()
     model = read_tflite(model_path)
     require_deployable(model, board)
     request = EvalRequest(
@@ -108,6 +110,7 @@ def cmd_eval(args) -> int:
         run_id=args.run_id,
         settings=eval_settings(args),
         labgrid_place=args.labgrid_place,
+        converted_from=converted_from,
     )
     summary = run_eval(request)
     if args.json:

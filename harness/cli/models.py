@@ -37,7 +37,7 @@ def cmd_inspect(args) -> int:
         card = load_card(args.model)
         path = obtain_model(card)
         if is_float_model(path):  # what would run on a board is its int8 conversion
-            path = converted_for_eval(path, card, load_dataset(DEMO))
+            path = converted_for_eval(path, card, load_dataset(DEMO)).path
         model = read_tflite(path)
     boards = [get_board(args.board)] if args.board else ([] if args.no_fit else list(all_boards().values()))
     result = inspect_model(model, boards)
@@ -76,12 +76,15 @@ def cmd_inspect(args) -> int:
 
 
 def cmd_convert(args) -> int:
-    from harness.model.convert import convert
+    from harness.model.convert import check_convertible, convert
 
     card = load_card(args.card)
+    out = Path(args.out)
+    check_convertible(Path(args.model) if args.model else None, card, out)  # before fetching or loading
     source = Path(args.model) if args.model else obtain_model(card)
     dataset = load_dataset(args.dataset)
-    result = convert(source, card, dataset, parse_subsets(args.subset), args.samples, args.io, Path(args.out))
+    subsets = parse_subsets(args.subset)
+    result = convert(source, card, dataset, subsets, args.samples, args.io, out, split_seed=args.seed)
     report = dataclasses.asdict(result) | {"out": str(result.out)}
     if args.reference:
         report["reference"] = agreement_with(result.out, load_card(args.reference), card, dataset)
@@ -90,9 +93,10 @@ def cmd_convert(args) -> int:
         return 0
     console = stdout_console()
     console.print(
-        f"{result.out}: calibrated on {result.calibration_samples} samples; on {result.held_out} held-out samples "
+        f"{result.out}: calibrated on {result.calibration_samples} samples {_per_class(result.calibration_classes)}; "
+        f"on {result.held_out} held-out samples {_per_class(result.held_out_classes)} "
         f"int8 agrees with float on {percent(result.agreement)} % (accuracy float {percent(result.float_accuracy)} %, "
-        f"int8 {percent(result.int8_accuracy)} %)",
+        f"int8 {percent(result.int8_accuracy)} %); split seed {result.split_seed} (--seed)",
         highlight=False,
     )
     if args.reference:
@@ -103,6 +107,11 @@ def cmd_convert(args) -> int:
             highlight=False,
         )
     return 0
+
+
+def _per_class(counts: dict[str, int]) -> str:
+    """(class: count, ...) of one half of the calibration / held-out split."""
+    return "(" + ", ".join(f"class {name}: {count}" for name, count in counts.items()) + ")"
 
 
 def agreement_with(converted: Path, reference_card, card, dataset) -> dict:

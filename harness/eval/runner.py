@@ -57,6 +57,7 @@ class EvalRequest:
     run_id: str | None = None  # set: resume this unfinished run from its journal
     settings: dict | None = None  # the command-line settings, kept with the run for --resume
     labgrid_place: str | None = None  # a board in a labgrid farm (harness/device/labgrid_place.py)
+    converted_from: dict | None = None  # a float card's source model: its file and sha256 (harness convert)
 
 
 @dataclass
@@ -379,6 +380,7 @@ def run_eval(request: EvalRequest) -> dict:
                 "card_file": str(request.card.card_path),
                 "input": request.model.input.describe(),
                 "output": request.model.output.describe(),
+                "converted_from": request.converted_from,
             },
             "board": {
                 "id": request.board.id,
