@@ -10,7 +10,7 @@ from harness.errors import UserError
 from harness.eval.subsets import parse_subsets
 from harness.eval.tasks import task_for
 from harness.files import write_atomically
-from harness.model.card import load_card
+from harness.model.card import check_card_model, load_card
 from harness.model.convert import converted_for_eval, is_float_model
 from harness.model.deployable import require_deployable
 from harness.model.fetch import obtain_model
@@ -83,10 +83,12 @@ def cmd_eval(args) -> int:
     splits = [x.strip() for x in args.split.split(",") if x.strip()] if args.split else None
     dataset = task.load_dataset(args.dataset, splits, subsets, args.limit)
     model_path = Path(args.model_file) if args.model_file else obtain_model(card)
+    own_file = not args.model_file
     if is_float_model(model_path):
-        model_path = converted_for_eval(model_path, card, dataset)
+        model_path, own_file = converted_for_eval(model_path, card, dataset), False
     model = read_tflite(model_path)
     require_deployable(model, board)
+    check_card_model(card, model, own_file)  # before the run: a card that does not fit leaves nothing behind
     request = EvalRequest(
         card=card,
         model=model,
