@@ -73,7 +73,7 @@ def test_truncated_tflite(tmp_path, small_model, keep):
 
 def test_card_whose_preprocessing_does_not_fit_the_model(tmp_path, small_model):
     done = _eval(tmp_path, "--model", "mlperf_tiny_vww", "--model-file", str(small_model))
-    _assert_one_clear_line(done, tmp_path, "preprocessing gives", "fix the card")
+    _assert_one_clear_line(done, tmp_path, "preprocessing.size", "match the model")
 
 
 def test_bad_limit(tmp_path):

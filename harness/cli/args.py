@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.boards import get_board
 from harness.errors import UserError
-from harness.model.card import load_card
+from harness.model.card import check_card_model, load_card
 from harness.model.deployable import require_deployable
 from harness.model.fetch import obtain_model
 from harness.model.references import REFERENCES
@@ -74,6 +74,7 @@ def model_for(args, board):
     card = load_card(args.model)
     model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
     require_deployable(model, board)
+    check_card_model(card, model, own_file=not args.model_file)
     return card, model
 
 

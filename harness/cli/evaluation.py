@@ -10,7 +10,7 @@ from harness.errors import UserError
 from harness.eval.subsets import parse_subsets
 from harness.eval.tasks import task_for
 from harness.files import write_atomically
-from harness.model.card import load_card
+from harness.model.card import check_card_model, load_card
 from harness.model.convert import converted_for_eval, is_float_model
 from harness.model.deployable import require_deployable
 from harness.model.fetch import obtain_model
@@ -84,11 +84,13 @@ def cmd_eval(args) -> int:
     dataset = task.load_dataset(args.dataset, splits, subsets, args.limit)
     model_path = Path(args.model_file) if args.model_file else obtain_model(card)
     converted_from = None
+    own_file = not args.model_file
     if is_float_model(model_path):
         conversion = converted_for_eval(model_path, card, dataset)
-        model_path, converted_from = conversion.path, conversion.provenance()
+        model_path, converted_from, own_file = conversion.path, conversion.provenance(), False
     model = read_tflite(model_path)
     require_deployable(model, board)
+    check_card_model(card, model, own_file)  # before the run: a card that does not fit leaves nothing behind
     request = EvalRequest(
         card=card,
         model=model,

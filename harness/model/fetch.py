@@ -1,6 +1,7 @@
 """Obtain a model file: user cache, then HARNESS_MODEL_MIRROR, then the card's source."""
 
 import hashlib
+import http.client
 import io
 import subprocess
 import sys
@@ -22,16 +23,21 @@ def _sha256(path: Path) -> str:
 
 
 def _matches(card: ModelCard, path: Path) -> bool:
-    return path.is_file() and (card.sha256 is None or _sha256(path) == card.sha256)
+    """Only a file with the card's sha256 matches; a card without one (a local path source) matches nothing."""
+    return card.sha256 is not None and path.is_file() and _sha256(path) == card.sha256
 
 
 def _cached_path(card: ModelCard) -> Path:
-    return cache_dir() / "models" / (card.sha256 or card.name)[:16] / card.file_name
+    """Keyed by the sha256 alone: only verified files are cached, and two cards share a file only
+    when it is byte for byte the same."""
+    if card.sha256 is None:
+        raise UserError(f"{card.name}: the card {card.card_path} has no sha256; add the file's sha256")
+    return cache_dir() / "models" / card.sha256[:16] / card.file_name
 
 
 def _from_mirror(card: ModelCard) -> Path | None:
     mirror = model_mirror()
-    if mirror is None or not mirror.is_dir():
+    if card.sha256 is None or mirror is None or not mirror.is_dir():
         return None
     candidates = [mirror / card.mirror_path] if card.mirror_path else []
     candidates += sorted(mirror.rglob(card.file_name))
@@ -40,7 +46,7 @@ def _from_mirror(card: ModelCard) -> Path | None:
 
 def _store(card: ModelCard, data: bytes) -> Path:
     digest = hashlib.sha256(data).hexdigest()
-    if card.sha256 and digest != card.sha256:
+    if digest != card.sha256:
         raise UserError(
             f"{card.name}: downloaded file has sha256 {digest}, the card expects {card.sha256}; "
             "the source changed: update the card or use HARNESS_MODEL_MIRROR"
@@ -98,6 +104,8 @@ def _from_source(card: ModelCard) -> Path:
         path = (card.card_path.parent / source["path"]).resolve()
         if not path.is_file():
             raise UserError(f"{card.name}: model file {path} does not exist; fix source.path in {card.card_path}")
+        if card.sha256 is None:  # a local file the card does not pin: used as it is, never cached
+            return path
         if not _matches(card, path):
             raise UserError(f"{card.name}: {path} does not match the card's sha256; update the card")
         return path
@@ -114,7 +122,7 @@ def _from_source(card: ModelCard) -> Path:
         try:
             with urllib.request.urlopen(source["url"], timeout=60) as response:
                 data = response.read()
-        except OSError as exc:
+        except (OSError, ValueError, http.client.HTTPException) as exc:
             raise UserError(
                 f"{card.name}: download failed ({exc}); set HARNESS_MODEL_MIRROR to a folder holding {card.file_name}"
             ) from exc
@@ -125,7 +133,6 @@ def _from_source(card: ModelCard) -> Path:
 
 
 def obtain_model(card: ModelCard) -> Path:
-    cached = _cached_path(card)
-    if card.source.get("kind") != "path" and _matches(card, cached):
-        return cached
+    if card.source.get("kind") != "path" and _matches(card, _cached_path(card)):
+        return _cached_path(card)
     return _from_mirror(card) or _from_source(card)

@@ -1,0 +1,222 @@
+"""Model cards are validated when read: a wrong field is one line naming the card, the field and
+the fix (exit 2), never a silent misreading, a traceback or a file written outside its folder."""
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.errors import UserError
+from harness.model.card import all_cards, load_card
+from harness.model.fetch import obtain_model
+from harness.paths import models_dir
+
+BASE = "wv_quality_k_2_c_3"
+
+
+def _base_text() -> str:
+    return (models_dir() / f"{BASE}.toml").read_text()
+
+
+def _card(tmp_path: Path, pattern: str, replacement: str, text: str | None = None, name="card.toml") -> Path:
+    new, count = re.subn(pattern, replacement, text or _base_text(), flags=re.M)
+    assert count, pattern
+    path = tmp_path / name
+    path.write_text(new)
+    return path
+
+
+def _harness(tmp_path, *args, isolated: bool = True):
+    """`isolated`: an empty cache of its own and no mirror; else the session's cache and fixtures."""
+    env = dict(os.environ)
+    if isolated:
+        env.update(HARNESS_CACHE_DIR=str(tmp_path / "cache"), HARNESS_MODEL_MIRROR="")
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=tmp_path, capture_output=True, text=True, env=env
+    )
+
+
+def _assert_refused(done, *expected):
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    for text in expected:
+        assert text in lines[0], lines[0]
+
+
+def test_every_shipped_card_loads_and_is_listed(tmp_path):
+    cards = all_cards()
+    assert len(cards) == len(list(models_dir().glob("*.toml")))
+    done = _harness(tmp_path, "models")
+    assert done.returncode == 0, done.stderr
+    for name in cards:
+        assert name[:12] in done.stdout
+
+
+HOSTILE = {
+    # H2: sha256 missing, empty, of another type or malformed, on a url source
+    "sha_missing": (r'^sha256 = ".*"\n', "", "file.sha256 is missing"),
+    "sha_empty": (r'^sha256 = ".*"', 'sha256 = ""', "file.sha256 is ''"),
+    "sha_int": (r'^sha256 = ".*"', "sha256 = 0", "file.sha256 is 0"),
+    "sha_short": (r'^sha256 = "(.{16}).*"', r'sha256 = "\1"', "64 lowercase hex"),
+    "sha_upper": (r'^sha256 = "c15b8f2be126af10(.*)"', r'sha256 = "C15B8F2BE126AF10\1"', "file.sha256"),
+    # H3: values that were misread or ignored
+    "pos_neg": (r"^positive_index = 1", "positive_index = -1", "output.positive_index is -1"),
+    "pos_big": (r"^positive_index = 1", "positive_index = 5", "output.positive_index is 5"),
+    "pos_bool": (r"^positive_index = 1", "positive_index = true", "output.positive_index is True"),
+    "pos_float": (r"^positive_index = 1", "positive_index = 1.9", "output.positive_index is 1.9"),
+    "threshold_nan": (r'^kind = "softmax"', 'kind = "softmax"\nthreshold = nan', "output.threshold is nan"),
+    "rounding": (r'^rounding = "truncate"', 'rounding = "trunc"', "preprocessing.rounding is 'trunc'"),
+    "color": (r'^color = "rgb"', 'color = "greyscale"', "preprocessing.color is 'greyscale'"),
+    "crop": (r'^crop = "none"', 'crop = "centre"', "preprocessing.crop is 'centre'"),
+    "interpolation": (r'^interpolation = "bilinear"', 'interpolation = "nearest"', "preprocessing.interpolation"),
+    "dtype": (r'^dtype = "uint8"', 'dtype = "uint4"', "preprocessing.dtype is 'uint4'"),
+    "scaling": (r'^scaling = "raw"', 'scaling = "Raw"', "preprocessing.scaling is 'Raw'"),
+    "size_float": (r"^size = \[50, 50\]", "size = [50.9, 50.2]", "preprocessing.size"),
+    "size_string": (r"^size = \[50, 50\]", 'size = "50"', "preprocessing.size"),
+    "size_neg": (r"^size = \[50, 50\]", "size = [-50, -50]", "preprocessing.size"),
+    "labels_string": (r"^labels = \[.*\]", 'labels = "np"', "output.labels is 'np'"),
+    # M1: wrong types and missing keys
+    "file_name_int": (r'^name = "wv_quality_k_2_c_3.tflite"', "name = 5", "file.name is 5"),
+    "name_int": (r'^name = "wv_quality_k_2_c_3"', "name = 5", "name is 5"),
+    "mirror_path_int": (r'^mirror_path = ".*"', "mirror_path = 5", "source.mirror_path is 5"),
+    "url_missing": (r'^url = ".*"\n', "", "source.url is missing"),
+    "url_garbage": (r'^url = ".*"', 'url = "not a url"', "source.url is 'not a url'"),
+    "kind_missing": (r'^kind = "url"\n', "", "source.kind is missing"),
+    "path_missing": (r'^kind = "url"\nurl = ".*"', 'kind = "path"', "source.path is missing"),
+    "path_int": (r'^kind = "url"', 'kind = "path"\npath = 5', "source.path is 5"),
+    "pypi_no_package": (r'^kind = "url"', 'kind = "pypi_wheel_member"', "source.package is missing"),
+    "source_string": (r"^\[source\]\n(.*\n)*?\n", 'source = "url"\n\n', "[source]"),
+    "task_unknown": (r'^task = ".*"', 'task = "detection"', "task is 'detection'"),
+    # M2: names that would leave the results folder or the cache
+    "name_escape": (r'^name = "wv_quality_k_2_c_3"', 'name = "../../esc_run"', "name is '../../esc_run'"),
+    "file_name_escape": (
+        r'^name = "wv_quality_k_2_c_3.tflite"',
+        'name = "../../../escaped.tflite"',
+        "file.name is '../../../escaped.tflite'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_wrong_card_field_is_one_line_naming_card_field_and_fix(tmp_path, case):
+    pattern, replacement, expected = HOSTILE[case]
+    card = _card(tmp_path, pattern, replacement)
+    done = _harness(tmp_path, "models", "pull", str(card))
+    _assert_refused(done, str(card), expected)
+    assert not (tmp_path / "cache").exists()  # nothing fetched, nothing written
+
+
+def test_a_card_without_sha256_cannot_reuse_another_cards_download(tmp_path, small_model):
+    """The old cache was keyed by a prefix of the card name when the sha256 was absent: a second
+    card of that name got the first one's file without any check."""
+    other = small_model.parent / "wv_quality_ymac.tflite"
+    if not other.is_file():
+        pytest.skip("needs the wv_quality_ymac fixture")
+    text = re.sub(r'^url = ".*"', f'url = "file://{other}"', _base_text(), flags=re.M)
+    card = _card(tmp_path, r'^sha256 = ".*"\n', "", text)
+    done = _harness(tmp_path, "models", "pull", str(card))
+    _assert_refused(done, "file.sha256 is missing")
+    assert not (tmp_path / "cache").exists()
+
+
+def test_cache_is_keyed_by_the_sha256_only(tmp_path, small_model, monkeypatch):
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARNESS_MODEL_MIRROR", "")
+    text = re.sub(r'^url = ".*"', f'url = "file://{small_model}"', _base_text(), flags=re.M)
+    path = obtain_model(load_card(str(_card(tmp_path, r"^name = \"wv_quality_k_2_c_3\"", 'name = "a"', text))))
+    digest = hashlib.sha256(small_model.read_bytes()).hexdigest()
+    assert path.parent.name == digest[:16]
+
+
+def test_local_path_card_without_sha256_is_used_as_is_and_never_cached(tmp_path, small_model, monkeypatch):
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARNESS_MODEL_MIRROR", str(small_model.parent))
+    text = re.sub(r'^kind = "url"\nurl = ".*"', f'kind = "path"\npath = "{small_model}"', _base_text(), flags=re.M)
+    card = load_card(str(_card(tmp_path, r'^sha256 = ".*"\n', "", text)))
+    assert card.sha256 is None
+    assert obtain_model(card) == small_model
+    assert not (tmp_path / "cache").exists()
+
+
+def _micro_speech_text() -> str:
+    return (models_dir() / "tflm_micro_speech.toml").read_text()
+
+
+def test_frontend_file_needs_a_sha256(tmp_path):
+    text = _micro_speech_text()
+    card = _card(tmp_path, r'^sha256 = "278949.*"\n', "", text)
+    _assert_refused(_harness(tmp_path, "models", "pull", str(card)), str(card), "frontend.sha256 is missing")
+    card = _card(tmp_path, r'^sha256 = "278949.*"', 'sha256 = ""', text)
+    _assert_refused(_harness(tmp_path, "models", "pull", str(card)), "frontend.sha256 is ''")
+
+
+def test_frontend_name_cannot_leave_the_cache(tmp_path):
+    card = _card(tmp_path, r'^name = "audio_preprocessor_int8.tflite"', 'name = "../x.tflite"', _micro_speech_text())
+    _assert_refused(_harness(tmp_path, "models", "pull", str(card)), "frontend.name is '../x.tflite'")
+
+
+def test_microfrontend_needs_no_file():
+    card = load_card("mlperf_tiny_kws")
+    assert card.preprocessing.frontend["kind"] == "microfrontend"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "replacement", "expected"),
+    [
+        (r"^stride_ms = 20", "stride_ms = 0", "preprocessing.stride_ms is 0"),
+        (r"^window_ms = 30", 'window_ms = "30ms"', "preprocessing.window_ms is '30ms'"),
+        (r"^sample_rate = 16000", "sample_rate = -16000", "preprocessing.sample_rate is -16000"),
+        (r"^threshold = 200", 'threshold = "high"', "streaming.threshold is 'high'"),
+        (r'^keywords = \["yes", "no"\]', 'keywords = ["yes", "maybe"]', "streaming.keywords"),
+        (r"^\[streaming\]\n(.*\n)*", "", "[streaming] is missing or not a table"),  # then a top-level string
+    ],
+)
+def test_wrong_keyword_card_fields(tmp_path, pattern, replacement, expected):
+    card = _card(tmp_path, pattern, replacement, _micro_speech_text())
+    if "[streaming]" in expected:
+        card.write_text('streaming = "on"\n' + card.read_text())
+    with pytest.raises(UserError, match=re.escape(expected)):
+        load_card(str(card))
+
+
+def _eval(tmp_path, card, limit="8"):
+    results = tmp_path / "results"
+    done = _harness(
+        tmp_path, "eval", "--model", str(card), "--limit", limit, "--references", "tflm", "--results", str(results),
+        "--quiet", isolated=False,
+    )  # fmt: skip
+    return done, results
+
+
+def test_keyword_labels_that_do_not_match_the_outputs_are_refused_before_the_run(tmp_path):
+    text = re.sub(r"^\[streaming\]\n(.*\n)*", "", _micro_speech_text(), flags=re.M)
+    card = _card(tmp_path, r"^labels = \[.*\]", 'labels = ["silence", "unknown", "yes"]', text)
+    done, results = _eval(tmp_path, card)
+    if "download failed" in done.stderr or "could not download" in done.stderr:
+        pytest.skip("needs the shared model fixtures")
+    _assert_refused(done, "output.labels names 3 classes", "4 outputs")
+    assert not results.exists() or not any(results.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("pattern", "replacement", "expected"),
+    [
+        (r"^size = \[50, 50\]", "size = [25, 100]", "preprocessing.size [25, 100]"),
+        (r'^dtype = "uint8"', 'dtype = "float32"', "preprocessing.dtype is 'float32'"),
+        (r"^labels = \[.*\]", 'labels = ["a", "b", "c"]', "output.labels names 3 classes"),
+        (r'^kind = "softmax"', 'kind = "sigmoid"', "output.kind is sigmoid"),
+    ],
+)
+def test_card_that_does_not_fit_its_model_is_refused_before_the_run(
+    tmp_path, small_model, pattern, replacement, expected
+):
+    card = _card(tmp_path, pattern, replacement)
+    done, results = _eval(tmp_path, card, limit="2")
+    _assert_refused(done, expected)
+    assert not results.exists() or not any(results.iterdir())
