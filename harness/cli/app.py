@@ -267,3 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("harness: interrupted; no results were written", file=sys.stderr)
         return 130
+    except OSError as exc:  # a file the checks above did not foresee: unreadable, a folder, a full disk
+        where = f" {exc.filename}" if exc.filename else ""
+        print(
+            f"harness: error: cannot use{where} ({exc.strerror or exc}); check the path and its permissions",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE

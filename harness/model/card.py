@@ -112,9 +112,21 @@ def _caveat(text) -> str:
     return " ".join(text.split())
 
 
-def _parse(path: Path) -> ModelCard:
+def _read(path: Path) -> str:
+    if path.is_dir():
+        raise UserError(f"model card {path} is a directory; pass the card's .toml file")
     try:
-        data = tomllib.loads(path.read_text())
+        return path.read_text()
+    except OSError as exc:
+        raise UserError(f"cannot read model card {path} ({exc.strerror or exc}); check its permissions") from exc
+    except UnicodeDecodeError as exc:
+        raise UserError(f"model card {path} is not UTF-8 text; pass a .toml card") from exc
+
+
+def _parse(path: Path) -> ModelCard:
+    text = _read(path)
+    try:
+        data = tomllib.loads(text)
         pre = data["preprocessing"]
         out = data["output"]
         audio = data["task"] == "keyword_spotting"
@@ -158,7 +170,7 @@ def load_card(spec: str) -> ModelCard:
     """A card by name (models/NAME.toml) or by the path of a .toml file."""
     if spec.endswith(".toml") or "/" in spec:
         path = Path(spec)
-        if not path.is_file():
+        if not path.exists():
             raise UserError(f"model card {spec} does not exist; pass a card name or an existing .toml path")
         return _parse(path)
     path = models_dir() / f"{spec}.toml"
