@@ -274,3 +274,31 @@ def test_model_that_does_not_fit_the_board(tmp_path):
     )
     _assert_one_clear_line(done, tmp_path, "bytes of flash", "nano33ble has 983,040", "choose a smaller model")
     assert not (tmp_path / "build").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "value"),
+    [
+        ("eval", "--shuffle", "-5"),
+        ("eval", "--switch-baud", "-5"),
+        ("eval", "--link-baud", "-9600"),
+        ("eval", "--emulate-invoke-ms", "nan"),
+        ("eval", "--emulate-invoke-ms", "-5"),
+        ("perf", "--warmups", "-5"),
+        ("compare", "--latency-tolerance", "-1"),
+        ("compare", "--latency-tolerance", "nan"),
+        ("stream-score", "--tolerance-ms", "-1"),
+        ("stream", "--snr-db", "inf"),
+        ("stream", "--seed", "-1"),
+    ],
+)
+def test_numeric_options_out_of_range_are_refused_at_parse_time(tmp_path, command, option, value):
+    args = {
+        "eval": ["eval", "--limit", "1", "--results", str(tmp_path / "results")],
+        "perf": ["perf", "--runs", "2"],
+        "compare": ["compare", "A", "B", "--results", str(tmp_path / "results")],
+        "stream-score": ["stream-score", "--ledger", "l.csv", "--detections", "d.csv"],
+        "stream": ["stream", "build"],
+    }[command]
+    done = _harness(tmp_path, *args, f"{option}={value}")
+    _assert_one_clear_line(done, tmp_path, f"argument {option}", repr(value))
