@@ -43,3 +43,12 @@ def replace_first_operator(data: bytes, builtin_code: int) -> bytes:
     builder = flatbuffers.Builder(len(data) + 1024)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
+
+
+def mutate(data: bytes, change) -> bytes:
+    """The model after `change(model, subgraph)` edits its unpacked object tree in place."""
+    model = schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
+    change(model, model.subgraphs[0])
+    builder = flatbuffers.Builder(len(data) + 1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 FETCH_NOTICE = re.compile(r"harness: (fetching|downloading) ")
@@ -174,6 +175,78 @@ def test_model_with_an_operator_tflm_lacks(tmp_path, model_tflm_cannot_run, comm
     _assert_one_clear_line(done, tmp_path, "TFLM has no kernel for: SKIP_GRAM", "replace those layers")
 
 
+def _operator_changed(tmp_path, small_model, name, **fields):
+    from tests.model_surgery import mutate
+
+    def change(model, graph):
+        code = model.operatorCodes[graph.operators[1].opcodeIndex]
+        for key, value in fields.items():
+            setattr(code, key, value)
+
+    path = tmp_path / f"{name}.tflite"
+    path.write_bytes(mutate(small_model.read_bytes(), change))
+    return path
+
+
+@pytest.mark.parametrize("command", ["eval", "generate"])
+def test_custom_and_unknown_operators_are_named(tmp_path, small_model, command):
+    custom = _operator_changed(
+        tmp_path, small_model, "custom", builtinCode=32, deprecatedBuiltinCode=32, customCode=b"MyOp"
+    )
+    unknown = _operator_changed(tmp_path, small_model, "unknown", builtinCode=250, deprecatedBuiltinCode=127)
+    for path, named in ((custom, "custom MyOp"), (unknown, "builtin code 250")):
+        if command == "eval":
+            done = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--model-file", str(path))
+        else:
+            out = tmp_path / "build"
+            done = _harness(tmp_path, "generate", "--board", "esp32dev", "--model-file", str(path), "--out", str(out))
+        _assert_one_clear_line(done, tmp_path, f"TFLM has no kernel for: {named}")
+
+
+def test_model_that_runs_at_no_arena_size(tmp_path, small_model):
+    from tests.model_surgery import mutate
+
+    def huge(model, graph):
+        graph.tensors[graph.inputs[0]].shape = np.array([1, 2**31 - 1, 2**31 - 1, 3], np.int32)
+
+    path = tmp_path / "huge.tflite"
+    path.write_bytes(mutate(small_model.read_bytes(), huge))
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "inspect", str(path), "--no-fit"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=300,
+    )
+    _assert_one_clear_line(done, tmp_path, "no arena up to 67,108,864 bytes runs this model")
+
+
+@pytest.fixture(scope="module")
+def float16_model(tmp_path_factory):
+    tf = pytest.importorskip("tensorflow", reason="building a float16 .tflite needs TensorFlow (the test extra)")
+    keras = tf.keras
+    inputs = keras.Input((50, 50, 3))
+    x = keras.layers.Conv2D(2, 3)(inputs)
+    outputs = keras.layers.Dense(2, activation="softmax")(keras.layers.Flatten()(x))
+    converter = tf.lite.TFLiteConverter.from_keras_model(keras.Model(inputs, outputs))
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.target_spec.supported_types = [tf.float16]
+    path = tmp_path_factory.mktemp("float16") / "float16.tflite"
+    path.write_bytes(converter.convert())
+    return path
+
+
+@pytest.mark.parametrize("board", ["sim", "esp32dev"])
+def test_float16_model_where_int8_is_needed(tmp_path, float16_model, board):
+    if board == "sim":
+        done = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--model-file", str(float16_model))
+    else:
+        out = tmp_path / "build"
+        done = _harness(tmp_path, "generate", "--board", board, "--model-file", str(float16_model), "--out", str(out))
+    _assert_one_clear_line(done, tmp_path, "is a float model", "CONV_2D", "harness convert")
+
+
 @pytest.fixture(scope="module")
 def float_model(tmp_path_factory):
     tf = pytest.importorskip("tensorflow", reason="building a float .tflite needs TensorFlow (the test extra)")
@@ -233,3 +306,31 @@ def test_convert_refuses_an_out_path_that_is_a_directory(tmp_path):
     model.write_bytes(b"not read: --out is refused first")
     done = _convert_refused(tmp_path, "--card", "wv_quality_k_2_c_3", "--model", model, "--out", "OUT")
     _assert_one_clear_line(done, tmp_path, "is a directory", "pass the path of the .tflite file")
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "value"),
+    [
+        ("eval", "--shuffle", "-5"),
+        ("eval", "--switch-baud", "-5"),
+        ("eval", "--link-baud", "-9600"),
+        ("eval", "--emulate-invoke-ms", "nan"),
+        ("eval", "--emulate-invoke-ms", "-5"),
+        ("perf", "--warmups", "-5"),
+        ("compare", "--latency-tolerance", "-1"),
+        ("compare", "--latency-tolerance", "nan"),
+        ("stream-score", "--tolerance-ms", "-1"),
+        ("stream", "--snr-db", "inf"),
+        ("stream", "--seed", "-1"),
+    ],
+)
+def test_numeric_options_out_of_range_are_refused_at_parse_time(tmp_path, command, option, value):
+    args = {
+        "eval": ["eval", "--limit", "1", "--results", str(tmp_path / "results")],
+        "perf": ["perf", "--runs", "2"],
+        "compare": ["compare", "A", "B", "--results", str(tmp_path / "results")],
+        "stream-score": ["stream-score", "--ledger", "l.csv", "--detections", "d.csv"],
+        "stream": ["stream", "build"],
+    }[command]
+    done = _harness(tmp_path, *args, f"{option}={value}")
+    _assert_one_clear_line(done, tmp_path, f"argument {option}", repr(value))

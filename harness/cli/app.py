@@ -7,7 +7,11 @@ from harness import __version__, console
 from harness.cli.args import (
     EXIT_USAGE,
     Parser,
+    decibels,
+    fraction,
     link_options,
+    milliseconds,
+    non_negative_int,
     output_options,
     positive_int,
     reference_names,
@@ -78,7 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--tflm", help="TFLM source tree for firmware builds (default: $HARNESS_TFLM_TREE)")
     run.add_argument("--meter", help="power meter KIND:ADDRESS for energy per inference (see docs/energy.md)")
     run.add_argument(
-        "--shuffle", nargs="?", type=int, const=-1, metavar="SEED", help="shuffle samples in small groups (seed)"
+        "--shuffle",
+        nargs="?",
+        type=seed_number,
+        const=-1,
+        metavar="SEED",
+        help="shuffle samples in small groups (seed)",
     )
     run.set_defaults(handler=cmd_eval)
 
@@ -126,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         timed.set_defaults(handler=handler)
         if name == "perf":
             timed.add_argument("--runs", type=positive_int, default=50, help="timed invokes (default: 50)")
-            timed.add_argument("--warmups", type=int, default=5, help="untimed invokes first (default: 5)")
+            timed.add_argument("--warmups", type=non_negative_int, default=5, help="untimed invokes first (default: 5)")
             timed.add_argument("--mlperf", action="store_true", help="also the median of 5 windows of >= 10 s")
 
     runs = commands.add_parser("runs", parents=[output], help="list the runs in a results folder")
@@ -145,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--results", default="results", help="results folder (default: results)")
     compare.add_argument(
         "--latency-tolerance",
-        type=float,
+        type=fraction,
         help="smallest relative latency change called significant (default by source: emulated 0, device 0.02; "
         "sim latency is host time and is judged only with this option)",
     )
@@ -220,7 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="matching rules (default: optimal)",
     )
     stream_score.add_argument(
-        "--tolerance-ms", type=int, help="match window either side of an event (default: optimal 1000, tf-compat 1500)"
+        "--tolerance-ms",
+        type=milliseconds,
+        help="match window either side of an event (default: optimal 1000, tf-compat 1500)",
     )
     exposure = stream_score.add_mutually_exclusive_group()
     exposure.add_argument("--audio", help="the stream's WAV: its length is the exposure and bounds the ledger")
@@ -240,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--model-file", help="run: a .tflite to use instead of the card's own file")
     stream.add_argument("--wav", help="run: the stream, 16 kHz mono 16-bit")
     stream.add_argument("--ledger-unit", choices=("ms", "s"), help="run: the ledger's time unit when not ms")
-    stream.add_argument("--tolerance-ms", type=int, help="run: matching tolerance for optimal and tf-compat")
+    stream.add_argument("--tolerance-ms", type=milliseconds, help="run: matching tolerance for optimal and tf-compat")
     stream.add_argument("--wakeword", help="run: mlperf-sww's wakeword (default: the card's first keyword)")
     stream.add_argument("--results", default="results", help="run: folder for run folders (default: results)")
     stream.add_argument("--port", help="run: serial device or pyserial URL of a real board")
@@ -252,11 +263,13 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--at", help="build: clips at fixed times, label:start_ms,... (e.g. yes:1000,no:3500)")
     stream.add_argument("--count", type=positive_int, help="build: this many clips at random times instead of --at")
     stream.add_argument("--words", help="build with --count: labels to draw from, comma-separated (default: all)")
-    stream.add_argument("--min-gap-ms", type=int, default=1000, help="build with --count: least gap (default: 1000)")
+    stream.add_argument(
+        "--min-gap-ms", type=milliseconds, default=1000, help="build with --count: least gap (default: 1000)"
+    )
     stream.add_argument("--duration-ms", type=positive_int, help="build: stream length (default: last clip + 1 s)")
     stream.add_argument("--background", default="silence", help="build: 'silence' or a WAV looped underneath")
-    stream.add_argument("--snr-db", type=float, help="build: each clip's power over the background's, in dB")
-    stream.add_argument("--seed", type=int, default=0, help="build: random seed for times and clip choice")
+    stream.add_argument("--snr-db", type=decibels, help="build: each clip's power over the background's, in dB")
+    stream.add_argument("--seed", type=seed_number, default=0, help="build: random seed for times and clip choice")
     stream.set_defaults(handler=cmd_stream)
     commands.add_parser("subsets", parents=[output], help="list the benchmark subsets").set_defaults(
         handler=cmd_subsets
@@ -282,3 +295,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("harness: interrupted; no results were written", file=sys.stderr)
         return 130
+    except OSError as exc:  # a file the checks above did not foresee: unreadable, a folder, a full disk
+        where = f" {exc.filename}" if exc.filename else ""
+        print(
+            f"harness: error: cannot use{where} ({exc.strerror or exc}); check the path and its permissions",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE

@@ -46,12 +46,36 @@ def non_negative_float(text: str) -> float:
     return _number(text, float, lambda v: v >= 0 and math.isfinite(v), "a number of seconds of at least 0")
 
 
+def whole_number(low: int, high: int, expected: str):
+    """An argparse type: a whole number in low..high, else one line naming `expected`."""
+
+    def parse(text: str) -> int:
+        return _number(text, int, lambda v: low <= v <= high, expected)
+
+    return parse
+
+
+def real_number(low: float, high: float, expected: str):
+    """An argparse type: a finite number in low..high (NaN and infinities refused)."""
+
+    def parse(text: str) -> float:
+        return _number(text, float, lambda v: math.isfinite(v) and low <= v <= high, expected)
+
+    return parse
+
+
+U32 = (1 << 32) - 1
+non_negative_int = whole_number(0, U32, "a whole number of at least 0")
+seed_number = whole_number(0, (1 << 63) - 1, "a seed: a whole number of at least 0")
+baud_rate = whole_number(0, U32, "a baud rate: a whole number of at least 0 (0: unpaced or stay)")
+milliseconds = whole_number(0, U32, "a number of milliseconds of at least 0")
+invoke_ms = real_number(0, 3_600_000, "a number of milliseconds from 0 to 3600000")
+fraction = real_number(0, 1e6, "a relative change of at least 0 (e.g. 0.02 for 2 %)")
+decibels = real_number(-200, 200, "a number of decibels from -200 to 200")
+
+
 def port_number(text: str) -> int:
     return _number(text, int, lambda v: 0 <= v <= 65535, "a port number 0..65535 (0: any free port)")
-
-
-def seed_number(text: str) -> int:
-    return _number(text, int, lambda v: 0 <= v < 2**63, "a seed: a whole number of at least 0")
 
 
 def reference_names(text: str) -> tuple[str, ...]:
@@ -104,13 +128,13 @@ def output_options() -> argparse.ArgumentParser:
 def link_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--link-baud", type=int, help="virtual board: pace its link like a UART at this baud rate (0: unpaced)"
+        "--link-baud", type=baud_rate, help="virtual board: pace its link like a UART at this baud rate (0: unpaced)"
     )
     common.add_argument(
-        "--emulate-invoke-ms", type=float, help="virtual board: each inference takes at least this long"
+        "--emulate-invoke-ms", type=invoke_ms, help="virtual board: each inference takes at least this long"
     )
     common.add_argument(
-        "--switch-baud", type=int, help="after the handshake, switch the link to this baud rate (0: stay)"
+        "--switch-baud", type=baud_rate, help="after the handshake, switch the link to this baud rate (0: stay)"
     )
     common.add_argument(
         "--labgrid-place", metavar="NAME", help="a board in a labgrid farm: acquire the place, use its serial port"

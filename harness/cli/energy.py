@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from harness.cli.args import iou_threshold, non_negative_float, port_number, positive_float, positive_int
+from harness.cli.args import iou_threshold, non_negative_float, port_number, positive_float, positive_int, seed_number
 from harness.console import print_json, stdout_console
 from harness.errors import LinkError, UserError
 
@@ -161,7 +161,7 @@ def add_energy_commands(commands, output) -> None:
     referee.add_argument("--allow-remote", action="store_true", help="allow binding beyond this host")
     referee.add_argument("--password", help="password /login requires (needed with --allow-remote)")
     referee.add_argument("--meter", help="power meter KIND:ADDRESS, started at login, stopped at logout")
-    referee.add_argument("--seed", type=int, help="seed of the image order (default: a fresh one, recorded)")
+    referee.add_argument("--seed", type=seed_number, help="seed of the image order (default: a fresh one, recorded)")
     referee.add_argument(
         "--linger", type=non_negative_float, default=10.0, help="seconds of 401s after the session (default: 10)"
     )

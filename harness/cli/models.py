@@ -27,6 +27,7 @@ def cmd_dataset_build(args) -> int:
 
 
 def cmd_inspect(args) -> int:
+    from rich.markup import escape
     from rich.table import Table
 
     from harness.model.inspect import inspect_model
@@ -48,7 +49,9 @@ def cmd_inspect(args) -> int:
     console.print(
         f"{result.model}: {result.flatbuffer_bytes:,} bytes, {result.input} -> {result.output}\n"
         f"  {result.parameters:,} parameters, {result.macs:,} MACs (conv and fully connected layers), "
-        f"{len(result.layers)} operators: " + ", ".join(f"{n} {op}" for op, n in result.operators.items()) + "\n"
+        f"{len(result.layers)} operators: "
+        + escape(", ".join(f"{n} {op}" for op, n in result.operators.items()))
+        + "\n"
         f"  arena {result.arena_estimate:,} bytes ({result.arena_source})",
         highlight=False,
     )
@@ -57,7 +60,8 @@ def cmd_inspect(args) -> int:
         for column in ("#", "operator", "output", "MACs"):
             layers.add_column(column, justify="left" if column == "operator" else "right")
         for layer in result.layers:
-            layers.add_row(str(layer.index), layer.operator, str(layer.output_shape), f"{layer.macs:,}")
+            # escaped: a shape like [1, 2] or a custom operator's name is text, not Rich markup
+            layers.add_row(str(layer.index), escape(layer.operator), escape(str(layer.output_shape)), f"{layer.macs:,}")
         console.print(layers)
     if result.fits:
         table = Table(title="fit (flash: model + a 128 KiB code allowance; RAM: the arena)")

@@ -5,6 +5,10 @@ allocator prints can be below the smallest arena that works, so every probe runs
 (a crash is just a failed probe) and a binary search finds the boundary. Run as a subprocess:
 
     python -m harness.model.arena_probe MODEL.tflite   → prints the arena in bytes
+
+The search stops at a ceiling (64 MiB, or ten times the model's size when that is more: far above
+any microcontroller's RAM). A model that does not run at the ceiling runs at no size; the probe then
+exits with NO_ARENA and prints the ceiling.
 """
 
 import os
@@ -14,6 +18,17 @@ import numpy as np
 
 PRECISION = 0.005  # stop when the bracket is within 0.5 % of the answer
 GRANULE = 16  # TFLM aligns allocations to 16 bytes
+NO_ARENA = 3  # exit status: no arena up to the ceiling runs the model
+
+
+class NoArena(Exception):
+    def __init__(self, ceiling: int):
+        super().__init__(f"no arena up to {ceiling} bytes runs this model")
+        self.ceiling = ceiling
+
+
+def ceiling(model_data: bytes) -> int:
+    return max(64 << 20, 10 * len(model_data))
 
 
 def _works(model_data: bytes, arena: int) -> bool:
@@ -38,10 +53,13 @@ def _works(model_data: bytes, arena: int) -> bool:
 def smallest_arena(model_data: bytes) -> int:
     from harness.model.tflm import arena_used_bytes, make_interpreter
 
-    recorded = arena_used_bytes(make_interpreter(model_data, max(64 << 20, 10 * len(model_data)))) or 1 << 16
+    top = ceiling(model_data)
+    if not _works(model_data, top):
+        raise NoArena(top)
+    recorded = min(arena_used_bytes(make_interpreter(model_data, top)) or 1 << 16, top)
     low, high = recorded // 2, recorded
     while not _works(model_data, high):
-        low, high = high, high * 2
+        low, high = high, min(high * 2, top)
     while _works(model_data, low) and low > GRANULE:
         low, high = low // 2, low
     while high - low > max(GRANULE, int(high * PRECISION)):
@@ -57,4 +75,9 @@ def smallest_arena(model_data: bytes) -> int:
 
 if __name__ == "__main__":
     with open(sys.argv[1], "rb") as f:
-        print(smallest_arena(f.read()))
+        data = f.read()
+    try:
+        print(smallest_arena(data))
+    except NoArena as exc:
+        print(exc.ceiling)
+        sys.exit(NO_ARENA)

@@ -316,10 +316,12 @@ def _caveat(data: dict) -> str:
 
 
 def _parse(path: Path) -> ModelCard:
+    if path.is_dir():
+        raise UserError(f"model card {path} is a directory; pass the card's .toml file")
     try:
         data = tomllib.loads(path.read_text())
     except OSError as exc:
-        raise UserError(f"cannot read model card {path} ({exc.strerror}); check its permissions") from exc
+        raise UserError(f"cannot read model card {path} ({exc.strerror or exc}); check its permissions") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UserError(
             f"model card {path} is not valid TOML ({exc}); compare it with models/{DEFAULT_MODEL}.toml"
@@ -395,7 +397,7 @@ def load_card(spec: str) -> ModelCard:
     """A card by name (models/NAME.toml) or by the path of a .toml file."""
     if spec.endswith(".toml") or "/" in spec:
         path = Path(spec)
-        if not path.is_file():
+        if not path.exists():
             raise UserError(f"model card {spec} does not exist; pass a card name or an existing .toml path")
         return _parse(path)
     path = models_dir() / f"{spec}.toml"

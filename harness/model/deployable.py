@@ -13,6 +13,7 @@ from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as sch
 from harness.boards import Board
 from harness.errors import UserError
 from harness.firmware.tflm_tree import model_operators
+from harness.model.arena_probe import NO_ARENA
 from harness.model.tflite_file import TfliteModel
 from harness.paths import cache_dir
 
@@ -21,23 +22,59 @@ PROBE_TIMEOUT_SECONDS = 120
 # figure from our QEMU builds (~65 KB with CMSIS-NN, ~100 KB with reference kernels), not a measurement.
 CODE_ALLOWANCE_BYTES = 128 * 1024
 _MISSING_OP = re.compile(r"Didn't find op for builtin opcode '(\w+)'")
-_FLOAT32 = schema.TensorType.FLOAT32
+_UNKNOWN_BUILTIN = re.compile(r"Op builtin_code out of range: (\d+)")
+_CUSTOM_MISSING = re.compile(r"Failed to get registration from op code CUSTOM")
+_FLOATS = (schema.TensorType.FLOAT32, schema.TensorType.FLOAT16)
+_DEQUANTIZE = schema.BuiltinOperator.DEQUANTIZE
+_CUSTOM = schema.BuiltinOperator.CUSTOM
+
+
+def _probe(command: list[str], tflite: Path, step: str) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        raise UserError(
+            f"{Path(tflite).name}: {step} on the TFLM host interpreter took over {PROBE_TIMEOUT_SECONDS} s; "
+            "check the model's shapes or re-export it"
+        ) from None
 
 
 def float_weight_operators(model: TfliteModel) -> list[str]:
-    """Operators that compute with float32 constants (weights, biases): the mark of a float model.
-    A model with float input and output around int8 layers (as MLPerf Tiny's VWW) has none."""
+    """Operators that compute with float constants (weights, biases): the mark of a float model.
+    float32 constants count, and so do float16 ones, which a DEQUANTIZE widens to float32 for the
+    operator that uses them. A model with float input and output around int8 layers (as MLPerf Tiny's
+    VWW) has none."""
     flat = schema.ModelT.InitFromPackedBuf(bytearray(model.data), 0)
     graph = flat.subgraphs[0]
     names = model_operators(model.data)
-    found = []
-    for op in graph.operators or ():
-        for index in op.inputs if op.inputs is not None else ():
-            tensor = graph.tensors[index] if index >= 0 else None
-            if tensor is not None and tensor.type == _FLOAT32 and flat.buffers[tensor.buffer].data is not None:
-                found.append(names[op.opcodeIndex])
-                break
-    return sorted(set(found))
+    tensors = graph.tensors or []
+
+    def constant(index: int) -> bool:
+        return index >= 0 and flat.buffers[tensors[index].buffer].data is not None
+
+    floats = {i for i, t in enumerate(tensors) if t.type in _FLOATS and constant(i)}
+    operators = list(graph.operators or ())
+    for op in operators:  # float16 (or float32) weights widened at run time are float weights still
+        code = flat.operatorCodes[op.opcodeIndex]
+        if max(code.builtinCode, code.deprecatedBuiltinCode) == _DEQUANTIZE and any(i in floats for i in op.inputs):
+            floats.update(op.outputs)
+    found = set()
+    for op in operators:
+        code = flat.operatorCodes[op.opcodeIndex]
+        if max(code.builtinCode, code.deprecatedBuiltinCode) == _DEQUANTIZE:
+            continue
+        if any(i in floats for i in (op.inputs if op.inputs is not None else ())):
+            found.add(names[op.opcodeIndex])
+    return sorted(found)
+
+
+def _custom_operators(tflite: Path) -> list[str]:
+    flat = schema.ModelT.InitFromPackedBuf(bytearray(Path(tflite).read_bytes()), 0)
+    return [
+        f"custom {code.customCode.decode(errors='replace') if code.customCode else '(unnamed)'}"
+        for code in flat.operatorCodes or ()
+        if max(code.builtinCode, code.deprecatedBuiltinCode) == _CUSTOM
+    ]
 
 
 def missing_tflm_kernels(tflite: Path) -> list[str]:
@@ -46,10 +83,13 @@ def missing_tflm_kernels(tflite: Path) -> list[str]:
         "import sys; from harness.model.tflm import make_interpreter; "
         "make_interpreter(open(sys.argv[1], 'rb').read(), 64 << 20)"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe, str(tflite)], capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS
-    )
-    return sorted(set(_MISSING_OP.findall(done.stdout + done.stderr)))
+    done = _probe([sys.executable, "-c", probe, str(tflite)], tflite, "the operator check")
+    log = done.stdout + done.stderr
+    missing = set(_MISSING_OP.findall(log))
+    missing.update(f"builtin code {code} (unknown to TFLM)" for code in _UNKNOWN_BUILTIN.findall(log))
+    if _CUSTOM_MISSING.search(log):
+        missing.update(_custom_operators(tflite) or ["a custom operator"])
+    return sorted(missing)
 
 
 def require_tflm_kernels(model: TfliteModel) -> None:
@@ -65,7 +105,7 @@ def require_integer(model: TfliteModel) -> None:
     floats = float_weight_operators(model)
     if floats:
         raise UserError(
-            f"{model.path.name} is a float model ({', '.join(floats)} compute with float32 weights) where an int8 "
+            f"{model.path.name} is a float model ({', '.join(floats)} compute with float weights) where an int8 "
             "model is needed; quantize it first: harness convert --card CARD --model FLOAT_MODEL --out MODEL.tflite"
         )
 
@@ -77,12 +117,12 @@ def arena_estimate(model: TfliteModel) -> int:
     if cached.is_file():
         return int(cached.read_text())
     require_tflm_kernels(model)
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.model.arena_probe", str(model.path)],
-        capture_output=True,
-        text=True,
-        timeout=PROBE_TIMEOUT_SECONDS,
-    )
+    done = _probe([sys.executable, "-m", "harness.model.arena_probe", str(model.path)], model.path, "the arena probe")
+    if done.returncode == NO_ARENA and done.stdout.strip().isdigit():
+        raise UserError(
+            f"{model.path.name}: no arena up to {int(done.stdout):,} bytes runs this model on the TFLM host "
+            "interpreter; check its shapes (a huge or dynamic dimension) or re-export it"
+        )
     if done.returncode != 0 or not done.stdout.strip().isdigit():
         raise UserError(f"{model.path.name}: the TFLM host interpreter cannot run this model (arena probe failed)")
     cached.parent.mkdir(parents=True, exist_ok=True)

@@ -71,17 +71,23 @@ def _macs(name: str, inputs: list, outputs: list) -> int:
     return 0
 
 
+def _shape(tensor) -> list[int]:
+    """A tensor's shape as plain ints (JSON numbers, not numpy scalars); a scalar's is []."""
+    return [int(d) for d in (tensor.shape if tensor.shape is not None else ())]
+
+
 def inspect_model(model: TfliteModel, boards: list[Board]) -> Inspection:
     flat = schema.ModelT.InitFromPackedBuf(bytearray(model.data), 0)
     graph = flat.subgraphs[0]
     names = model_operators(model.data)
     layers, parameters = [], 0
-    constants = {i for i, t in enumerate(graph.tensors) if flat.buffers[t.buffer].data is not None}
-    parameters = sum(int(np.prod(graph.tensors[i].shape)) for i in constants)
+    tensors = graph.tensors or []
+    constants = {i for i, t in enumerate(tensors) if flat.buffers[t.buffer].data is not None}
+    parameters = sum(int(np.prod(_shape(tensors[i]), dtype=np.int64)) for i in constants)
     for index, op in enumerate(graph.operators or ()):
         name = names[op.opcodeIndex]
-        inputs = [list(graph.tensors[i].shape) if i >= 0 else [] for i in op.inputs]
-        outputs = [list(graph.tensors[i].shape) for i in op.outputs]
+        inputs = [_shape(tensors[i]) if i >= 0 else [] for i in (op.inputs if op.inputs is not None else ())]
+        outputs = [_shape(tensors[i]) for i in op.outputs]
         layers.append(Layer(index, name, outputs[0], _macs(name, inputs, outputs)))
     arena = arena_estimate(model)
     fits = None

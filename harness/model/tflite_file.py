@@ -8,11 +8,23 @@ import numpy as np
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
 
 from harness.errors import UserError
-from harness.tensors import TensorSpec
+from harness.tensors import DTYPES, TensorSpec
 
 # The flatbuffer schema numbers float32 and float16 differently from TfLiteType.
 _SCHEMA_TO_TFLITE_TYPE = {0: 1, 1: 10}
 _DEQUANTIZE = 6
+_SUPPORTED_IO = (1, 3, 7, 9)  # float32, uint8, int16, int8
+_IO_FIX = "the harness runs float32, int8, uint8 or int16 inputs and outputs: convert it to one (harness convert --io)"
+# Schema TensorType numbers for names the error message can give when DTYPES has no numpy type.
+_SCHEMA_NAMES = {v: k.lower() for k, v in vars(schema.TensorType).items() if not k.startswith("_")}
+
+
+class UnsupportedType(Exception):
+    """A tensor type the harness cannot carry over the link (the model itself is intact)."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
 
 
 @dataclass(frozen=True)
@@ -28,7 +40,10 @@ class TfliteModel:
 
 
 def _spec(tensor) -> TensorSpec:
-    dtype = _SCHEMA_TO_TFLITE_TYPE.get(tensor.type, tensor.type)
+    # Schema numbers from 10 (FLOAT64 on) are one below their TfLiteType: none of them is carried.
+    dtype = _SCHEMA_TO_TFLITE_TYPE.get(tensor.type, tensor.type if tensor.type < 10 else -1)
+    if dtype not in DTYPES:
+        raise UnsupportedType(_SCHEMA_NAMES.get(tensor.type, f"type {tensor.type}"))
     shape = tuple(int(d) for d in (tensor.shape if tensor.shape is not None else ()))
     quant = tensor.quantization
     scale = float(quant.scale[0]) if quant is not None and quant.scale is not None and len(quant.scale) else 0.0
@@ -54,16 +69,50 @@ def _output_step(model, graph) -> float | None:
     return None
 
 
+def _check_indices(model, graph) -> None:
+    """Every index the harness follows points inside its table: opcodes, tensors (-1 marks an
+    omitted optional input) and buffers. A damaged flatbuffer otherwise fails later, far away."""
+    tensors = graph.tensors or []
+    buffers = model.buffers or []
+    codes = model.operatorCodes or []
+    for tensor in tensors:
+        if not 0 <= tensor.buffer < len(buffers):
+            raise ValueError("buffer index out of range")
+    for index in [
+        *(graph.inputs if graph.inputs is not None else ()),
+        *(graph.outputs if graph.outputs is not None else ()),
+    ]:
+        if not 0 <= index < len(tensors):
+            raise ValueError("graph tensor index out of range")
+    for op in graph.operators or ():
+        if not 0 <= op.opcodeIndex < len(codes):
+            raise ValueError("opcode index out of range")
+        if op.outputs is None or len(op.outputs) == 0:
+            raise ValueError("operator without outputs")
+        for index in op.inputs if op.inputs is not None else ():
+            if not -1 <= index < len(tensors):
+                raise ValueError("operator input index out of range")
+        for index in op.outputs:
+            if not 0 <= index < len(tensors):
+                raise ValueError("operator output index out of range")
+
+
 def read_tflite(path: Path) -> TfliteModel:
     path = Path(path)
+    if path.is_dir():
+        raise UserError(f"model file {path} is a directory; pass the .tflite file inside it")
     if not path.is_file():
         raise UserError(f"model file {path} does not exist; check the path or run `harness models`")
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read model file {path} ({exc.strerror or exc}); check its permissions") from exc
     if len(data) < 8 or data[4:8] != b"TFL3":
         raise UserError(f"{path} is not a TFLite model (no TFL3 flatbuffer identifier); pass a .tflite file")
     try:
         model = schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
         graph = model.subgraphs[0]
+        _check_indices(model, graph)
         if len(graph.inputs) != 1 or len(graph.outputs) != 1:
             raise UserError(
                 f"{path} has {len(graph.inputs)} inputs and {len(graph.outputs)} outputs; "
@@ -74,8 +123,11 @@ def read_tflite(path: Path) -> TfliteModel:
         output_step = _output_step(model, graph)
     except UserError:
         raise
+    except UnsupportedType as exc:
+        raise UserError(f"{path}: unsupported {exc.name} input or output tensor; {_IO_FIX}") from None
     except Exception as exc:  # a damaged flatbuffer fails in many ways inside the generated parser
         raise UserError(f"{path} is a corrupt or truncated TFLite model ({type(exc).__name__}); re-export it") from exc
-    if input_spec.dtype not in (1, 3, 7, 9) or output_spec.dtype not in (1, 3, 7, 9):
-        raise UserError(f"{path}: unsupported tensor types {input_spec.describe()} -> {output_spec.describe()}")
+    if input_spec.dtype not in _SUPPORTED_IO or output_spec.dtype not in _SUPPORTED_IO:
+        types = f"{input_spec.describe()} -> {output_spec.describe()}"
+        raise UserError(f"{path}: unsupported tensor types {types}; {_IO_FIX}")
     return TfliteModel(path, data, hashlib.sha256(data).hexdigest(), input_spec, output_spec, output_step)
