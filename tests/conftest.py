@@ -1,6 +1,7 @@
 """Shared test fixtures: a private cache, the ../shared fixtures, and real models."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,17 @@ def vww_model(private_cache) -> Path:
     from harness.model.fetch import obtain_model
 
     return obtain_model(load_card(DEFAULT_MODEL))
+
+
+FETCH_NOTICE = re.compile(r"harness: (fetching|downloading) ")
+
+
+def assert_refused_in_one_line(done, *expected):
+    """Exit code 2, one line on stderr holding every expected text, no traceback."""
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    # Without ../shared a model comes from the package index, which is said on a line of its own.
+    lines = [line for line in done.stderr.strip().splitlines() if not FETCH_NOTICE.match(line)]
+    assert len(lines) == 1, done.stderr
+    for text in expected:
+        assert text in lines[0], lines[0]

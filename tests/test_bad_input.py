@@ -1,7 +1,6 @@
 """Bad input: one line naming the problem and the fix, exit code 2, no traceback, nothing written."""
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-FETCH_NOTICE = re.compile(r"harness: (fetching|downloading) ")
+from tests.conftest import assert_refused_in_one_line
 
 
 def _eval(tmp_path, *args):
@@ -24,13 +23,7 @@ def _eval(tmp_path, *args):
 
 
 def _assert_one_clear_line(done, tmp_path, *expected):
-    assert done.returncode == 2, done.stderr
-    # Without ../shared the model comes from the package index, which is said on a line of its own.
-    lines = [line for line in done.stderr.strip().splitlines() if not FETCH_NOTICE.match(line)]
-    assert len(lines) == 1, done.stderr
-    assert "Traceback" not in done.stderr
-    for text in expected:
-        assert text in lines[0]
+    assert_refused_in_one_line(done, *expected)
     results = tmp_path / "results"
     assert not results.exists() or not any(results.iterdir())
 

@@ -14,6 +14,7 @@ from harness.errors import UserError
 from harness.model.card import all_cards, load_card
 from harness.model.fetch import obtain_model
 from harness.paths import models_dir
+from tests.conftest import assert_refused_in_one_line
 
 BASE = "wv_quality_k_2_c_3"
 
@@ -38,15 +39,6 @@ def _harness(tmp_path, *args, isolated: bool = True):
     return subprocess.run(
         [sys.executable, "-m", "harness", *args], cwd=tmp_path, capture_output=True, text=True, env=env
     )
-
-
-def _assert_refused(done, *expected):
-    assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    for text in expected:
-        assert text in lines[0], lines[0]
 
 
 def test_every_shipped_card_loads_and_is_listed(tmp_path):
@@ -108,7 +100,7 @@ def test_a_wrong_card_field_is_one_line_naming_card_field_and_fix(tmp_path, case
     pattern, replacement, expected = HOSTILE[case]
     card = _card(tmp_path, pattern, replacement)
     done = _harness(tmp_path, "models", "pull", str(card))
-    _assert_refused(done, str(card), expected)
+    assert_refused_in_one_line(done, str(card), expected)
     assert not (tmp_path / "cache").exists()  # nothing fetched, nothing written
 
 
@@ -121,7 +113,7 @@ def test_a_card_without_sha256_cannot_reuse_another_cards_download(tmp_path, sma
     text = re.sub(r'^url = ".*"', f'url = "file://{other}"', _base_text(), flags=re.M)
     card = _card(tmp_path, r'^sha256 = ".*"\n', "", text)
     done = _harness(tmp_path, "models", "pull", str(card))
-    _assert_refused(done, "file.sha256 is missing")
+    assert_refused_in_one_line(done, "file.sha256 is missing")
     assert not (tmp_path / "cache").exists()
 
 
@@ -151,14 +143,14 @@ def _micro_speech_text() -> str:
 def test_frontend_file_needs_a_sha256(tmp_path):
     text = _micro_speech_text()
     card = _card(tmp_path, r'^sha256 = "278949.*"\n', "", text)
-    _assert_refused(_harness(tmp_path, "models", "pull", str(card)), str(card), "frontend.sha256 is missing")
+    assert_refused_in_one_line(_harness(tmp_path, "models", "pull", str(card)), str(card), "frontend.sha256 is missing")
     card = _card(tmp_path, r'^sha256 = "278949.*"', 'sha256 = ""', text)
-    _assert_refused(_harness(tmp_path, "models", "pull", str(card)), "frontend.sha256 is ''")
+    assert_refused_in_one_line(_harness(tmp_path, "models", "pull", str(card)), "frontend.sha256 is ''")
 
 
 def test_frontend_name_cannot_leave_the_cache(tmp_path):
     card = _card(tmp_path, r'^name = "audio_preprocessor_int8.tflite"', 'name = "../x.tflite"', _micro_speech_text())
-    _assert_refused(_harness(tmp_path, "models", "pull", str(card)), "frontend.name is '../x.tflite'")
+    assert_refused_in_one_line(_harness(tmp_path, "models", "pull", str(card)), "frontend.name is '../x.tflite'")
 
 
 def test_microfrontend_needs_no_file():
@@ -200,7 +192,7 @@ def test_keyword_labels_that_do_not_match_the_outputs_are_refused_before_the_run
     done, results = _eval(tmp_path, card)
     if "download failed" in done.stderr or "could not download" in done.stderr:
         pytest.skip("needs the shared model fixtures")
-    _assert_refused(done, "output.labels names 3 classes", "4 outputs")
+    assert_refused_in_one_line(done, "output.labels names 3 classes", "4 outputs")
     assert not results.exists() or not any(results.iterdir())
 
 
@@ -218,5 +210,5 @@ def test_card_that_does_not_fit_its_model_is_refused_before_the_run(
 ):
     card = _card(tmp_path, pattern, replacement)
     done, results = _eval(tmp_path, card, limit="2")
-    _assert_refused(done, expected)
+    assert_refused_in_one_line(done, expected)
     assert not results.exists() or not any(results.iterdir())

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from tests.conftest import assert_refused_in_one_line
 from tests.model_surgery import mutate
 
 
@@ -19,15 +20,6 @@ def _inspect(tmp_path, *args):
         env=os.environ.copy(),
         timeout=300,
     )
-
-
-def _one_line(done, *expected):
-    assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    for text in expected:
-        assert text in lines[0], lines[0]
 
 
 def _first_op(graph):
@@ -46,7 +38,7 @@ DAMAGE = {
 def test_inspect_refuses_out_of_range_indices(tmp_path, small_model, damage):
     path = tmp_path / f"{damage}.tflite"
     path.write_bytes(mutate(small_model.read_bytes(), DAMAGE[damage]))
-    _one_line(_inspect(tmp_path, str(path), "--no-fit"), "corrupt or truncated", "re-export it")
+    assert_refused_in_one_line(_inspect(tmp_path, str(path), "--no-fit"), "corrupt or truncated", "re-export it")
 
 
 def test_inspect_takes_a_tensor_without_shape_as_a_scalar(tmp_path, small_model):
@@ -69,18 +61,18 @@ def test_unsupported_io_type_is_named_not_called_corrupt(tmp_path, small_model, 
     path = tmp_path / f"{end}_{name}.tflite"
     path.write_bytes(mutate(small_model.read_bytes(), retype))
     done = _inspect(tmp_path, str(path), "--no-fit")
-    _one_line(done, f"unsupported {name}", "harness convert --io")
+    assert_refused_in_one_line(done, f"unsupported {name}", "harness convert --io")
     assert "corrupt" not in done.stderr
 
 
 def test_model_file_that_is_a_directory(tmp_path):
     (tmp_path / "model.tflite").mkdir()
-    _one_line(_inspect(tmp_path, str(tmp_path / "model.tflite"), "--no-fit"), "is a directory")
+    assert_refused_in_one_line(_inspect(tmp_path, str(tmp_path / "model.tflite"), "--no-fit"), "is a directory")
 
 
 def test_card_that_is_a_directory(tmp_path):
     (tmp_path / "card.toml").mkdir()
-    _one_line(_inspect(tmp_path, str(tmp_path / "card.toml"), "--no-fit"), "card", "is a directory")
+    assert_refused_in_one_line(_inspect(tmp_path, str(tmp_path / "card.toml"), "--no-fit"), "card", "is a directory")
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs /proc/self/mem (Linux) as an unreadable file")
@@ -90,7 +82,7 @@ def test_unreadable_model_or_card_file(tmp_path, suffix):
     # chmod 000 does not stop a read), and takes the same OSError path.
     link = tmp_path / f"unreadable{suffix}"
     link.symlink_to("/proc/self/mem")
-    _one_line(_inspect(tmp_path, str(link), "--no-fit"), "cannot read", str(link))
+    assert_refused_in_one_line(_inspect(tmp_path, str(link), "--no-fit"), "cannot read", str(link))
 
 
 def test_inspect_layers_and_json_give_shapes_as_numbers(tmp_path, small_model):
