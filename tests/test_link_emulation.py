@@ -84,11 +84,11 @@ def test_an_invoke_lost_while_the_next_input_streams_is_not_run_on_the_wrong_inp
     assert results[0].output == expected_output(second, 2)
 
 
-class _WrongRateDropsBytes:
-    """A port whose bytes are lost while host and device disagree on the rate, like a real UART."""
+class _PortProxy:
+    """Passes everything to the wrapped port; subclasses change what write and read do."""
 
     def __init__(self, port):
-        self._port, self.good = port, port.baudrate
+        self._port = port
 
     def __getattr__(self, name):
         return getattr(self._port, name)
@@ -100,6 +100,14 @@ class _WrongRateDropsBytes:
     @baudrate.setter
     def baudrate(self, value):
         self._port.baudrate = value
+
+
+class _WrongRateDropsBytes(_PortProxy):
+    """A port whose bytes are lost while host and device disagree on the rate, like a real UART."""
+
+    def __init__(self, port):
+        super().__init__(port)
+        self.good = port.baudrate
 
     def write(self, data):
         return self._port.write(data) if self._port.baudrate == self.good else len(data)
@@ -124,23 +132,13 @@ def test_a_baud_switch_the_link_cannot_carry_falls_back_on_both_ends():
     assert seconds >= len(INPUT) * 10 / 115200
 
 
-class _UartPair:
+class _UartPair(_PortProxy):
     """Host and virtual board as two UARTs: what the host writes is lost unless both are at the same
     rate, and answers the host reads are lost while lose(sent) holds (sent: the message types written)."""
 
     def __init__(self, port, board, lose):
-        self._port, self._board, self._lose, self.sent = port, board, lose, []
-
-    def __getattr__(self, name):
-        return getattr(self._port, name)
-
-    @property
-    def baudrate(self):
-        return self._port.baudrate
-
-    @baudrate.setter
-    def baudrate(self, value):
-        self._port.baudrate = value
+        super().__init__(port)
+        self._board, self._lose, self.sent = board, lose, []
 
     def write(self, data):
         self.sent += [frame.type for frame in FrameDecoder().feed(data)]
