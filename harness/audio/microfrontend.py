@@ -49,7 +49,12 @@ class MicrofrontendSettings:
 
     @property
     def fft_size(self) -> int:
-        return 1 << math.ceil(math.log2(self.window_samples))
+        return fft_size_for(self.window_samples)
+
+
+def fft_size_for(window_samples: int) -> int:
+    """The power-of-two FFT a window of this many samples takes."""
+    return 1 << math.ceil(math.log2(window_samples))
 
 
 def _whole(value) -> bool:
@@ -80,7 +85,7 @@ def settings_from_card(frontend: dict, sample_rate: int, window_samples: int, wh
         raise UserError(f"{where}: [frontend] needs 0 <= lower_band_hz < upper_band_hz <= {sample_rate / 2:g} Hz")
     if not (_number(scale) and scale > 0):
         raise UserError(f"{where}: [frontend] scale must be a finite number > 0, not {scale!r}")
-    if window_samples < 1 or not 64 <= 1 << math.ceil(math.log2(window_samples)) <= 2048:
+    if window_samples < 1 or not 64 <= fft_size_for(window_samples) <= 2048:
         raise UserError(f"{where}: a window of {window_samples} samples needs an FFT of 64..2048 points; fix window_ms")
     return MicrofrontendSettings(sample_rate, window_samples, channels, float(lower), float(upper), shift, float(scale))
 
