@@ -10,17 +10,24 @@
 (c) pipelined wall time ÷ max(total transfer time, total inference time), with the emulated inference
     time set within a factor of two of the transfer time; target ≤ 1.10. Transfer time is measured in
     the same run (sequential rounds: LOAD_INPUT alone), inference time is the device's own (sim) timer.
+(hal) rows per real board HAL (firmware/boards/*, compiled for this machine against the stand-ins in
+    firmware/hosted/, harness/device/hosted_hal.py): payload efficiency at 921600 and 2000000 baud and
+    the (c) ratio at both rates (one input slot: the next input sent ahead into the receive buffer), with
+    the TFLM host interpreter running wv_quality_k_2_c_3 (uint8[1,50,50,3]) from the
+    shared fixtures. Labelled `sim (hosted HAL)`: the real HAL sources over an emulated UART, not a board.
 Rounds alternate and medians are printed. Every figure is `sim`: this machine's pseudo-terminal paced
 to the baud rate by the virtual board (firmware/sim/sim_board.c), not a real UART. The board's model
 is a small int8 runner with a 96x96x3 input (the fixtures hold no int8 model of that shape; the link
 does not care what the model computes, and every output is checked).
 
-    python benchmarks/link.py [--rounds 3] [--samples 3] [--pipeline-samples 12]
+    python benchmarks/link.py [--rounds 3] [--samples 3] [--pipeline-samples 12] [--only sim|hal]
 """
 
 import argparse
 import ctypes
+import dataclasses
 import multiprocessing
+import os
 import statistics
 import time
 from contextlib import contextmanager
@@ -29,10 +36,11 @@ import numpy as np
 import serial
 
 from harness.boards import get_board
-from harness.device.launch import sim_build_id
+from harness.device.launch import connect, sim_build_id
 from harness.device.sim_board import LinkEmulation, SimBoard
 from harness.link.client import DeviceClient
 from harness.link.eembc import EembcClient
+from harness.model.tflite_file import read_tflite
 from harness.native import ModelInfo
 from harness.tensors import TensorSpec
 
@@ -151,13 +159,100 @@ def samples_per_second(inputs: list[bytes], *, baud: int, eembc: bool = False, s
     return len(inputs) / seconds
 
 
+HALS = ("hal_stm32duino", "hal_espidf", "hal_mbed")
+HAL_BAUDS = (921600, 2000000)
+HAL_MODEL = "wake_vision_zoo/wv_quality_k_2_c_3.tflite"
+
+
+def _hal_model():
+    shared = os.environ.get("HARNESS_SHARED_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
+    path = os.path.join(shared, "fixtures", "models", HAL_MODEL)
+    return read_tflite(path) if os.path.isfile(path) else None
+
+
+@contextmanager
+def hal_client(name: str, baud: int, model, invoke_ms: float = 0.0):
+    board = get_board(name)
+    board = dataclasses.replace(board, switch_baudrate=baud, sim={**board.sim, "emulate_invoke_ms": invoke_ms})
+    with connect(board, model) as client:
+        yield client
+
+
+def hal_rows(model, rounds: int, samples: int, pipeline_samples: int) -> None:
+    size = model.input.bytes
+    rng = np.random.default_rng(7)
+    print(
+        f"(hal) real HAL sources on this machine, emulated UART; model {HAL_MODEL} (input {size} bytes); "
+        "[sim (hosted HAL)]"
+    )
+    for name in HALS:
+        usb = name == "hal_mbed"
+        cells = []
+        for baud in HAL_BAUDS:
+            values = []
+            for _ in range(rounds):
+                inputs = [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for _ in range(samples)]
+                with hal_client(name, baud, model) as client:
+                    started = time.perf_counter()
+                    for data in inputs:
+                        client.load_input(data)
+                    seconds = time.perf_counter() - started
+                    assert client.stats.resends == 0, client.stats
+                    rate = client.stats.baud
+                values.append(size * samples / seconds / (baud / 10))
+            if usb:
+                cells.append(f"{baud}: n/a (USB CDC, no baud; {statistics.median(values) * baud / 10 / 1e3:,.0f} kB/s)")
+            else:
+                assert rate == baud, f"{name} did not switch to {baud}"
+                cells.append(f"{baud}: {statistics.median(values):.3f}")
+        pipelined_cells = []
+        for baud in HAL_BAUDS:
+            ratios, details = [], ""
+            for _ in range(rounds):
+                inputs = [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for _ in range(pipeline_samples)]
+                invoke_ms = round(size * 10 / baud * 1e3 * 0.75, 1)
+                with hal_client(name, baud, model, invoke_ms) as client:
+                    transfer = inference = 0.0
+                    sequential = []
+                    for data in inputs:
+                        t0 = time.perf_counter()
+                        client.load_input(data)
+                        transfer += time.perf_counter() - t0
+                        result = client.invoke()
+                        inference += result.timing.seconds
+                        sequential.append(result.output)
+                    started = time.perf_counter()
+                    pipelined = [r.output for r in client.run_stream(inputs)]
+                    wall = time.perf_counter() - started
+                    assert pipelined == sequential, "outputs differ"
+                    slots = client.info.input_slots
+                ratios.append(wall / max(transfer, inference))
+                details = (
+                    f"transfer {transfer:.3f} s, inference {inference:.3f} s, wall {wall:.3f} s, input slots {slots}, "
+                    f"rx buffer {client.info.rx_buffer_bytes}, emulated inference {invoke_ms} ms"
+                )
+            pipelined_cells.append(f"at {baud}: median {statistics.median(ratios):.3f} ({details})")
+        print(f"    {name:<15} efficiency {'; '.join(cells)}")
+        for cell in pipelined_cells:
+            print(f"        (c) {cell}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--samples", type=int, default=3, help="inputs per efficiency round")
     parser.add_argument("--pipeline-samples", type=int, default=12)
     parser.add_argument("--protocol-samples", type=int, default=2, help="inputs per round for (b) and (d)")
+    parser.add_argument("--only", choices=("sim", "hal"), help="only the virtual board's figures, or only the HALs'")
     args = parser.parse_args()
+    if args.only != "sim":
+        model = _hal_model()
+        if model is None:
+            print(f"(hal) skipped: needs ../shared/fixtures/models/{HAL_MODEL}")
+        else:
+            hal_rows(model, args.rounds, max(args.samples, 3), args.pipeline_samples)
+    if args.only == "hal":
+        return
 
     print(f"input int8{list(SHAPE)} ({INPUT_BYTES} bytes); all figures [sim]")
     transfer_seconds = INPUT_BYTES * 10 / PIPELINE_BAUD

@@ -28,6 +28,7 @@ class Board:
     platformio: dict = field(default_factory=dict)
     qemu: dict = field(default_factory=dict)
     sim: dict = field(default_factory=dict)  # the virtual board's link emulation: link_baud, max_baudrate, ...
+    tflm: dict = field(default_factory=dict)  # the TFLM tree harness prepares: kernels, target, target_arch
     source_file: Path | None = None
 
 
@@ -52,6 +53,7 @@ def _load(path: Path) -> Board:
             platformio=data.get("platformio", {}),
             qemu=data.get("qemu", {}),
             sim=data.get("sim", {}),
+            tflm=data.get("tflm", {}),
             source_file=path,
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:

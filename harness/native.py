@@ -112,6 +112,7 @@ _SIGNATURES = {
         [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.POINTER(Detection), ctypes.c_uint32],
     ),
     "sim_board_emulate": (None, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32]),
+    "sim_board_one_slot": (None, [ctypes.c_void_p]),
     "sim_board_use_eembc": (
         ctypes.c_int32,
         [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32],

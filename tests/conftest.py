@@ -9,6 +9,22 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HARNESS_SHARED_DIR", REPO.parent / "shared"))
 FIXTURE_MODELS = SHARED / "fixtures" / "models"
+FIXTURE_TFLM = SHARED / "fixtures" / "tflm"
+FIXTURE_PLATFORMIO = SHARED / "fixtures" / "platformio"
+
+
+def _tflm_tree_for_tests() -> str | None:
+    """HARNESS_TFLM_TREE, else the fixtures' CMSIS-NN tree (generated from upstream tflite-micro, read-only:
+    harness compiles it into its cache and never writes into a tree)."""
+    return os.environ.get("HARNESS_TFLM_TREE") or (
+        str(FIXTURE_TFLM / "cmsis_nn") if (FIXTURE_TFLM / "cmsis_nn").is_dir() else None
+    )
+
+
+TFLM_TREE = _tflm_tree_for_tests()
+needs_tflm_tree = pytest.mark.skipif(
+    not TFLM_TREE, reason="needs a TFLM tree: ../shared/fixtures/tflm (absent in a fresh clone) or HARNESS_TFLM_TREE"
+)
 
 
 def pytest_sessionstart(session):
@@ -38,7 +54,20 @@ def private_cache(tmp_path_factory):
         os.environ["HARNESS_MODEL_MIRROR"] = str(FIXTURE_MODELS)
     else:
         os.environ.pop("HARNESS_MODEL_MIRROR", None)
+    # No test fetches TFLM from the internet: without --tflm, a board's tree comes from a closed loopback port
+    # (an offline refusal) unless the test serves a stand-in mirror itself (tests/test_tflm_obtain.py).
+    os.environ["HARNESS_TFLM_MIRROR"] = f"http://127.0.0.1:{closed_port()}/"
+    os.environ.pop("HARNESS_TFLM_PINS", None)
     return Path(cache)
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on: bound once by the kernel's choice, then closed."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def fixture_model(relative: str) -> Path:
@@ -63,7 +92,12 @@ def vww_model(private_cache) -> Path:
     return obtain_model(load_card(DEFAULT_MODEL))
 
 
-FETCH_NOTICE = re.compile(r"harness: (fetching|downloading) ")
+FETCH_NOTICE = re.compile(r"harness: (fetching|downloading|building) ")  # notices on lines of their own
+
+
+def error_lines(done) -> list[str]:
+    """stderr without the notices of what harness fetches or builds."""
+    return [line for line in done.stderr.strip().splitlines() if not FETCH_NOTICE.match(line)]
 
 
 def assert_refused_in_one_line(done, *expected):

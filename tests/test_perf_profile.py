@@ -5,9 +5,7 @@ import os
 import subprocess
 import sys
 
-import pytest
-
-TFLM_TREE = os.environ.get("HARNESS_TFLM_TREE")
+from tests.conftest import TFLM_TREE, needs_tflm_tree
 
 
 def _harness(*args):
@@ -33,7 +31,7 @@ def test_profile_on_the_virtual_board_says_why_not(small_model):
     assert "no per-operator timer" in done.stderr
 
 
-@pytest.mark.skipif(not TFLM_TREE, reason="set HARNESS_TFLM_TREE to a TFLM tree (docs/boards.md) to profile on QEMU")
+@needs_tflm_tree
 def test_operator_profile_on_qemu_adds_up_to_the_whole_invoke(small_model):
     done = _harness("profile", "--board", "qemu_m7", "--model", "wv_quality_k_2_c_3", "--tflm", TFLM_TREE, "--json")
     assert done.returncode == 0, done.stderr

@@ -15,11 +15,12 @@ from serial.tools import list_ports_common
 from harness.boards import get_board
 from harness.device.sim_board import SimBoard, TflmRunner
 from harness.firmware.platformio import generate_project, lint
-from harness.firmware.tflm_tree import TflmTree, model_operators, resolver_method
+from harness.firmware.tflm_tree import TflmTree, model_operators, resolver_method, schema
 from harness.model.tflite_file import read_tflite
-from tests.conftest import fixture_model
+from tests.conftest import assert_refused_in_one_line, error_lines, fixture_model
 
 pytest.importorskip("platformio", reason="needs the platformio package (test extras)")
+BUILTIN_OPERATORS = [name for name in vars(schema.BuiltinOperator) if not name.startswith("_")]
 MODELS = (
     "wake_vision_zoo/wv_quality_k_2_c_3.tflite",
     "tflm/person_detect.tflite",
@@ -31,8 +32,12 @@ MODELS = (
 def tflm_tree(tmp_path_factory) -> TflmTree:
     """A placeholder tree for generation (nothing is compiled here): the file TflmTree checks for."""
     root = tmp_path_factory.mktemp("tflm-tree")
-    (root / "tensorflow" / "lite" / "micro").mkdir(parents=True)
-    (root / "tensorflow" / "lite" / "micro" / "micro_interpreter.h").write_text("")
+    micro = root / "tensorflow" / "lite" / "micro"
+    micro.mkdir(parents=True)
+    (micro / "micro_interpreter.h").write_text("")
+    # The resolver's methods, as TFLM declares them, so the generator can pick each operator's kernels.
+    methods = [f"TfLiteStatus {resolver_method(op)}(const R& r = Register_{op}()) {{}}" for op in BUILTIN_OPERATORS]
+    (micro / "micro_mutable_op_resolver.h").write_text("\n".join(methods) + "\n")
     return TflmTree(root)
 
 
@@ -47,7 +52,11 @@ def test_generated_project_lints_clean_and_resolves_exactly_the_models_operators
     assert lint(project) == {"errors": [], "warnings": []}
     ini = (project.path / "platformio.ini").read_text()
     assert f"platform = {board.platformio['platform']}" in ini and "@" in board.platformio["platform"]
-    assert "-DTF_LITE_STATIC_MEMORY" in ini and "-std=gnu++17" in ini
+    if board.platformio["framework"] == "espidf":  # IDF components take no project flags: the app's CMake has them
+        assert "-DTF_LITE_STATIC_MEMORY" in (project.path / "src" / "CMakeLists.txt").read_text()
+        assert "CONFIG_COMPILER_OPTIMIZATION_PERF=y" in (project.path / "sdkconfig.defaults").read_text()
+    else:
+        assert "-DTF_LITE_STATIC_MEMORY" in ini and "build_src_flags =\n    -std=gnu++17" in ini
     resolver = (project.path / "src" / "model_ops.inc").read_text()
     methods = re.findall(r"\(r\)\.(\w+)\(\)", resolver)
     assert sorted(methods) == sorted({resolver_method(op) for op in model_operators(model.data)})
@@ -78,7 +87,8 @@ def test_nucleo_without_tflm_sources_says_what_to_pass(tmp_path, small_model):
         text=True,
         env={k: v for k, v in os.environ.items() if k != "HARNESS_TFLM_TREE"},
     )
-    assert done.returncode == 2 and "--tflm PATH" in done.stderr and done.stderr.count("\n") == 1
+    # Without --tflm harness fetches the board's tree: here from conftest's closed loopback mirror (offline).
+    assert_refused_in_one_line(done, "could not fetch", "--tflm PATH")
 
 
 FAKE_PIO = """#!{python}
@@ -167,7 +177,7 @@ def test_flash_refuses_a_board_that_answers_with_another_model(fake_pio, tmp_pat
     other = fixture_model("tflm/person_detect.tflite")
     with _BoardOnPty(other, "nucleo_h743-000000000000") as port:
         done = _flash(env, tmp_path, tflm_tree, port)
-    assert done.returncode == 2 and "answers with model" in done.stderr and done.stderr.count("\n") == 1
+    assert done.returncode == 2 and "answers with model" in done.stderr and len(error_lines(done)) == 1
 
 
 @pytest.mark.parametrize(
@@ -177,12 +187,12 @@ def test_flash_refuses_a_board_that_answers_with_another_model(fake_pio, tmp_pat
 def test_flash_reports_pio_failures_in_one_line(fake_pio, tmp_path, tflm_tree, small_model, mode, code, message):
     env, _ = fake_pio
     done = _flash(env | {"FAKE_PIO_MODE": mode, "HARNESS_PIO_TIMEOUT": "2"}, tmp_path, tflm_tree, "/dev/null")
-    assert done.returncode == code and message in done.stderr and done.stderr.count("\n") == 1
+    assert done.returncode == code and message in done.stderr and len(error_lines(done)) == 1
 
 
 def test_flash_without_platformio_installed(tmp_path, tflm_tree, small_model):
-    done = _flash(os.environ | {"PATH": "/nonexistent"}, tmp_path, tflm_tree)
-    assert done.returncode == 2 and "PlatformIO not found" in done.stderr
+    done = _flash(os.environ | {"HARNESS_PIO": "/nonexistent/pio"}, tmp_path, tflm_tree)
+    assert done.returncode == 2 and "PlatformIO not found at HARNESS_PIO=/nonexistent/pio" in done.stderr
 
 
 def _port(device, vid, pid, serial):

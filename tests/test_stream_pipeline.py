@@ -232,7 +232,6 @@ def test_the_pipeline_in_firmware_on_an_emulated_cortex_m4_equals_the_host(tmp_p
     """The deployed pipeline in our ARM firmware (TFLM frontend with its signal kernels, the keyword
     model, the C recognizer) under QEMU: the same detections as the host reference. micro_speech
     brings its frontend model; MLPerf Tiny KWS's is generated from its card (float32 scores)."""
-    import os
     from pathlib import Path
 
     from harness.audio.clips import read_clip, write_clip
@@ -242,11 +241,11 @@ def test_the_pipeline_in_firmware_on_an_emulated_cortex_m4_equals_the_host(tmp_p
     from harness.model.fetch import obtain_model
     from harness.model.tflite_file import read_tflite
     from harness.stream.run import StreamRequest, run_stream
-    from tests.conftest import SHARED, fixture_model
+    from tests.conftest import SHARED, TFLM_TREE, fixture_model
 
-    tree = os.environ.get("HARNESS_TFLM_TREE")
+    tree = TFLM_TREE
     if not tree:
-        pytest.skip("set HARNESS_TFLM_TREE to a TFLM tree (docs/boards.md) to build the streaming firmware")
+        pytest.skip("needs a TFLM tree: ../shared/fixtures/tflm (absent in a fresh clone) or HARNESS_TFLM_TREE")
     card = load_card(card_name)
     fixture_model(card.mirror_path)
     fixture_model("tflm/audio_preprocessor_int8.tflite")

@@ -99,6 +99,7 @@ static void handle_hello(hp_device *dev, const hp_frame *req) {
   p = put_tensor(p, &dev->model.output);
   p = hp_put_u8(p, dev->cfg.runner->invoke_start ? 2u : 1u);
   p = hp_put_u32(p, hal->set_baud && hal->ticks && hal->tick_hz ? hal->max_baud : 0u);
+  p = hp_put_u8(p, hal->link_flags);
   send_response(dev, HP_MSG_HELLO | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
 }
 
@@ -115,6 +116,7 @@ static void handle_load_input(hp_device *dev, const hp_frame *req) {
     return;
   }
   memcpy(dev->cfg.runner->input(dev->cfg.runner->ctx) + offset, req->payload + 4, len);
+  dev->input_seq = req->seq;
   /* Offset 0 starts an input afresh; a resent later chunk (its answer lost while the ones after it
    * went through) keeps what follows it. */
   if (offset == 0 || offset + len > dev->input_filled) dev->input_filled = offset + len;
@@ -170,6 +172,14 @@ static int invoke_finished(hp_device *dev, uint32_t wait_ms) {
   return 1;
 }
 
+/* 1 when sequence number a was sent after b. A host numbers its requests one up from the last (modulo
+ * 2^16) and resends a request with its own number, so within half the number space, a - b counts the
+ * requests sent in between. */
+static int seq_after(uint16_t a, uint16_t b) {
+  uint16_t d = (uint16_t)(a - b);
+  return d != 0 && d < 0x8000u;
+}
+
 static void handle_invoke(hp_device *dev, const hp_frame *req) {
   if (req->length != 0 && req->length != 4) {
     send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "INVOKE takes nothing or the input's CRC-32 u32");
@@ -177,12 +187,20 @@ static void handle_invoke(hp_device *dev, const hp_frame *req) {
   }
   if (!input_ready(dev, req)) return;
   const hp_runner *runner = dev->cfg.runner;
-  /* v2: the host may name the input by its CRC-32, so an INVOKE that was lost while the next
-   * input streamed in cannot run on the wrong sample when it is sent again. */
-  if (req->length == 4 && hp_get_u32(req->payload) !=
-                              hp_crc32_update(0, runner->input(runner->ctx), dev->model.input.bytes)) {
-    send_error(dev, req->seq, HP_ERR_INPUT_MISMATCH, "the loaded input is not the one named");
-    return;
+  /* v2: the host names the input by its CRC-32, so an INVOKE that was lost while the next input
+   * streamed in cannot run on the wrong sample when it is sent again. And since the host numbers its
+   * requests in order, a chunk with a later number than this INVOKE belongs to a later sample (sent
+   * ahead while this INVOKE went unanswered): if such a chunk wrote the input last, the input is not
+   * this INVOKE's, whatever its CRC says. Both refusals ask the host to run the sample again. */
+  if (req->length == 4) {
+    if (dev->model.input.bytes && seq_after(dev->input_seq, req->seq)) {
+      send_error(dev, req->seq, HP_ERR_INPUT_MISMATCH, "input loaded after this INVOKE was sent");
+      return;
+    }
+    if (hp_get_u32(req->payload) != hp_crc32_update(0, runner->input(runner->ctx), dev->model.input.bytes)) {
+      send_error(dev, req->seq, HP_ERR_INPUT_MISMATCH, "the loaded input is not the one named");
+      return;
+    }
   }
   /* The arena planner may reuse the input tensor's memory during Invoke: load it again. */
   dev->input_filled = 0;
@@ -406,6 +424,10 @@ static void handle_set_baud(hp_device *dev, const hp_frame *req) {
     return;
   }
   uint32_t baud = hp_get_u32(req->payload);
+  if (hal->link_flags & HP_LINK_NO_BAUD) {
+    send_error(dev, req->seq, HP_ERR_UNSUPPORTED, "baud does not apply to this link (USB CDC)");
+    return;
+  }
   /* Without a clock the device could not fall back from a rate the host cannot reach. */
   if (!hal->set_baud || !hal->ticks || !hal->tick_hz || baud == 0 || (hal->max_baud && baud > hal->max_baud)) {
     send_error(dev, req->seq, HP_ERR_UNSUPPORTED, "this link cannot switch to that baud rate");

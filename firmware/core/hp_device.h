@@ -19,9 +19,9 @@ extern "C" {
 #define HP_MAX_DIMS 6
 #define HP_MAX_ID_CHARS 32u /* board and build ids are cut to this length in HELLO */
 /* The largest HELLO payload: version, two ids, sha prefix, seven u32, tick kind, status, two tensors,
- * then (v2) input slots u8 and the highest baud rate the link may switch to u32. */
+ * then (v2) input slots u8, the highest baud rate the link may switch to u32 and the link flags u8. */
 #define HP_HELLO_MAX_BYTES \
-  (2u + 2u * (1u + HP_MAX_ID_CHARS) + 8u + 28u + 1u + 4u + 2u * (2u + 4u * HP_MAX_DIMS + 12u) + 1u + 4u)
+  (2u + 2u * (1u + HP_MAX_ID_CHARS) + 8u + 28u + 1u + 4u + 2u * (2u + 4u * HP_MAX_DIMS + 12u) + 1u + 4u + 1u)
 #define HP_MIN_RX_FRAME (HP_FRAME_OVERHEAD + 16u)
 #define HP_MIN_TX_FRAME (HP_FRAME_OVERHEAD + HP_HELLO_MAX_BYTES)
 #define HP_MAX_PROFILED_OPS 128u
@@ -63,6 +63,11 @@ enum hp_tick_kind {
   HP_TICKS_CPU_CYCLES = 1, /* a cycle counter such as the Cortex-M DWT or the ESP32 CCOUNT */
   HP_TICKS_WALL_CLOCK = 2, /* a real-time clock */
   HP_TICKS_EMULATED = 3    /* an emulator's virtual time; under QEMU -icount it counts instructions */
+};
+
+/* hp_hal.link_flags, sent in HELLO (v2). */
+enum hp_link_flag {
+  HP_LINK_NO_BAUD = 1u /* the link has no baud rate to set (USB CDC): the host's rate is ignored */
 };
 
 /* dtype codes are TfLiteType's: 1 float32, 2 int32, 3 uint8, 7 int16, 9 int8, ... */
@@ -127,6 +132,7 @@ typedef struct hp_hal {
    * effect before, or 0 if it cannot. max_baud bounds what SET_BAUD accepts (0: no bound). */
   uint32_t (*set_baud)(void *ctx, uint32_t baud);
   uint32_t max_baud;
+  uint8_t link_flags; /* enum hp_link_flag */
 } hp_hal;
 
 typedef struct {
@@ -150,6 +156,7 @@ typedef struct {
   hp_model_info model;
   int32_t runner_status;
   uint32_t input_filled; /* contiguous input bytes loaded since the last invoke */
+  uint16_t input_seq;    /* sequence number of the last LOAD_INPUT that wrote into the input */
   uint8_t output_valid;
   uint64_t last_byte_tick;
   /* The last answered request, so an exact retransmission gets the same answer again. */

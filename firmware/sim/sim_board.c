@@ -17,6 +17,7 @@
 #include "ee_dut.h"
 #include "hp_device.h"
 #include "hp_stream.h"
+#include "sim_pace.h"
 #include "sim_runner.h"
 
 typedef struct {
@@ -45,42 +46,9 @@ typedef struct {
   hp_stream stream; /* keyword streaming, with a frontend runner (sim_runner.c) */
 } sim_board;
 
-#define NS_PER_MS 1000000u
+static uint32_t pacing_step(const sim_board *board, uint32_t cap) { return sim_pacing_step(board->byte_ns, cap); }
 
-static uint64_t monotonic_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_until(uint64_t t_ns) {
-  struct timespec ts = {(time_t)(t_ns / 1000000000u), (long)(t_ns % 1000000000u)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-  }
-}
-
-/* Bytes a throttled link moves in about a millisecond: the pacing step, small enough that the core
- * notices a finished invoke promptly. */
-static uint32_t pacing_step(const sim_board *board, uint32_t cap) {
-  if (!board->byte_ns) return cap;
-  uint64_t step = NS_PER_MS / board->byte_ns;
-  if (step < 1) step = 1;
-  return step < cap ? (uint32_t)step : cap;
-}
-
-/* Bytes read within this long of the wire going idle were waiting: they follow back to back
- * (otherwise the pacing loop's own overhead would count as idle line time). */
-#define BACK_TO_BACK_NS 500000u
-
-/* The wire is busy from when it is free (or now, if it has been idle) for n bytes; wait until
- * they have crossed it. */
-static void pace(const sim_board *board, uint64_t *free_ns, uint32_t n) {
-  if (!board->byte_ns) return;
-  uint64_t t = monotonic_ns();
-  uint64_t start = *free_ns + BACK_TO_BACK_NS > t ? *free_ns : t;
-  *free_ns = start + (uint64_t)n * board->byte_ns;
-  sleep_until(*free_ns);
-}
+static void pace(const sim_board *board, uint64_t *free_ns, uint32_t n) { sim_pace(board->byte_ns, free_ns, n); }
 
 static int32_t posix_read(void *ctx, uint8_t *buf, uint32_t cap, uint32_t timeout_ms) {
   sim_board *board = ctx;
@@ -115,16 +83,14 @@ static int32_t posix_write(void *ctx, const uint8_t *buf, uint32_t len) {
 
 static uint64_t posix_nanos(void *ctx) {
   (void)ctx;
-  return monotonic_ns();
+  return sim_monotonic_ns();
 }
-
-static uint64_t byte_time_ns(uint32_t baud) { return baud ? 10000000000ull / baud : 0; }
 
 static uint32_t sim_set_baud(void *ctx, uint32_t baud) {
   sim_board *board = ctx;
   uint32_t before = board->baud;
   board->baud = baud;
-  if (board->throttled) board->byte_ns = byte_time_ns(baud);
+  if (board->throttled) board->byte_ns = sim_byte_time_ns(baud);
   return before;
 }
 
@@ -140,9 +106,9 @@ static const uint8_t *callback_output(void *ctx) { return ((sim_board *)ctx)->ou
 
 static int32_t callback_invoke(void *ctx) {
   sim_board *board = ctx;
-  uint64_t done = monotonic_ns() + board->invoke_ns;
+  uint64_t done = sim_monotonic_ns() + board->invoke_ns;
   int32_t status = board->invoke(board->user);
-  sleep_until(done);
+  sim_sleep_until(done);
   return status;
 }
 
@@ -150,21 +116,21 @@ static int32_t callback_invoke(void *ctx) {
  * core goes on serving the link. */
 static int32_t callback_invoke_start(void *ctx) {
   sim_board *board = ctx;
-  board->invoke_deadline = monotonic_ns() + board->invoke_ns;
+  board->invoke_deadline = sim_monotonic_ns() + board->invoke_ns;
   board->invoke_status = board->invoke(board->user);
   return 0;
 }
 
 static int32_t callback_invoke_poll(void *ctx, uint32_t wait_ms, int32_t *status) {
   sim_board *board = ctx;
-  uint64_t t = monotonic_ns();
+  uint64_t t = sim_monotonic_ns();
   if (t < board->invoke_deadline) {
-    uint64_t until = t + (uint64_t)wait_ms * NS_PER_MS;
+    uint64_t until = t + (uint64_t)wait_ms * SIM_NS_PER_MS;
     if (until < board->invoke_deadline) {
-      if (wait_ms) sleep_until(until);
+      if (wait_ms) sim_sleep_until(until);
       return 0;
     }
-    sleep_until(board->invoke_deadline);
+    sim_sleep_until(board->invoke_deadline);
   }
   *status = board->invoke_status;
   return 1;
@@ -202,7 +168,7 @@ sim_board *sim_board_create(int fd, const char *board_id, const char *build_id,
   }
   board->baud = 115200u;
   board->hal = (hp_hal){board, posix_read, posix_write, posix_nanos, 1000000000u, HP_TICKS_WALL_CLOCK,
-                        0, rx_buffer_bytes, sim_set_baud, 0};
+                        0, rx_buffer_bytes, sim_set_baud, 0, 0};
   board->runner = (hp_runner){board, callback_setup, callback_input, callback_invoke, callback_output,
                               NULL /* the TFLM host interpreter has no per-operator timer */,
                               callback_invoke_start, callback_invoke_poll};
@@ -221,9 +187,16 @@ sim_board *sim_board_create(int fd, const char *board_id, const char *build_id,
 void sim_board_emulate(sim_board *board, uint32_t baud, uint32_t max_baud, uint32_t invoke_us) {
   board->throttled = baud != 0;
   if (baud) board->baud = baud;
-  board->byte_ns = board->throttled ? byte_time_ns(board->baud) : 0;
+  board->byte_ns = board->throttled ? sim_byte_time_ns(board->baud) : 0;
   board->hal.max_baud = max_baud;
   board->invoke_ns = (uint64_t)invoke_us * 1000u;
+}
+
+/* Serve as firmware with a blocking invoke does: one input slot (no invoke_start). What arrives while
+ * the model runs waits in the pseudo-terminal, as in a board's receive ring. Call before serving. */
+void sim_board_one_slot(sim_board *board) {
+  board->runner.invoke_start = NULL;
+  board->runner.invoke_poll = NULL;
 }
 
 uint8_t *sim_board_input(sim_board *board) { return board->input; }

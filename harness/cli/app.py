@@ -17,17 +17,20 @@ from harness.cli.args import (
     reference_names,
     seed_number,
 )
-from harness.cli.devices import cmd_boards, cmd_flash, cmd_generate, cmd_link_test, cmd_perf, cmd_profile
+from harness.cli.devices import cmd_boards, cmd_build, cmd_flash, cmd_generate, cmd_link_test, cmd_perf, cmd_profile
 from harness.cli.energy import add_energy_commands
 from harness.cli.evaluation import cmd_check, cmd_compare, cmd_eval, cmd_report, cmd_runs, cmd_score
 from harness.cli.models import cmd_convert, cmd_dataset_build, cmd_datasets, cmd_inspect, cmd_models, cmd_subsets
 from harness.cli.streaming import cmd_stream, cmd_stream_score
+from harness.cli.tflm import add_tflm_commands
 from harness.errors import BuildError, InterruptedRun, LinkError, UserError
 from harness.eval.dataset import DEMO
 from harness.eval.subsets import SUBSETS
 from harness.model.card import DEFAULT_MODEL
 from harness.model.convert import DEFAULT_SPLIT_SEED
 from harness.model.references import DEFAULT_REFERENCES
+
+TFLM_HELP = "TFLM tree for QEMU firmware builds (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_REFERENCES,
         help=f"host references, comma-separated (default: {','.join(DEFAULT_REFERENCES)})",
     )
-    run.add_argument("--tflm", help="TFLM source tree for firmware builds (default: $HARNESS_TFLM_TREE)")
+    run.add_argument("--tflm", help=TFLM_HELP)
     run.add_argument("--meter", help="power meter KIND:ADDRESS for energy per inference (see docs/energy.md)")
     run.add_argument(
         "--shuffle",
@@ -96,18 +99,32 @@ def build_parser() -> argparse.ArgumentParser:
     flash.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
     flash.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
     flash.add_argument(
-        "--tflm", help="TFLM source tree (default: $HARNESS_TFLM_TREE); QEMU boards without it: self-test firmware"
+        "--tflm",
+        help="TFLM tree (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree or its pinned package, see "
+        "`harness tflm`); QEMU boards without it: self-test firmware",
     )
     flash.add_argument("--port", help="serial port of a real board, or 'auto' (default: found by USB id)")
     flash.add_argument("--serial", help="with several boards of a kind attached: the USB serial number to use")
     flash.add_argument("--out", default="build", help="where PlatformIO projects are generated (default: build)")
     flash.set_defaults(handler=cmd_flash)
 
+    build = commands.add_parser(
+        "build", parents=[output], help="generate the PlatformIO project for a board and build it (no upload)"
+    )
+    build.add_argument("--board", required=True, help="nucleo_h743, nano33ble or esp32dev")
+    build.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
+    build.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
+    build.add_argument("--tflm", help="TFLM source tree (default: $HARNESS_TFLM_TREE, else the board's choice)")
+    build.add_argument("--out", default="build", help="where projects go: OUT/<board>/<model hash>/")
+    build.set_defaults(handler=cmd_build)
+
     generate = commands.add_parser("generate", parents=[output], help="write the PlatformIO project for a board")
     generate.add_argument("--board", required=True, help="nucleo_h743, nano33ble or esp32dev")
     generate.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
     generate.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
-    generate.add_argument("--tflm", help="TFLM source tree (default: $HARNESS_TFLM_TREE, else the board's choice)")
+    generate.add_argument(
+        "--tflm", help="TFLM tree (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree or its pinned package)"
+    )
     generate.add_argument("--out", default="build", help="where projects go: OUT/<board>/<model hash>/")
     generate.set_defaults(handler=cmd_generate)
 
@@ -131,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         timed.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
         timed.add_argument("--port", help="serial device or pyserial URL of a real board")
         timed.add_argument("--dataset", default=DEMO, help="where the input comes from (its first image)")
-        timed.add_argument("--tflm", help="TFLM source tree for firmware builds (default: $HARNESS_TFLM_TREE)")
+        timed.add_argument("--tflm", help=TFLM_HELP)
         timed.set_defaults(handler=handler)
         if name == "perf":
             timed.add_argument("--runs", type=positive_int, default=50, help="timed invokes (default: 50)")
@@ -256,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--results", default="results", help="run: folder for run folders (default: results)")
     stream.add_argument("--port", help="run: serial device or pyserial URL of a real board")
     stream.add_argument("--serial", help="run: the USB serial number, with several boards of a kind")
-    stream.add_argument("--tflm", help="run: TFLM source tree for firmware builds (default: $HARNESS_TFLM_TREE)")
+    stream.add_argument("--tflm", help="run: " + TFLM_HELP)
     stream.add_argument("--clips", help="build: folder of 16 kHz mono clips (label from folder or file name)")
     stream.add_argument("--out", help="build: the stream WAV to write")
     stream.add_argument("--ledger", help="build: the ledger to write (default: OUT with .csv); run: events to score")
@@ -275,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
         handler=cmd_subsets
     )
     add_energy_commands(commands, output)
+    add_tflm_commands(commands, output)
     return parser
 
 

@@ -86,11 +86,25 @@ def reference_names(text: str) -> tuple[str, ...]:
     return names
 
 
-def tflm_tree(args):
+def tflm_tree(args, board=None):
+    """--tflm PATH, else HARNESS_TFLM_TREE, else for `board` (given when its firmware is built) the tree harness
+    prepares from its [tflm] recipe (docs/tflm.md). None: no board, or one that gets TFLM elsewhere."""
     from harness.firmware.tflm_tree import TflmTree
 
-    path = args.tflm or os.environ.get("HARNESS_TFLM_TREE")
-    return TflmTree(Path(path)) if path else None
+    path = getattr(args, "tflm", None) or os.environ.get("HARNESS_TFLM_TREE")
+    if path:
+        return TflmTree(Path(path))
+    if board is None:
+        return None
+    from harness.firmware.tflm_obtain import board_tree
+
+    return board_tree(board)
+
+
+def emulated_tflm_tree(args, board):
+    """For commands that build firmware only for QEMU boards (eval, perf, profile, stream): a real board runs
+    what was flashed, the virtual one the host interpreter."""
+    return tflm_tree(args, board if board.kind == "emulated" else None)
 
 
 def model_for(args, board):

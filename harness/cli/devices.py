@@ -4,7 +4,7 @@ import dataclasses
 from pathlib import Path
 
 from harness.boards import all_boards, get_board
-from harness.cli.args import board_with_link_options, model_for, tflm_tree
+from harness.cli.args import board_with_link_options, emulated_tflm_tree, model_for, tflm_tree
 from harness.console import print_json, stdout_console
 from harness.errors import UserError
 from harness.eval.dataset import load_dataset
@@ -74,7 +74,7 @@ def _timed(args, measure):
     board = get_board(args.board)
     card, model = model_for(args, board)
     data = sample_input(card, model, load_dataset(args.dataset))
-    with connect(board, model, args.port, tflm_tree(args)) as client:
+    with connect(board, model, args.port, emulated_tflm_tree(args, board)) as client:
         return board, card, measure(client, board, data)
 
 
@@ -132,7 +132,9 @@ def flash_device(args, board, console) -> int:
     from harness.firmware.platformio import generate_project, upload
 
     card, model = model_for(args, board)
-    project = generate_project(board, model, card.name, tflm_tree(args), Path(args.out), streaming_frontend(card))
+    project = generate_project(
+        board, model, card.name, tflm_tree(args, board), Path(args.out), streaming_frontend(card)
+    )
     port = None if args.port in (None, "auto") else args.port
     upload(project, port)
     with connect(board, model, port, serial_number=args.serial) as client:
@@ -153,11 +155,34 @@ def cmd_generate(args) -> int:
 
     board = get_board(args.board)
     card, model = model_for(args, board)
-    project = generate_project(board, model, card.name, tflm_tree(args), Path(args.out), streaming_frontend(card))
+    project = generate_project(
+        board, model, card.name, tflm_tree(args, board), Path(args.out), streaming_frontend(card)
+    )
     if args.json:
         print_json({"project": str(project.path), "build_id": project.build_id, "kernels": project.kernels})
     else:
         print(project.path)
+    return 0
+
+
+def cmd_build(args) -> int:
+    from harness.firmware.platformio import build, generate_project
+
+    board = get_board(args.board)
+    card, model = model_for(args, board)
+    project = generate_project(
+        board, model, card.name, tflm_tree(args, board), Path(args.out), streaming_frontend(card)
+    )
+    record = build(project)
+    if args.json:
+        print_json(record)
+        return 0
+    stdout_console().print(
+        f"{board.id}: built {project.build_id} ({project.kernels} kernels), model {card.name}: "
+        f"flash {record['flash_bytes']:,} of {board.flash_bytes:,} B, "
+        f"static RAM {record['static_ram_bytes']:,} of {board.ram_bytes:,} B (from the ELF); {project.path}",
+        highlight=False,
+    )
     return 0
 
 

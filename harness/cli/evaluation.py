@@ -4,7 +4,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from harness.cli.args import board_with_link_options, order_seed, tflm_tree
+from harness.cli.args import board_with_link_options, emulated_tflm_tree, order_seed
 from harness.console import percent, print_json, stdout_console
 from harness.errors import UserError
 from harness.eval.subsets import parse_subsets
@@ -101,7 +101,7 @@ def cmd_eval(args) -> int:
         port=args.port,
         results_root=Path(args.results),
         reference_names=args.references,
-        tflm=tflm_tree(args),
+        tflm=emulated_tflm_tree(args, board),
         serial_number=args.serial,
         pools=args.pools,
         strict=args.strict,

@@ -4,7 +4,7 @@ import dataclasses
 from pathlib import Path
 
 from harness.boards import get_board
-from harness.cli.args import model_for, tflm_tree
+from harness.cli.args import emulated_tflm_tree, model_for
 from harness.console import print_json, stdout_console
 from harness.errors import UserError
 
@@ -51,7 +51,7 @@ def cmd_stream_run(args) -> int:
         wav=Path(args.wav),
         results_root=Path(args.results),
         port=args.port,
-        tflm=tflm_tree(args),
+        tflm=emulated_tflm_tree(args, board),
         serial_number=args.serial,
         ledger=Path(args.ledger) if args.ledger else None,
         ledger_unit=args.ledger_unit,

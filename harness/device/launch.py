@@ -4,12 +4,8 @@ import dataclasses
 import hashlib
 import importlib.util
 import os
-import select
 import signal
-import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,9 +13,9 @@ from pathlib import Path
 from harness.boards import Board
 from harness.device.discovery import find_port
 from harness.device.labgrid_place import labgrid_port
-from harness.device.processes import die_with_parent, stop
+from harness.device.processes import BoardPty, pty_board_process
 from harness.device.qemu import qemu_link
-from harness.errors import LinkError, UserError
+from harness.errors import UserError
 from harness.firmware.build import build_firmware
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.client import DeviceClient
@@ -37,31 +33,14 @@ def sim_build_id() -> str:
     return "sim-" + hashlib.sha256(Path(origin).read_bytes()).hexdigest()[:12]
 
 
-def _wait_for_line(proc: subprocess.Popen, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
-        if ready:
-            return proc.stdout.readline().decode().strip()
-        if proc.poll() is not None:
-            return ""
-    return ""
-
-
 EEMBC_SIM_MODEL = "harness"  # what the virtual board's EEMBC DUT reports as m-model-[…]
 PROTOCOLS = ("harness", "eembc")
-
-
-class SimPty(str):
-    """The virtual board's pseudo-terminal path, with the process serving it."""
-
-    pid: int
 
 
 @contextmanager
 def sim_board_process(
     board: Board, model_path: Path | None, protocol: str = "harness", frontend: Path | None = None
-) -> Iterator[SimPty]:
+) -> Iterator[BoardPty]:
     """Run the virtual board for the duration of the block; yields its pseudo-terminal path.
     Without a model it runs as self-test firmware does: HELLO, LINK_TEST and PERF only."""
     fw = board.firmware
@@ -91,25 +70,8 @@ def sim_board_process(
         *(["--eembc-model", EEMBC_SIM_MODEL] if protocol == "eembc" else []),
         *(["--frontend", str(frontend)] if frontend else []),
     ]
-    with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            preexec_fn=die_with_parent,
-        )
-        try:
-            line = _wait_for_line(proc, SIM_START_SECONDS)
-            if not line.startswith("pty "):
-                errors.seek(0)
-                tail = errors.read().decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-                raise LinkError(f"the virtual board did not start: {tail[0]}")
-            path = SimPty(line.removeprefix("pty "))
-            path.pid = proc.pid
-            yield path
-        finally:
-            stop(proc)
+    with pty_board_process(command, "the virtual board", SIM_START_SECONDS) as path:
+        yield path
 
 
 def with_link_options(
@@ -119,7 +81,7 @@ def with_link_options(
     the rate the link starts at) and inference time, and the rate to switch to after the handshake."""
     changes: dict = {}
     if link_baud is not None or emulate_invoke_ms is not None:
-        if board.kind != "virtual":
+        if board.kind != "virtual" and not (board.kind == "hosted" and link_baud is None):
             raise UserError("--link-baud and --emulate-invoke-ms emulate a link on the virtual board: use --board sim")
         sim = dict(board.sim)
         if link_baud is not None:
@@ -150,8 +112,10 @@ def connect(
     protocol "eembc": the board runs MLPerf Tiny / EEMBC DUT firmware and `model` says what it runs."""
     if protocol not in PROTOCOLS:
         raise UserError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
-    if protocol == "eembc" and (model is None or board.kind == "emulated"):
-        raise UserError("--protocol eembc needs a model and the virtual board or a real one (QEMU boards run ours)")
+    if protocol == "eembc" and (model is None or board.kind in ("emulated", "hosted")):
+        raise UserError(
+            "--protocol eembc needs a model and the virtual board or a real one (QEMU and hosted boards run ours)"
+        )
     if labgrid_place and board.kind != "device":
         raise UserError(f"--labgrid-place needs a real board, not {board.id} ({board.kind})")
     if board.kind == "virtual":
@@ -161,6 +125,16 @@ def connect(
             sim_board_process(board, model.path if model else None, protocol, frontend) as pty_path,
             _through_faults(pty_path, board, faults, lambda: os.kill(pty_path.pid, signal.SIGUSR1)) as (url, counts),
             _client(url, board, model if protocol == "eembc" else None) as client,
+        ):
+            client.stats.faults_injected = counts
+            yield client
+    elif board.kind == "hosted":  # a real board's HAL compiled for this machine (harness/device/hosted_hal.py)
+        from harness.device.hosted_hal import hosted_board_process
+
+        with (
+            hosted_board_process(board, model.path if model else None) as pty_path,
+            _through_faults(pty_path, board, faults, None) as (url, counts),
+            _client(url, board) as client,
         ):
             client.stats.faults_injected = counts
             yield client

@@ -118,11 +118,13 @@ class NativeRunner:
 @dataclass(frozen=True)
 class LinkEmulation:
     """The virtual board's link paced like a UART at `baud` (0: as fast as the pseudo-terminal goes),
-    switchable up to max_baud (0: any rate), and invokes lasting at least invoke_ms."""
+    switchable up to max_baud (0: any rate), and invokes lasting at least invoke_ms. input_slots=1 serves
+    as firmware with a blocking invoke does (one input slot; what arrives meanwhile waits in the link)."""
 
     baud: int = 0
     max_baud: int = 0
     invoke_ms: float = 0.0
+    input_slots: int = 2
 
 
 class SimBoard:
@@ -174,6 +176,8 @@ class SimBoard:
             self._lib.sim_board_emulate(
                 self._board, emulation.baud, emulation.max_baud, round(emulation.invoke_ms * 1000)
             )
+            if emulation.input_slots < 2:
+                self._lib.sim_board_one_slot(self._board)
         if eembc_model is not None:
             self._eembc_ids = (board_id.encode(), eembc_model.encode())  # must outlive the board
             buffer = max(runner.model_info.input.bytes, EEMBC_BUFFER_BYTES)

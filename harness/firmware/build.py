@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from harness.boards import Board
 from harness.errors import BuildError, UserError
 from harness.firmware.elf import memory_usage
-from harness.firmware.tflm_tree import TflmTree, resolver_source
+from harness.firmware.tflm_tree import TflmTree, model_operators, resolver_source
 from harness.model.tflite_file import TfliteModel
 from harness.paths import cache_dir, share_dir
 
@@ -210,7 +210,8 @@ def build_firmware(
             f"building a model into {board.id}'s firmware needs TFLM sources: pass --tflm PATH (see docs/boards.md)"
         )
     sources = _sources(board, with_model=model is not None)
-    library = tflm.library(board, TOOLCHAIN) if model is not None else None
+    operators = [*model_operators(model.data), *(model_operators(frontend.data) if frontend else [])] if model else []
+    library = tflm.library(board, TOOLCHAIN, operators) if model is not None else None
     fingerprint = _fingerprint(board, sources, model, library, frontend)
     build_id = f"{board.id}-{fingerprint}"
     final = cache_dir() / "firmware" / build_id

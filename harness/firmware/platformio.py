@@ -9,8 +9,7 @@ import hashlib
 import json
 import os
 import shutil
-import signal
-import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,18 +19,23 @@ from harness import __version__
 from harness.boards import Board
 from harness.errors import BuildError, UserError
 from harness.firmware.build import config_header
+from harness.firmware.build_runs import run_build
 from harness.firmware.elf import memory_usage
 from harness.firmware.tflm_tree import TflmTree, resolver_source
 from harness.model.tflite_file import TfliteModel
 from harness.model.tflm import arena_used_bytes, make_interpreter
-from harness.paths import share_dir
+from harness.paths import cache_dir, share_dir
 
-COMMON_FLAGS = ["-std=gnu++17", "-O2", "-DTF_LITE_STATIC_MEMORY", "-DNDEBUG"]
-UNFLAGS = ["-std=gnu++14", "-std=gnu++11", "-Os"]
+COMMON_FLAGS = ["-O2", "-DTF_LITE_STATIC_MEMORY", "-DNDEBUG"]
+UNFLAGS = ["-Os"]
+# C++17 for what needs it (TFLM's tree, harness's runner): src/ and the tflm library only. The framework keeps
+# its own standard: the mbed core's Arduino.h defines an abs() macro that breaks C++17's <chrono>.
+CXX_STD = "-std=gnu++17"
 ARENA_MARGIN = 1.25  # the host's 64-bit figure is an estimate; 32-bit devices need a little less
 ARENA_SLACK_BYTES = 4096
 UPLOAD_TIMEOUT_SECONDS = 1800
 BUILD_RECORD = "harness-build.json"
+FRAMEWORK_SOURCES = 100  # about what an Arduino or IDF framework adds to a build: only for the progress bar
 KERNELS_BY_SOURCE = {
     "lib_deps": "cmsis_nn (Arduino_TensorFlowLite library)",
     "idf_component": "esp-nn (esp-tflite-micro component)",
@@ -47,6 +51,7 @@ class PioProject:
     model_sha256: str
     kernels: str
     flags: list[str]
+    source_count: int  # files PlatformIO compiles besides the framework's: the progress estimate
 
 
 def _firmware_dir() -> Path:
@@ -85,6 +90,35 @@ def _tflm_source(board: Board, tflm: TflmTree | None) -> str:
     return source
 
 
+def tflm_library_dir(tflm: TflmTree) -> Path:
+    """The tree as a PlatformIO library, one folder per tree in harness's cache, shared by every project.
+
+    PlatformIO's build cache keys an object by its output path, which holds a hash of the library's
+    folder: one folder for all projects lets every model's build reuse the TFLM objects of the first.
+    The library is the whole tree, archived, so the linker takes only the kernels a firmware calls."""
+    folder = cache_dir() / "platformio-libraries" / tflm.fingerprint
+    manifest = {
+        "name": "tflm",
+        "version": "0.0.0",
+        "description": f"TFLM tree {tflm.root} ({tflm.kernels} kernels), given to harness",
+        "build": {
+            "srcDir": str(tflm.root),
+            "includeDir": str(tflm.root),
+            "flags": [CXX_STD],
+            "srcFilter": ["-<*>"] + [f"+<{path.relative_to(tflm.root)}>" for path in tflm.sources],
+            "libArchive": True,
+        },
+    }
+    text = json.dumps(manifest, indent=2) + "\n"
+    target = folder / "tflm" / "library.json"
+    if not target.is_file() or target.read_text() != text:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f"library.json.{os.getpid()}.partial")
+        partial.write_text(text)
+        partial.replace(target)
+    return folder
+
+
 def _sources(board: Board) -> list[Path]:
     fw = _firmware_dir()
     family = board.firmware.get("family")
@@ -114,13 +148,17 @@ def _render_files(board: Board, model: TfliteModel, card_name: str, tflm, source
         files["src/frontend_data.cc"] = model_array_source(frontend.data, "g_harness_frontend").encode()
         files["src/frontend_ops.inc"] = resolver_source(frontend, "HARNESS_FRONTEND").encode()
     flags = [*COMMON_FLAGS, *pio.get("build_flags", [])]
-    lib_deps = []
+    # ESP-IDF: PlatformIO's espidf builder applies build_flags and build_unflags to every IDF component, where
+    # they lose to each component's own flags (-Og and -std=gnu++2b come later on the command line) or do
+    # harm (unflagging -std=gnu++14 leaves esp-tflite-micro at its earlier -std=c++11, which it does not
+    # compile under). There the optimisation is the sdkconfig's choice (-O2) and the defines are the app's.
+    espidf = pio["framework"] == "espidf"
+    lib_deps, lib_extra_dirs = [], []
     if source == "tree":
-        flags += [d for d in tflm.defines if d not in flags] + [f"-I{path}" for path in tflm.include_dirs]
-        files["lib/tflm/library.json"] = (
-            '{\n  "name": "tflm",\n  "version": "0.0.0",\n  "description": "TFLM tree given to harness",\n'
-            f'  "build": {{"srcDir": "{tflm.root}", "includeDir": "{tflm.root}", "libArchive": false}}\n}}\n'
-        ).encode()
+        # The framework brings CMSIS Core: the tree's copy stays out, so one build sees one CMSIS.
+        flags += [d for d in tflm.defines if d not in flags] + [f"-I{path}" for path in tflm.framework_include_dirs]
+        lib_extra_dirs = [str(tflm_library_dir(tflm))]
+        lib_deps = ["tflm"]  # named: the dependency finder ties no header outside the library's folder to it
     elif source == "lib_deps":
         lib_deps = list(pio["lib_deps"])
     if pio["framework"] == "espidf":
@@ -145,10 +183,14 @@ def _render_files(board: Board, model: TfliteModel, card_name: str, tflm, source
         framework=pio["framework"],
         upload_protocol=pio["upload_protocol"],
         baudrate=board.baudrate,
-        unflags=UNFLAGS,
-        flags=flags,
+        unflags=list(pio.get("build_unflags", [])) if espidf else [*UNFLAGS, *pio.get("build_unflags", [])],
+        flags=[f for f in pio.get("build_flags", []) if not f.startswith("-D")] if espidf else flags,
+        src_flags=[] if espidf else [CXX_STD],
         lib_deps=lib_deps,
+        lib_extra_dirs=lib_extra_dirs,
     )
+    # What the app is really compiled with (on ESP-IDF: the sdkconfig's -O2 and the app's defines).
+    flags = ["-O2", *(f for f in flags if f.startswith("-D"))] if espidf else [CXX_STD, *flags]
     return files, templates, context, flags
 
 
@@ -185,7 +227,9 @@ def generate_project(
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
     kernels = tflm.kernels if source == "tree" else KERNELS_BY_SOURCE[source]
-    return PioProject(board, target, board.id, build_id, model.sha256, kernels, flags)
+    compiled = sum(name.startswith("src/") and name.endswith((".c", ".cc", ".cpp")) for name in files)
+    compiled += len(tflm.sources) if source == "tree" else 0
+    return PioProject(board, target, board.id, build_id, model.sha256, kernels, flags, compiled + FRAMEWORK_SOURCES)
 
 
 def lint(project: PioProject) -> dict:
@@ -195,40 +239,85 @@ def lint(project: PioProject) -> dict:
     return ProjectConfig.lint(str(project.path / "platformio.ini"))
 
 
-def upload(project: PioProject, port: str | None, timeout: int | None = None) -> Path:
-    """`pio run -t upload` for the project; returns its log. PlatformIO's registry calls hang rather than
-    fail when offline, so the whole call is bounded."""
-    timeout = timeout or int(os.environ.get("HARNESS_PIO_TIMEOUT", str(UPLOAD_TIMEOUT_SECONDS)))
-    pio = shutil.which("pio") or shutil.which("platformio")
-    if pio is None:
-        raise UserError("PlatformIO not found: `pip install platformio` (its `pio` must be on PATH)")
-    command = [pio, "run", "-d", str(project.path), "-e", project.env, "-t", "upload"]
-    if port:
-        command += ["--upload-port", port]
-    env = os.environ | {
+def _pio_environment() -> dict:
+    """PlatformIO asks no one and shares compiled objects between projects (the TFLM library above all).
+    PLATFORMIO_CORE_DIR, when set, names a prepared core dir: how an air-gapped lab builds."""
+    return os.environ | {
         "PLATFORMIO_SETTING_ENABLE_TELEMETRY": "No",
         "PLATFORMIO_SETTING_CHECK_PLATFORMIO_INTERVAL": "3650",
+        "PLATFORMIO_BUILD_CACHE_DIR": os.environ.get(
+            "PLATFORMIO_BUILD_CACHE_DIR", str(cache_dir() / "platformio-build-cache")
+        ),
     }
-    log = project.path / "upload.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+
+
+def _pio_executable() -> str:
+    """HARNESS_PIO if set, else `pio` on PATH, else the PlatformIO installed with harness."""
+    chosen = os.environ.get("HARNESS_PIO")
+    if chosen:
+        if not (shutil.which(chosen) or Path(chosen).is_file()):
+            raise UserError(f"PlatformIO not found at HARNESS_PIO={chosen}: point it at a `pio` executable or unset it")
+        return chosen
+    beside_harness = Path(sys.executable).parent / "pio"
+    found = shutil.which("pio") or (str(beside_harness) if beside_harness.is_file() else None)
+    if found is None:
+        raise UserError("PlatformIO not found: `pip install platformio` (its `pio` must be on PATH)")
+    return found
+
+
+def _run_pio(project: PioProject, targets: list[str], port: str | None, timeout: int | None, log_name: str) -> Path:
+    """`pio run` for the project, bounded in time: PlatformIO's registry calls hang rather than fail."""
+    timeout = timeout or int(os.environ.get("HARNESS_PIO_TIMEOUT", str(UPLOAD_TIMEOUT_SECONDS)))
+    command = [_pio_executable(), "run", "-d", str(project.path), "-e", project.env, *targets]
+    if port:
+        command += ["--upload-port", port]
+    log = project.path / log_name
+    try:
+        run_build(
+            command,
+            project.path,
+            log,
+            what=f"the {project.board.id} firmware with PlatformIO ({'upload' if targets else 'build'})",
+            sources=project.source_count,
+            compile_markers=("Compiling ",),
+            timeout=timeout,
+            env=_pio_environment(),
+        )
+    except BuildError as error:
+        if "did not finish within" in str(error):
             raise BuildError(
                 f"PlatformIO did not finish within {timeout} s (offline, its registry calls hang); log: {log}"
             ) from None
-    if code != 0:
         lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
         errors = [line for line in lines if "error" in line.lower()] or lines[-1:] or ["no output"]
-        raise BuildError(f"PlatformIO build/upload failed ({errors[-1].strip()}); log: {log}")
+        raise BuildError(f"PlatformIO build/upload failed ({errors[-1].strip()[:200]}); log: {log}") from None
+    return log
+
+
+def build(project: PioProject, timeout: int | None = None) -> dict:
+    """`pio run`: compile and link the project; returns the build record (flash and RAM from the ELF),
+    refusing firmware that does not fit the board."""
+    _run_pio(project, [], None, timeout, "build.log")
+    record = _record_build(project)
+    if "flash_bytes" not in record:
+        raise BuildError(f"PlatformIO reported success but left no firmware.elf; log: {project.path / 'build.log'}")
+    for figure, limit in (("flash_bytes", project.board.flash_bytes), ("static_ram_bytes", project.board.ram_bytes)):
+        if record[figure] > int(limit):
+            raise BuildError(
+                f"the {project.board.id} firmware needs {record[figure]} bytes of {figure.split('_')[-2]} and the "
+                f"board has {limit}: choose a smaller model or lower [firmware] arena_bytes"
+            )
+    return record
+
+
+def upload(project: PioProject, port: str | None, timeout: int | None = None) -> Path:
+    """`pio run -t upload` for the project (it builds first); returns its log."""
+    log = _run_pio(project, ["-t", "upload"], port, timeout, "upload.log")
     _record_build(project)
     return log
 
 
-def _record_build(project: PioProject) -> None:
+def _record_build(project: PioProject) -> dict:
     """What results need to know about this firmware, kept beside the project for `harness eval`."""
     elf = project.path / ".pio" / "build" / project.env / "firmware.elf"
     record = {
@@ -241,6 +330,7 @@ def _record_build(project: PioProject) -> None:
         **(memory_usage(elf) if elf.is_file() else {}),
     }
     (project.path / BUILD_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+    return record
 
 
 def recorded_build(build_id: str, out_root: Path = Path("build")) -> dict | None:

@@ -1,14 +1,22 @@
-"""A user-supplied TFLM source tree (the output of tflite-micro's create_tflm_tree.py): its compiled
-library per CPU, and the op resolver a model needs. Harness never ships or fetches TFLM itself."""
+"""A TFLM source tree (the output of tflite-micro's create_tflm_tree.py): its compiled library per CPU,
+and the op resolver a model needs.
 
+A firmware compiles the tree's framework sources and only the kernel files that define the operators
+its models use: TFLM's op resolver names a kernel by its Register_* function, and every other kernel
+file is dead code in that firmware (the linker would drop it anyway), so leaving it out changes no
+byte of the firmware and saves most of a first build.
+"""
+
+import fcntl
 import hashlib
-import subprocess
+import re
 from functools import cached_property
 from pathlib import Path
 
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
 
-from harness.errors import BuildError, UserError
+from harness.errors import UserError
+from harness.firmware.build_runs import run_build
 from harness.paths import cache_dir
 
 # MicroMutableOpResolver method names that are not the CamelCase of the builtin operator's name.
@@ -26,6 +34,10 @@ _METHOD_EXCEPTIONS = {
 _CUSTOM_METHODS = {"TFLite_Detection_PostProcess": "AddDetectionPostprocess"}
 _BUILTIN_NAMES = {value: name for name, value in vars(schema.BuiltinOperator).items() if not name.startswith("_")}
 LIBRARY_TIMEOUT_SECONDS = 3600
+_RESOLVER_HEADER = "tensorflow/lite/micro/micro_mutable_op_resolver.h"
+_RESOLVER_METHOD = re.compile(r"TfLiteStatus (Add\w+)\(")
+_REGISTRATION_USE = re.compile(r"\bRegister_(\w+)\(\)")
+_REGISTRATION_DEFINITION = re.compile(r"\bRegister_(\w+)\(\)\s*\{")
 
 
 def model_operators(model_data: bytes) -> list[str]:
@@ -66,6 +78,13 @@ class TflmTree:
                 f"{root} is not a TFLM tree (no tensorflow/lite/micro/micro_interpreter.h); "
                 "generate one with tflite-micro's create_tflm_tree.py (docs/boards.md)"
             )
+        if (self.root / "tensorflow" / "lite" / "micro" / "tools" / "make" / "Makefile").is_file():
+            # A checkout also holds tests, examples and tools: compiled as a library they fail to link.
+            raise UserError(
+                f"{root} is a tflite-micro checkout, not a TFLM tree; generate a tree from it with "
+                "tensorflow/lite/micro/tools/project_generation/create_tflm_tree.py and pass that, or leave out "
+                "--tflm and let harness prepare one (`harness tflm prepare --board BOARD`, docs/tflm.md)"
+            )
 
     @cached_property
     def sources(self) -> list[Path]:
@@ -73,6 +92,41 @@ class TflmTree:
         return [
             p for p in sorted(self.root.rglob("*")) if p.suffix in (".cc", ".c") and not p.name.endswith("_test.cc")
         ]
+
+    @cached_property
+    def kernel_files(self) -> dict[str, Path]:
+        """Register_* function name -> the one source file that defines it."""
+        defined = {}
+        for source in self.sources:
+            if source.suffix == ".cc":
+                for name in _REGISTRATION_DEFINITION.findall(source.read_text(errors="replace")):
+                    defined[name] = source
+        return defined
+
+    @cached_property
+    def _registrations_by_method(self) -> dict[str, list[str]]:
+        """MicroMutableOpResolver method -> the Register_* functions it takes by default."""
+        header = (self.root / _RESOLVER_HEADER).read_text(errors="replace")
+        starts = [(m.start(), m.group(1)) for m in _RESOLVER_METHOD.finditer(header)]
+        bodies = {}
+        for (start, method), (end, _) in zip(starts, [*starts[1:], (len(header), "")], strict=True):
+            bodies[method] = _REGISTRATION_USE.findall(header[start:end])
+        return bodies
+
+    def sources_for(self, operators: list[str]) -> list[Path]:
+        """The framework sources plus the kernel files these operators' registrations live in."""
+        kernel_files = set(self.kernel_files.values())
+        wanted = set()
+        for operator in dict.fromkeys(operators):
+            method = resolver_method(operator)
+            registrations = self._registrations_by_method.get(method)
+            if registrations is None:
+                raise UserError(
+                    f"this TFLM tree's op resolver has no {method}() for the model's {operator}: "
+                    "use a newer TFLM tree, or a model without that operator"
+                )
+            wanted |= {self.kernel_files[name] for name in registrations if name in self.kernel_files}
+        return [source for source in self.sources if source not in kernel_files or source in wanted]
 
     @cached_property
     def fingerprint(self) -> str:
@@ -83,7 +137,18 @@ class TflmTree:
         return digest.hexdigest()[:16]
 
     @property
+    def cmsis_core_include(self) -> Path:
+        """The tree's copy of CMSIS Core: for bare-metal builds only; an Arduino or IDF framework brings
+        its own CMSIS, and one build must never see two."""
+        return self.root / "third_party" / "cmsis" / "CMSIS" / "Core" / "Include"
+
+    @property
     def include_dirs(self) -> list[Path]:
+        return [*self.framework_include_dirs, *([self.cmsis_core_include] if self.cmsis_core_include.is_dir() else [])]
+
+    @property
+    def framework_include_dirs(self) -> list[Path]:
+        """What the tree's own sources need besides CMSIS Core."""
         third_party = self.root / "third_party"
         candidates = [
             self.root,
@@ -93,7 +158,6 @@ class TflmTree:
             third_party / "kissfft",
             third_party / "cmsis_nn",
             third_party / "cmsis_nn" / "Include",
-            third_party / "cmsis" / "CMSIS" / "Core" / "Include",
         ]
         return [path for path in candidates if path.is_dir()]
 
@@ -126,35 +190,47 @@ class TflmTree:
     def kernels(self) -> str:
         return "cmsis_nn" if self.has_cmsis_nn else "reference"
 
-    def library(self, board, toolchain: str) -> Path:
-        """libtflm.a compiled for the board's CPU flags, cached by its whole build recipe."""
+    def library(self, board, toolchain: str, operators: list[str]) -> Path:
+        """libtflm.a for the board's CPU flags with the kernels of `operators`, cached: objects by the
+        tree and the compile flags (shared by every selection of kernels), the archive by the selection."""
         cpu = board.firmware["cpu_flags"]
         flags = f"{cpu} -g -ffunction-sections -fdata-sections -fno-unwind-tables {' '.join(self.defines)} " + " ".join(
             f"-I{path}" for path in self.include_dirs
         )
-        rules, objects = [], []
-        for index, source in enumerate(self.sources):
-            obj = f"obj/{index}_{source.stem}.o"
-            objects.append(obj)
+        rules, objects = [".DELETE_ON_ERROR:\n"], {}
+        for source in self.sources:
+            obj = f"obj/{hashlib.sha1(str(source.relative_to(self.root)).encode()).hexdigest()[:10]}_{source.stem}.o"
+            objects[source] = obj
             compiler = (
                 f"{toolchain}g++ {flags} {self.optimization(source)} -std=c++17 -fno-rtti -fno-exceptions "
                 "-fno-threadsafe-statics"
                 if source.suffix == ".cc"
                 else f"{toolchain}gcc {flags} {self.optimization(source)} -std=c11"
             )
-            rules.append(f"{obj}: {source}\n\t@mkdir -p obj\n\t{compiler} -c $< -o $@\n")
-        makefile = f"libtflm.a: {' '.join(objects)}\n\t{toolchain}ar rcs $@ $^\n\n" + "\n".join(rules)
-        key = hashlib.sha256(f"{self.fingerprint}|{makefile}".encode()).hexdigest()[:16]
-        folder = cache_dir() / "tflm" / key
-        library = folder / "libtflm.a"
-        if library.is_file():
-            return library
+            rules.append(f"{obj}: {source}\n\t@mkdir -p obj\n\t{compiler} -c $< -o $@.tmp && mv $@.tmp $@\n")
+        makefile = "\n".join(rules)
+        folder = cache_dir() / "tflm" / hashlib.sha256(f"{self.fingerprint}|{makefile}".encode()).hexdigest()[:16]
+        wanted = [objects[source] for source in self.sources_for(operators)]
+        selection = hashlib.sha256(" ".join(wanted).encode()).hexdigest()[:12]
+        library = folder / f"libtflm-{selection}.a"
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "Makefile").write_text(makefile)
-        with open(folder / "build.log", "w") as log:
-            done = subprocess.run(
-                ["make", "-j2"], cwd=folder, stdout=log, stderr=subprocess.STDOUT, timeout=LIBRARY_TIMEOUT_SECONDS
+        with open(folder / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # two harness processes never compile into one folder at once
+            if library.is_file():
+                return library
+            (folder / "rules.mk").write_text(makefile)
+            (folder / f"{selection}.mk").write_text(
+                f"include rules.mk\n{library.name}: {' '.join(wanted)}\n"
+                f"\trm -f $@.tmp && {toolchain}ar rcs $@.tmp $^ && mv $@.tmp $@\n"
             )
-        if done.returncode != 0:
-            raise BuildError(f"the TFLM library did not build for {board.id}; log: {folder / 'build.log'}")
+            missing = sum(not (folder / obj).is_file() for obj in wanted)
+            run_build(
+                ["make", "-j2", "-f", f"{selection}.mk", library.name],
+                folder,
+                folder / f"build-{selection}.log",
+                what=f"the TFLM library for {board.id} ({self.kernels}, {len(wanted)} of {len(objects)} sources)",
+                sources=missing,
+                compile_markers=(f"{toolchain}g++ ", f"{toolchain}gcc "),
+                timeout=LIBRARY_TIMEOUT_SECONDS,
+            )
         return library

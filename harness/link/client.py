@@ -63,6 +63,9 @@ RECONNECT_POLL_SECONDS = 0.2
 RESETS_PER_SAMPLE = 20  # boot notices tolerated while one sample runs before giving up (a boot loop)
 MIN_WINDOW_FRAME = 256  # below this, framing overhead outweighs what a window gains
 FALLBACK_SECONDS = 1.2  # the device's probation after SET_BAUD (HP_BAUD_PROBATION_MS) and a margin
+# Of a one-slot device's link buffer, what chunks sent ahead of an INVOKE's answer leave free: room for a
+# resent INVOKE (and its padding) queued behind them while the model still runs.
+AHEAD_RESERVE = 64
 
 
 class DeviceReset(LinkError):
@@ -154,56 +157,7 @@ class DeviceClient:
         """The input in chunks of the largest frame, a window of them in flight: as many as the device's
         frame buffer and link buffer hold. A lost or damaged chunk sends the window again from the last
         byte the device acknowledged."""
-        info = self._require_info()
-        if len(data) != info.input.bytes:
-            raise LinkError(f"input is {len(data)} bytes, the device expects {info.input.bytes}")
-        # Bytes in flight are bounded by the device's frame buffer plus its link buffer; frames small
-        # enough that three fit keep the line busy while the device handles one and the host is slow
-        # to send the next.
-        budget = info.max_request_frame + info.rx_buffer_bytes
-        frame_bytes = min(info.max_request_frame, max(budget // 3, MIN_WINDOW_FRAME))
-        largest = min(info.max_request_payload, frame_bytes - OVERHEAD) - 4
-        chunk = min(largest, self._chunk_limit or largest)
-        window = max(1, min(MAX_WINDOW, budget // (chunk + 4 + OVERHEAD)))
-        acked, sent, failures, faults = 0, 0, 0, 0
-        outstanding: dict[int, int] = {}  # sequence number -> input bytes loaded once it is acknowledged
-        while acked < len(data):
-            burst = b""
-            while len(outstanding) < window and sent < len(data):
-                piece = data[sent : sent + chunk]
-                seq = self._next_seq()
-                burst += encode_frame(Msg.LOAD_INPUT, seq, load_input_payload(sent, piece))
-                self.stats.frames_sent += 1
-                sent += len(piece)
-                outstanding[seq] = sent
-            if burst:
-                self.port.write(burst + (PAD if self._damaged_link else b""))
-            wait = min(self.timeout, DAMAGED_LINK_WAIT) if self._damaged_link else self.timeout
-            event = self._next_answer(set(outstanding), wait + self.wire_seconds(window * frame_bytes))
-            ok = event is not None and event.type == Msg.LOAD_INPUT | RESPONSE_BIT
-            if not ok and event is not None and event.type == Msg.ERROR:
-                code, text = parse_error(event.payload)
-                if code not in RESEND_INPUT_ERRORS:
-                    raise DeviceError(code, text)
-                if code == ErrorCode.BAD_OFFSET and failures >= 2:
-                    acked = 0  # the device holds less than it acknowledged: a reset whose notice was lost
-            if ok:
-                acked = max(acked, int.from_bytes(event.payload[:4], "little"))
-                del outstanding[event.seq]
-                failures = 0
-                continue
-            failures += 1
-            faults += 1
-            if failures > self._retries():
-                raise LinkError(f"input not accepted after {failures} attempts; check the link and the baud rate")
-            self.stats.go_backs += 1
-            acked = self._drain(outstanding, acked)
-            self.stats.resends += len(outstanding)
-            outstanding.clear()
-            sent = acked
-            chunk = min(largest, max(MIN_CHUNK, chunk // 2))  # a damaged link: smaller frames get through more often
-            window = max(1, min(MAX_WINDOW, budget // (chunk + 4 + OVERHEAD)))
-        self._chunk_limit = chunk if faults else min(largest, chunk * 2)
+        _InputLoad(self, data).finish()
 
     def _drain(self, outstanding: dict[int, int], acked: int) -> int:
         """Before going back: an empty LINK_TEST behind the frames still on their way. The device answers
@@ -243,18 +197,24 @@ class DeviceClient:
         return self._invoke_result(self._start_invoke(None))
 
     def run_stream(self, inputs: Iterable[bytes]) -> Iterator[InvokeResult]:
-        """Results in order. On a device with two input slots, sample k+1 streams while k is inferred.
-        A device reset (boot notice) costs a new handshake and the samples it interrupted, never a result."""
+        """Results in order. On a device with two input slots, sample k+1 streams while k is inferred; on
+        a one-slot device with a link buffer, the first bytes of k+1 (as many as that buffer holds) go
+        out right after INVOKE(k) and wait there until the invoke ends. A device reset (boot notice)
+        costs a new handshake and the samples it interrupted, never a result."""
         info = self._require_info()
-        if info.input_slots < 2:
+        ahead = info.input_slots < 2 and self._ahead_limit() > 0
+        if info.input_slots < 2 and not ahead:
             for data in inputs:
                 yield self._recovering(lambda data=data: self.run(data))
             return
         pending = None  # (data, started invoke)
         for data in inputs:
             try:
-                self.load_input(data)
-                result = self._finish_pipelined(*pending, next_data=data) if pending else None
+                if ahead and pending:
+                    result = self._finish_sending_ahead(*pending, next_data=data)
+                else:
+                    self.load_input(data)
+                    result = self._finish_pipelined(*pending, next_data=data) if pending else None
             except LOST_STATE as lost:
                 self._recover(lost)
                 result = self._recovering(lambda p=pending: self.run(p[0])) if pending else None
@@ -268,6 +228,44 @@ class DeviceClient:
             except LOST_STATE as lost:
                 self._recover(lost)
                 yield self._recovering(lambda: self.run(pending[0]))
+
+    def _ahead_limit(self) -> int:
+        """Bytes of the next input a one-slot device may be sent while it runs the model: its link buffer
+        (HELLO) less room for a resent INVOKE, and only where that INVOKE names its input (v2), so the
+        device can refuse it once the next input has overwritten this one. 0: none (send nothing ahead)."""
+        info = self._require_info()
+        limit = info.rx_buffer_bytes - AHEAD_RESERVE
+        if info.protocol_version < 2 or limit < MIN_CHUNK + 4 + OVERHEAD + len(PAD):
+            return 0
+        return limit
+
+    def _finish_sending_ahead(self, data: bytes, started, next_data: bytes) -> InvokeResult:
+        """One-slot pipelining: INVOKE(k) is on its way; send the first chunks of k+1 at once (they wait in
+        the device's link buffer while the model runs), collect k's answer, then send the rest of k+1.
+        If INVOKE(k) was lost or damaged, the device handled those chunks first: the resent INVOKE is
+        refused (state lost: the input was written by a chunk sent after it) and k runs again."""
+        load = _InputLoad(self, next_data)
+        try:
+            load.send_ahead(self._ahead_limit())
+            try:
+                result = self._invoke_result(started)
+            except DeviceError as error:
+                if error.code not in STATE_LOST_ERRORS:
+                    raise
+                result = None
+            if result is not None:
+                try:
+                    load.finish()
+                except LOST_STATE as lost:  # k's answer is in hand; only k+1 must be loaded again
+                    self._recover(lost)
+                    self._recovering(lambda: self.load_input(next_data))
+                return result
+        finally:
+            load.forget()
+        self.stats.reruns += 1
+        result = self._recovering(lambda: self.run(data))
+        self._recovering(lambda: self.load_input(next_data))
+        return result
 
     def _recover(self, cause: Exception | None = None) -> None:
         """After a boot notice: a new handshake (which may itself meet another reset). After the port
@@ -565,6 +563,103 @@ class DeviceClient:
         if self.info is None:
             self.info = self.hello()
         return self.info
+
+
+class _InputLoad:
+    """One input on its way to the device (DeviceClient.load_input): chunks of the largest frame, a
+    window of them in flight, going back to the last acknowledged byte after a loss or damage.
+    send_ahead puts the first chunks out before an INVOKE's answer is in (one-slot pipelining); finish
+    sends the rest and waits until the device holds the whole input."""
+
+    def __init__(self, client: DeviceClient, data: bytes):
+        info = client._require_info()
+        if len(data) != info.input.bytes:
+            raise LinkError(f"input is {len(data)} bytes, the device expects {info.input.bytes}")
+        self.client, self.data = client, data
+        # Bytes in flight are bounded by the device's frame buffer plus its link buffer; frames small
+        # enough that three fit keep the line busy while the device handles one and the host is slow
+        # to send the next.
+        self.budget = info.max_request_frame + info.rx_buffer_bytes
+        self.frame_bytes = min(info.max_request_frame, max(self.budget // 3, MIN_WINDOW_FRAME))
+        self.largest = min(info.max_request_payload, self.frame_bytes - OVERHEAD) - 4
+        self.chunk = min(self.largest, client._chunk_limit or self.largest)
+        self.window = self._window()
+        self.acked = self.sent = self.faults = 0
+        self.outstanding: dict[int, int] = {}  # sequence number -> input bytes loaded once it is acknowledged
+        self.ahead: set[int] = set()  # chunks sent ahead, whose answers may come while others are awaited
+
+    def _window(self) -> int:
+        return max(1, min(MAX_WINDOW, self.budget // (self.chunk + 4 + OVERHEAD)))
+
+    def _frame(self) -> bytes:
+        piece = self.data[self.sent : self.sent + self.chunk]
+        seq = self.client._next_seq()
+        self.client.stats.frames_sent += 1
+        frame = encode_frame(Msg.LOAD_INPUT, seq, load_input_payload(self.sent, piece))
+        self.sent += len(piece)
+        self.outstanding[seq] = self.sent
+        return frame
+
+    def send_ahead(self, limit: int) -> None:
+        """As many chunks as fit `limit` bytes (framing and padding included), in one burst, their answers
+        kept for finish() while the client awaits other answers."""
+        client = self.client
+        pad = PAD if client._damaged_link else b""
+        burst = b""
+        while self.sent < len(self.data):
+            size = min(self.chunk, len(self.data) - self.sent) + 4 + OVERHEAD
+            if len(burst) + size + len(pad) > limit:
+                break
+            burst += self._frame()
+        self.ahead.update(self.outstanding)
+        client._expected.update(self.outstanding)
+        if burst:
+            client.port.write(burst + pad)
+
+    def finish(self) -> None:
+        client = self.client
+        failures = 0
+        while self.acked < len(self.data):
+            burst = b""
+            while len(self.outstanding) < self.window and self.sent < len(self.data):
+                burst += self._frame()
+            if burst:
+                client.port.write(burst + (PAD if client._damaged_link else b""))
+            wait = min(client.timeout, DAMAGED_LINK_WAIT) if client._damaged_link else client.timeout
+            in_flight = max(self.window, len(self.outstanding)) * self.frame_bytes
+            event = client._next_answer(set(self.outstanding), wait + client.wire_seconds(in_flight))
+            ok = event is not None and event.type == Msg.LOAD_INPUT | RESPONSE_BIT
+            if not ok and event is not None and event.type == Msg.ERROR:
+                code, text = parse_error(event.payload)
+                if code not in RESEND_INPUT_ERRORS:
+                    raise DeviceError(code, text)
+                if code == ErrorCode.BAD_OFFSET and failures >= 2:
+                    self.acked = 0  # the device holds less than it acknowledged: a reset whose notice was lost
+            if ok:
+                self.acked = max(self.acked, int.from_bytes(event.payload[:4], "little"))
+                del self.outstanding[event.seq]
+                failures = 0
+                continue
+            failures += 1
+            self.faults += 1
+            if failures > client._retries():
+                raise LinkError(f"input not accepted after {failures} attempts; check the link and the baud rate")
+            client.stats.go_backs += 1
+            self.acked = client._drain(self.outstanding, self.acked)
+            client.stats.resends += len(self.outstanding)
+            self.outstanding.clear()
+            self.sent = self.acked
+            self.chunk = min(self.largest, max(MIN_CHUNK, self.chunk // 2))  # smaller frames get through more often
+            self.window = self._window()
+        client._chunk_limit = self.chunk if self.faults else min(self.largest, self.chunk * 2)
+        self.forget()
+
+    def forget(self) -> None:
+        """Stop keeping answers to the chunks sent ahead: once loaded, or given up for a rerun."""
+        for seq in self.ahead:
+            self.client._expected.discard(seq)
+            self.client._held.pop(seq, None)
+        self.ahead.clear()
 
 
 def _device_window(measured: Timing, answered: float) -> tuple[float, float] | None:

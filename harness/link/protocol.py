@@ -73,6 +73,7 @@ class DeviceInfo:
     output: TensorSpec
     input_slots: int = 1  # 2: the device takes the next input while it runs the model (v2)
     max_baud: int = 0  # the highest rate SET_BAUD may switch to; 0: no switching (v2)
+    baud_applies: bool = True  # False: the link has no baud rate (USB CDC), the host's rate is ignored (v2)
 
     @property
     def max_request_payload(self) -> int:
@@ -156,6 +157,9 @@ class _Reader:
         return TensorSpec(dtype, shape, float(scale), zero_point, nbytes)
 
 
+LINK_NO_BAUD = 1  # HELLO link flags (v2): hp_link_flag in firmware/core/hp_device.h
+
+
 def parse_hello(payload: bytes) -> DeviceInfo:
     r = _Reader(payload)
     version = r.take("H")
@@ -187,6 +191,7 @@ def parse_hello(payload: bytes) -> DeviceInfo:
         r.tensor(),
         r.tensor(),
         *(r.take("BI") if len(payload) - r.pos >= 5 else ()),
+        baud_applies=not (r.take("B") & LINK_NO_BAUD) if len(payload) - r.pos >= 1 else True,
     )
 
 

@@ -34,6 +34,9 @@ class LinkTestReport:
     seconds: float = 0.0
     stats: LinkStats | None = None
     shrinks: int = 0  # echo frames halved after a frame found no valid answer
+    baud: int = 0  # the rate the link ran at (after any SET_BAUD switch)
+    max_baud: int = 0  # the highest rate the device's SET_BAUD accepts (HELLO), 0: none
+    baud_applies: bool = True  # False: USB CDC, the link has no baud rate (HELLO)
     perf: list[PerfRun] = field(default_factory=list)
 
     @property
@@ -48,6 +51,7 @@ def run_link_test(client: DeviceClient, board: Board, total_bytes: int, advance=
     info = client.info
     size = min(info.max_request_payload, info.max_response_payload)
     report = LinkTestReport(board.id, info.build_id, size)
+    report.baud, report.max_baud, report.baud_applies = client.stats.baud, info.max_baud, info.baud_applies
     rng = random.Random(0x5EED)
     start = time.perf_counter()
     while report.bytes_sent + report.bytes_received < total_bytes:
@@ -84,6 +88,11 @@ def describe(report: LinkTestReport, latency_source: str) -> list[str]:
         f"  payload mismatches {report.mismatches}, resends {stats.resends}, corrupt frames {stats.corrupt_frames}, "
         f"stale frames {stats.stale_frames}; every frame's CRC-32 checked",
     ]
+    if not report.baud_applies:
+        lines.append("  baud: does not apply (the device's link is USB CDC: it ignores the port's rate)")
+    else:
+        switch = f"SET_BAUD up to {report.max_baud:,}" if report.max_baud else "no SET_BAUD"
+        lines.append(f"  baud: {report.baud:,} ({switch}; baud fallbacks {stats.baud_fallbacks})")
     if stats.faults_injected is not None:
         f = stats.faults_injected
         lines.append(

@@ -1,13 +1,15 @@
 /* Regression checks of the device core on a scripted link, built with AddressSanitizer and UBSan by
  * tests/test_core_link_faults.py: a BENCH whose run count would wrap the size check, a PROFILE answer
  * that fills its frame exactly, a damaged resend between a lost answer and an intact resend, and the
- * SET_BAUD probation (committed only by a new sequence number; a resent SET_BAUD switches again).
+ * SET_BAUD probation (committed only by a new sequence number; a resent SET_BAUD switches again), and an
+ * INVOKE refused once a chunk sent after it has written the input (one-slot pipelining).
  * Prints one line per check and exits non-zero on the first failure. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hp_bytes.h"
+#include "hp_crc32.h"
 #include "hp_device.h"
 #include "hp_stream.h"
 
@@ -115,7 +117,7 @@ static int32_t sixteen_adds(void *c, const hp_hal *h, hp_op_timing *ops, uint32_
   return 0;
 }
 
-static hp_hal hal = {0, link_read, link_write, link_ticks, 1000000, HP_TICKS_WALL_CLOCK, 0, 64, 0, 0};
+static hp_hal hal = {0, link_read, link_write, link_ticks, 1000000, HP_TICKS_WALL_CLOCK, 0, 64, 0, 0, 0};
 
 static int bench_with_wrapping_runs(void) {
   reset_link();
@@ -192,7 +194,7 @@ static void idle(hp_device *dev, unsigned ms) {
   for (unsigned t = 0; t < ms; t += 100) hp_device_poll(dev, 100);
 }
 
-static hp_hal baud_hal = {0, link_read, link_write, link_ticks, 1000000, HP_TICKS_WALL_CLOCK, 0, 64, link_set_baud, 0};
+static hp_hal baud_hal = {0, link_read, link_write, link_ticks, 1000000, HP_TICKS_WALL_CLOCK, 0, 64, link_set_baud, 0, 0};
 
 static int baud_device(hp_device *dev, hp_runner *runner, uint8_t *rx, uint8_t *tx) {
   reset_link();
@@ -250,11 +252,54 @@ static int resent_set_baud_switches_again(void) {
                "a resent SET_BAUD switches again instead of replaying the stored answer");
 }
 
+static uint16_t last_error(void) {
+  return link.last.type == HP_MSG_ERROR ? hp_get_u16(link.last_payload) : 0;
+}
+
+/* One-slot pipelining: INVOKE(k) is lost, the next sample's chunks (sent after it, higher sequence
+ * numbers) arrive first and rewrite the input, then INVOKE(k) comes again. It must be refused even when
+ * the next input is byte for byte the same (the CRC cannot tell), across the 16-bit wrap too; an
+ * INVOKE sent after the chunks runs, and an INVOKE without a CRC (v1) is not held to the rule. */
+static int invoke_refused_after_a_later_chunk(void) {
+  reset_link();
+  hp_runner runner = {0, model_setup, model_input, count_invoke, model_output, 0, 0, 0};
+  static uint8_t rx[64], tx[HP_MIN_TX_FRAME];
+  hp_device_config cfg = {&hal, &runner, "b", "x", rx, sizeof rx, tx, sizeof tx, 0, 0};
+  hp_device dev;
+  if (hp_device_init(&dev, &cfg)) return 1;
+  uint8_t load[20] = {0}, named[4];
+  for (int i = 0; i < 16; ++i) load[4 + i] = (uint8_t)(i * 3);
+  hp_put_u32(named, hp_crc32_update(0, load + 4, 16));
+  unsigned before = invokes;
+  send(HP_MSG_LOAD_INPUT, 1, load, sizeof load, 0);
+  send(HP_MSG_LOAD_INPUT, 3, load, sizeof load, 0); /* sample k+1, the same bytes, sent after INVOKE 2 */
+  send(HP_MSG_INVOKE, 2, named, 4, 0);              /* INVOKE(k), resent after it was lost */
+  run(&dev);
+  int refused = last_error() == HP_ERR_INPUT_MISMATCH && invokes == before;
+  send(HP_MSG_INVOKE, 4, named, 4, 0); /* INVOKE(k+1), sent after its chunks */
+  run(&dev);
+  int ran = link.last.type == (HP_MSG_INVOKE | HP_RESPONSE_BIT) && invokes == before + 1;
+  send(HP_MSG_LOAD_INPUT, 0xFFFF, load, sizeof load, 0);
+  send(HP_MSG_INVOKE, 0xFFFE, named, 4, 0);
+  run(&dev);
+  int refused_at_wrap = last_error() == HP_ERR_INPUT_MISMATCH && invokes == before + 1;
+  send(HP_MSG_INVOKE, 0x0000, named, 4, 0);
+  run(&dev);
+  int ran_at_wrap = link.last.type == (HP_MSG_INVOKE | HP_RESPONSE_BIT) && invokes == before + 2;
+  send(HP_MSG_LOAD_INPUT, 900, load, sizeof load, 0);
+  send(HP_MSG_INVOKE, 100, 0, 0, 0);
+  run(&dev);
+  int v1_ran = link.last.type == (HP_MSG_INVOKE | HP_RESPONSE_BIT) && invokes == before + 3;
+  return check(refused && ran && refused_at_wrap && ran_at_wrap && v1_ran,
+               "an INVOKE is refused once a chunk sent after it wrote the input, the same bytes or not");
+}
+
 int main(void) {
   int failed = bench_with_wrapping_runs();
   failed |= profile_filling_its_frame();
   failed |= damaged_resend_between();
   failed |= baud_commits_only_on_a_new_seq();
   failed |= resent_set_baud_switches_again();
+  failed |= invoke_refused_after_a_later_chunk();
   return failed;
 }

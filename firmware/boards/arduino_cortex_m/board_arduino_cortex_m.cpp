@@ -1,6 +1,12 @@
 // Board glue for Arduino cores on Cortex-M (stm32duino on the NUCLEO-H743, Arduino mbed on the
 // Nano 33 BLE): `Serial` as the link, the DWT cycle counter as ticks (kind CPU_CYCLES) extended to
 // 64 bits against millis(), the core clock read at run time (SystemCoreClock).
+//
+// The link keeps receiving while the model runs: stm32duino's HardwareSerial fills its ring
+// (SERIAL_RX_BUFFER_SIZE) from the USART's receive interrupt, and the mbed core's USB CDC buffers a
+// packet and then holds the host off (USB flow control). SET_BAUD works on a UART (stm32duino):
+// flush() waits until the answer has left, begin() sets the new rate. USB CDC has no baud rate:
+// HELLO says so (HP_LINK_NO_BAUD) and SET_BAUD is refused. docs/hal_link.md has the details.
 #include <Arduino.h>
 
 extern "C" {
@@ -9,20 +15,41 @@ extern "C" {
 #include "tick_extend.h"
 }
 
+#include "cycle_counter.h"
+
+// `Serial` is USB CDC on Arduino mbed boards with native USB (the variant defines SERIAL_CDC) and on
+// stm32duino builds that route it to USB; otherwise it is a UART.
+#if defined(SERIAL_CDC) || (defined(USBCON) && defined(USBD_USE_CDC) && !defined(DISABLE_GENERIC_SERIALUSB))
+#define HARNESS_LINK_USB_CDC 1
+#else
+#define HARNESS_LINK_USB_CDC 0
+#endif
+
+// The highest rate SET_BAUD accepts on a UART link: what the ST-LINK VCP and the usual USB-serial
+// bridges carry (the USART itself goes higher). The host asks for a rate with --switch-baud.
+#ifndef HP_LINK_MAX_BAUD
+#define HP_LINK_MAX_BAUD 2000000u
+#endif
+
 namespace {
 
-// Architectural addresses: portable across the CMSIS versions the two cores ship.
-volatile uint32_t &DEMCR = *reinterpret_cast<volatile uint32_t *>(0xE000EDFCu);
-volatile uint32_t &DWT_CTRL = *reinterpret_cast<volatile uint32_t *>(0xE0001000u);
-volatile uint32_t &DWT_CYCCNT = *reinterpret_cast<volatile uint32_t *>(0xE0001004u);
-volatile uint32_t &DWT_LAR = *reinterpret_cast<volatile uint32_t *>(0xE0001FB0u);
-constexpr uint32_t kTraceEnable = 1u << 24;
-constexpr uint32_t kCycleCounterEnable = 1u;
 constexpr uint32_t kWriteChunk = 64;  // the mbed core's USB CDC has failed on larger writes
 
+// What the link holds while the core does not read: the board file's figure, but never more than
+// stm32duino's ring, which keeps one slot free.
+#if defined(SERIAL_RX_BUFFER_SIZE) && !HARNESS_LINK_USB_CDC
+constexpr uint32_t kRxBuffer =
+    HP_LINK_RX_BUFFER_BYTES < SERIAL_RX_BUFFER_SIZE - 1u ? HP_LINK_RX_BUFFER_BYTES : SERIAL_RX_BUFFER_SIZE - 1u;
+#else
+constexpr uint32_t kRxBuffer = HP_LINK_RX_BUFFER_BYTES;
+#endif
+
+uint32_t counter_started_ms;  // millis() when the cycle counter started from 0
+
 uint64_t cycles(void *) {
-  uint32_t exact = DWT_CYCCNT;
-  uint64_t approximate = static_cast<uint64_t>(millis()) * (SystemCoreClock / 1000u);
+  uint32_t exact = cycle_counter::read();
+  // Counted from the counter's start, so the two agree however long `while (!Serial)` waited.
+  uint64_t approximate = static_cast<uint64_t>(millis() - counter_started_ms) * (SystemCoreClock / 1000u);
   return extend_ticks(exact, approximate);
 }
 
@@ -44,7 +71,29 @@ int32_t link_write(void *, const uint8_t *buf, uint32_t len) {
   return static_cast<int32_t>(Serial.write(buf, chunk));
 }
 
-hp_hal hal = {nullptr, link_read, link_write, cycles, 0, HP_TICKS_CPU_CYCLES, 0, HP_LINK_RX_BUFFER_BYTES};
+#if !HARNESS_LINK_USB_CDC
+uint32_t link_baud = HP_LINK_BAUD;
+
+// Called by the core after the SET_BAUD answer was written: flush() returns once the transmit ring is
+// empty and the USART has sent the last byte (stm32duino moves the ring's tail on transfer complete);
+// begin() runs uart_init again at the new rate and re-arms the receive interrupt. The receive ring is
+// kept (only end() clears it).
+uint32_t link_set_baud(void *, uint32_t baud) {
+  uint32_t before = link_baud;
+  Serial.flush();
+  Serial.begin(baud);
+  link_baud = baud;
+  return before;
+}
+#endif
+
+#if HARNESS_LINK_USB_CDC
+hp_hal hal = {nullptr, link_read, link_write, cycles, 0, HP_TICKS_CPU_CYCLES, 0, kRxBuffer,
+              nullptr, 0, HP_LINK_NO_BAUD};
+#else
+hp_hal hal = {nullptr, link_read, link_write, cycles, 0, HP_TICKS_CPU_CYCLES, 0, kRxBuffer,
+              link_set_baud, HP_LINK_MAX_BAUD, 0};
+#endif
 
 }  // namespace
 
@@ -53,10 +102,8 @@ extern "C" void board_init(void) {
   while (!Serial) {
     // USB CDC (Nano 33 BLE) is ready once the host opens the port and raises DTR.
   }
-  DEMCR |= kTraceEnable;
-  DWT_LAR = 0xC5ACCE55u;  // unlocks the DWT on the Cortex-M7; ignored on the Cortex-M4
-  DWT_CYCCNT = 0;
-  DWT_CTRL |= kCycleCounterEnable;
+  cycle_counter::start();
+  counter_started_ms = millis();
   hal.tick_hz = SystemCoreClock;
   hal.cpu_hz = SystemCoreClock;
 }

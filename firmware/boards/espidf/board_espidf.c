@@ -1,6 +1,10 @@
 /* Board glue for ESP-IDF on the ESP32: UART0 (the USB bridge) as the link through the UART driver,
  * the CPU cycle counter as ticks (kind CPU_CYCLES) extended to 64 bits against esp_timer, the
- * harness task pinned to one core (the cycle counter is per core). */
+ * harness task pinned to one core (the cycle counter is per core).
+ *
+ * The driver's interrupt moves received bytes into its ring buffer (HP_LINK_RX_BUFFER_BYTES, the
+ * figure HELLO announces) while the model runs. SET_BAUD: uart_wait_tx_done until the answer has
+ * left, then uart_set_baudrate. docs/hal_link.md has the details. */
 #include "driver/uart.h"
 #include "esp_cpu.h"
 #include "esp_log.h"
@@ -16,6 +20,12 @@
 #define LINK_UART UART_NUM_0
 #define HARNESS_TASK_STACK 16384
 #define HARNESS_TASK_CORE 1
+/* The highest rate SET_BAUD accepts: what the usual USB-serial bridges carry (CH340, CP2102N; a
+ * CP2102 stops at 1 Mbaud, where the host's check at the new rate fails and both ends fall back). */
+#ifndef HP_LINK_MAX_BAUD
+#define HP_LINK_MAX_BAUD 2000000u
+#endif
+#define TX_DONE_WAIT_MS 100 /* far more than a response frame takes at the slowest rate */
 
 static uint64_t cycles(void *ctx) {
   (void)ctx;
@@ -40,7 +50,22 @@ static int32_t link_write(void *ctx, const uint8_t *buf, uint32_t len) {
   return uart_write_bytes(LINK_UART, (const char *)buf, len);
 }
 
-static hp_hal hal = {0, link_read, link_write, cycles, 0, HP_TICKS_CPU_CYCLES, 0, HP_LINK_RX_BUFFER_BYTES};
+static uint32_t link_baud = HP_LINK_BAUD;
+
+/* Called by the core after the SET_BAUD answer was written (uart_write_bytes without a transmit
+ * ring returns once the bytes are in the FIFO): wait for the FIFO to drain and the last bit to
+ * leave, then switch. The receive ring keeps what it holds. */
+static uint32_t link_set_baud(void *ctx, uint32_t baud) {
+  (void)ctx;
+  uint32_t before = link_baud;
+  uart_wait_tx_done(LINK_UART, pdMS_TO_TICKS(TX_DONE_WAIT_MS));
+  if (uart_set_baudrate(LINK_UART, baud) != ESP_OK) return 0;
+  link_baud = baud;
+  return before;
+}
+
+static hp_hal hal = {0, link_read, link_write, cycles, 0, HP_TICKS_CPU_CYCLES, 0, HP_LINK_RX_BUFFER_BYTES,
+                     link_set_baud, HP_LINK_MAX_BAUD, 0};
 
 void board_init(void) {
   esp_log_level_set("*", ESP_LOG_NONE); /* logs would share the link's UART */

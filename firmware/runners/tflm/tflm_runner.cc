@@ -143,7 +143,7 @@ int32_t invoke_profiled(void *, const hp_hal *hal, hp_op_timing *ops, uint32_t c
   return status;
 }
 
-const hp_runner runner = {nullptr, setup, input, invoke, output, invoke_profiled};
+const hp_runner runner = {nullptr, setup, input, invoke, output, invoke_profiled, nullptr, nullptr};
 
 #if HP_HAS_FRONTEND
 // The audio frontend for keyword streaming (frontend_data.S, frontend_ops.inc): a second

@@ -1,0 +1,234 @@
+"""Real board HALs on this machine: the board glue of real firmware, compiled for the host.
+
+firmware/boards/arduino_cortex_m/board_arduino_cortex_m.cpp (as stm32duino or Arduino mbed builds it)
+and firmware/boards/espidf/board_espidf.c run unchanged, with firmware/app/firmware_main.c and
+firmware/core, against the small framework stand-ins under firmware/hosted/: a UART emulated on a
+pseudo-terminal (a receive thread filling a ring of the configured size, paced to the baud rate) and
+a model runner that calls the TFLM host interpreter. Boards of kind "hosted" (boards/hal_*.toml) name
+the HAL in `[sim] hal`; harness starts this module for them as it starts the virtual board: it prints
+`pty <path>` once the firmware runs, then serves until it is terminated.
+
+Figures measured through it are `sim`: the real HAL sources over an emulated UART, not a board.
+"""
+
+import argparse
+import ctypes
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import tty
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.boards import Board
+from harness.device.processes import BoardPty, pty_board_process
+from harness.errors import UserError
+from harness.firmware.build import config_header
+from harness.native import SIM_INVOKE, ModelInfo
+from harness.paths import cache_dir
+
+FIRMWARE = Path(__file__).resolve().parents[2] / "firmware"
+START_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class Hal:
+    """One framework's build of a board HAL against its stand-in."""
+
+    family: str  # the folder under firmware/boards
+    hal_source: str
+    stub: str  # the stand-in's folder under firmware/hosted
+    stub_source: str
+    defines: tuple[str, ...] = ()
+
+
+HALS = {
+    "stm32duino": Hal(
+        "arduino_cortex_m", "board_arduino_cortex_m.cpp", "arduino", "arduino_stub.cpp", ("HOSTED_CPU_HZ=480000000u",)
+    ),
+    "mbed": Hal(
+        "arduino_cortex_m",
+        "board_arduino_cortex_m.cpp",
+        "arduino",
+        "arduino_stub.cpp",
+        ("SERIAL_CDC=1", "HOSTED_CPU_HZ=64000000u"),
+    ),
+    "espidf": Hal("espidf", "board_espidf.c", "espidf", "espidf_stub.c", ("HOSTED_CPU_HZ=240000000u",)),
+}
+
+
+def hal_of(board: Board) -> Hal:
+    name = board.sim.get("hal")
+    if name not in HALS:
+        raise UserError(f"board file {board.source_file}: [sim] hal must be one of {', '.join(HALS)}, not {name!r}")
+    return HALS[name]
+
+
+def _defines(board: Board) -> list[str]:
+    hal = hal_of(board)
+    defines = ["HARNESS_HOSTED", *hal.defines]
+    if "serial_rx_buffer_size" in board.sim:  # stm32duino's ring, a build flag on the real board
+        defines.append(f"SERIAL_RX_BUFFER_SIZE={int(board.sim['serial_rx_buffer_size'])}")
+    return defines
+
+
+def _sources(hal: Hal) -> list[Path]:
+    core = sorted(p for p in (FIRMWARE / "core").glob("*.c"))
+    return [
+        *core,
+        FIRMWARE / "app" / "firmware_main.c",
+        FIRMWARE / "boards" / hal.family / hal.hal_source,
+        FIRMWARE / "hosted" / hal.stub / hal.stub_source,
+        FIRMWARE / "hosted" / "hosted_uart.c",
+        FIRMWARE / "hosted" / "hosted_runner.c",
+    ]
+
+
+def _headers(hal: Hal) -> list[Path]:
+    folders = ("core", "app", "sim", "hosted", f"hosted/{hal.stub}", f"boards/{hal.family}")
+    return sorted(p for folder in folders for p in (FIRMWARE / folder).rglob("*.h"))
+
+
+def build_id_and_header(board: Board) -> tuple[str, str]:
+    """The build's id (a hash of every source, header and setting) and its harness_build_config.h."""
+    hal = hal_of(board)
+    digest = hashlib.sha256()
+    for path in [*_sources(hal), *_headers(hal)]:
+        digest.update(str(path.relative_to(FIRMWARE)).encode() + b"\0" + path.read_bytes())
+    digest.update(repr(_defines(board)).encode())
+    digest.update(config_header(board, "", None).encode())
+    build_id = f"hosted-{board.sim['hal']}-{digest.hexdigest()[:12]}"
+    return build_id, config_header(board, build_id, None)
+
+
+def build_library(board: Board) -> tuple[Path, str]:
+    """The HAL, firmware_main.c, firmware/core and the stand-ins as one shared library, built with the
+    host's gcc/g++ once per build id (cached); returns its path and the build id."""
+    hal = hal_of(board)
+    build_id, header = build_id_and_header(board)
+    folder = cache_dir() / "hosted" / build_id
+    library = folder / "libhosted.so"
+    if library.is_file():
+        return library, build_id
+    folder.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=folder))
+    (work / "harness_build_config.h").write_text(header)
+    includes = [work, *(FIRMWARE / f for f in ("core", "app", "sim", "hosted", f"hosted/{hal.stub}"))]
+    includes.append(FIRMWARE / "boards" / hal.family)
+    flags = ["-O2", "-fPIC", "-Wall", "-Wextra", *(f"-D{d}" for d in _defines(board)), *(f"-I{i}" for i in includes)]
+    objects = []
+    for source in _sources(hal):
+        cpp = source.suffix == ".cpp"
+        obj = work / f"{source.stem}.o"
+        command = ["g++", "-std=c++17"] if cpp else ["gcc", "-std=c99"]
+        _compile([*command, *flags, "-c", str(source), "-o", str(obj)])
+        objects.append(str(obj))
+    linked = work / "libhosted.so"
+    _compile(["g++", "-shared", "-Wl,-Bsymbolic", "-o", str(linked), *objects, "-lpthread"])
+    os.replace(linked, library)  # atomic: a concurrent build of the same id finds a whole library
+    return library, build_id
+
+
+def _compile(command: list[str]) -> None:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    except FileNotFoundError:
+        raise UserError(f"hosted boards need {command[0]} on this machine") from None
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UserError(f"building the hosted HAL failed: {tail}")
+
+
+_SIGNATURES = {
+    "hosted_uart_attach": (None, [ctypes.c_int]),
+    "hosted_uart_baud": (ctypes.c_uint32, []),
+    "hosted_uart_lost_full": (ctypes.c_uint64, []),
+    "hosted_uart_lost_wrong_rate": (ctypes.c_uint64, []),
+    "hosted_runner_configure": (
+        ctypes.c_int32,
+        [ctypes.POINTER(ModelInfo), ctypes.c_int32, SIM_INVOKE, ctypes.c_void_p, ctypes.c_uint32],
+    ),
+    "hosted_runner_input": (ctypes.c_void_p, []),
+    "hosted_runner_output": (ctypes.c_void_p, []),
+    "hosted_main": (None, []),
+}
+
+
+def load_library(path: Path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path))
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    return lib
+
+
+def serve(args: argparse.Namespace) -> None:
+    from harness.device.sim_board import NoModelRunner, TflmRunner
+
+    lib = load_library(Path(args.library))
+    if args.model:
+        with open(args.model, "rb") as f:
+            runner = TflmRunner(f.read(), args.arena)
+    else:
+        runner = NoModelRunner()
+    master, slave = os.openpty()
+    tty.setraw(slave)  # no echo and no line discipline before the host configures the port
+    invoke = SIM_INVOKE(runner.invoke)  # must outlive the firmware
+    if lib.hosted_runner_configure(ctypes.byref(runner.model_info), runner.status, invoke, None, args.invoke_us):
+        raise MemoryError("could not allocate the runner's tensors")
+    runner.input_ptr, runner.output_ptr = lib.hosted_runner_input(), lib.hosted_runner_output()
+    lib.hosted_uart_attach(master)
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    threading.Thread(target=lib.hosted_main, daemon=True).start()  # setup() / app_main(): never returns
+    print(f"pty {os.ttyname(slave)}", flush=True)
+    while not stopping.wait(0.2):
+        pass
+    print(
+        f"hosted: {lib.hosted_uart_lost_full()} bytes lost at a full receive buffer, "
+        f"{lib.hosted_uart_lost_wrong_rate()} at mismatched rates; link at {lib.hosted_uart_baud()} baud",
+        file=sys.stderr,
+        flush=True,
+    )
+    os._exit(0)  # the firmware's thread runs for ever, as firmware does
+
+
+@contextmanager
+def hosted_board_process(board: Board, model_path: Path | None, report: list | None = None) -> Iterator[BoardPty]:
+    """The board's HAL built for this machine, serving for the duration of the block. With `report`,
+    the process's closing line (bytes the emulated UART lost, its final rate) is appended to it."""
+    library, _ = build_library(board)
+    fw = board.firmware
+    command = [
+        sys.executable,
+        "-m",
+        "harness.device.hosted_hal",
+        "--library",
+        str(library),
+        *(["--model", str(model_path)] if model_path else []),
+        "--arena",
+        str(fw.get("arena_bytes", 8 << 20)),
+        "--invoke-us",
+        str(round(float(board.sim.get("emulate_invoke_ms", 0)) * 1000)),
+    ]
+    with pty_board_process(command, "the hosted board", START_SECONDS, report) as path:
+        yield path
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--library", required=True, help="the hosted build (build_library)")
+    parser.add_argument("--model", help="the .tflite to run; without it the board serves self-tests only")
+    parser.add_argument("--arena", type=int, required=True)
+    parser.add_argument("--invoke-us", type=int, default=0, help="the least time an invoke takes")
+    serve(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()
