@@ -58,8 +58,10 @@ static int32_t invoke(void *ctx) {
   (void)ctx;
   if (!model.invoke) return -1;
   uint64_t done = sim_monotonic_ns() + model.invoke_ns;
+  hosted_uart_invoke_edge(0);
   int32_t status = model.invoke(model.user);
   sim_sleep_until(done);
+  hosted_uart_invoke_edge(1);
   return status;
 }
 

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -29,7 +30,24 @@ static struct {
   pthread_mutex_t lock;
   pthread_cond_t changed; /* bytes stored, or room made */
   pthread_t thread;
+  uint64_t delivered, delivered_at_start, invoke_delivered; /* see hosted_uart_invoke_edge */
+  uint32_t invoke_held;
+  uint32_t (*held)(void);
 } uart = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+#define USB_PACKET 64 /* CDC_MAX_PACKET_SIZE at full speed */
+
+static struct {
+  pthread_mutex_t lock; /* recursive: the USB lock */
+  int depth;            /* how often its owner holds it */
+  pthread_cond_t changed; /* endpoint re-armed, or a packet handled */
+  uint8_t packet[USB_PACKET];
+  uint32_t pos, size;
+  int armed; /* waiting for the next packet */
+  uint64_t packets;
+  void (*isr)(void);
+  pthread_t thread;
+} usb = {.armed = 1};
 
 uint64_t hosted_uart_monotonic_ns(void) { return sim_monotonic_ns(); }
 
@@ -58,24 +76,24 @@ static int rates_differ(void) {
   return host && host != uart.baud;
 }
 
+/* Waits on the pseudo-terminal until it has bytes; 0 if no one holds the other end yet. */
+static int wait_readable(void) {
+  struct pollfd pfd = {uart.fd, POLLIN, 0};
+  int ready = poll(&pfd, 1, 100);
+  if (ready <= 0 || !(pfd.revents & POLLIN)) {
+    if (ready > 0) usleep(10000); /* no one holds the other end: wait for the host */
+    return 0;
+  }
+  return 1;
+}
+
 /* The receive interrupt: bytes at the line rate into the ring, or lost. */
 static void *receive(void *arg) {
   (void)arg;
   uint8_t chunk[4096];
   for (;;) {
     uint32_t want = sizeof chunk;
-    if (uart.usb_cdc) { /* flow control: take only what the ring has room for */
-      pthread_mutex_lock(&uart.lock);
-      while (uart.count == uart.usable) pthread_cond_wait(&uart.changed, &uart.lock);
-      want = uart.usable - uart.count < want ? uart.usable - uart.count : want;
-      pthread_mutex_unlock(&uart.lock);
-    }
-    struct pollfd pfd = {uart.fd, POLLIN, 0};
-    int ready = poll(&pfd, 1, 100);
-    if (ready <= 0 || !(pfd.revents & POLLIN)) {
-      if (ready > 0) usleep(10000); /* no one holds the other end: wait for the host */
-      continue;
-    }
+    if (!wait_readable()) continue;
     ssize_t n = read(uart.fd, chunk, sim_pacing_step(uart.byte_ns, want));
     if (n <= 0) {
       if (n < 0 && errno != EINTR && errno != EAGAIN) usleep(10000);
@@ -102,13 +120,147 @@ static void *receive(void *arg) {
   return NULL;
 }
 
+/* Waits for usb.changed (until `until`, if given) with the USB lock held once; returns ETIMEDOUT or 0. */
+static int usb_wait(const struct timespec *until) {
+  usb.depth = 0; /* released while waiting */
+  int r = until ? pthread_cond_timedwait(&usb.changed, &usb.lock, until) : pthread_cond_wait(&usb.changed, &usb.lock);
+  usb.depth = 1;
+  return r;
+}
+
+/* The USB CDC receive interrupt: the next packet once the endpoint is re-armed, then `isr`. */
+static void *usb_receive(void *arg) {
+  (void)arg;
+  uint8_t chunk[USB_PACKET];
+  for (;;) {
+    hosted_usb_lock();
+    while (!usb.armed) usb_wait(NULL);
+    hosted_usb_unlock();
+    if (!wait_readable()) continue;
+    ssize_t n = read(uart.fd, chunk, sizeof chunk);
+    if (n <= 0) {
+      if (n < 0 && errno != EINTR && errno != EAGAIN) usleep(10000);
+      continue;
+    }
+    hosted_usb_lock();
+    memcpy(usb.packet, chunk, (size_t)n);
+    usb.pos = 0;
+    usb.size = (uint32_t)n;
+    usb.armed = 0;
+    usb.isr(); /* data_rx: the callbacks attached to the core's USBSerial */
+    usb.packets++;
+    pthread_cond_broadcast(&usb.changed);
+    hosted_usb_unlock();
+  }
+  return NULL;
+}
+
 void hosted_uart_attach(int fd) {
   pthread_condattr_t attr; /* timed waits on the monotonic clock, like sim_pace */
   pthread_condattr_init(&attr);
   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
   pthread_cond_init(&uart.changed, &attr);
+  pthread_cond_init(&usb.changed, &attr);
   pthread_condattr_destroy(&attr);
+  pthread_mutexattr_t recursive;
+  pthread_mutexattr_init(&recursive);
+  pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&usb.lock, &recursive);
+  pthread_mutexattr_destroy(&recursive);
   uart.fd = fd;
+}
+
+void hosted_usb_begin(void (*isr)(void)) {
+  if (uart.started || uart.fd < 0) return;
+  uart.usb_cdc = 1; /* no baud rate, nothing paced */
+  usb.isr = isr;
+  uart.started = pthread_create(&usb.thread, NULL, usb_receive, NULL) == 0;
+}
+
+void hosted_usb_lock(void) {
+  pthread_mutex_lock(&usb.lock);
+  usb.depth++;
+}
+
+void hosted_usb_unlock(void) {
+  usb.depth--;
+  pthread_mutex_unlock(&usb.lock);
+}
+
+uint32_t hosted_usb_packet_left(void) {
+  hosted_usb_lock();
+  uint32_t n = usb.armed ? 0 : usb.size - usb.pos;
+  hosted_usb_unlock();
+  return n;
+}
+
+uint32_t hosted_usb_receive_nb(uint8_t *buf, uint32_t cap) {
+  hosted_usb_lock();
+  uint32_t n = 0;
+  if (!usb.armed) {
+    n = usb.size - usb.pos < cap ? usb.size - usb.pos : cap;
+    memcpy(buf, usb.packet + usb.pos, n);
+    usb.pos += n;
+    if (usb.pos == usb.size) { /* used up: re-arm for the next packet */
+      usb.armed = 1;
+      pthread_cond_broadcast(&usb.changed);
+    }
+  }
+  hosted_usb_unlock();
+  return n;
+}
+
+uint64_t hosted_usb_packets(void) {
+  hosted_usb_lock();
+  uint64_t n = usb.packets;
+  hosted_usb_unlock();
+  return n;
+}
+
+void hosted_usb_wait_packet(uint64_t seen, uint32_t wait_us) {
+  uint64_t deadline = sim_monotonic_ns() + (uint64_t)wait_us * 1000u;
+  struct timespec until = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
+  hosted_usb_lock();
+  if (usb.depth == 1) { /* not inside the caller's own critical section */
+    while (usb.packets == seen && usb_wait(&until) != ETIMEDOUT) {
+    }
+  }
+  hosted_usb_unlock();
+}
+
+void hosted_uart_count_delivered(uint32_t n) {
+  pthread_mutex_lock(&uart.lock);
+  uart.delivered += n;
+  pthread_mutex_unlock(&uart.lock);
+}
+
+void hosted_uart_set_held(uint32_t (*held)(void)) { uart.held = held; }
+
+void hosted_uart_invoke_edge(int ended) {
+  uint32_t (*held)(void) = uart.held;
+  uint32_t framework = held ? held() : 0; /* before uart.lock: `held` takes the USB lock */
+  pthread_mutex_lock(&uart.lock);
+  if (!ended) {
+    uart.delivered_at_start = uart.delivered;
+  } else {
+    uart.invoke_delivered = uart.delivered - uart.delivered_at_start;
+    uart.invoke_held = held ? framework : uart.count;
+  }
+  pthread_mutex_unlock(&uart.lock);
+}
+
+uint64_t hosted_uart_invoke_delivered(void) {
+  pthread_mutex_lock(&uart.lock);
+  uint64_t n = uart.invoke_delivered;
+  pthread_mutex_unlock(&uart.lock);
+  return n;
+}
+
+uint32_t hosted_uart_invoke_held(void) {
+  pthread_mutex_lock(&uart.lock);
+  uint32_t n = uart.invoke_held;
+  pthread_mutex_unlock(&uart.lock);
+  return n;
 }
 
 void hosted_uart_set_baud(uint32_t baud) {
@@ -118,12 +270,11 @@ void hosted_uart_set_baud(uint32_t baud) {
   pthread_mutex_unlock(&uart.lock);
 }
 
-void hosted_uart_begin(uint32_t baud, uint32_t ring_bytes, uint32_t usable, int usb_cdc) {
+void hosted_uart_begin(uint32_t baud, uint32_t ring_bytes, uint32_t usable) {
   if (!uart.started) {
     uart.size = ring_bytes ? ring_bytes : 1;
     uart.usable = usable < uart.size ? usable : uart.size;
     uart.ring = calloc(uart.size, 1);
-    uart.usb_cdc = usb_cdc;
   }
   hosted_uart_set_baud(baud);
   if (!uart.started && uart.ring && uart.fd >= 0) {
@@ -161,6 +312,7 @@ uint32_t hosted_uart_read(uint8_t *buf, uint32_t cap, uint32_t timeout_ms) {
     uart.tail = (uart.tail + 1) % uart.size;
     uart.count--;
   }
+  uart.delivered += n;
   if (n) pthread_cond_broadcast(&uart.changed);
   pthread_mutex_unlock(&uart.lock);
   return n;

@@ -75,6 +75,8 @@ def _defines(board: Board) -> list[str]:
     defines = ["HARNESS_HOSTED", *hal.defines]
     if "serial_rx_buffer_size" in board.sim:  # stm32duino's ring, a build flag on the real board
         defines.append(f"SERIAL_RX_BUFFER_SIZE={int(board.sim['serial_rx_buffer_size'])}")
+    if "cdc_callback_slots" in board.sim:  # tests only: a USBSerial callback table without room for the HAL's
+        defines.append(f"MAX_CALLBACKS_ON_IRQ={int(board.sim['cdc_callback_slots'])}")
     return defines
 
 
@@ -150,6 +152,8 @@ _SIGNATURES = {
     "hosted_uart_baud": (ctypes.c_uint32, []),
     "hosted_uart_lost_full": (ctypes.c_uint64, []),
     "hosted_uart_lost_wrong_rate": (ctypes.c_uint64, []),
+    "hosted_uart_invoke_delivered": (ctypes.c_uint64, []),
+    "hosted_uart_invoke_held": (ctypes.c_uint32, []),
     "hosted_runner_configure": (
         ctypes.c_int32,
         [ctypes.POINTER(ModelInfo), ctypes.c_int32, SIM_INVOKE, ctypes.c_void_p, ctypes.c_uint32],
@@ -192,7 +196,9 @@ def serve(args: argparse.Namespace) -> None:
         pass
     print(
         f"hosted: {lib.hosted_uart_lost_full()} bytes lost at a full receive buffer, "
-        f"{lib.hosted_uart_lost_wrong_rate()} at mismatched rates; link at {lib.hosted_uart_baud()} baud",
+        f"{lib.hosted_uart_lost_wrong_rate()} at mismatched rates; link at {lib.hosted_uart_baud()} baud; "
+        f"last invoke: {lib.hosted_uart_invoke_delivered()} bytes handed to the firmware while it ran, "
+        f"{lib.hosted_uart_invoke_held()} still in the framework's buffers at its end",
         file=sys.stderr,
         flush=True,
     )
@@ -202,7 +208,8 @@ def serve(args: argparse.Namespace) -> None:
 @contextmanager
 def hosted_board_process(board: Board, model_path: Path | None, report: list | None = None) -> Iterator[BoardPty]:
     """The board's HAL built for this machine, serving for the duration of the block. With `report`,
-    the process's closing line (bytes the emulated UART lost, its final rate) is appended to it."""
+    the process's closing line (bytes the emulated UART lost, its final rate, what the framework handed
+    the firmware during the last invoke and still held at its end) is appended to it."""
     library, _ = build_library(board)
     fw = board.firmware
     command = [

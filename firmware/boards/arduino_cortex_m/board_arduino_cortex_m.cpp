@@ -3,8 +3,10 @@
 // 64 bits against millis(), the core clock read at run time (SystemCoreClock).
 //
 // The link keeps receiving while the model runs: stm32duino's HardwareSerial fills its ring
-// (SERIAL_RX_BUFFER_SIZE) from the USART's receive interrupt, and the mbed core's USB CDC buffers a
-// packet and then holds the host off (USB flow control). SET_BAUD works on a UART (stm32duino):
+// (SERIAL_RX_BUFFER_SIZE) from the USART's receive interrupt. On Arduino mbed the core's USBSerial
+// holds only 256 bytes and a 64-byte packet before USB flow control holds the host off, so this file
+// keeps a ring of its own of HP_LINK_RX_BUFFER_BYTES, filled from the CDC receive interrupt through
+// a callback attached to the core's USBSerial (_SerialUSB.attach). SET_BAUD works on a UART (stm32duino):
 // flush() waits until the answer has left, begin() sets the new rate. USB CDC has no baud rate:
 // HELLO says so (HP_LINK_NO_BAUD) and SET_BAUD is refused. docs/hal_link.md has the details.
 #include <Arduino.h>
@@ -16,6 +18,12 @@ extern "C" {
 }
 
 #include "cycle_counter.h"
+
+#if defined(SERIAL_CDC)  // Arduino mbed: `Serial` forwards to _SerialUSB, the core's USBSerial
+#include <USB/PluggableUSBSerial.h>
+
+#include <atomic>
+#endif
 
 // `Serial` is USB CDC on Arduino mbed boards with native USB (the variant defines SERIAL_CDC) and on
 // stm32duino builds that route it to USB; otherwise it is a UART.
@@ -53,6 +61,77 @@ uint64_t cycles(void *) {
   return extend_ticks(exact, approximate);
 }
 
+#if defined(SERIAL_CDC)
+// Arduino mbed's USB CDC. The core's USBSerial moves each 64-byte packet into its 256-byte ring
+// (RingBufferN<256>) in the receive interrupt and in available()/read(); the endpoint is re-armed for
+// the next packet only once the last one is used up, so while the model runs the host is held off
+// after about 320 bytes. Here every packet also runs usb_received() (USBCDC::_receive_isr -> data_rx
+// -> the callbacks attached), which moves what the core holds into this ring while it has room; the
+// rest stays in the core (flow control) and link_read drains it from thread context.
+//
+// One producer at a time: the interrupt, or the main thread under the USB lock (USBCDC::lock(), a
+// counted critical section in mbed-os's USBDevice, so available()/read() may take it again inside),
+// which excludes the interrupt on this single core. One consumer: the main thread. The indices are
+// atomics (acquire/release: the stores of a byte are ordered before its index is published).
+constexpr uint32_t kSlots = kRxBuffer + 1;  // one slot kept free: head == tail means empty
+uint8_t rx_ring[kSlots];
+std::atomic<uint32_t> rx_head{0};  // next slot to fill; written by the producer only
+std::atomic<uint32_t> rx_tail{0};  // next slot to read; written by the consumer only
+
+inline uint32_t next_slot(uint32_t i) { return i + 1 == kSlots ? 0 : i + 1; }
+
+// The producer: USB lock held (in the interrupt, or taken by drain_core).
+void fill_ring() {
+  uint32_t head = rx_head.load(std::memory_order_relaxed);
+  uint32_t tail = rx_tail.load(std::memory_order_acquire);
+  while (next_slot(head) != tail) {
+    int held = _SerialUSB.available();  // also moves the endpoint's packet into the core's ring
+    if (held <= 0) break;
+    for (; held > 0 && next_slot(head) != tail; held--) {
+      rx_ring[head] = static_cast<uint8_t>(_SerialUSB.read());
+      head = next_slot(head);
+    }
+  }
+  rx_head.store(head, std::memory_order_release);
+}
+
+// Attached to _SerialUSB: runs in the USB interrupt with the USB lock held, after the core's own
+// callback has moved the new packet into its ring.
+void usb_received() { fill_ring(); }
+
+// Thread context: what the interrupt left in the core while this ring was full (it runs only when a
+// packet arrives, and none arrives while the core holds one).
+void drain_core() {
+  _SerialUSB.USBCDC::lock();  // qualified: mbed::Stream, another base of USBSerial, has a lock() too
+  fill_ring();
+  _SerialUSB.USBCDC::unlock();
+}
+
+uint32_t pop_ring(uint8_t *buf, uint32_t cap) {
+  uint32_t tail = rx_tail.load(std::memory_order_relaxed);
+  uint32_t head = rx_head.load(std::memory_order_acquire);
+  uint32_t n = 0;
+  for (; n < cap && tail != head; n++) {
+    buf[n] = rx_ring[tail];
+    tail = next_slot(tail);
+  }
+  rx_tail.store(tail, std::memory_order_release);
+  return n;
+}
+
+int32_t link_read(void *, uint8_t *buf, uint32_t cap, uint32_t timeout_ms) {
+  uint32_t started = millis();
+  for (;;) {
+    drain_core();
+    uint32_t n = pop_ring(buf, cap);
+    if (n > 0 || millis() - started >= timeout_ms) return static_cast<int32_t>(n);
+    while (rx_head.load(std::memory_order_acquire) == rx_tail.load(std::memory_order_relaxed) &&
+           Serial.available() == 0 && millis() - started < timeout_ms) {
+      // nothing yet: the next packet's interrupt fills the ring
+    }
+  }
+}
+#else
 int32_t link_read(void *, uint8_t *buf, uint32_t cap, uint32_t timeout_ms) {
   uint32_t started = millis();
   uint32_t n = 0;
@@ -65,6 +144,7 @@ int32_t link_read(void *, uint8_t *buf, uint32_t cap, uint32_t timeout_ms) {
   }
   return static_cast<int32_t>(n);
 }
+#endif
 
 int32_t link_write(void *, const uint8_t *buf, uint32_t len) {
   uint32_t chunk = len < kWriteChunk ? len : kWriteChunk;
@@ -102,6 +182,9 @@ extern "C" void board_init(void) {
   while (!Serial) {
     // USB CDC (Nano 33 BLE) is ready once the host opens the port and raises DTR.
   }
+#if defined(SERIAL_CDC)
+  _SerialUSB.attach(usb_received);  // the core's main() has begun _SerialUSB (its own callback first)
+#endif
   cycle_counter::start();
   counter_started_ms = millis();
   hal.tick_hz = SystemCoreClock;

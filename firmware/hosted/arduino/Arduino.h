@@ -6,8 +6,9 @@
 // - stm32duino (default): `Serial` is HardwareSerial on a USART, received by interrupt into a ring of
 //   SERIAL_RX_BUFFER_SIZE bytes that keeps one slot free; begin() sets the baud rate, flush() waits
 //   until the last byte has left.
-// - Arduino mbed with SERIAL_CDC defined (Nano 33 BLE): `Serial` is USB CDC, whose baud rate is
-//   ignored; the core buffers 256 bytes and holds the host off (USB flow control) beyond that.
+// - Arduino mbed with SERIAL_CDC defined (Nano 33 BLE): `Serial` forwards to _SerialUSB, the USB CDC
+//   port (USB/PluggableUSBSerial.h): begin() does nothing (the core's main() began _SerialUSB), the
+//   core buffers a 64-byte packet and 256 bytes and holds the host off (USB flow control) beyond that.
 #ifndef HOSTED_ARDUINO_H
 #define HOSTED_ARDUINO_H
 

@@ -1,8 +1,13 @@
-// The stand-in Arduino core's few calls (Arduino.h), on the emulated UART (hosted_uart.h).
+// The stand-in Arduino core's few calls (Arduino.h, USB/PluggableUSBSerial.h), on the emulated link
+// (hosted_uart.h).
 #include <Arduino.h>
 
 #include "hosted_cycle_counter.h"
 #include "hosted_uart.h"
+
+#if defined(SERIAL_CDC)
+#include <USB/PluggableUSBSerial.h>
+#endif
 
 #ifndef HOSTED_CPU_HZ
 #define HOSTED_CPU_HZ 480000000u
@@ -18,16 +23,6 @@ uint64_t started_ns;
 
 namespace {
 uint64_t boot_ns;
-
-#if defined(SERIAL_CDC)
-constexpr uint32_t kRing = 256;  // the mbed core's USBSerial: RingBufferN<256>
-constexpr uint32_t kUsable = 256;
-constexpr int kUsbCdc = 1;
-#else
-constexpr uint32_t kRing = SERIAL_RX_BUFFER_SIZE;  // stm32duino: a full ring leaves one slot free
-constexpr uint32_t kUsable = SERIAL_RX_BUFFER_SIZE - 1;
-constexpr int kUsbCdc = 0;
-#endif
 constexpr uint32_t kIdleWaitUs = 200;  // see hosted_uart_poll_available
 }  // namespace
 
@@ -35,7 +30,106 @@ HardwareSerial Serial;
 
 extern "C" uint32_t millis(void) { return static_cast<uint32_t>((hosted_uart_monotonic_ns() - boot_ns) / 1000000u); }
 
-void HardwareSerial::begin(unsigned long baud) { hosted_uart_begin(static_cast<uint32_t>(baud), kRing, kUsable, kUsbCdc); }
+size_t HardwareSerial::write(const uint8_t *buffer, size_t size) {
+  return hosted_uart_write(buffer, static_cast<uint32_t>(size));
+}
+
+void HardwareSerial::flush() {}  // writes return once their bytes have crossed the wire
+
+#if defined(SERIAL_CDC)
+// Arduino mbed: `Serial` forwards to _SerialUSB.
+
+arduino::USBSerial _SerialUSB;
+
+void HardwareSerial::begin(unsigned long) {}  // the core's UART::begin returns at once for USB
+
+int HardwareSerial::available(void) {
+  uint64_t seen = hosted_usb_packets();
+  int n = _SerialUSB.available();
+  if (n == 0) {  // a HAL polling in a loop: give the next packet a moment instead of spinning
+    hosted_usb_wait_packet(seen, kIdleWaitUs);
+    n = _SerialUSB.available();
+  }
+  return n;
+}
+
+int HardwareSerial::read(void) { return _SerialUSB.read(); }
+
+namespace arduino {
+
+void USBSerial::begin(unsigned long) {
+  attach(on_packet);  // as the core's begin(): its own callback comes first
+  hosted_uart_set_held([]() { return _SerialUSB.held(); });
+  hosted_usb_begin([]() { _SerialUSB.data_rx(); });
+  on_interrupt();
+}
+
+void USBCDC::lock() { hosted_usb_lock(); }
+
+void USBCDC::unlock() { hosted_usb_unlock(); }
+
+void USBSerial::attach(void (*fptr)(void)) {
+  USBCDC::lock();
+  if (fptr && callbacks_ < MAX_CALLBACKS_ON_IRQ) rx_[callbacks_++] = fptr;
+  USBCDC::unlock();
+}
+
+int USBSerial::available(void) {
+  USBCDC::lock();
+  on_interrupt();
+  int n = static_cast<int>(count_);
+  USBCDC::unlock();
+  return n;
+}
+
+int USBSerial::read(void) {
+  USBCDC::lock();
+  on_interrupt();
+  int c = -1;
+  if (count_) {
+    c = ring_[tail_];
+    tail_ = (tail_ + 1) % sizeof ring_;
+    count_--;
+    hosted_uart_count_delivered(1);
+  }
+  USBCDC::unlock();
+  return c;
+}
+
+void USBSerial::data_rx() {  // USB lock held by the receive thread
+  for (size_t i = 0; i < callbacks_; i++) rx_[i]();
+}
+
+uint32_t USBSerial::held() {
+  USBCDC::lock();
+  uint32_t n = count_ + hosted_usb_packet_left();
+  USBCDC::unlock();
+  return n;
+}
+
+void USBSerial::on_packet() { _SerialUSB.on_interrupt(); }
+
+// The packet's bytes that fit into the ring; the endpoint re-arms once the packet is used up.
+void USBSerial::on_interrupt() {
+  uint8_t buf[64];
+  uint32_t room = sizeof ring_ - count_;
+  uint32_t want = hosted_usb_packet_left();
+  uint32_t got = hosted_usb_receive_nb(buf, want < room ? want : room);
+  for (uint32_t i = 0; i < got; i++) {
+    ring_[head_] = buf[i];
+    head_ = (head_ + 1) % sizeof ring_;
+    count_++;
+  }
+}
+
+}  // namespace arduino
+
+#else
+// stm32duino: HardwareSerial on a USART, a ring of SERIAL_RX_BUFFER_SIZE that keeps one slot free.
+
+void HardwareSerial::begin(unsigned long baud) {
+  hosted_uart_begin(static_cast<uint32_t>(baud), SERIAL_RX_BUFFER_SIZE, SERIAL_RX_BUFFER_SIZE - 1);
+}
 
 int HardwareSerial::available(void) { return static_cast<int>(hosted_uart_poll_available(kIdleWaitUs)); }
 
@@ -43,17 +137,16 @@ int HardwareSerial::read(void) {
   uint8_t c;
   return hosted_uart_read(&c, 1, 0) ? c : -1;
 }
+#endif
 
-size_t HardwareSerial::write(const uint8_t *buffer, size_t size) {
-  return hosted_uart_write(buffer, static_cast<uint32_t>(size));
-}
-
-void HardwareSerial::flush() {}  // writes return once their bytes have crossed the wire
-
-// The framework's main(): setup(), then loop() for ever. harness/device/hosted_hal.py calls it on a
-// thread of its own once the link and the runner are in place.
+// The framework's main(): setup(), then loop() for ever (Arduino mbed's main() begins _SerialUSB
+// first). harness/device/hosted_hal.py calls it on a thread of its own once the link and the runner
+// are in place.
 extern "C" void hosted_main(void) {
   boot_ns = hosted_uart_monotonic_ns();
+#if defined(SERIAL_CDC)
+  _SerialUSB.begin(115200);
+#endif
   setup();
   for (;;) loop();
 }

@@ -49,7 +49,7 @@ esp_err_t uart_driver_install(uart_port_t uart_num, int rx_buffer_size, int tx_b
 esp_err_t uart_param_config(uart_port_t uart_num, const uart_config_t *uart_config) {
   (void)uart_num;
   if (!ring_bytes) return ESP_FAIL;
-  hosted_uart_begin((uint32_t)uart_config->baud_rate, ring_bytes, ring_bytes, 0);
+  hosted_uart_begin((uint32_t)uart_config->baud_rate, ring_bytes, ring_bytes);
   return ESP_OK;
 }
 
