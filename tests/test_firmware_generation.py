@@ -35,3 +35,20 @@ def test_resolver_source_lists_each_operator_once(small_model):
     source = resolver_source(read_tflite(small_model))
     count = int(source.split("HARNESS_OP_COUNT ")[1].split()[0])
     assert source.count("(r).Add") == count > 0
+
+
+def test_a_model_compiles_the_framework_and_only_its_operators_kernel_files():
+    from tests.conftest import FIXTURE_TFLM, fixture_model
+
+    if not (FIXTURE_TFLM / "cmsis_nn").is_dir():
+        pytest.skip("needs ../shared/fixtures/tflm (absent in a fresh clone)")
+    tree = TflmTree(FIXTURE_TFLM / "cmsis_nn")
+    vww = model_operators(fixture_model("mlperf_tiny/visual_wake_words.tflite").read_bytes())
+    chosen = {p.relative_to(tree.root).as_posix() for p in tree.sources_for(vww)}
+    kernels = "tensorflow/lite/micro/kernels/"
+    assert {kernels + f"cmsis_nn/{name}.cc" for name in ("conv", "depthwise_conv", "softmax")} <= chosen
+    assert kernels + "cmsis_nn/unidirectional_sequence_lstm.cc" not in chosen and kernels + "svdf_common.cc" in chosen
+    assert "tensorflow/lite/micro/micro_interpreter.cc" in chosen
+    assert all(tree.kernel_files[name].relative_to(tree.root).as_posix() in chosen for name in ("CONV_2D", "SOFTMAX"))
+    with pytest.raises(UserError, match="no AddNotAnOp"):
+        tree.sources_for(["NOT_AN_OP"])

@@ -395,3 +395,30 @@ def test_recipes_are_board_data():
         assert board_recipe(get_board(board), pins) is None
     assert pins.commit == COMMIT and pins.placeholders == ("pigweed",)
     assert tflm_obtain.tflm_source(get_board("nano33ble")) == "lib_deps"
+
+
+def test_flash_without_tflm_prepares_the_tree_then_builds_uploads_and_checks(standin, small_model, tmp_path):
+    """The online path end to end: the tree comes from the (loopback) mirror, PlatformIO is a stand-in `pio`
+    that succeeds, and the board on a pseudo-terminal reports the model and build id harness generated."""
+    from harness.cli.args import tflm_tree
+    from harness.firmware.platformio import generate_project
+    from harness.model.tflite_file import read_tflite
+    from tests.test_platformio_projects import FAKE_PIO, _BoardOnPty
+
+    pio = tmp_path / "bin" / "pio"
+    pio.parent.mkdir()
+    pio.write_text(FAKE_PIO.format(python=sys.executable))
+    pio.chmod(0o755)
+    env = standin.env | {"HARNESS_PIO": str(pio), "FAKE_PIO_LOG": str(tmp_path / "pio.log")}
+    assert harness(env, "tflm", "prepare", "--board", "nucleo_h743").returncode == 0
+    nucleo = get_board("nucleo_h743")
+    out = tmp_path / "build"
+    expected = generate_project(
+        nucleo, read_tflite(small_model), "wv_quality_k_2_c_3", tflm_tree(argparse.Namespace(tflm=None), nucleo), out
+    )
+    with _BoardOnPty(small_model, expected.build_id) as port:
+        flash = ["flash", "--board", "nucleo_h743", "--model", "wv_quality_k_2_c_3", "--out", str(out), "--port", port]
+        done = harness(env, *flash)
+    assert done.returncode == 0, done.stderr
+    assert f"flashed {expected.build_id}" in done.stdout
+    assert (tmp_path / "pio.log").read_text().split()[:2] == ["run", "-d"]
