@@ -189,7 +189,7 @@ def hal_rows(model, rounds: int, samples: int, pipeline_samples: int) -> None:
         usb = name == "hal_mbed"
         cells = []
         for baud in HAL_BAUDS:
-            values = []
+            values, resends = [], 0
             for _ in range(rounds):
                 inputs = [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for _ in range(samples)]
                 with hal_client(name, baud, model) as client:
@@ -197,14 +197,14 @@ def hal_rows(model, rounds: int, samples: int, pipeline_samples: int) -> None:
                     for data in inputs:
                         client.load_input(data)
                     seconds = time.perf_counter() - started
-                    assert client.stats.resends == 0, client.stats
+                    resends += client.stats.resends  # a resend costs time: said beside the figure, never hidden
                     rate = client.stats.baud
                 values.append(size * samples / seconds / (baud / 10))
             if usb:
                 cells.append(f"{baud}: n/a (USB CDC, no baud; {statistics.median(values) * baud / 10 / 1e3:,.0f} kB/s)")
             else:
                 assert rate == baud, f"{name} did not switch to {baud}"
-                cells.append(f"{baud}: {statistics.median(values):.3f}")
+                cells.append(f"{baud}: {statistics.median(values):.3f}" + (f" ({resends} resends)" if resends else ""))
         pipelined_cells = []
         for baud in HAL_BAUDS:
             ratios, details = [], ""

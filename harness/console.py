@@ -49,6 +49,8 @@ def progress(total: int, label: str) -> Iterator:
     def advance(amount: int = 1) -> None:
         nonlocal done
         before, done = done, min(total, done + amount)
+        if done == before:  # past an estimated total: nothing new to say
+            return
         if done // step > before // step or done == total:
             elapsed = time.monotonic() - start
             eta = elapsed / done * (total - done)
