@@ -132,22 +132,30 @@ def efficiency_round(baud: int, inputs: list[bytes]) -> float:
 def pipeline_round(invoke_ms: float, inputs: list[bytes]) -> tuple[float, float, float, float]:
     """(pipelined wall, total transfer, total inference, sequential wall) in seconds."""
     with sim_client(PIPELINE_BAUD, invoke_ms) as client:
-        transfer = inference = 0.0
-        started = time.perf_counter()
-        sequential = []
-        for data in inputs:
-            t0 = time.perf_counter()
-            client.load_input(data)
-            transfer += time.perf_counter() - t0
-            result = client.invoke()
-            inference += result.timing.seconds
-            sequential.append(result.output)
-        sequential_wall = time.perf_counter() - started
-        started = time.perf_counter()
-        pipelined = [result.output for result in client.run_stream(inputs)]
-        wall = time.perf_counter() - started
-        assert pipelined == sequential == [MeanRunner.compute(d) for d in inputs], "outputs differ"
+        wall, transfer, inference, sequential_wall, pipelined = sequential_then_pipelined(client, inputs)
+    assert pipelined == [MeanRunner.compute(d) for d in inputs], "outputs differ"
     return wall, transfer, inference, sequential_wall
+
+
+def sequential_then_pipelined(client, inputs: list[bytes]):
+    """The inputs one by one (LOAD_INPUT timed alone: the transfer; the device's own timer: the inference),
+    then pipelined: (pipelined wall, total transfer, total inference, sequential wall, outputs)."""
+    transfer = inference = 0.0
+    started = time.perf_counter()
+    sequential = []
+    for data in inputs:
+        t0 = time.perf_counter()
+        client.load_input(data)
+        transfer += time.perf_counter() - t0
+        result = client.invoke()
+        inference += result.timing.seconds
+        sequential.append(result.output)
+    sequential_wall = time.perf_counter() - started
+    started = time.perf_counter()
+    pipelined = [result.output for result in client.run_stream(inputs)]
+    wall = time.perf_counter() - started
+    assert pipelined == sequential, "outputs differ"
+    return wall, transfer, inference, sequential_wall, pipelined
 
 
 def samples_per_second(inputs: list[bytes], *, baud: int, eembc: bool = False, switch_to: int = 0) -> float:
@@ -212,19 +220,7 @@ def hal_rows(model, rounds: int, samples: int, pipeline_samples: int) -> None:
                 inputs = [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for _ in range(pipeline_samples)]
                 invoke_ms = round(size * 10 / baud * 1e3 * 0.75, 1)
                 with hal_client(name, baud, model, invoke_ms) as client:
-                    transfer = inference = 0.0
-                    sequential = []
-                    for data in inputs:
-                        t0 = time.perf_counter()
-                        client.load_input(data)
-                        transfer += time.perf_counter() - t0
-                        result = client.invoke()
-                        inference += result.timing.seconds
-                        sequential.append(result.output)
-                    started = time.perf_counter()
-                    pipelined = [r.output for r in client.run_stream(inputs)]
-                    wall = time.perf_counter() - started
-                    assert pipelined == sequential, "outputs differ"
+                    wall, transfer, inference, _, _ = sequential_then_pipelined(client, inputs)
                     slots = client.info.input_slots
                 ratios.append(wall / max(transfer, inference))
                 details = (

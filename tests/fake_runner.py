@@ -114,3 +114,21 @@ def core_on_pty(
             stop.set()
             thread.join()
             port.close()
+
+
+class PortProxy:
+    """Passes everything to the wrapped port; subclasses change what write and read do."""
+
+    def __init__(self, port):
+        self._port = port
+
+    def __getattr__(self, name):
+        return getattr(self._port, name)
+
+    @property
+    def baudrate(self):
+        return self._port.baudrate
+
+    @baudrate.setter
+    def baudrate(self, value):
+        self._port.baudrate = value

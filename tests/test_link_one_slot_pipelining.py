@@ -17,7 +17,7 @@ from harness.link.framing import FrameDecoder, Received
 from harness.link.protocol import RESPONSE_BIT, ErrorCode, Msg, parse_error
 from harness.model.tflite_file import read_tflite
 from tests.conftest import fixture_model
-from tests.fake_runner import ChecksumRunner, core_on_pty, expected_output
+from tests.fake_runner import ChecksumRunner, PortProxy, core_on_pty, expected_output
 
 INPUT_BYTES = 3000
 FRAMES = dict(rx_frame=1036, tx_frame=524, rx_buffer=4096)  # the whole next input fits the window
@@ -29,27 +29,16 @@ def _inputs(count: int, size: int = INPUT_BYTES) -> list[bytes]:
     return [bytes([i + 1]) * size for i in range(count)]
 
 
-class _Recorder:
+class _Recorder(PortProxy):
     """A port in the middle that logs the frames going out and coming in, in order, and may drop or damage
     chosen writes: drop(index, data) and damage(index, data) get each write's index and bytes."""
 
     def __init__(self, port, drop=None, damage=None):
-        self._port = port
+        super().__init__(port)
         self._out, self._in = FrameDecoder(), FrameDecoder()
         self.log: list[tuple[str, int, int, bytes]] = []  # (direction, type, seq, payload)
         self.writes: list[bytes] = []
         self._drop, self._damage = drop, damage
-
-    def __getattr__(self, name):
-        return getattr(self._port, name)
-
-    @property
-    def baudrate(self):
-        return self._port.baudrate
-
-    @baudrate.setter
-    def baudrate(self, value):
-        self._port.baudrate = value
 
     def write(self, data):
         index = len(self.writes)

@@ -16,6 +16,16 @@ from pathlib import Path
 from harness import console
 from harness.errors import BuildError
 
+
+class BuildFailed(BuildError):
+    """A build that failed or hung, with what a caller needs to word it: the log, the first and the last
+    line that says error (or the last line of output), and whether the time bound ended it."""
+
+    def __init__(self, message: str, log: Path, first_error: str = "", last_error: str = "", timed_out=False):
+        super().__init__(message)
+        self.log, self.first_error, self.last_error, self.timed_out = log, first_error, last_error, timed_out
+
+
 # Measured on an idle two-core machine: the CMSIS-NN TFLM tree's 317 sources in 4 min (make -j2), a
 # whole nucleo_h743 PlatformIO build of ~430 files in the same time.
 SECONDS_PER_SOURCE_ON_TWO_CORES = 0.8
@@ -74,8 +84,10 @@ def run_build(
             watchdog.cancel()
             proc.stdout.close()
     if timed_out.is_set():
-        raise BuildError(f"building {what} did not finish within {timeout} s; log: {log}")
+        raise BuildFailed(f"building {what} did not finish within {timeout} s; log: {log}", log, timed_out=True)
     if code != 0:
-        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
         errors = [line for line in lines if "error" in line.lower()] or lines[-1:] or ["no output"]
-        raise BuildError(f"build failure: {what} did not build ({errors[0].strip()[:200]}); log: {log}")
+        raise BuildFailed(
+            f"build failure: {what} did not build ({errors[0][:200]}); log: {log}", log, errors[0], errors[-1]
+        )

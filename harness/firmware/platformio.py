@@ -19,7 +19,7 @@ from harness import __version__
 from harness.boards import Board
 from harness.errors import BuildError, UserError
 from harness.firmware.build import config_header
-from harness.firmware.build_runs import run_build
+from harness.firmware.build_runs import BuildFailed, run_build
 from harness.firmware.elf import memory_usage
 from harness.firmware.tflm_tree import TflmTree, resolver_source
 from harness.model.tflite_file import TfliteModel
@@ -283,14 +283,12 @@ def _run_pio(project: PioProject, targets: list[str], port: str | None, timeout:
             timeout=timeout,
             env=_pio_environment(),
         )
-    except BuildError as error:
-        if "did not finish within" in str(error):
+    except BuildFailed as failed:
+        if failed.timed_out:
             raise BuildError(
                 f"PlatformIO did not finish within {timeout} s (offline, its registry calls hang); log: {log}"
             ) from None
-        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
-        errors = [line for line in lines if "error" in line.lower()] or lines[-1:] or ["no output"]
-        raise BuildError(f"PlatformIO build/upload failed ({errors[-1].strip()[:200]}); log: {log}") from None
+        raise BuildError(f"PlatformIO build/upload failed ({failed.last_error[:200]}); log: {log}") from None
     return log
 
 
