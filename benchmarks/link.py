@@ -25,7 +25,6 @@ does not care what the model computes, and every output is checked).
 
 import argparse
 import ctypes
-import dataclasses
 import multiprocessing
 import os
 import statistics
@@ -83,9 +82,9 @@ def _serve_board(conn, baud: int, invoke_ms: float, eembc: bool) -> None:
         MeanRunner(),
         board_id="sim",
         build_id=sim_build_id(),
-        rx_frame=fw["rx_frame_bytes"],
-        tx_frame=fw["tx_frame_bytes"],
-        rx_buffer=fw["rx_buffer_bytes"],
+        rx_frame=fw.rx_frame_bytes,
+        tx_frame=fw.tx_frame_bytes,
+        rx_buffer=fw.rx_buffer_bytes,
         emulation=LinkEmulation(baud, 4_000_000, invoke_ms),
         eembc_model="vww01" if eembc else None,
     ) as board:
@@ -181,7 +180,7 @@ def _hal_model():
 @contextmanager
 def hal_client(name: str, baud: int, model, invoke_ms: float = 0.0):
     board = get_board(name)
-    board = dataclasses.replace(board, switch_baudrate=baud, sim={**board.sim, "emulate_invoke_ms": invoke_ms})
+    board = board.with_link(switch_baudrate=baud).with_sim(emulate_invoke_ms=invoke_ms)
     with connect(board, model) as client:
         yield client
 

@@ -1,76 +1,250 @@
-"""Boards are data: one TOML file per board in boards/."""
+"""Boards are data: one TOML file per board, checked field by field against the tables below.
 
+The package's boards/ folder holds the boards harness ships; a user adds their own in the user boards folder
+(HARNESS_BOARDS_DIR, else the platform's config folder + /harness/boards) or names a file with
+`--board path/to/board.toml`. Every default lives here, once. docs/boards.md describes each field.
+"""
+
+import dataclasses
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
+
+import platformdirs
+import pydantic
 
 from harness.errors import UserError
-from harness.paths import boards_dir
+from harness.paths import boards_dir, share_dir
 
-LATENCY_SOURCES = ("device", "emulated", "sim")
+Kind = Literal["virtual", "emulated", "hosted", "device"]
+LatencySource = Literal["device", "emulated", "sim"]
+# A board file is refused, naming the field, when it holds a key no table declares.
+_STRICT = pydantic.ConfigDict(extra="forbid", strict=False, frozen=True)
+
+DEFAULT_BOARD = "sim"
+
+
+@dataclass(frozen=True)
+class Memory:
+    __pydantic_config__ = _STRICT
+    flash_bytes: pydantic.PositiveInt
+    ram_bytes: pydantic.PositiveInt
+
+
+@dataclass(frozen=True)
+class Link:
+    __pydantic_config__ = _STRICT
+    baudrate: pydantic.PositiveInt = 115200
+    switch_baudrate: pydantic.NonNegativeInt = 0  # after the handshake, move the link to this rate (0: stay)
+    usb_ids: tuple[str, ...] = ()  # VID:PID of the board's USB serial bridge, for `--port auto`
+    reset_on_connect: Literal["esp32"] | None = None  # "esp32": hold DTR/RTS inactive on open, then pulse EN
+    forbidden_baudrates: tuple[int, ...] = ()  # rates the board's bridge treats as commands (Arduino 1200 touch)
+
+
+@dataclass(frozen=True)
+class Firmware:
+    """What the generated firmware is built with: the HAL family, frame and buffer sizes, the arena."""
+
+    __pydantic_config__ = _STRICT
+    arena_bytes: pydantic.PositiveInt
+    rx_frame_bytes: pydantic.PositiveInt
+    tx_frame_bytes: pydantic.PositiveInt
+    rx_buffer_bytes: pydantic.NonNegativeInt = 0  # what the board's receive ring holds (0: a frame at a time)
+    family: str | None = None  # the HAL folder firmware/boards/<family>
+    hal: str | None = None  # a HAL folder of the user's own, relative to the board file (instead of family)
+    cmsis_core: str | None = None  # the CMSIS core headers' core name (Arduino builds)
+    frontend_arena_bytes: pydantic.PositiveInt = 32768  # the audio frontend's own arena (keyword streaming)
+    # Bare-metal (Makefile) builds only: compiler CPU flags and the linker script's layout.
+    cpu_flags: str | None = None
+    code_origin: pydantic.NonNegativeInt | None = None
+    ram_origin: pydantic.NonNegativeInt | None = None
+    stack_bytes: pydantic.PositiveInt | None = None
+
+
+@dataclass(frozen=True)
+class PlatformIO:
+    __pydantic_config__ = _STRICT
+    platform: str  # pinned, e.g. "platformio/ststm32@19.6.0"
+    board: str
+    framework: Literal["arduino", "espidf", "mbed"]
+    upload_protocol: str
+    build_flags: tuple[str, ...] = ()
+    build_unflags: tuple[str, ...] = ()
+    tflm: Literal["tree", "lib_deps", "idf_component"] = "tree"  # where TFLM comes from (docs/tflm.md)
+    lib_deps: tuple[str, ...] = ()
+    idf_components: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Qemu:
+    __pydantic_config__ = _STRICT
+    machine: str
+    icount_shift: pydantic.NonNegativeInt = 0
+
+
+@dataclass(frozen=True)
+class Sim:
+    """The virtual board's link emulation (docs/link.md), and for hosted boards the HAL compiled for this
+    machine (harness/device/hosted_hal.py)."""
+
+    __pydantic_config__ = _STRICT
+    link_baud: pydantic.NonNegativeInt = 0  # pace the link like a UART at this rate (0: as fast as it goes)
+    max_baudrate: pydantic.NonNegativeInt = 0  # the highest rate SET_BAUD accepts (0: none)
+    emulate_invoke_ms: pydantic.NonNegativeFloat = 0  # an invoke lasts at least this long
+    hal: str | None = None  # hosted: which HAL (stm32duino, mbed, espidf)
+    serial_rx_buffer_size: pydantic.PositiveInt | None = None  # hosted stm32duino: the core's ring
+    cdc_callback_slots: pydantic.NonNegativeInt | None = None  # hosted mbed, tests: the USBSerial callback table
+
+
+@dataclass(frozen=True)
+class TflmRecipe:
+    """The TFLM tree harness prepares for this board when --tflm is not given (docs/tflm.md)."""
+
+    __pydantic_config__ = _STRICT
+    kernels: str
+    target: str = ""
+    target_arch: str = ""
 
 
 @dataclass(frozen=True)
 class Board:
+    __pydantic_config__ = _STRICT
     id: str
     name: str
-    kind: str  # "device", "emulated" or "virtual"
-    latency_source: str
-    flash_bytes: int
-    ram_bytes: int
-    baudrate: int = 115200
-    switch_baudrate: int = 0  # after the handshake, move the link to this rate (0: stay); see docs/link.md
-    usb_ids: tuple[str, ...] = ()
-    reset_on_connect: str | None = None  # "esp32": hold DTR/RTS inactive on open, then pulse EN
-    cpu_hz: int = 0
+    kind: Kind
+    latency_source: LatencySource
+    memory: Memory
+    firmware: Firmware
+    link: Link = Link()
     core: str = ""
-    firmware: dict = field(default_factory=dict)
-    platformio: dict = field(default_factory=dict)
-    qemu: dict = field(default_factory=dict)
-    sim: dict = field(default_factory=dict)  # the virtual board's link emulation: link_baud, max_baudrate, ...
-    tflm: dict = field(default_factory=dict)  # the TFLM tree harness prepares: kernels, target, target_arch
-    source_file: Path | None = None
+    cpu_hz: pydantic.NonNegativeInt = 0
+    platformio: PlatformIO | None = None
+    qemu: Qemu | None = None
+    sim: Sim = Sim()
+    tflm: TflmRecipe | None = None
+    source_file: Path | None = None  # set by the loader, never read from the file
+
+    @property
+    def hal_dir(self) -> Path | None:
+        """The board's HAL folder: its own (firmware.hal, beside the board file) or firmware/boards/<family>."""
+        if self.firmware.hal:
+            return (self.source_file.parent if self.source_file else Path.cwd()) / self.firmware.hal
+        return share_dir() / "firmware" / "boards" / self.firmware.family if self.firmware.family else None
+
+    def with_link(self, **changes) -> "Board":
+        return dataclasses.replace(self, link=dataclasses.replace(self.link, **changes))
+
+    def with_sim(self, **changes) -> "Board":
+        return dataclasses.replace(self, sim=dataclasses.replace(self.sim, **changes))
 
 
-def _load(path: Path) -> Board:
+_BOARD = pydantic.TypeAdapter(Board)
+
+
+def _valid_fields(error: dict) -> str:
+    """The fields of the table an error is in, for the refusal's fix."""
+    table: type = Board
+    for part in error["loc"][:-1]:
+        hints = {f.name: f.type for f in dataclasses.fields(table)}
+        nested = hints.get(part)
+        nested = next((a for a in getattr(nested, "__args__", (nested,)) if dataclasses.is_dataclass(a)), None)
+        if nested is None:
+            break
+        table = nested
+    return ", ".join(f.name for f in dataclasses.fields(table) if f.name != "source_file")
+
+
+def _problem(error: dict) -> str:
+    where = ".".join(str(p) for p in error["loc"])
+    if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
+        return f"unknown field {where!r} (valid here: {_valid_fields(error)})"
+    if error["type"] in ("missing", "missing_argument"):
+        return f"missing field {where!r}"
+    return f"field {where!r}: {error['msg']}"
+
+
+def load_board_file(path: Path) -> Board:
+    """One board file, validated: an unknown, missing or mistyped field is refused naming the field."""
     try:
         data = tomllib.loads(path.read_text())
-        link = data.get("link", {})
-        board = Board(
-            id=data["id"],
-            name=data["name"],
-            kind=data["kind"],
-            latency_source=data["latency_source"],
-            flash_bytes=int(data["memory"]["flash_bytes"]),
-            ram_bytes=int(data["memory"]["ram_bytes"]),
-            baudrate=int(link.get("baudrate", 115200)),
-            switch_baudrate=int(link.get("switch_baudrate", 0)),
-            usb_ids=tuple(link.get("usb_ids", ())),
-            reset_on_connect=link.get("reset_on_connect"),
-            cpu_hz=int(data.get("cpu_hz", 0)),
-            core=data.get("core", ""),
-            firmware=data.get("firmware", {}),
-            platformio=data.get("platformio", {}),
-            qemu=data.get("qemu", {}),
-            sim=data.get("sim", {}),
-            tflm=data.get("tflm", {}),
-            source_file=path,
-        )
-    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise UserError(f"board file {path} is invalid ({exc}); compare it with boards/sim.toml") from exc
-    if board.baudrate in link.get("forbidden_baudrates", ()):
-        raise UserError(f"board file {path}: baudrate {board.baudrate} is forbidden for this board ({link})")
-    if board.latency_source not in LATENCY_SOURCES:
-        raise UserError(f"board file {path}: latency_source must be one of {', '.join(LATENCY_SOURCES)}")
+    except OSError as exc:
+        raise UserError(f"board file {path} cannot be read ({exc.strerror})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"board file {path} is not valid TOML ({exc})") from exc
+    if "source_file" in data:
+        raise UserError(f"board file {path}: unknown field 'source_file'")
+    try:
+        board = _BOARD.validate_python({**data, "source_file": path})
+    except pydantic.ValidationError as exc:
+        # A misspelt field is both unknown and missing: the unknown one names the typo.
+        errors = sorted(exc.errors(), key=lambda e: e["type"] not in ("extra_forbidden", "unexpected_keyword_argument"))
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise UserError(f"board file {path}: {_problem(errors[0])}{more}; see docs/boards.md") from exc
+    _check_consistent(board, path)
     return board
 
 
+def _check_consistent(board: Board, path: Path) -> None:
+    def refuse(problem: str):
+        raise UserError(f"board file {path}: {problem}; see docs/boards.md")
+
+    if board.link.baudrate in board.link.forbidden_baudrates:
+        refuse(f"link.baudrate {board.link.baudrate} is one of this board's forbidden_baudrates")
+    if board.firmware.family and board.firmware.hal:
+        refuse("firmware.family and firmware.hal both name a HAL folder: keep one")
+    if board.hal_dir is not None and not board.hal_dir.is_dir():
+        field_name = "firmware.hal" if board.firmware.hal else "firmware.family"
+        refuse(f"{field_name}: no HAL folder {board.hal_dir}")
+    if board.kind == "emulated" and board.qemu is None:
+        refuse("an emulated board needs a [qemu] table (machine)")
+    if board.kind == "hosted" and not board.sim.hal:
+        refuse("a hosted board needs sim.hal (stm32duino, mbed or espidf)")
+    if board.kind == "device" and board.platformio is None:
+        refuse("a device board needs a [platformio] table (platform, board, framework, upload_protocol)")
+    if board.kind in ("emulated", "device") and board.hal_dir is None:
+        refuse("a board that gets firmware needs firmware.family or firmware.hal")
+
+
+def user_boards_dir() -> Path:
+    override = os.environ.get("HARNESS_BOARDS_DIR")
+    return Path(override) if override else Path(platformdirs.user_config_dir("harness")) / "boards"
+
+
 def all_boards() -> dict[str, Board]:
-    return {b.id: b for b in map(_load, sorted(boards_dir().glob("*.toml")))}
+    """The package's boards, then the user's; a user board may not reuse a package board's id."""
+    boards: dict[str, Board] = {}
+    folders = [boards_dir(), user_boards_dir()]
+    for path in (p for folder in folders if folder.is_dir() for p in sorted(folder.glob("*.toml"))):
+        board = load_board_file(path)
+        if board.id in boards:
+            raise UserError(
+                f"board file {path}: id {board.id!r} is already taken by {boards[board.id].source_file}; "
+                "give the board an id of its own"
+            )
+        boards[board.id] = board
+    return boards
 
 
-def get_board(name: str) -> Board:
+def is_board_file(spec: str) -> bool:
+    return spec.endswith(".toml") or os.sep in spec
+
+
+def get_board(spec: str) -> Board:
+    """A board by id (package or user boards folder), or a board file's path."""
+    if is_board_file(spec):
+        return load_board_file(Path(spec))
     boards = all_boards()
-    if name in boards:
-        return boards[name]
-    raise UserError(f"unknown board {name!r}; valid boards: {', '.join(sorted(boards))}")
+    if spec in boards:
+        return boards[spec]
+    raise UserError(f"unknown board {spec!r}; valid boards: {', '.join(boards)} (or a board file's path)")
+
+
+def board_ids(kind: str | None = None, *, platformio: bool = False) -> list[str]:
+    """Board ids for choices and help texts, from the board files."""
+    return [
+        b.id
+        for b in all_boards().values()
+        if (kind is None or b.kind == kind) and (not platformio or b.platformio is not None)
+    ]

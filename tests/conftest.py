@@ -50,6 +50,7 @@ def private_cache(tmp_path_factory):
     """Tests never touch the user's cache; the demo set and downloads land in one session folder."""
     cache = os.environ.get("HARNESS_TEST_CACHE_DIR") or str(tmp_path_factory.mktemp("harness-cache"))
     os.environ["HARNESS_CACHE_DIR"] = cache
+    os.environ["HARNESS_BOARDS_DIR"] = str(tmp_path_factory.mktemp("user-boards"))  # the user's boards stay out
     if FIXTURE_MODELS.is_dir():
         os.environ["HARNESS_MODEL_MIRROR"] = str(FIXTURE_MODELS)
     else:

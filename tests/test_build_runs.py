@@ -20,8 +20,9 @@ def test_a_build_says_what_it_builds_and_counts_files(tmp_path, capsys, monkeypa
     monkeypatch.setattr(console, "QUIET", False)
     monkeypatch.setenv("CI", "1")  # plain progress lines, as in a log
     command = _script(tmp_path, "for i in range(20): print(f'cc -c file{i}.c')\n")
-    run_build(command, tmp_path, tmp_path / "log", what="the test library", sources=20, compile_markers=("cc ",),
-              timeout=60)
+    run_build(
+        command, tmp_path, tmp_path / "log", what="the test library", sources=20, compile_markers=("cc ",), timeout=60
+    )
     err = capsys.readouterr().err
     assert "harness: building the test library: 20 sources (a first build takes about" in err
     assert "building the test library: 20/20 (100%)" in err

@@ -4,7 +4,6 @@ against the framework stand-ins in firmware/hosted/, served on a pseudo-terminal
 No speed is asserted here: benchmarks/link.py measures it."""
 
 import csv
-import dataclasses
 import json
 import os
 import re
@@ -36,13 +35,13 @@ SMALL_MODEL = "wake_vision_zoo/wv_quality_k_2_c_3.tflite"  # uint8[1,50,50,3] in
 
 def _board(name: str, **sim):
     board = get_board(name)
-    return dataclasses.replace(board, sim={**board.sim, **sim}) if sim else board
+    return board.with_sim(**sim)
 
 
 @pytest.mark.parametrize("name", UART_HALS)
 @pytest.mark.parametrize("rate", [921600, 2_000_000])
 def test_link_test_passes_after_set_baud(name, rate):
-    board = dataclasses.replace(get_board(name), baudrate=115200, switch_baudrate=rate)
+    board = get_board(name).with_link(baudrate=115200, switch_baudrate=rate)
     with connect(board, None) as client:
         assert client.info.max_baud == 2_000_000 and client.info.baud_applies
         assert client.stats.baud == rate and client.port.baudrate == rate
@@ -52,7 +51,7 @@ def test_link_test_passes_after_set_baud(name, rate):
 
 
 def test_usb_cdc_hal_says_baud_does_not_apply():
-    board = dataclasses.replace(get_board("hal_mbed"), switch_baudrate=2_000_000)
+    board = get_board("hal_mbed").with_link(switch_baudrate=2_000_000)
     with connect(board, None) as client:
         assert not client.info.baud_applies and client.info.max_baud == 0
         assert client.stats.baud_fallbacks == 0  # the host did not try: HELLO offers no switch
@@ -154,10 +153,10 @@ def _frames_during_an_invoke(board, chunks: int, chunk: int, invoke_ms: float = 
     """Load a whole input, send INVOKE and, while it runs, `chunks` LOAD_INPUT frames of the next input.
     Returns (answers as (type, seq, payload), the hosted process's closing line, the burst's length)."""
     model = read_tflite(fixture_model(SMALL_MODEL))
-    board = dataclasses.replace(board, sim={**board.sim, "emulate_invoke_ms": invoke_ms})
+    board = board.with_sim(emulate_invoke_ms=invoke_ms)
     report: list[str] = []
     with hosted_board_process(board, model.path, report) as path:
-        port = serial.Serial(path, baudrate=board.baudrate, timeout=0.05)
+        port = serial.Serial(path, baudrate=board.link.baudrate, timeout=0.05)
         try:
             decoder, answers = FrameDecoder(), []
 
@@ -170,7 +169,7 @@ def _frames_during_an_invoke(board, chunks: int, chunk: int, invoke_ms: float = 
             collect(1, 5)
             size = model.input.bytes
             data = np.random.default_rng(0).integers(0, 256, size, dtype=np.uint8).tobytes()
-            step = load_step or board.firmware["rx_frame_bytes"] - 40
+            step = load_step or board.firmware.rx_frame_bytes - 40
             for seq, offset in enumerate(range(0, size, step), start=2):
                 port.write(encode_frame(Msg.LOAD_INPUT, seq, load_input_payload(offset, data[offset : offset + step])))
                 collect(len(answers) + 1, 5)
@@ -182,7 +181,7 @@ def _frames_during_an_invoke(board, chunks: int, chunk: int, invoke_ms: float = 
                 for i in range(chunks)
             )
             port.write(burst)
-            collect(1 + chunks, 1 + invoke_ms / 1e3 + len(burst) * 10 / board.baudrate)
+            collect(1 + chunks, 1 + invoke_ms / 1e3 + len(burst) * 10 / board.link.baudrate)
         finally:
             port.close()
     return answers, report[-1] if report else "", len(burst)
@@ -192,8 +191,8 @@ LOAD_ANSWER = Msg.LOAD_INPUT | RESPONSE_BIT
 
 
 def _burst_within_the_window(board):
-    chunk = min(1000, board.firmware["rx_frame_bytes"] - 40)
-    return (board.firmware["rx_buffer_bytes"] * 3 // 4) // (chunk + 20), chunk  # within the announced buffer
+    chunk = min(1000, board.firmware.rx_frame_bytes - 40)
+    return (board.firmware.rx_buffer_bytes * 3 // 4) // (chunk + 20), chunk  # within the announced buffer
 
 
 def _all_loaded_in_order(answers, chunks, chunk):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import serial
 
-from harness.boards import get_board
+from harness.boards import board_ids, get_board
 from harness.device.hosted_hal import hosted_board_process
 from harness.device.sim_board import LinkEmulation
 from harness.link.client import DeviceClient
@@ -204,18 +204,18 @@ def test_a_damaged_chunk_sent_ahead_is_sent_again():
     assert ErrorCode.BAD_CRC in errors
 
 
-@pytest.mark.parametrize("name", ["hal_stm32duino", "hal_espidf", "hal_mbed"])
+@pytest.mark.parametrize("name", board_ids("hosted"))
 def test_one_slot_pipelining_through_each_hosted_hal(name):
     """The real HAL sources (their rings, their announced buffers): pipelined results equal sequential
     ones, something was sent ahead, and the emulated receive buffer lost nothing."""
     model = read_tflite(fixture_model(SMALL_MODEL))
     board = get_board(name)
-    board = dataclasses.replace(board, sim={**board.sim, "emulate_invoke_ms": 30})
+    board = board.with_sim(emulate_invoke_ms=30)
     rng = np.random.default_rng(3)
     data = [rng.integers(0, 256, model.input.bytes, dtype=np.uint8).tobytes() for _ in range(4)]
     report: list[str] = []
     with hosted_board_process(board, model.path, report) as path:
-        port = serial.Serial(path, baudrate=board.baudrate, timeout=0.05)
+        port = serial.Serial(path, baudrate=board.link.baudrate, timeout=0.05)
         try:
             client = DeviceClient(_Recorder(port), timeout=2.0, invoke_timeout=10.0)
             info = client.hello()

@@ -50,10 +50,13 @@ def _fp_arch(elf_path) -> str:
     return next((line.split(":", 1)[1].strip() for line in done.stdout.splitlines() if "Tag_FP_arch" in line), "")
 
 
-@pytest.mark.parametrize(("card", "model_file"), [
-    ("mlperf_tiny_vww", "mlperf_tiny/visual_wake_words.tflite"),
-    ("tflm_micro_speech", "tflm/micro_speech_quantized.tflite"),
-])
+@pytest.mark.parametrize(
+    ("card", "model_file"),
+    [
+        ("mlperf_tiny_vww", "mlperf_tiny/visual_wake_words.tflite"),
+        ("tflm_micro_speech", "tflm/micro_speech_quantized.tflite"),
+    ],
+)
 def test_nucleo_project_builds_and_links_with_real_platformio_offline(card, model_file, offline_core, tmp_path):
     from tests.conftest import fixture_model
 
@@ -65,8 +68,8 @@ def test_nucleo_project_builds_and_links_with_real_platformio_offline(card, mode
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
     board = get_board("nucleo_h743")
-    assert 0 < record["flash_bytes"] <= board.flash_bytes
-    assert 0 < record["static_ram_bytes"] <= board.ram_bytes
+    assert 0 < record["flash_bytes"] <= board.memory.flash_bytes
+    assert 0 < record["static_ram_bytes"] <= board.memory.ram_bytes
     assert record["kernels"] == "cmsis_nn" and "-mfpu=fpv5-d16" in record["flags"]
     project = tmp_path / "nucleo_h743" / record["project"].rsplit("/", 1)[-1]
     assert json.loads((project / "harness-build.json").read_text()) == record

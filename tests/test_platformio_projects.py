@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from serial.tools import list_ports_common
 
-from harness.boards import get_board
+from harness.boards import board_ids, get_board
 from harness.device.sim_board import SimBoard, TflmRunner
 from harness.firmware.platformio import generate_project, lint
 from harness.firmware.tflm_tree import TflmTree, model_operators, resolver_method, schema
@@ -41,7 +41,7 @@ def tflm_tree(tmp_path_factory) -> TflmTree:
     return TflmTree(root)
 
 
-@pytest.mark.parametrize("board_id", ["nucleo_h743", "nano33ble", "esp32dev"])
+@pytest.mark.parametrize("board_id", board_ids(platformio=True))
 @pytest.mark.parametrize("model_path", MODELS)
 def test_generated_project_lints_clean_and_resolves_exactly_the_models_operators(
     board_id, model_path, tmp_path, tflm_tree
@@ -51,8 +51,8 @@ def test_generated_project_lints_clean_and_resolves_exactly_the_models_operators
     project = generate_project(board, model, "test", tflm_tree if board_id == "nucleo_h743" else None, tmp_path)
     assert lint(project) == {"errors": [], "warnings": []}
     ini = (project.path / "platformio.ini").read_text()
-    assert f"platform = {board.platformio['platform']}" in ini and "@" in board.platformio["platform"]
-    if board.platformio["framework"] == "espidf":  # IDF components take no project flags: the app's CMake has them
+    assert f"platform = {board.platformio.platform}" in ini and "@" in board.platformio.platform
+    if board.platformio.framework == "espidf":  # IDF components take no project flags: the app's CMake has them
         assert "-DTF_LITE_STATIC_MEMORY" in (project.path / "src" / "CMakeLists.txt").read_text()
         assert "CONFIG_COMPILER_OPTIMIZATION_PERF=y" in (project.path / "sdkconfig.defaults").read_text()
     else:
@@ -64,7 +64,7 @@ def test_generated_project_lints_clean_and_resolves_exactly_the_models_operators
     config = (project.path / "src" / "harness_build_config.h").read_text()
     assert f'"{project.build_id}"' in config and model.sha256[:2] in config
     arena = int(re.search(r"HP_ARENA_BYTES (\d+)u", config).group(1))
-    assert 0 < arena <= int(board.firmware["arena_bytes"])
+    assert 0 < arena <= board.firmware.arena_bytes
     assert (project.path / "src" / "hp_device.c").read_bytes() == (Path("firmware/core/hp_device.c")).read_bytes()
     assert not (project.path / "src" / "no_model_runner.c").exists()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.boards import get_board
+from harness.boards import board_ids, get_board
 from harness.device.launch import connect
 from harness.device.qemu import emulated_instructions
 from tests.conftest import TFLM_TREE, assert_refused_in_one_line, needs_tflm_tree
@@ -48,7 +48,7 @@ def _harness(*args, **kwargs):
     )
 
 
-@pytest.mark.parametrize("board", ["qemu_m7", "qemu_m4"])
+@pytest.mark.parametrize("board", board_ids("emulated"))
 def test_link_test_moves_a_mebibyte_with_every_crc_checked(board):
     before = _qemu_pids()
     proc = _harness("link-test", "--board", board)
@@ -120,8 +120,6 @@ def test_eval_on_qemu_without_tflm_says_what_is_missing(tmp_path):
     )
     # Without --tflm harness fetches the board's tree: here from conftest's closed loopback mirror (offline).
     assert_refused_in_one_line(done, "could not fetch", "--tflm PATH")
-
-
 
 
 @needs_tflm_tree

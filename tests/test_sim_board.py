@@ -50,7 +50,7 @@ def test_virtual_board_is_gone_when_the_block_ends(small_model):
 
 def _sim_with_arena(arena_bytes: int):
     sim = get_board("sim")
-    return dataclasses.replace(sim, firmware=sim.firmware | {"arena_bytes": arena_bytes})
+    return dataclasses.replace(sim, firmware=dataclasses.replace(sim.firmware, arena_bytes=arena_bytes))
 
 
 def test_an_arena_too_small_for_the_model_is_reported_in_hello(small_model):

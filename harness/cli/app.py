@@ -4,6 +4,7 @@ import argparse
 import sys
 
 from harness import __version__, console
+from harness.boards import board_ids
 from harness.cli.args import (
     EXIT_USAGE,
     Parser,
@@ -31,6 +32,14 @@ from harness.model.convert import DEFAULT_SPLIT_SEED
 from harness.model.references import DEFAULT_REFERENCES
 
 TFLM_HELP = "TFLM tree for QEMU firmware builds (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree)"
+
+
+def platformio_board_help() -> str:
+    """The PlatformIO boards, read from the board files (a broken user board file must not break --help)."""
+    try:
+        return f"a PlatformIO board ({', '.join(board_ids(platformio=True))}) or a board file's path"
+    except UserError:
+        return "a PlatformIO board (`harness boards` lists them) or a board file's path"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     build = commands.add_parser(
         "build", parents=[output], help="generate the PlatformIO project for a board and build it (no upload)"
     )
-    build.add_argument("--board", required=True, help="nucleo_h743, nano33ble or esp32dev")
+    build.add_argument("--board", required=True, help=platformio_board_help())
     build.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
     build.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
     build.add_argument("--tflm", help="TFLM source tree (default: $HARNESS_TFLM_TREE, else the board's choice)")
@@ -119,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     build.set_defaults(handler=cmd_build)
 
     generate = commands.add_parser("generate", parents=[output], help="write the PlatformIO project for a board")
-    generate.add_argument("--board", required=True, help="nucleo_h743, nano33ble or esp32dev")
+    generate.add_argument("--board", required=True, help=platformio_board_help())
     generate.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
     generate.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
     generate.add_argument(

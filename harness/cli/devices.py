@@ -3,7 +3,7 @@
 import dataclasses
 from pathlib import Path
 
-from harness.boards import all_boards, get_board
+from harness.boards import all_boards, get_board, user_boards_dir
 from harness.cli.args import board_with_link_options, emulated_tflm_tree, model_for, tflm_tree
 from harness.console import print_json, stdout_console
 from harness.errors import UserError
@@ -179,8 +179,8 @@ def cmd_build(args) -> int:
         return 0
     stdout_console().print(
         f"{board.id}: built {project.build_id} ({project.kernels} kernels), model {card.name}: "
-        f"flash {record['flash_bytes']:,} of {board.flash_bytes:,} B, "
-        f"static RAM {record['static_ram_bytes']:,} of {board.ram_bytes:,} B (from the ELF); {project.path}",
+        f"flash {record['flash_bytes']:,} of {board.memory.flash_bytes:,} B, "
+        f"static RAM {record['static_ram_bytes']:,} of {board.memory.ram_bytes:,} B (from the ELF); {project.path}",
         highlight=False,
     )
     return 0
@@ -189,9 +189,10 @@ def cmd_build(args) -> int:
 def cmd_boards(args) -> int:
     from harness.device.discovery import attached_boards
 
-    attached = attached_boards(all_boards().values())
+    boards = all_boards()
+    attached = attached_boards(boards.values())
     if args.json:
-        print_json({"boards": [dataclasses.asdict(b) for b in all_boards().values()], "attached": attached})
+        print_json({"boards": [dataclasses.asdict(b) for b in boards.values()], "attached": attached})
         return 0
     console = stdout_console()
     for found in attached:
@@ -199,6 +200,14 @@ def cmd_boards(args) -> int:
             f"attached: {found['board']:12} {found['port']}  {found['usb_id']}  serial {found['serial_number']}",
             highlight=False,
         )
-    for board in all_boards().values():
-        console.print(f"{board.id:12} {board.kind:8} latency={board.latency_source:8} {board.name}")
+    user_folder = user_boards_dir()
+    for board in boards.values():
+        mine = board.source_file is not None and board.source_file.parent == user_folder
+        origin = f"  (yours: {board.source_file})" if mine else ""
+        console.print(
+            f"{board.id:14} {board.kind:8} latency={board.latency_source:8} {board.name}{origin}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    console.print(f"your boards folder: {user_folder} (HARNESS_BOARDS_DIR overrides it)", highlight=False)
     return 0

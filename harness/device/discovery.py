@@ -16,7 +16,7 @@ def attached_boards(boards) -> list[dict]:
     for port in sorted(list_ports.comports(), key=lambda p: p.device):
         usb_id = _usb_id(port)
         for board in boards:
-            if usb_id and usb_id in {u.upper() for u in board.usb_ids}:
+            if usb_id and usb_id in {u.upper() for u in board.link.usb_ids}:
                 found.append(
                     {"board": board.id, "port": port.device, "usb_id": usb_id, "serial_number": port.serial_number}
                 )
@@ -31,7 +31,7 @@ def find_port(board: Board, serial_number: str | None = None) -> str:
     if not candidates:
         wanted = f" with serial number {serial_number}" if serial_number else ""
         raise UserError(
-            f"no {board.id}{wanted} found on USB (looked for {', '.join(board.usb_ids) or 'no IDs'}); "
+            f"no {board.id}{wanted} found on USB (looked for {', '.join(board.link.usb_ids) or 'no IDs'}); "
             "connect it or pass --port"
         )
     listing = ", ".join(f"{c['port']} (serial {c['serial_number']})" for c in candidates)

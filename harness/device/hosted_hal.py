@@ -64,7 +64,7 @@ HALS = {
 
 
 def hal_of(board: Board) -> Hal:
-    name = board.sim.get("hal")
+    name = board.sim.hal
     if name not in HALS:
         raise UserError(f"board file {board.source_file}: [sim] hal must be one of {', '.join(HALS)}, not {name!r}")
     return HALS[name]
@@ -73,10 +73,10 @@ def hal_of(board: Board) -> Hal:
 def _defines(board: Board) -> list[str]:
     hal = hal_of(board)
     defines = ["HARNESS_HOSTED", *hal.defines]
-    if "serial_rx_buffer_size" in board.sim:  # stm32duino's ring, a build flag on the real board
-        defines.append(f"SERIAL_RX_BUFFER_SIZE={int(board.sim['serial_rx_buffer_size'])}")
-    if "cdc_callback_slots" in board.sim:  # tests only: a USBSerial callback table without room for the HAL's
-        defines.append(f"MAX_CALLBACKS_ON_IRQ={int(board.sim['cdc_callback_slots'])}")
+    if board.sim.serial_rx_buffer_size:  # stm32duino's ring, a build flag on the real board
+        defines.append(f"SERIAL_RX_BUFFER_SIZE={board.sim.serial_rx_buffer_size}")
+    if board.sim.cdc_callback_slots is not None:  # tests only: a USBSerial callback table without room for the HAL's
+        defines.append(f"MAX_CALLBACKS_ON_IRQ={board.sim.cdc_callback_slots}")
     return defines
 
 
@@ -105,7 +105,7 @@ def build_id_and_header(board: Board) -> tuple[str, str]:
         digest.update(str(path.relative_to(FIRMWARE)).encode() + b"\0" + path.read_bytes())
     digest.update(repr(_defines(board)).encode())
     digest.update(config_header(board, "", None).encode())
-    build_id = f"hosted-{board.sim['hal']}-{digest.hexdigest()[:12]}"
+    build_id = f"hosted-{board.sim.hal}-{digest.hexdigest()[:12]}"
     return build_id, config_header(board, build_id, None)
 
 
@@ -220,9 +220,9 @@ def hosted_board_process(board: Board, model_path: Path | None, report: list | N
         str(library),
         *(["--model", str(model_path)] if model_path else []),
         "--arena",
-        str(fw.get("arena_bytes", 8 << 20)),
+        str(fw.arena_bytes),
         "--invoke-us",
-        str(round(float(board.sim.get("emulate_invoke_ms", 0)) * 1000)),
+        str(round(board.sim.emulate_invoke_ms * 1000)),
     ]
     with pty_board_process(command, "the hosted board", START_SECONDS, report) as path:
         yield path

@@ -1,6 +1,5 @@
 """Start the board a run talks to and hand back a connected protocol client."""
 
-import dataclasses
 import hashlib
 import importlib.util
 import os
@@ -50,23 +49,23 @@ def sim_board_process(
         "harness.device.sim_board",
         *(["--model", str(model_path)] if model_path else []),
         "--arena",
-        str(fw.get("arena_bytes", 8 << 20)),
+        str(fw.arena_bytes),
         "--board-id",
         board.id,
         "--build-id",
         sim_build_id(),
         "--rx-frame",
-        str(fw.get("rx_frame_bytes", 4108)),
+        str(fw.rx_frame_bytes),
         "--tx-frame",
-        str(fw.get("tx_frame_bytes", 4108)),
+        str(fw.tx_frame_bytes),
         "--rx-buffer",
-        str(fw.get("rx_buffer_bytes", 4096)),
+        str(fw.rx_buffer_bytes),
         "--link-baud",
-        str(board.sim.get("link_baud", 0)),
+        str(board.sim.link_baud),
         "--max-baud",
-        str(board.sim.get("max_baudrate", 0)),
+        str(board.sim.max_baudrate),
         "--emulate-invoke-ms",
-        str(board.sim.get("emulate_invoke_ms", 0)),
+        str(board.sim.emulate_invoke_ms),
         *(["--eembc-model", EEMBC_SIM_MODEL] if protocol == "eembc" else []),
         *(["--frontend", str(frontend)] if frontend else []),
     ]
@@ -79,19 +78,12 @@ def with_link_options(
 ) -> Board:
     """The board with command-line link settings applied: the virtual board's emulated baud rate (also
     the rate the link starts at) and inference time, and the rate to switch to after the handshake."""
-    changes: dict = {}
     if link_baud is not None or emulate_invoke_ms is not None:
         if board.kind != "virtual" and not (board.kind == "hosted" and link_baud is None):
             raise UserError("--link-baud and --emulate-invoke-ms emulate a link on the virtual board: use --board sim")
-        sim = dict(board.sim)
-        if link_baud is not None:
-            sim["link_baud"] = link_baud
-        if emulate_invoke_ms is not None:
-            sim["emulate_invoke_ms"] = emulate_invoke_ms
-        changes["sim"] = sim
-    if switch_baud is not None:
-        changes["switch_baudrate"] = switch_baud
-    return dataclasses.replace(board, **changes)
+        sim = {"link_baud": link_baud, "emulate_invoke_ms": emulate_invoke_ms}
+        board = board.with_sim(**{name: value for name, value in sim.items() if value is not None})
+    return board if switch_baud is None else board.with_link(switch_baudrate=switch_baud)
 
 
 @contextmanager
@@ -119,8 +111,8 @@ def connect(
     if labgrid_place and board.kind != "device":
         raise UserError(f"--labgrid-place needs a real board, not {board.id} ({board.kind})")
     if board.kind == "virtual":
-        if board.sim.get("link_baud"):  # the emulated link starts where the host's port does
-            board = dataclasses.replace(board, baudrate=int(board.sim["link_baud"]))
+        if board.sim.link_baud:  # the emulated link starts where the host's port does
+            board = board.with_link(baudrate=board.sim.link_baud)
         with (
             sim_board_process(board, model.path if model else None, protocol, frontend) as pty_path,
             _through_faults(pty_path, board, faults, lambda: os.kill(pty_path.pid, signal.SIGUSR1)) as (url, counts),
@@ -166,7 +158,7 @@ def _through_faults(url: str, board: Board, faults: FaultSpec | None, reset) -> 
     if not faults:
         yield url, None
         return
-    device = open_link(url, board.baudrate, board.reset_on_connect)
+    device = open_link(url, board.link.baudrate, board.link.reset_on_connect)
     try:
         with FaultProxy(device, faults, reset) as proxy:
             yield proxy.path, proxy.counts
@@ -176,7 +168,7 @@ def _through_faults(url: str, board: Board, faults: FaultSpec | None, reset) -> 
 
 @contextmanager
 def _client(url: str, board: Board, eembc_model: TfliteModel | None = None) -> Iterator[DeviceClient]:
-    link = open_link(url, board.baudrate, board.reset_on_connect)
+    link = open_link(url, board.link.baudrate, board.link.reset_on_connect)
     try:
         if eembc_model is not None:
             client = EembcClient(link, eembc_model.input, eembc_model.output)
@@ -194,6 +186,6 @@ def _session(link, board: Board | None = None) -> Iterator[DeviceClient]:
     client = DeviceClient(link)
     client.hello()
     client.stats.baud = getattr(link, "baudrate", 0)
-    if board is not None and board.switch_baudrate:
-        client.switch_baud(board.switch_baudrate)
+    if board is not None and board.link.switch_baudrate:
+        client.switch_baud(board.link.switch_baudrate)
     yield client

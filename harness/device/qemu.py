@@ -35,13 +35,13 @@ def qemu_command(board: Board, elf: Path, port: int, debug_log: Path) -> list[st
     return [
         qemu,
         "-M",
-        board.qemu["machine"],
+        board.qemu.machine,
         "-display",
         "none",
         "-monitor",
         "none",
         "-icount",
-        f"shift={int(board.qemu.get('icount_shift', 0))}",
+        f"shift={board.qemu.icount_shift}",
         "-kernel",
         str(elf),
         "-serial",
@@ -93,6 +93,6 @@ def emulated_instructions(ticks: int | None, tick_hz: int, board: Board) -> int 
     """Instructions executed during `ticks` of QEMU virtual time under -icount shift=N, where one
     instruction takes 2**N ns. With N = 7 the 25 MHz timer quantization (40 ns) is under half an
     instruction, so rounding recovers the exact count."""
-    if ticks is None or not tick_hz or "icount_shift" not in board.qemu:
+    if ticks is None or not tick_hz or board.qemu is None:
         return None
-    return round(ticks * 1e9 / tick_hz / 2 ** int(board.qemu["icount_shift"]))
+    return round(ticks * 1e9 / tick_hz / 2**board.qemu.icount_shift)

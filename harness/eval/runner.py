@@ -387,8 +387,8 @@ def run_eval(request: EvalRequest) -> dict:
                 "kind": request.board.kind,
                 "latency_source": request.board.latency_source,
                 "usb_serial_number": board_serial,
-                "flash_bytes": request.board.flash_bytes,
-                "ram_bytes": request.board.ram_bytes,
+                "flash_bytes": request.board.memory.flash_bytes,
+                "ram_bytes": request.board.memory.ram_bytes,
             },
             "device": {
                 "board_id": info.board_id,

@@ -20,7 +20,6 @@ from harness.model.tflite_file import TfliteModel
 from harness.paths import cache_dir, share_dir
 
 TOOLCHAIN = "arm-none-eabi-"
-FRONTEND_ARENA_BYTES = 32 * 1024  # an audio frontend's arena unless the board file sets frontend_arena_bytes
 BUILD_TIMEOUT_SECONDS = 3600
 COMMON_FLAGS = "-Os -g -ffunction-sections -fdata-sections"
 C_FLAGS = "-std=c11 -Wall -Wextra"
@@ -71,15 +70,13 @@ def _compiler_version() -> str:
 
 def _sources(board: Board, with_model: bool) -> list[Path]:
     fw = _firmware_dir()
-    family = board.firmware.get("family")
-    if not family or not (fw / "boards" / family).is_dir():
-        raise UserError(f"board {board.id}: [firmware] family {family!r} has no folder under firmware/boards")
+    hal = board.hal_dir  # the board file's check found it
     runner = sorted((fw / "runners" / "tflm").glob("*.cc")) if with_model else [fw / "app" / "no_model_runner.c"]
     return [
         *sorted((fw / "core").glob("*.c")),
         fw / "app" / "firmware_main.c",
         fw / "app" / "bare_main.c",
-        *sorted((fw / "boards" / family).glob("*.c")),
+        *sorted(hal.glob("*.c")),
         *runner,
     ]
 
@@ -118,14 +115,14 @@ def config_header(
         "#pragma once",
         f"#define HP_BOARD_ID {_c_string(board.id)}",
         f"#define HP_BUILD_ID {_c_string(build_id)}",
-        f"#define HP_RX_FRAME_BYTES {int(fw['rx_frame_bytes'])}u",
-        f"#define HP_TX_FRAME_BYTES {int(fw['tx_frame_bytes'])}u",
-        f"#define HP_ARENA_BYTES {int(arena_bytes or fw['arena_bytes'])}u",
-        f"#define HP_LINK_BAUD {int(board.baudrate)}u",
-        f"#define HP_LINK_RX_BUFFER_BYTES {int(fw.get('rx_buffer_bytes', 0))}u",
+        f"#define HP_RX_FRAME_BYTES {fw.rx_frame_bytes}u",
+        f"#define HP_TX_FRAME_BYTES {fw.tx_frame_bytes}u",
+        f"#define HP_ARENA_BYTES {int(arena_bytes or fw.arena_bytes)}u",
+        f"#define HP_LINK_BAUD {board.link.baudrate}u",
+        f"#define HP_LINK_RX_BUFFER_BYTES {fw.rx_buffer_bytes}u",
         "#define HP_MODEL_SHA256_PREFIX {" + ", ".join(f"0x{b:02x}" for b in sha) + "}",
         f"#define HP_HAS_FRONTEND {int(frontend is not None)}",
-        f"#define HP_FRONTEND_ARENA_BYTES {int(fw.get('frontend_arena_bytes', FRONTEND_ARENA_BYTES))}u",
+        f"#define HP_FRONTEND_ARENA_BYTES {fw.frontend_arena_bytes}u",
     ]
     return "\n".join(lines) + "\n"
 
@@ -154,7 +151,7 @@ def _object_name(source: Path) -> str:
 def _render(board: Board, build_id: str, project: Path, sources, model, tflm, library, frontend=None) -> None:
     fw = board.firmware
     templates = Environment(loader=FileSystemLoader(_firmware_dir() / "templates"), undefined=StrictUndefined)
-    includes = [_firmware_dir() / "core", _firmware_dir() / "app", _firmware_dir() / "boards" / fw["family"], Path(".")]
+    includes = [_firmware_dir() / "core", _firmware_dir() / "app", board.hal_dir, Path(".")]
     defines = _defines(model, tflm)
     libraries = ""
     if model:
@@ -170,15 +167,15 @@ def _render(board: Board, build_id: str, project: Path, sources, model, tflm, li
         (project / "frontend_ops.inc").write_text(resolver_source(frontend, "HARNESS_FRONTEND"))
         sources = [*sources, project / "frontend_data.S"]
     (project / "harness_build_config.h").write_text(config_header(board, build_id, model, frontend=frontend))
-    ram_bytes = int(board.ram_bytes)
+    ram_bytes = board.memory.ram_bytes
     (project / "link.ld").write_text(
         templates.get_template("link.ld.j2").render(
             board_id=board.id,
-            code_origin=int(fw["code_origin"]),
-            code_length=int(board.flash_bytes),
-            ram_origin=int(fw["ram_origin"]),
+            code_origin=fw.code_origin,
+            code_length=board.memory.flash_bytes,
+            ram_origin=fw.ram_origin,
             ram_length=ram_bytes,
-            stack_bytes=int(fw["stack_bytes"]),
+            stack_bytes=fw.stack_bytes,
         )
     )
     (project / "Makefile").write_text(
@@ -186,7 +183,7 @@ def _render(board: Board, build_id: str, project: Path, sources, model, tflm, li
             board_id=board.id,
             build_id=build_id,
             toolchain=TOOLCHAIN,
-            cpu_flags=fw["cpu_flags"],
+            cpu_flags=fw.cpu_flags,
             common_flags=COMMON_FLAGS,
             c_flags=C_FLAGS,
             cxx_flags=CXX_FLAGS,
@@ -203,7 +200,7 @@ def build_firmware(
 ) -> FirmwareBuild:
     """The firmware for `board`: with a TFLM model runner when model and tree are given, else
     self-test; with `frontend` (an audio frontend model) it also streams keywords."""
-    if board.kind not in ("emulated", "device") or "family" not in board.firmware:
+    if board.kind not in ("emulated", "device") or board.hal_dir is None:
         raise UserError(f"board {board.id} has no firmware to build")
     if model is not None and tflm is None:
         raise UserError(
@@ -216,7 +213,7 @@ def build_firmware(
     build_id = f"{board.id}-{fingerprint}"
     final = cache_dir() / "firmware" / build_id
     kernels = tflm.kernels if model is not None else "none"
-    flags = " ".join([board.firmware["cpu_flags"], COMMON_FLAGS, *_defines(model, tflm)])
+    flags = " ".join([board.firmware.cpu_flags, COMMON_FLAGS, *_defines(model, tflm)])
     tflm_info = (
         {"tree": str(tflm.root), "fingerprint": tflm.fingerprint, "library": str(library)}
         if model is not None

@@ -16,7 +16,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from harness import __version__
-from harness.boards import Board
+from harness.boards import Board, board_ids
 from harness.errors import BuildError, UserError
 from harness.firmware.build import config_header
 from harness.firmware.build_runs import BuildFailed, run_build
@@ -70,7 +70,7 @@ def model_array_source(data: bytes, symbol: str = "g_harness_model") -> str:
 
 def arena_for(model: TfliteModel, board: Board) -> int:
     """The arena to configure: the TFLM host interpreter's figure plus a margin, within the board's limit."""
-    limit = int(board.firmware["arena_bytes"])
+    limit = board.firmware.arena_bytes
     used = arena_used_bytes(make_interpreter(model.data, max(limit, 8 << 20))) or limit
     wanted = (int(used * ARENA_MARGIN) + ARENA_SLACK_BYTES + 1023) // 1024 * 1024
     if used > limit:
@@ -82,7 +82,7 @@ def arena_for(model: TfliteModel, board: Board) -> int:
 
 
 def _tflm_source(board: Board, tflm: TflmTree | None) -> str:
-    source = "tree" if tflm is not None else board.platformio.get("tflm", "tree")
+    source = "tree" if tflm is not None else board.platformio.tflm
     if source == "tree" and tflm is None:
         raise UserError(
             f"{board.id} needs TFLM sources: pass --tflm PATH with a cortex_m_generic tree (see docs/boards.md)"
@@ -121,15 +121,13 @@ def tflm_library_dir(tflm: TflmTree) -> Path:
 
 def _sources(board: Board) -> list[Path]:
     fw = _firmware_dir()
-    family = board.firmware.get("family")
-    if not family or not (fw / "boards" / family).is_dir():
-        raise UserError(f"board {board.id}: [firmware] family {family!r} has no folder under firmware/boards")
+    hal = board.hal_dir  # the board file's check found it
     # bare_main.c is the bare-metal entry point, no_model_runner.c the self-test runner: not here.
     app = [p for p in sorted((fw / "app").iterdir()) if p.name not in ("bare_main.c", "no_model_runner.c")]
     return [
         *sorted((fw / "core").iterdir()),
         *app,
-        *sorted((fw / "boards" / family).iterdir()),
+        *sorted(hal.iterdir()),
         *sorted((fw / "runners" / "tflm").iterdir()),
     ]
 
@@ -147,12 +145,12 @@ def _render_files(board: Board, model: TfliteModel, card_name: str, tflm, source
     if frontend is not None:  # keyword streaming: the audio frontend beside the model
         files["src/frontend_data.cc"] = model_array_source(frontend.data, "g_harness_frontend").encode()
         files["src/frontend_ops.inc"] = resolver_source(frontend, "HARNESS_FRONTEND").encode()
-    flags = [*COMMON_FLAGS, *pio.get("build_flags", [])]
+    flags = [*COMMON_FLAGS, *pio.build_flags]
     # ESP-IDF: PlatformIO's espidf builder applies build_flags and build_unflags to every IDF component, where
     # they lose to each component's own flags (-Og and -std=gnu++2b come later on the command line) or do
     # harm (unflagging -std=gnu++14 leaves esp-tflite-micro at its earlier -std=c++11, which it does not
     # compile under). There the optimisation is the sdkconfig's choice (-O2) and the defines are the app's.
-    espidf = pio["framework"] == "espidf"
+    espidf = pio.framework == "espidf"
     lib_deps, lib_extra_dirs = [], []
     if source == "tree":
         # The framework brings CMSIS Core: the tree's copy stays out, so one build sees one CMSIS.
@@ -160,8 +158,8 @@ def _render_files(board: Board, model: TfliteModel, card_name: str, tflm, source
         lib_extra_dirs = [str(tflm_library_dir(tflm))]
         lib_deps = ["tflm"]  # named: the dependency finder ties no header outside the library's folder to it
     elif source == "lib_deps":
-        lib_deps = list(pio["lib_deps"])
-    if pio["framework"] == "espidf":
+        lib_deps = list(pio.lib_deps)
+    if pio.framework == "espidf":
         files["CMakeLists.txt"] = b""  # rendered with the build id below
         files["src/CMakeLists.txt"] = (
             templates.get_template("src_CMakeLists.txt.j2")
@@ -171,20 +169,20 @@ def _render_files(board: Board, model: TfliteModel, card_name: str, tflm, source
         files["sdkconfig.defaults"] = (_firmware_dir() / "templates" / "platformio" / "sdkconfig.defaults").read_bytes()
         if source == "idf_component":
             files["src/idf_component.yml"] = (
-                templates.get_template("idf_component.yml.j2").render(components=pio["idf_components"]).encode()
+                templates.get_template("idf_component.yml.j2").render(components=pio.idf_components).encode()
             )
     context = dict(
         version=__version__,
         board_id=board.id,
         model=card_name,
         env=board.id,
-        platform=pio["platform"],
-        pio_board=pio["board"],
-        framework=pio["framework"],
-        upload_protocol=pio["upload_protocol"],
-        baudrate=board.baudrate,
-        unflags=list(pio.get("build_unflags", [])) if espidf else [*UNFLAGS, *pio.get("build_unflags", [])],
-        flags=[f for f in pio.get("build_flags", []) if not f.startswith("-D")] if espidf else flags,
+        platform=pio.platform,
+        pio_board=pio.board,
+        framework=pio.framework,
+        upload_protocol=pio.upload_protocol,
+        baudrate=board.link.baudrate,
+        unflags=list(pio.build_unflags) if espidf else [*UNFLAGS, *pio.build_unflags],
+        flags=[f for f in pio.build_flags if not f.startswith("-D")] if espidf else flags,
         src_flags=[] if espidf else [CXX_STD],
         lib_deps=lib_deps,
         lib_extra_dirs=lib_extra_dirs,
@@ -203,8 +201,8 @@ def generate_project(
     frontend: TfliteModel | None = None,
 ) -> PioProject:
     """The PlatformIO project for `board` running `model` (and, for keyword streaming, `frontend`)."""
-    if board.kind != "device" or not board.platformio:
-        raise UserError(f"{board.id} is not a PlatformIO board; valid: nucleo_h743, nano33ble, esp32dev")
+    if board.kind != "device" or board.platformio is None:
+        raise UserError(f"{board.id} is not a PlatformIO board; valid: {', '.join(board_ids(platformio=True))}")
     source = _tflm_source(board, tflm)
     arena = arena_for(model, board)
     files, templates, context, flags = _render_files(board, model, card_name, tflm, source, frontend)
@@ -299,7 +297,8 @@ def build(project: PioProject, timeout: int | None = None) -> dict:
     record = _record_build(project)
     if "flash_bytes" not in record:
         raise BuildError(f"PlatformIO reported success but left no firmware.elf; log: {project.path / 'build.log'}")
-    for figure, limit in (("flash_bytes", project.board.flash_bytes), ("static_ram_bytes", project.board.ram_bytes)):
+    memory = project.board.memory
+    for figure, limit in (("flash_bytes", memory.flash_bytes), ("static_ram_bytes", memory.ram_bytes)):
         if record[figure] > int(limit):
             raise BuildError(
                 f"the {project.board.id} firmware needs {record[figure]} bytes of {figure.split('_')[-2]} and the "
@@ -322,8 +321,8 @@ def _record_build(project: PioProject) -> dict:
         "build_id": project.build_id,
         "kernels": project.kernels,
         "flags": " ".join(project.flags),
-        "platform": project.board.platformio["platform"],
-        "framework": project.board.platformio["framework"],
+        "platform": project.board.platformio.platform,
+        "framework": project.board.platformio.framework,
         "project": str(project.path),
         **(memory_usage(elf) if elf.is_file() else {}),
     }

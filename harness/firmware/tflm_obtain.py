@@ -182,9 +182,9 @@ class Recipe:
 def tflm_source(board) -> str:
     """Where a board's firmware gets TFLM when no --tflm is given: "tree" (harness prepares one),
     "lib_deps" or "idf_component" (the board file's pinned package), or "none"."""
-    if board.kind not in ("emulated", "device") or "family" not in board.firmware:
+    if board.kind not in ("emulated", "device") or board.hal_dir is None:
         return "none"
-    return board.platformio.get("tflm", "tree") if board.kind == "device" else "tree"
+    return board.platformio.tflm if board.kind == "device" else "tree"
 
 
 def board_recipe(board, pins: Pins | None = None) -> Recipe | None:
@@ -192,14 +192,12 @@ def board_recipe(board, pins: Pins | None = None) -> Recipe | None:
     if tflm_source(board) != "tree":
         return None
     table = board.tflm
-    if not table.get("kernels"):
+    if table is None:
         raise UserError(
             f"board {board.id} has no [tflm] recipe (kernels, target, target_arch) in {board.source_file}; "
             "add one (docs/tflm.md) or pass --tflm PATH"
         )
-    return Recipe(
-        str(table["kernels"]), str(table.get("target", "")), str(table.get("target_arch", "")), pins or load_pins()
-    )
+    return Recipe(table.kernels, table.target, table.target_arch, pins or load_pins())
 
 
 def elsewhere(board) -> str:
@@ -208,11 +206,11 @@ def elsewhere(board) -> str:
 
     source = tflm_source(board)
     if source == "idf_component":
-        components = board.platformio.get("idf_components", {})
+        components = board.platformio.idf_components
         packages = ", ".join(f"{name} {version}" for name, version in components.items())
         return f"{board.id}: TFLM is the ESP-IDF component {packages}, {KERNELS_BY_SOURCE[source]}, via PlatformIO"
     if source == "lib_deps":
-        packages = ", ".join(board.platformio.get("lib_deps", ()))
+        packages = ", ".join(board.platformio.lib_deps)
         return f"{board.id}: TFLM is the PlatformIO library {packages}, {KERNELS_BY_SOURCE[source]}"
     return f"{board.id}: harness prepares no TFLM tree for a {board.kind} board"
 

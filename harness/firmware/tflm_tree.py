@@ -193,7 +193,7 @@ class TflmTree:
     def library(self, board, toolchain: str, operators: list[str]) -> Path:
         """libtflm.a for the board's CPU flags with the kernels of `operators`, cached: objects by the
         tree and the compile flags (shared by every selection of kernels), the archive by the selection."""
-        cpu = board.firmware["cpu_flags"]
+        cpu = board.firmware.cpu_flags
         flags = f"{cpu} -g -ffunction-sections -fdata-sections -fno-unwind-tables {' '.join(self.defines)} " + " ".join(
             f"-I{path}" for path in self.include_dirs
         )

@@ -135,12 +135,12 @@ def arena_estimate(model: TfliteModel) -> int:
 def require_fit(model: TfliteModel, board: Board) -> None:
     """Flash (model + a code allowance) and the board's arena against the model's needs."""
     flash_needed = len(model.data) + CODE_ALLOWANCE_BYTES
-    if flash_needed > board.flash_bytes:
+    if flash_needed > board.memory.flash_bytes:
         raise UserError(
             f"{model.path.name} needs ~{flash_needed:,} bytes of flash with the firmware, {board.id} has "
-            f"{board.flash_bytes:,}; choose a smaller model or a larger board (see `harness inspect`)"
+            f"{board.memory.flash_bytes:,}; choose a smaller model or a larger board (see `harness inspect`)"
         )
-    arena_available = int(board.firmware.get("arena_bytes", 0))
+    arena_available = board.firmware.arena_bytes
     arena_needed = arena_estimate(model)
     if arena_available and arena_needed > arena_available:
         raise UserError(

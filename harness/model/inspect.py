@@ -96,9 +96,9 @@ def inspect_model(model: TfliteModel, boards: list[Board]) -> Inspection:
             Fit(
                 b.id,
                 len(model.data) + CODE_ALLOWANCE_BYTES,
-                b.flash_bytes,
+                b.memory.flash_bytes,
                 arena,
-                int(b.firmware.get("arena_bytes", 0)),
+                b.firmware.arena_bytes,
             )
             for b in boards
         ]
