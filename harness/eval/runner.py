@@ -18,6 +18,7 @@ from harness.errors import InterruptedRun, LinkError, UserError
 from harness.eval.dataset import Dataset, Sample
 from harness.eval.inputs import Inputs, prepare_inputs
 from harness.eval.metrics import pool_size, score
+from harness.eval.order import shuffle_in_groups
 from harness.eval.outputs import diff_steps, diff_unit
 from harness.eval.subsets import Subset, select_samples
 from harness.eval.tasks import task_for
@@ -25,7 +26,6 @@ from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.faults import FaultSpec
 from harness.link.protocol import DeviceInfo, TickKind, Timing
-from harness.lpirc.order import shuffle_in_groups
 from harness.model.card import ModelCard
 from harness.model.deployable import require_tflm_kernels
 from harness.model.references import DEFAULT_REFERENCES, load_references
