@@ -130,8 +130,8 @@ def test_cached_tensors_follow_a_file_replaced_under_the_same_name(tmp_path):
     name, same label file) decodes again and gives the new picture's tensor."""
     import os
 
-    from harness.eval.dataset import Dataset, Sample
     from harness.eval.inputs import image_preparation, prepare_inputs
+    from harness.samples import Dataset, Sample
 
     paths = [tmp_path / f"{i}.png" for i in range(3)]
     for i, path in enumerate(paths):

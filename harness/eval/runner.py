@@ -15,7 +15,6 @@ from harness.device.launch import connect
 from harness.device.qemu import emulated_instructions
 from harness.energy.metering import EvalMetering
 from harness.errors import InterruptedRun, LinkError, UserError
-from harness.eval.dataset import Dataset, Sample
 from harness.eval.inputs import Inputs, prepare_inputs
 from harness.eval.metrics import pool_size, score
 from harness.eval.order import shuffle_in_groups
@@ -33,6 +32,7 @@ from harness.model.tflite_file import TfliteModel
 from harness.results.journal import Journal, load_origin, require_same_origin, save_origin, save_request
 from harness.results.provenance import harness_source, host_machine, subset_content_hashes, usb_serial_number
 from harness.results.store import new_run_id, open_partial, publish
+from harness.samples import Dataset, Sample
 
 
 @dataclass(frozen=True)
