@@ -125,7 +125,7 @@ def test_eval_converts_the_model_file_named_not_an_earlier_cached_conversion(tmp
 
 
 def test_a_saved_model_folder_is_keyed_by_every_file_it_holds(tmp_path):
-    from harness.model.convert import source_sha256
+    from harness.eval.convert import source_sha256
 
     folder = tmp_path / "saved"
     (folder / "variables").mkdir(parents=True)
@@ -137,9 +137,10 @@ def test_a_saved_model_folder_is_keyed_by_every_file_it_holds(tmp_path):
 
 
 def test_demo_split_is_seeded_and_holds_both_classes_on_each_side():
-    from harness.eval.dataset import DEMO, load_dataset
+    from harness.eval.convert import calibration_split, class_counts
+    from harness.eval.dataset import load_dataset
     from harness.eval.subsets import SUBSETS, select_samples
-    from harness.model.convert import calibration_split, class_counts
+    from harness.samples import DEMO
 
     pool = select_samples(load_dataset(DEMO).samples, [SUBSETS["all"]])
     pool_counts = class_counts(pool)

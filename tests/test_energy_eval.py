@@ -13,7 +13,7 @@ import pytest
 from harness.energy.profile import PowerProfile
 from harness.energy.wt310_sim import Wt310Simulator
 from harness.errors import UserError
-from harness.lpirc.order import shuffle_in_groups
+from harness.eval.order import shuffle_in_groups
 from harness.lpirc.scores import RunScore, lpirc_scores, prize_categories, score_run
 
 

@@ -3,7 +3,8 @@
 import pytest
 
 from harness.errors import UserError
-from harness.firmware.tflm_tree import TflmTree, model_operators, resolver_method, resolver_source
+from harness.firmware.tflm_tree import TflmTree, resolver_method, resolver_source
+from harness.model.tflite_file import model_operators
 
 
 def test_resolver_method_names_follow_tflm():

@@ -20,10 +20,10 @@ import serial
 from harness.boards import get_board
 from harness.device.hosted_hal import hosted_board_process
 from harness.device.launch import connect
+from harness.device.selftest import run_link_test
 from harness.link.client import DeviceError
 from harness.link.framing import FrameDecoder, encode_frame
 from harness.link.protocol import RESPONSE_BIT, ErrorCode, Msg, load_input_payload
-from harness.link.selftest import run_link_test
 from harness.model.tflite_file import read_tflite
 from tests.conftest import fixture_model
 

@@ -76,6 +76,13 @@ def test_micro_speech_on_the_virtual_board_matches_the_host_byte_for_byte(tmp_pa
     assert yes["positive_class"] == "yes" and yes["n"] == 6 and yes["device"]["f1_wv"] is None
 
 
+def test_every_declared_audio_pipeline_has_its_frontend():
+    from harness.audio.frontend import FRONTENDS
+    from harness.model.pipelines import AUDIO_PIPELINES
+
+    assert set(FRONTENDS) == set(AUDIO_PIPELINES)
+
+
 def test_keyword_dataset_bad_inputs(tmp_path):
     card = load_card("tflm_micro_speech")
     with pytest.raises(UserError, match=r"no labels\.csv"):

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UserError
-from harness.eval.dataset import Sample
 from harness.eval.demo_dataset import COLUMNS
 from harness.eval.metrics import pool_size, score, wilson_interval
 from harness.eval.subsets import SUBSETS, parse_subsets, select_samples
+from harness.samples import Sample
 
 FLAGS = COLUMNS[1:]
 

@@ -15,8 +15,8 @@ from serial.tools import list_ports_common
 from harness.boards import board_ids, get_board
 from harness.device.sim_board import SimBoard, TflmRunner
 from harness.firmware.platformio import generate_project, lint
-from harness.firmware.tflm_tree import TflmTree, model_operators, resolver_method, schema
-from harness.model.tflite_file import read_tflite
+from harness.firmware.tflm_tree import TflmTree, resolver_method
+from harness.model.tflite_file import model_operators, read_tflite, schema
 from tests.conftest import assert_refused_in_one_line, error_lines, fixture_model
 
 pytest.importorskip("platformio", reason="needs the platformio package (test extras)")

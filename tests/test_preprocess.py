@@ -38,6 +38,36 @@ def test_scalings_and_greyscale():
     assert real_input(rgb, _pre(color="grayscale")).shape == (2, 2, 1)
 
 
+def test_every_declared_pipeline_is_done_and_decoded_as_declared():
+    from harness.eval.preprocess import GEOMETRIES, decoder_for
+    from harness.model.pipelines import DECODERS, IMAGE_PIPELINES
+
+    assert set(GEOMETRIES) == {p.geometry for p in IMAGE_PIPELINES.values()}
+    rgb = np.zeros((6, 8, 3), dtype=np.uint8)
+    for name, pipeline in IMAGE_PIPELINES.items():
+        pre = _pre(pipeline=name, interpolation=pipeline.interpolation, crop=pipeline.crop)
+        assert pipeline.decoder in DECODERS and decoder_for(pre) == pipeline.decoder
+        assert real_input(rgb, pre).shape == (2, 2, 3)
+    with pytest.raises(UserError, match="pipeline 'stretch' is unknown; use one of resize_whole, wv-challenge"):
+        real_input(rgb, _pre(pipeline="stretch"))
+
+
+def test_the_preprocessing_page_lists_the_declared_pipelines():
+    from harness.model.pipelines import IMAGE_PIPELINES
+    from tests.conftest import REPO
+
+    rows = {}
+    for line in (REPO / "docs" / "preprocessing.md").read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 4:
+            rows[cells[0].strip("`")] = cells
+    assert set(rows) == set(IMAGE_PIPELINES)
+    for name, (_, geometry, decoding, _) in rows.items():
+        pipeline = IMAGE_PIPELINES[name]
+        assert pipeline.interpolation in geometry and ("centre crop" in geometry) == (pipeline.crop == "centre")
+        assert decoding == {"tf": "as `tf.io.decode_jpeg`", "pil": "as PIL"}[pipeline.decoder], name
+
+
 def test_quantize_into_int8_with_scale_and_zero_point():
     spec = TensorSpec(9, (1, 2, 2, 1), 0.5, -10, 4)
     real = np.array([0.0, 1.0, 100.0, -100.0], dtype=np.float32).reshape(2, 2, 1)
@@ -130,8 +160,8 @@ def test_cached_tensors_follow_a_file_replaced_under_the_same_name(tmp_path):
     name, same label file) decodes again and gives the new picture's tensor."""
     import os
 
-    from harness.eval.dataset import Dataset, Sample
     from harness.eval.inputs import image_preparation, prepare_inputs
+    from harness.samples import Dataset, Sample
 
     paths = [tmp_path / f"{i}.png" for i in range(3)]
     for i, path in enumerate(paths):

@@ -20,8 +20,8 @@ from harness.energy.wt310 import Wt310Meter
 from harness.energy.wt310_sim import Wt310Simulator
 from harness.errors import LinkError
 from harness.eval.detection import Box
+from harness.eval.order import shuffle_in_groups
 from harness.lpirc import referee as referee_module
-from harness.lpirc.order import shuffle_in_groups
 from harness.lpirc.referee import Referee, load_referee_set, save_session
 from harness.lpirc.scores import score_run
 

@@ -10,9 +10,9 @@ from typing import ClassVar
 
 from harness.audio.demo import RECIPE_VERSION, SILENCE, build_keyword_demo
 from harness.errors import UserError
-from harness.eval.dataset import DEMO, Dataset, Sample
 from harness.model.card import ModelCard
 from harness.paths import cache_dir
+from harness.samples import DEMO, Dataset, Sample
 
 COLUMNS = ("filename", "label")
 

@@ -8,9 +8,9 @@ import numpy as np
 
 from harness.audio.clips import read_clip
 from harness.errors import UserError
-from harness.eval.inputs import Preparation
 from harness.model.card import AudioPreprocessing, ModelCard
 from harness.paths import cache_dir
+from harness.samples import Preparation
 from harness.tensors import TensorSpec
 
 

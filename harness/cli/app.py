@@ -25,11 +25,11 @@ from harness.cli.models import cmd_convert, cmd_dataset_build, cmd_datasets, cmd
 from harness.cli.streaming import cmd_stream, cmd_stream_score
 from harness.cli.tflm import add_tflm_commands
 from harness.errors import BuildError, InterruptedRun, LinkError, UserError
-from harness.eval.dataset import DEMO
+from harness.eval.convert import DEFAULT_SPLIT_SEED
 from harness.eval.subsets import SUBSETS
 from harness.model.card import DEFAULT_MODEL
-from harness.model.convert import DEFAULT_SPLIT_SEED
 from harness.model.references import DEFAULT_REFERENCES
+from harness.samples import DEMO
 
 TFLM_HELP = "TFLM tree for QEMU firmware builds (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree)"
 

@@ -117,7 +117,7 @@ def model_for(args, board):
 
 
 def order_seed(value: int | None) -> int | None:
-    from harness.lpirc.order import new_seed
+    from harness.eval.order import new_seed
 
     return new_seed() if value == -1 else value
 

@@ -18,7 +18,7 @@ from harness.stream.pipeline import streaming_frontend
 def cmd_link_test(args) -> int:
     from harness.console import progress
     from harness.device.launch import connect
-    from harness.link.selftest import describe, run_link_test
+    from harness.device.selftest import describe, run_link_test
 
     board = board_with_link_options(args)
     with (

@@ -43,7 +43,7 @@ def cmd_referee(args) -> int:
     from datetime import UTC, datetime
 
     from harness.energy.meter import open_live_meter
-    from harness.lpirc.order import new_seed
+    from harness.eval.order import new_seed
     from harness.lpirc.referee import Referee, check_bind, load_referee_set, save_session
 
     check_bind(args.host, args.allow_remote, args.password)

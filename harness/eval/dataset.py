@@ -11,41 +11,14 @@ Sources:
 import csv
 import hashlib
 import tarfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserError
 from harness.eval.demo_dataset import COLUMNS, RECIPE_VERSION, build_demo_dataset
 from harness.paths import cache_dir
+from harness.samples import DEMO, Dataset, Sample
 
-DEMO = "demo"
 PUBLISHED_SPLITS = {"test": "wake_vision_test.csv", "validation": "wake_vision_validation.csv"}
-
-
-@dataclass(frozen=True)
-class Sample:
-    id: str
-    image_path: Path
-    flags: dict[str, int]
-    split: str = "test"
-
-    @property
-    def person(self) -> int:
-        return self.flags["person"]
-
-    @property
-    def label(self) -> int:
-        """The class: person (1, 0, -1) for Wake Vision, the class index for keyword datasets."""
-        return self.flags["label"] if "label" in self.flags else self.flags["person"]
-
-
-@dataclass(frozen=True)
-class Dataset:
-    name: str
-    csv_path: Path
-    csv_sha256: str
-    samples: tuple[Sample, ...]
-    splits: tuple[str, ...] = ("test",)
 
 
 def _demo_root() -> Path:

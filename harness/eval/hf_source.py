@@ -41,7 +41,7 @@ def stream_to_folder(spec: str, split: str, subsets, limit: int | None) -> Path:
         raise UserError(
             f"cannot stream {repo} from the Hugging Face hub ({type(exc).__name__}); are you online?"
         ) from exc
-    from harness.eval.dataset import Sample
+    from harness.samples import Sample
 
     partial = folder.with_name(folder.name + ".partial")
     (partial / "images").mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,6 @@ again.
 import hashlib
 import json
 import os
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,10 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from harness.errors import UserError
-from harness.eval.dataset import Dataset, Sample
 from harness.eval.preprocess import image_tensor
 from harness.model.card import Preprocessing
 from harness.paths import cache_dir
+from harness.samples import Dataset, Preparation, Sample
 from harness.tensors import TensorSpec
 
 CHUNK = 32  # files per job: small enough to keep both threads busy to the end
@@ -33,15 +32,6 @@ class Inputs:
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (sample id, why)
     from_cache: bool = False
     key: str = ""  # the cache key: changes with the label file, any file's size or mtime, or the preparation
-
-
-@dataclass(frozen=True)
-class Preparation:
-    """How one file becomes one input tensor; `key` names everything the result depends on."""
-
-    key: str
-    spec: TensorSpec
-    tensor_of: Callable[[Path], np.ndarray]
 
 
 def image_preparation(pre: Preprocessing, spec: TensorSpec) -> Preparation:

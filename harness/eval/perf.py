@@ -7,12 +7,12 @@ import numpy as np
 from harness.boards import Board
 from harness.device.figures import Figure, latency_figure
 from harness.errors import UserError
-from harness.eval.dataset import Dataset
 from harness.eval.preprocess import image_tensor
 from harness.link.client import DeviceClient, DeviceError
 from harness.link.protocol import ErrorCode
 from harness.model.card import ModelCard
 from harness.model.tflite_file import TfliteModel
+from harness.samples import Dataset
 
 MLPERF_WINDOWS = 5
 MLPERF_WINDOW_SECONDS = 10.0

@@ -12,6 +12,7 @@ from PIL import Image
 
 from harness.errors import UserError
 from harness.model.card import Preprocessing
+from harness.model.pipelines import DECODERS, image_pipeline
 from harness.tensors import TensorSpec
 
 # tf.image.rgb_to_grayscale weights, as the Wake Vision code uses for greyscale and lighting.
@@ -105,12 +106,11 @@ _SCALINGS = {
 }
 
 
-# Geometric steps by pipeline name; scaling, colour and quantization follow from the card.
-PIPELINES = {
-    "resize_whole": resize_bilinear,  # bilinear stretch of the whole image, no crop
-    "wv-challenge": resize_bilinear,  # Wake Vision challenge and model zoo: the same stretch
-    "mlperf-vww": resize_bilinear,  # MLPerf Tiny VWW reference: the same stretch to 96x96
-    "wv-paper": paper_resize_and_crop,  # Wake Vision paper / Quickstart: area resize, centre crop
+# Each (interpolation, crop) a pipeline declares (harness/model/pipelines.py), as it is done; scaling,
+# colour and quantization follow from the card.
+GEOMETRIES = {
+    ("bilinear", "none"): resize_bilinear,  # bilinear stretch of the whole image, no crop
+    ("area", "centre"): paper_resize_and_crop,  # shorter side to the target by area resize, centre crop
 }
 
 
@@ -120,20 +120,12 @@ JPEG_MAGIC = b"\xff\xd8\xff"
 # Colour spaces where libjpeg-turbo's own RGB output is what PIL's decode + convert("RGB") gives;
 # CMYK and the rest go through PIL, whose CMYK conversion differs from libjpeg's.
 _DIRECT_JPEG_COLOURS = {"YCbCr", "Gray"}
-# How each reference decodes JPEGs. Both use libjpeg-turbo with fancy upsampling, but
-# tf.io.decode_jpeg defaults to the fast integer DCT (JDCT_IFAST) and PIL to the accurate one
-# (JDCT_ISLOW); pixels differ, so a pipeline decodes as its reference does.
-DECODERS = ("tf", "pil")
-PIPELINE_DECODERS = {
-    "resize_whole": "pil",
-    "wv-challenge": "tf",  # the Wake Vision code decodes with TensorFlow
-    "mlperf-vww": "pil",  # MLPerf Tiny's VWW tooling loads images with PIL
-    "wv-paper": "tf",
-}
 
 
 def decoder_for(pre: Preprocessing) -> str:
-    decoder = pre.decoder or PIPELINE_DECODERS.get(pre.pipeline, "pil")
+    """The card's decoder, else its pipeline's reference's: pixels differ between the two, so a pipeline
+    decodes as its reference does."""
+    decoder = pre.decoder or image_pipeline(pre.pipeline).decoder
     if decoder not in DECODERS:
         raise UserError(f"preprocessing decoder {decoder!r} is unknown; use one of {', '.join(DECODERS)}")
     return decoder
@@ -156,11 +148,10 @@ def load_rgb(path, decoder: str = "pil") -> np.ndarray:
 
 def real_input(rgb: np.ndarray, pre: Preprocessing) -> np.ndarray:
     """The model's input in real units, HxWxC float32."""
-    if pre.pipeline not in PIPELINES:
-        raise UserError(f"preprocessing pipeline {pre.pipeline!r} is unknown; use one of {', '.join(PIPELINES)}")
+    geometry = GEOMETRIES[image_pipeline(pre.pipeline).geometry]
     if pre.scaling not in _SCALINGS:
         raise UserError(f"preprocessing scaling {pre.scaling!r} is unknown; use one of {', '.join(_SCALINGS)}")
-    resized = PIPELINES[pre.pipeline](rgb, *pre.size)
+    resized = geometry(rgb, *pre.size)
     if pre.color == "grayscale":
         resized = luma(resized)[..., None]
     return _SCALINGS[pre.scaling](resized).astype(np.float32, copy=False)

@@ -15,9 +15,9 @@ from harness.device.launch import connect
 from harness.device.qemu import emulated_instructions
 from harness.energy.metering import EvalMetering
 from harness.errors import InterruptedRun, LinkError, UserError
-from harness.eval.dataset import Dataset, Sample
 from harness.eval.inputs import Inputs, prepare_inputs
 from harness.eval.metrics import pool_size, score
+from harness.eval.order import shuffle_in_groups
 from harness.eval.outputs import diff_steps, diff_unit
 from harness.eval.subsets import Subset, select_samples
 from harness.eval.tasks import task_for
@@ -25,7 +25,6 @@ from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.faults import FaultSpec
 from harness.link.protocol import DeviceInfo, TickKind, Timing
-from harness.lpirc.order import shuffle_in_groups
 from harness.model.card import ModelCard
 from harness.model.deployable import require_tflm_kernels
 from harness.model.references import DEFAULT_REFERENCES, load_references
@@ -33,6 +32,7 @@ from harness.model.tflite_file import TfliteModel
 from harness.results.journal import Journal, load_origin, require_same_origin, save_origin, save_request
 from harness.results.provenance import harness_source, host_machine, subset_content_hashes, usb_serial_number
 from harness.results.store import new_run_id, open_partial, publish
+from harness.samples import Dataset, Sample
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from harness.errors import UserError
-from harness.eval.dataset import Sample
+from harness.samples import Sample
 
 PERSON, NON_PERSON = 1, 0
 

@@ -3,11 +3,12 @@ how a file becomes an input tensor, and how an output is read."""
 
 from dataclasses import dataclass
 
-from harness.eval.dataset import Dataset, load_dataset
-from harness.eval.inputs import Preparation, image_preparation
+from harness.eval.dataset import load_dataset
+from harness.eval.inputs import image_preparation
 from harness.eval.outputs import predict, predict_class
 from harness.eval.subsets import PERSON, parse_subsets
 from harness.model.card import ModelCard
+from harness.samples import Dataset, Preparation
 from harness.tensors import TensorSpec
 
 

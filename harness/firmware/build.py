@@ -15,8 +15,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from harness.boards import Board
 from harness.errors import BuildError, UserError
 from harness.firmware.elf import memory_usage
-from harness.firmware.tflm_tree import TflmTree, model_operators, resolver_source
-from harness.model.tflite_file import TfliteModel
+from harness.firmware.tflm_tree import TflmTree, resolver_source
+from harness.model.tflite_file import TfliteModel, model_operators
 from harness.paths import cache_dir, share_dir
 
 TOOLCHAIN = "arm-none-eabi-"

@@ -13,10 +13,9 @@ import re
 from functools import cached_property
 from pathlib import Path
 
-from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
-
 from harness.errors import UserError
 from harness.firmware.build_runs import run_build
+from harness.model.tflite_file import model_operators
 from harness.paths import cache_dir
 
 # MicroMutableOpResolver method names that are not the CamelCase of the builtin operator's name.
@@ -32,23 +31,11 @@ _METHOD_EXCEPTIONS = {
     "UNIDIRECTIONAL_SEQUENCE_LSTM": "AddUnidirectionalSequenceLSTM",
 }
 _CUSTOM_METHODS = {"TFLite_Detection_PostProcess": "AddDetectionPostprocess"}
-_BUILTIN_NAMES = {value: name for name, value in vars(schema.BuiltinOperator).items() if not name.startswith("_")}
 LIBRARY_TIMEOUT_SECONDS = 3600
 _RESOLVER_HEADER = "tensorflow/lite/micro/micro_mutable_op_resolver.h"
 _RESOLVER_METHOD = re.compile(r"TfLiteStatus (Add\w+)\(")
 _REGISTRATION_USE = re.compile(r"\bRegister_(\w+)\(\)")
 _REGISTRATION_DEFINITION = re.compile(r"\bRegister_(\w+)\(\)\s*\{")
-
-
-def model_operators(model_data: bytes) -> list[str]:
-    """Builtin operator names (or custom codes) in the order the model lists them."""
-    model = schema.ModelT.InitFromPackedBuf(bytearray(model_data), 0)
-    names = []
-    for code in model.operatorCodes:
-        builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
-        name = _BUILTIN_NAMES.get(builtin, f"BUILTIN_{builtin}")
-        names.append(code.customCode.decode() if name == "CUSTOM" and code.customCode else name)
-    return names
 
 
 def resolver_method(operator: str) -> str:

@@ -29,7 +29,7 @@ from harness.energy.meter import Meter
 from harness.energy.trace import JOULES_PER_WH, PowerTrace
 from harness.errors import UserError
 from harness.eval.detection import Box, mean_average_precision, read_boxes
-from harness.lpirc.order import shuffle_in_groups
+from harness.eval.order import shuffle_in_groups
 
 HELP = __doc__
 RESULT_FIELDS = ("CLASS_ID", "confidence", "xmin", "xmax", "ymin", "ymax")

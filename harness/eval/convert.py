@@ -16,10 +16,15 @@ import numpy as np
 
 from harness.errors import UserError
 from harness.eval.inputs import image_preparation, prepare_inputs
+from harness.eval.outputs import predict
+from harness.eval.preprocess import to_tensor
+from harness.eval.subsets import SUBSETS, select_samples
 from harness.files import write_atomically
 from harness.model.card import ModelCard
 from harness.model.deployable import missing_tflm_kernels
 from harness.model.tflite_file import read_tflite
+from harness.paths import cache_dir
+from harness.tensors import TensorSpec
 
 IO_TYPES = ("int8", "uint8", "float32")
 FLOAT_SUFFIXES = (".keras", ".h5")
@@ -89,9 +94,6 @@ def converted_for_eval(source: Path, card: ModelCard, dataset) -> ConvertedForEv
     """The float model at source converted with the defaults (int8, 50 calibration samples, the default
     split seed), cached by the source's content, the card's preprocessing and output, the calibration data
     and the converter version, so `harness eval` runs float cards like any other."""
-    from harness.eval.subsets import SUBSETS
-    from harness.paths import cache_dir
-
     source_digest = source_sha256(source)
     key_parts = [
         source_digest,
@@ -263,8 +265,6 @@ def convert(
     out: Path,
     split_seed: int = DEFAULT_SPLIT_SEED,
 ) -> Conversion:
-    from harness.eval.subsets import select_samples
-
     if io not in IO_TYPES:
         raise UserError(f"--io {io} is unknown; use one of {', '.join(IO_TYPES)}")
     check_convertible(source, card, out)
@@ -278,8 +278,6 @@ def convert(
         make_converter, predict_float = _load(source)
     height, width = card.preprocessing.size
     channels = 1 if card.preprocessing.color == "grayscale" else 3
-    from harness.tensors import TensorSpec
-
     float_spec = TensorSpec(1, (1, height, width, channels), 0.0, 0, 4 * height * width * channels)
     calibration_inputs = prepare_inputs(dataset, calibration, image_preparation(card.preprocessing, float_spec)).tensors
     held_inputs = prepare_inputs(dataset, held_out, image_preparation(card.preprocessing, float_spec))
@@ -339,8 +337,6 @@ def _check_input_fits(source: Path, predict_float, example, card: ModelCard) -> 
 
 
 def _evaluate(out: Path, card: ModelCard, held, predict_float, calibrated: int) -> Conversion:
-    from harness.eval.outputs import predict
-    from harness.eval.preprocess import to_tensor
     from harness.model.references import TflmReference
 
     quantized = read_tflite(out)
@@ -362,6 +358,4 @@ def _evaluate(out: Path, card: ModelCard, held, predict_float, calibrated: int) 
 
 
 def _float32(size: int):
-    from harness.tensors import TensorSpec
-
     return TensorSpec(1, (1, size), 0.0, 0, 4 * size)

@@ -1,0 +1,48 @@
+"""A benchmark set as every task sees it — its samples (a file, its label and flags), the dataset they
+form, and how one file becomes one input tensor — shared by the image datasets (harness/eval) and the
+keyword datasets (harness/audio)."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from harness.tensors import TensorSpec
+
+DEMO = "demo"  # the dataset spec of each task's demo set
+
+
+@dataclass(frozen=True)
+class Sample:
+    id: str
+    image_path: Path
+    flags: dict[str, int]
+    split: str = "test"
+
+    @property
+    def person(self) -> int:
+        return self.flags["person"]
+
+    @property
+    def label(self) -> int:
+        """The class: person (1, 0, -1) for Wake Vision, the class index for keyword datasets."""
+        return self.flags["label"] if "label" in self.flags else self.flags["person"]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    csv_path: Path
+    csv_sha256: str
+    samples: tuple[Sample, ...]
+    splits: tuple[str, ...] = ("test",)
+
+
+@dataclass(frozen=True)
+class Preparation:
+    """How one file becomes one input tensor; `key` names everything the result depends on."""
+
+    key: str
+    spec: TensorSpec
+    tensor_of: Callable[[Path], np.ndarray]
