@@ -125,7 +125,7 @@ def test_eval_converts_the_model_file_named_not_an_earlier_cached_conversion(tmp
 
 
 def test_a_saved_model_folder_is_keyed_by_every_file_it_holds(tmp_path):
-    from harness.eval.convert import source_sha256
+    from harness.model.convert import source_sha256
 
     folder = tmp_path / "saved"
     (folder / "variables").mkdir(parents=True)

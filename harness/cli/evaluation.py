@@ -7,11 +7,12 @@ from pathlib import Path
 from harness.cli.args import board_with_link_options, emulated_tflm_tree, order_seed
 from harness.console import percent, print_json, stdout_console
 from harness.errors import UserError
-from harness.eval.convert import converted_for_eval, is_float_model
+from harness.eval.convert import converted_for_eval
 from harness.eval.subsets import parse_subsets
 from harness.eval.tasks import task_for
 from harness.files import write_atomically
 from harness.model.card import check_card_model, load_card
+from harness.model.convert import is_float_model
 from harness.model.deployable import require_deployable
 from harness.model.fetch import obtain_model
 from harness.model.tflite_file import read_tflite

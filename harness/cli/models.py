@@ -7,10 +7,11 @@ from pathlib import Path
 from harness.boards import all_boards, get_board
 from harness.console import percent, print_json, stdout_console
 from harness.errors import UserError
-from harness.eval.convert import converted_for_eval, is_float_model
+from harness.eval.convert import converted_for_eval
 from harness.eval.dataset import load_dataset
 from harness.eval.subsets import SUBSETS, parse_subsets
 from harness.model.card import all_cards, load_card
+from harness.model.convert import is_float_model
 from harness.model.fetch import obtain_model
 from harness.model.tflite_file import read_tflite
 from harness.samples import DEMO
@@ -81,7 +82,8 @@ def cmd_inspect(args) -> int:
 
 
 def cmd_convert(args) -> int:
-    from harness.eval.convert import check_convertible, convert
+    from harness.eval.convert import convert
+    from harness.model.convert import check_convertible
 
     card = load_card(args.card)
     out = Path(args.out)
