@@ -161,6 +161,8 @@ def test_one_driver_per_board_kind_and_labgrid_when_a_place_is_given(small_model
         driver_for(sim, None, ConnectOptions(labgrid_place="lab1"))
     with pytest.raises(UserError, match="runs harness firmware"):
         driver_for(qemu, None, ConnectOptions(protocol="eembc"))
+    with pytest.raises(UserError, match="needs a model"):
+        driver_for(sim, None, ConnectOptions(protocol="eembc"))
     with pytest.raises(UserError, match="not QEMU boards"):
         driver_for(qemu, None, ConnectOptions(faults=object()))
     assert driver_for(sim, None).flash() is None  # nothing to flash: nothing started

@@ -30,6 +30,7 @@ class EembcError(LinkError):
     """The DUT answered with an e- line."""
 
 
+NO_MODEL = "--protocol eembc needs a model: the DUT reports no tensor layout, the model gives it"
 NO_STREAMING = "the DUT protocol has no audio streaming; `harness stream` needs harness firmware"
 
 
@@ -44,6 +45,8 @@ class EembcClient(DeviceSession):
         "switch_baud": "the DUT protocol cannot switch the baud rate; leave --switch-baud off",
         "faults": "the DUT protocol has no resends, so a damaged byte ends the run; --faults needs harness firmware",
     }
+
+    NEEDS_MODEL = True
 
     def __init__(
         self,
@@ -68,7 +71,7 @@ class EembcClient(DeviceSession):
     def over(cls, port, model=None, switch_baudrate: int = 0) -> "EembcClient":
         """`name` and `profile`; the tensor layout is the model's, since the DUT reports none."""
         if model is None:
-            raise UserError("--protocol eembc needs a model: the DUT reports no tensor layout, the model gives it")
+            raise UserError(NO_MODEL)
         if switch_baudrate:
             cls.refuse("switch_baud")
         client = cls(port, model.input, model.output)

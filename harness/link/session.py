@@ -45,6 +45,7 @@ class DeviceSession(ABC):
     # Members this protocol cannot provide, with the reason a refusal gives; "faults" too when a damaged
     # link cannot be recovered from (no resends), so the fault proxy is refused.
     UNSUPPORTED: ClassVar[Mapping[str, str]] = {}
+    NEEDS_MODEL: ClassVar[bool] = False  # the device reports no tensor layout: the model gives it
 
     def __init__(self, port):
         self.port = port  # the open link (a pyserial port)

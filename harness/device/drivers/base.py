@@ -79,6 +79,8 @@ class Driver(ABC):
                 f"--protocol {options.protocol} needs the virtual board or a real one: {self.board.id} "
                 f"({self.board.kind}) runs harness firmware"
             )
+        if self.session_type.NEEDS_MODEL and self.model is None:
+            raise UserError(f"--protocol {options.protocol} needs a model: its device reports no tensor layout")
         if options.faults and not self.injects_faults:
             raise UserError("--faults works with the virtual board and real boards, not QEMU boards")
         link = ["faults"] if options.faults else []
