@@ -35,7 +35,8 @@ import numpy as np
 import serial
 
 from harness.boards import get_board
-from harness.device.launch import connect, sim_build_id
+from harness.device.drivers.virtual import sim_build_id
+from harness.device.launch import connect
 from harness.device.sim_board import LinkEmulation, SimBoard
 from harness.link.client import DeviceClient
 from harness.link.eembc import EembcClient

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.boards import board_ids, get_board
-from harness.device.launch import connect
+from harness.device.launch import ConnectOptions, connect
 from harness.device.qemu import emulated_instructions
 from tests.conftest import TFLM_TREE, assert_refused_in_one_line, needs_tflm_tree
 
@@ -165,7 +165,7 @@ def test_inference_instruction_counts_repeat_for_the_same_input(small_model):
     tensor = np.random.default_rng(7).integers(0, 256, model.input.shape, dtype=np.uint8).tobytes()
     counts = []
     for _ in range(2):
-        with connect(board, model, tflm=TflmTree(TFLM_TREE)) as client:
+        with connect(board, model, ConnectOptions(tflm=TflmTree(TFLM_TREE))) as client:
             timing = client.run(tensor).timing
             counts.append(emulated_instructions(timing.ticks, timing.tick_hz, board))
     assert counts[0] == counts[1] > 0

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from harness.boards import get_board
-from harness.device.launch import connect, sim_board_process
+from harness.device.drivers.virtual import sim_board_process
+from harness.device.launch import connect
 from harness.errors import LinkError
 from harness.link.client import DeviceError
 from harness.link.protocol import ErrorCode, Msg, load_input_payload

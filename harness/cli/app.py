@@ -24,6 +24,7 @@ from harness.cli.evaluation import cmd_check, cmd_compare, cmd_eval, cmd_report,
 from harness.cli.models import cmd_convert, cmd_dataset_build, cmd_datasets, cmd_inspect, cmd_models, cmd_subsets
 from harness.cli.streaming import cmd_stream, cmd_stream_score
 from harness.cli.tflm import add_tflm_commands
+from harness.device.drivers.base import PROTOCOLS
 from harness.errors import BuildError, InterruptedRun, LinkError, UserError
 from harness.eval.convert import DEFAULT_SPLIT_SEED
 from harness.eval.subsets import SUBSETS
@@ -32,6 +33,11 @@ from harness.model.references import DEFAULT_REFERENCES
 from harness.samples import DEMO
 
 TFLM_HELP = "TFLM tree for QEMU firmware builds (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree)"
+PROTOCOL_HELP = "the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware"
+
+
+def add_protocol_option(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    parser.add_argument("--protocol", choices=tuple(PROTOCOLS), default="harness", help=prefix + PROTOCOL_HELP)
 
 
 def platformio_board_help() -> str:
@@ -73,12 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also evaluate each subset's whole F1 negative pool, as F1 needs (--limit never cuts it)",
     )
     run.add_argument("--strict", action="store_true", help="stop at an unreadable image instead of skipping it")
-    run.add_argument(
-        "--protocol",
-        choices=("harness", "eembc"),
-        default="harness",
-        help="the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware",
-    )
+    add_protocol_option(run)
     run.add_argument("--results", default="results", help="folder for run folders (default: results)")
     run.add_argument(
         "--resume",
@@ -158,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         timed.add_argument("--port", help="serial device or pyserial URL of a real board")
         timed.add_argument("--dataset", default=DEMO, help="where the input comes from (its first image)")
         timed.add_argument("--tflm", help=TFLM_HELP)
+        add_protocol_option(timed)
         timed.set_defaults(handler=handler)
         if name == "perf":
             timed.add_argument("--runs", type=positive_int, default=50, help="timed invokes (default: 50)")
@@ -283,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--port", help="run: serial device or pyserial URL of a real board")
     stream.add_argument("--serial", help="run: the USB serial number, with several boards of a kind")
     stream.add_argument("--tflm", help="run: " + TFLM_HELP)
+    add_protocol_option(stream, "run: ")
     stream.add_argument("--clips", help="build: folder of 16 kHz mono clips (label from folder or file name)")
     stream.add_argument("--out", help="build: the stream WAV to write")
     stream.add_argument("--ledger", help="build: the ledger to write (default: OUT with .csv); run: events to score")

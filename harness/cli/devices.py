@@ -17,12 +17,14 @@ from harness.stream.pipeline import streaming_frontend
 
 def cmd_link_test(args) -> int:
     from harness.console import progress
-    from harness.device.launch import connect
+    from harness.device.launch import ConnectOptions, connect
     from harness.device.selftest import describe, run_link_test
 
     board = board_with_link_options(args)
+    uses = ("echo", "perf")
+    options = ConnectOptions(port=args.port, faults=args.faults, labgrid_place=args.labgrid_place, uses=uses)
     with (
-        connect(board, None, args.port, faults=args.faults, labgrid_place=args.labgrid_place) as client,
+        connect(board, None, options) as client,
         progress(args.bytes, f"link-test {board.id}") as advance,
     ):
         report = run_link_test(client, board, args.bytes, advance=advance)
@@ -38,23 +40,24 @@ def cmd_link_test(args) -> int:
 
 
 def cmd_flash(args) -> int:
-    from harness.device.launch import connect
+    """Through the board's driver: a real board gets a PlatformIO upload, QEMU and hosted boards build and
+    boot their firmware, the virtual board has nothing to flash."""
+    from harness.device.drivers import ConnectOptions, driver_for
 
     board = get_board(args.board)
     console = stdout_console()
-    if board.kind == "virtual":
-        console.print("the virtual board runs the model each command names; there is nothing to flash")
-        return 0
     if board.kind == "device":
         return flash_device(args, board, console)
-    tflm = tflm_tree(args)
+    tflm = tflm_tree(args) if board.kind != "virtual" else None
     model = None
     if tflm is not None:
         card = load_card(args.model)
         model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
         require_deployable(model, board)
-    with connect(board, model, tflm=tflm) as client:
-        info = client.info
+    info = driver_for(board, model, ConnectOptions(tflm=tflm)).flash()
+    if info is None:
+        console.print("the virtual board runs the model each command names; there is nothing to flash")
+        return 0
     what = f"model {info.model_sha256_prefix}…" if model else "self-test firmware (no model: pass --tflm PATH)"
     console.print(f"{board.id}: firmware {info.build_id} booted and answered HELLO; {what}", highlight=False)
     console.print(
@@ -65,25 +68,28 @@ def cmd_flash(args) -> int:
     return 0
 
 
-def _timed(args, measure):
+def _timed(args, measure, uses: tuple[str, ...]):
     """(board, card, what `measure(client, board, input)` returns) on the board running the model, with the
-    dataset's first input."""
-    from harness.device.launch import connect
+    dataset's first input. `uses`: the session members `measure` calls, refused before the board starts
+    where the protocol has none."""
+    from harness.device.launch import ConnectOptions, connect
     from harness.eval.perf import sample_input
 
     board = get_board(args.board)
     card, model = model_for(args, board)
     data = sample_input(card, model, load_dataset(args.dataset))
-    with connect(board, model, args.port, emulated_tflm_tree(args, board)) as client:
+    options = ConnectOptions(port=args.port, tflm=emulated_tflm_tree(args, board), protocol=args.protocol, uses=uses)
+    with connect(board, model, options) as client:
         return board, card, measure(client, board, data)
 
 
 def cmd_perf(args) -> int:
     from harness.eval.perf import run_perf
 
-    board, _, report = _timed(
-        args, lambda client, board, data: run_perf(client, board, data, args.runs, args.warmups, args.mlperf)
-    )
+    def measure(client, board, data):
+        return run_perf(client, board, data, args.runs, args.warmups, args.mlperf)
+
+    board, _, report = _timed(args, measure, ("bench",))
     stats = report.stats()
     if args.json:
         print_json(dataclasses.asdict(report) | {"stats": stats})
@@ -108,7 +114,7 @@ def cmd_profile(args) -> int:
 
     from harness.eval.perf import run_profile
 
-    board, card, report = _timed(args, run_profile)
+    board, card, report = _timed(args, run_profile, ("profile",))
     if args.json:
         print_json(dataclasses.asdict(report) | {"coverage": report.coverage})
         return 0
@@ -128,17 +134,15 @@ def cmd_profile(args) -> int:
 
 
 def flash_device(args, board, console) -> int:
-    from harness.device.launch import connect
-    from harness.firmware.platformio import generate_project, upload
+    from harness.device.drivers import ConnectOptions, driver_for
+    from harness.firmware.platformio import generate_project
 
     card, model = model_for(args, board)
+    driver = driver_for(board, model, ConnectOptions(port=args.port, serial_number=args.serial))
     project = generate_project(
         board, model, card.name, tflm_tree(args, board), Path(args.out), streaming_frontend(card)
     )
-    port = None if args.port in (None, "auto") else args.port
-    upload(project, port)
-    with connect(board, model, port, serial_number=args.serial) as client:
-        info = client.info
+    info = driver.flash(project)
     if info.model_sha256_prefix != model.sha256[:16] or info.build_id != project.build_id:
         raise UserError(
             f"{board.id} answers with model {info.model_sha256_prefix}… and firmware {info.build_id}, expected "

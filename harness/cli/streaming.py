@@ -57,6 +57,7 @@ def cmd_stream_run(args) -> int:
         ledger_unit=args.ledger_unit,
         tolerance_ms=args.tolerance_ms,
         wakeword=args.wakeword,
+        protocol=args.protocol,
     )
     outcome = run_stream(request)
     if args.json:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from harness.boards import Board
 from harness.device.figures import Figure, latency_figure
 from harness.errors import LinkError
-from harness.link.client import DeviceClient, LinkStats
+from harness.link.session import DeviceSession, LinkStats
 
 PERF_ITERATIONS = 1000
 MIN_ECHO = 64
@@ -47,7 +47,7 @@ class LinkTestReport:
         return len({run.figure.value for run in self.perf}) == 1
 
 
-def run_link_test(client: DeviceClient, board: Board, total_bytes: int, advance=lambda n: None) -> LinkTestReport:
+def run_link_test(client: DeviceSession, board: Board, total_bytes: int, advance=lambda n: None) -> LinkTestReport:
     info = client.info
     size = min(info.max_request_payload, info.max_response_payload)
     report = LinkTestReport(board.id, info.build_id, size)

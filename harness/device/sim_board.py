@@ -1,7 +1,7 @@
 """The virtual board process: firmware/core on a pseudo-terminal, the TFLM host interpreter as runner.
 
-Run by harness itself (see launch.py): it prints `pty <path>` once the board is ready, then serves
-protocol v1 until it is terminated or its parent exits.
+Run by harness itself (harness/device/drivers/virtual.py): it prints `pty <path>` once the board is ready,
+then serves protocol v1 until it is terminated or its parent exits.
 """
 
 import argparse

@@ -8,8 +8,9 @@ from harness.boards import Board
 from harness.device.figures import Figure, latency_figure
 from harness.errors import UserError
 from harness.eval.preprocess import image_tensor
-from harness.link.client import DeviceClient, DeviceError
+from harness.link.client import DeviceError
 from harness.link.protocol import ErrorCode
+from harness.link.session import DeviceSession
 from harness.model.card import ModelCard
 from harness.model.tflite_file import TfliteModel
 from harness.samples import Dataset
@@ -44,7 +45,7 @@ class PerfReport:
         }
 
 
-def run_perf(client: DeviceClient, board: Board, data: bytes, runs: int, warmups: int, mlperf: bool) -> PerfReport:
+def run_perf(client: DeviceSession, board: Board, data: bytes, runs: int, warmups: int, mlperf: bool) -> PerfReport:
     figures = [latency_figure(t, board) for t in client.bench(data, runs, warmups)]
     report = PerfReport(board.id, figures[0].unit, figures[0].source, [f.value for f in figures], warmups)
     if mlperf:
@@ -52,7 +53,7 @@ def run_perf(client: DeviceClient, board: Board, data: bytes, runs: int, warmups
     return report
 
 
-def _window(client: DeviceClient, board: Board, data: bytes) -> float:
+def _window(client: DeviceSession, board: Board, data: bytes) -> float:
     """Mean figure per inference over invokes adding up to at least 10 s of device time."""
     figures, seconds = [], 0.0
     while seconds < MLPERF_WINDOW_SECONDS:
@@ -79,7 +80,7 @@ class ProfileReport:
         return sum(f.value for _, f in self.operators) / self.total.value
 
 
-def run_profile(client: DeviceClient, board: Board, data: bytes) -> ProfileReport:
+def run_profile(client: DeviceSession, board: Board, data: bytes) -> ProfileReport:
     try:
         total, ops, operators_run = client.profile(data)
     except DeviceError as exc:

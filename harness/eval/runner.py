@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from harness.boards import Board
 from harness.console import progress
-from harness.device.launch import connect
+from harness.device.launch import ConnectOptions, connect
 from harness.device.qemu import emulated_instructions
 from harness.energy.metering import EvalMetering
 from harness.errors import InterruptedRun, LinkError, UserError
@@ -126,16 +126,16 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
     records = {i: _journaled_record(inputs.samples, entry) for i, entry in journal.load().items()}
     todo = [i for i in range(len(inputs.samples)) if i not in records]
     board, model = request.board, request.model
-    with connect(
-        board,
-        model,
-        request.port,
-        request.tflm,
-        request.serial_number,
-        request.protocol,
-        request.faults,
-        request.labgrid_place,
-    ) as client:
+    options = ConnectOptions(
+        port=request.port,
+        serial_number=request.serial_number,
+        protocol=request.protocol,
+        faults=request.faults,
+        labgrid_place=request.labgrid_place,
+        tflm=request.tflm,
+        uses=("run_stream",),
+    )
+    with connect(board, model, options) as client:
         _check_device_runs_model(client.info, request.model, request.board)
         _check_firmware_origin(journal.path.parent, origin, client.info.build_id)
         with metering or nullcontext(), progress(len(todo), f"eval {request.board.id}") as advance:

@@ -8,7 +8,6 @@ import struct
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 import serial
 
@@ -38,6 +37,8 @@ from harness.link.protocol import (
     read_output_payload,
     timing,
 )
+from harness.link.session import DeviceSession
+from harness.link.session import LinkStats as LinkStats  # where it was first defined
 
 # A damaged request is dropped by the device; sending it again is the cure. (An oversized one is
 # refused with FRAME_TOO_LONG, which no resend cures.)
@@ -86,23 +87,11 @@ class DeviceError(LinkError):
         self.code = code
 
 
-@dataclass
-class LinkStats:
-    frames_sent: int = 0
-    resends: int = 0
-    corrupt_frames: int = 0
-    stale_frames: int = 0
-    go_backs: int = 0  # input windows sent again from the last acknowledged byte
-    baud: int = 0  # the rate the link ran at after the handshake
-    baud_fallbacks: int = 0
-    resets: int = 0  # boot notices recovered from with a new handshake
-    reruns: int = 0  # samples sent again after a reset or a lost invoke
-    timeouts: int = 0  # waits that ended in silence
-    reconnects: int = 0  # times the port went away and came back
-    faults_injected: dict | None = None  # from the fault-injection proxy, when one is in the middle
+class DeviceClient(DeviceSession):
+    """The harness protocol (docs/protocol.md): every member of the device session."""
 
+    protocol = "harness"
 
-class DeviceClient:
     def __init__(
         self,
         port,
@@ -112,14 +101,11 @@ class DeviceClient:
         retries: int = 3,
         reconnect_seconds: float = 30.0,
     ):
-        self.port = port
+        super().__init__(port)
         self.reconnect_seconds = reconnect_seconds
         self.timeout = timeout
         self.invoke_timeout = invoke_timeout
         self.retries = retries
-        self.stats = LinkStats()
-        self.info: DeviceInfo | None = None
-        self.firmware: dict | None = None  # how the firmware was built, where harness built it
         self._decoder = FrameDecoder()
         self._events: deque = deque()
         self._held: dict = {}  # answers that came while other answers were awaited, by sequence number
@@ -128,11 +114,19 @@ class DeviceClient:
         self._in_hello = False
         self._slowest_invoke = 0.0  # wall time from INVOKE sent to answer, the link included
         self._longest_invoke = 0.0  # the longest invoke as the device timed it
-        self.last_invoke: tuple[float, float] | None = None  # host monotonic: INVOKE sent, its answer read
-        # The same invoke as the device timed it, ending when its answer arrived (None without a real clock).
-        self.last_device_window: tuple[float, float] | None = None
+        # last_invoke: INVOKE sent, its answer read; last_device_window: ending when that answer arrived.
         # A fresh random start keeps a new session's requests from matching a cached old answer.
         self._seq = random.randrange(0x10000)
+
+    @classmethod
+    def over(cls, port, model=None, switch_baudrate: int = 0) -> "DeviceClient":
+        """HELLO (the device says what it runs), then SET_BAUD where the board or the command asks."""
+        client = cls(port)
+        client.hello()
+        client.stats.baud = getattr(port, "baudrate", 0)
+        if switch_baudrate:
+            client.switch_baud(switch_baudrate)
+        return client
 
     def hello(self) -> DeviceInfo:
         self.port.reset_input_buffer()

@@ -10,7 +10,7 @@ from harness.audio.clips import read_clip
 from harness.audio.frontend import frontend_file
 from harness.boards import Board
 from harness.console import progress
-from harness.device.launch import connect
+from harness.device.launch import ConnectOptions, connect
 from harness.device.qemu import emulated_instructions
 from harness.errors import LinkError, UserError
 from harness.firmware.tflm_tree import TflmTree
@@ -40,6 +40,7 @@ class StreamRequest:
     ledger_unit: str | None = None
     tolerance_ms: int | None = None
     wakeword: str | None = None  # mlperf-sww: the wakeword (default: the card's first keyword)
+    protocol: str = "harness"  # the board's wire protocol (harness/device/drivers/base.py PROTOCOLS)
 
 
 def read_stream_audio(wav: Path, sample_rate: int) -> np.ndarray:
@@ -84,7 +85,15 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
     labels = card.output.labels
     started = datetime.now(UTC)
     device_raw, busy_ticks = [], 0
-    with connect(board, model, request.port, request.tflm, request.serial_number, frontend=front) as client:
+    options = ConnectOptions(
+        port=request.port,
+        serial_number=request.serial_number,
+        protocol=request.protocol,
+        tflm=request.tflm,
+        frontend=front,
+        uses=("stream_start", "stream_audio"),
+    )
+    with connect(board, model, options) as client:
         frontend_arena = client.stream_start(settings.pack())
         chunk_samples = min(pre.sample_rate * CHUNK_MS // 1000, client.info.max_request_payload // 2)
         chunks = _chunks(audio, chunk_samples)

@@ -1,0 +1,133 @@
+"""What every board driver shares: the per-connection options, the started device's endpoint, and the
+session flow (fault proxy, protocol handshake) on top of it.
+
+A driver is made per connection from (board, model, options). Like labgrid's resource -> driver split,
+kept small: `start()` brings up the device and yields its Endpoint (the open link, and how to reset the
+device), and `session()` puts the chosen protocol's DeviceSession on it. Links are pyserial ports opened
+from a device path or URL (pty paths, socket://, rfc2217://), as pyserial's URL handlers open them.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import serial
+
+from harness.boards import Board
+from harness.errors import UserError
+from harness.firmware.tflm_tree import TflmTree
+from harness.link.client import DeviceClient
+from harness.link.eembc import EembcClient
+from harness.link.faults import FaultProxy, FaultSpec
+from harness.link.protocol import DeviceInfo
+from harness.link.session import DeviceSession
+from harness.link.transport import open_link
+from harness.model.tflite_file import TfliteModel
+
+# The wire protocols a board may speak (--protocol), each a DeviceSession.
+PROTOCOLS: dict[str, type[DeviceSession]] = {"harness": DeviceClient, "eembc": EembcClient}
+
+
+@dataclass(frozen=True)
+class ConnectOptions:
+    """How one command reaches its board, and what it will use of the session."""
+
+    port: str | None = None  # a real board's device path or pyserial URL; None or "auto": found by USB id
+    serial_number: str | None = None  # with several boards of a kind attached
+    protocol: str = "harness"  # a key of PROTOCOLS
+    faults: FaultSpec | None = None  # damage the link through a proxy (harness/link/faults.py)
+    labgrid_place: str | None = None  # a board in a labgrid farm
+    tflm: TflmTree | None = None  # the TFLM tree QEMU firmware is built with
+    frontend: Path | None = None  # keyword streaming: the audio frontend model the board runs beside the model
+    uses: tuple[str, ...] = ()  # DeviceSession members the command needs: refused up front where missing
+
+
+@dataclass
+class Endpoint:
+    """A started device: its open link, and what else the driver knows of it."""
+
+    link: serial.SerialBase
+    reset: Callable[[], None] | None = None  # reset the device (the fault proxy's reset-every)
+    firmware: dict | None = None  # how harness built the firmware it runs
+    switch_baudrate: int = 0  # after the handshake, move the link to this rate (0: stay)
+
+
+class Driver(ABC):
+    kind: ClassVar[str]  # the board kind it drives ("labgrid": a device board reached through a place)
+    protocols: ClassVar[tuple[str, ...]] = ("harness",)  # what its firmware may speak
+    emulates: ClassVar[frozenset[str]] = frozenset()  # the link emulation options it takes (--link-baud, …)
+    injects_faults: ClassVar[bool] = True  # a fault proxy can sit in its link
+
+    def __init__(self, board: Board, model: TfliteModel | None, options: ConnectOptions):
+        self.board, self.model, self.options = board, model, options
+        self.check()
+
+    @property
+    def session_type(self) -> type[DeviceSession]:
+        return PROTOCOLS[self.options.protocol]
+
+    def check(self) -> None:
+        """Refuse, before anything starts, what this board and protocol cannot do."""
+        options = self.options
+        if options.protocol not in PROTOCOLS:
+            raise UserError(f"unknown protocol {options.protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+        if options.protocol not in self.protocols:
+            raise UserError(
+                f"--protocol {options.protocol} needs the virtual board or a real one: {self.board.id} "
+                f"({self.board.kind}) runs harness firmware"
+            )
+        if self.session_type.NEEDS_MODEL and self.model is None:
+            raise UserError(f"--protocol {options.protocol} needs a model: its device reports no tensor layout")
+        if options.faults and not self.injects_faults:
+            raise UserError("--faults works with the virtual board and real boards, not QEMU boards")
+        link = ["faults"] if options.faults else []
+        link += ["switch_baud"] if self.board.link.switch_baudrate else []
+        self.session_type.refuse(*options.uses, *link)
+
+    @abstractmethod
+    def start(self) -> AbstractContextManager[Endpoint]:
+        """The device started (where harness starts it) with its link open, for the block; stopped after."""
+
+    @contextmanager
+    def session(self) -> Iterator[DeviceSession]:
+        """A session that has said hello to the started device, through the fault proxy when asked."""
+        with self.start() as endpoint, _through_faults(endpoint, self.options.faults) as (link, counts):
+            client = self.session_type.over(link, self.model, endpoint.switch_baudrate)
+            client.stats.faults_injected = counts
+            client.firmware = endpoint.firmware
+            yield client
+
+    def flash(self, project=None) -> DeviceInfo | None:
+        """Put the firmware on the board and check that it answers; None: there is nothing to flash. Boards
+        harness starts itself (QEMU, hosted HALs) build their firmware as they start: booting is flashing."""
+        with self.session() as client:
+            return client.info
+
+    def _open(self, url: str, board: Board | None = None, reset=None) -> AbstractContextManager[Endpoint]:
+        return _opened(url, board or self.board, reset)
+
+
+@contextmanager
+def _opened(url: str, board: Board, reset) -> Iterator[Endpoint]:
+    link = open_link(url, board.link.baudrate, board.link.reset_on_connect)
+    try:
+        yield Endpoint(link, reset, switch_baudrate=board.link.switch_baudrate)
+    finally:
+        link.close()
+
+
+@contextmanager
+def _through_faults(endpoint: Endpoint, faults: FaultSpec | None) -> Iterator[tuple[serial.SerialBase, dict | None]]:
+    """With faults: a proxy pseudo-terminal that damages the link, and its running counts."""
+    if not faults:
+        yield endpoint.link, None
+        return
+    with FaultProxy(endpoint.link, faults, endpoint.reset) as proxy:
+        link = open_link(proxy.path, endpoint.link.baudrate)
+        try:
+            yield link, proxy.counts
+        finally:
+            link.close()

@@ -1,0 +1,23 @@
+"""QEMU boards (kind "emulated"): harness builds the board's firmware (with the model when a TFLM tree is
+given, else self-test firmware) and runs it under QEMU for the connection (harness/device/qemu.py), its
+UART0 on a local socket. The link has no fault proxy and no baud switch."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from harness.device.drivers.base import Driver, Endpoint
+from harness.device.qemu import qemu_link
+from harness.firmware.build import build_firmware
+from harness.model.tflite_file import read_tflite
+
+
+class EmulatedDriver(Driver):
+    kind = "emulated"
+    injects_faults = False
+
+    @contextmanager
+    def start(self) -> Iterator[Endpoint]:
+        frontend = read_tflite(self.options.frontend) if self.options.frontend else None
+        firmware = build_firmware(self.board, self.model, self.options.tflm, frontend)
+        with qemu_link(self.board, firmware.elf) as link:
+            yield Endpoint(link, firmware=firmware.provenance())

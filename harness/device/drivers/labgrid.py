@@ -1,0 +1,29 @@
+"""A real board reached through a labgrid place (--labgrid-place NAME; harness/device/labgrid_place.py): the
+place is acquired for the connection, its NetworkSerialPort opened over RFC 2217, and released after."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from harness.device.drivers.base import Driver, Endpoint
+from harness.device.labgrid_place import labgrid_port
+from harness.errors import UserError
+from harness.link.protocol import DeviceInfo
+from harness.link.session import Unsupported
+
+
+class LabgridDriver(Driver):
+    kind = "labgrid"
+    protocols = ("harness", "eembc")
+
+    def check(self) -> None:
+        if self.board.kind != "device":
+            raise UserError(f"--labgrid-place needs a real board, not {self.board.id} ({self.board.kind})")
+        super().check()
+
+    @contextmanager
+    def start(self) -> Iterator[Endpoint]:
+        with labgrid_port(self.options.labgrid_place) as url, self._open(url) as endpoint:
+            yield endpoint
+
+    def flash(self, project=None) -> DeviceInfo | None:
+        raise Unsupported("flash a labgrid place's board with labgrid's own tools, then use --labgrid-place")

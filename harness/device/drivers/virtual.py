@@ -1,0 +1,85 @@
+"""The virtual board (kind "virtual"): the device core compiled for this machine (harness/device/sim_board.py),
+a process harness starts for the connection, served on a pseudo-terminal; TFLM's host interpreter runs the
+model. It speaks our protocol or, as the MLPerf Tiny / EEMBC DUT, theirs; it emulates a UART's pace and
+an inference's length when asked (docs/link.md); the fault proxy resets it with SIGUSR1."""
+
+import hashlib
+import importlib.util
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.boards import Board
+from harness.device.drivers.base import Driver, Endpoint
+from harness.device.processes import BoardPty, pty_board_process
+from harness.link.protocol import DeviceInfo
+
+SIM_START_SECONDS = 60
+EEMBC_SIM_MODEL = "harness"  # what the virtual board's EEMBC DUT reports as m-model-[…]
+
+
+def sim_build_id() -> str:
+    """The virtual board's firmware is the compiled device core: name it by its hash."""
+    origin = importlib.util.find_spec("harness._devicecore").origin
+    return "sim-" + hashlib.sha256(Path(origin).read_bytes()).hexdigest()[:12]
+
+
+@contextmanager
+def sim_board_process(
+    board: Board, model_path: Path | None, protocol: str = "harness", frontend: Path | None = None
+) -> Iterator[BoardPty]:
+    """Run the virtual board for the duration of the block; yields its pseudo-terminal path.
+    Without a model it runs as self-test firmware does: HELLO, LINK_TEST and PERF only."""
+    fw = board.firmware
+    command = [
+        sys.executable,
+        "-m",
+        "harness.device.sim_board",
+        *(["--model", str(model_path)] if model_path else []),
+        "--arena",
+        str(fw.arena_bytes),
+        "--board-id",
+        board.id,
+        "--build-id",
+        sim_build_id(),
+        "--rx-frame",
+        str(fw.rx_frame_bytes),
+        "--tx-frame",
+        str(fw.tx_frame_bytes),
+        "--rx-buffer",
+        str(fw.rx_buffer_bytes),
+        "--link-baud",
+        str(board.sim.link_baud),
+        "--max-baud",
+        str(board.sim.max_baudrate),
+        "--emulate-invoke-ms",
+        str(board.sim.emulate_invoke_ms),
+        *(["--eembc-model", EEMBC_SIM_MODEL] if protocol == "eembc" else []),
+        *(["--frontend", str(frontend)] if frontend else []),
+    ]
+    with pty_board_process(command, "the virtual board", SIM_START_SECONDS) as path:
+        yield path
+
+
+class VirtualDriver(Driver):
+    kind = "virtual"
+    protocols = ("harness", "eembc")
+    emulates = frozenset({"link_baud", "emulate_invoke_ms"})
+
+    @contextmanager
+    def start(self) -> Iterator[Endpoint]:
+        board = self.board
+        if board.sim.link_baud:  # the emulated link starts where the host's port does
+            board = board.with_link(baudrate=board.sim.link_baud)
+        model_path = self.model.path if self.model else None
+        with (
+            sim_board_process(board, model_path, self.options.protocol, self.options.frontend) as pty,
+            self._open(pty, board, lambda: os.kill(pty.pid, signal.SIGUSR1)) as endpoint,
+        ):
+            yield endpoint
+
+    def flash(self, project=None) -> DeviceInfo | None:
+        return None  # it runs the model each command names

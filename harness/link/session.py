@@ -1,0 +1,118 @@
+"""The device session: what every command uses of a connected board, declared once.
+
+Both wire protocols implement it: ours (harness/link/client.py, DeviceClient) and the MLPerf Tiny / EEMBC
+DUT text protocol (harness/link/eembc.py, EembcClient). eval, perf, profile, stream, link-test and the
+energy windows use a board only through these members, so a protocol that lacks one is found by the
+type checker and by instantiation (an abstract member left out), never on a user's bench. A member a
+protocol cannot provide exists and raises Unsupported, a one-line refusal; `refuse` says so before a
+command starts anything.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Self
+
+from harness.errors import UserError
+from harness.link.protocol import DeviceInfo, InvokeResult, StreamChunkResult, Timing
+
+if TYPE_CHECKING:
+    from harness.model.tflite_file import TfliteModel
+
+
+class Unsupported(UserError):
+    """The board's protocol has no way to do what was asked (the CLI prints it as one line, exit 2)."""
+
+
+@dataclass
+class LinkStats:
+    frames_sent: int = 0
+    resends: int = 0
+    corrupt_frames: int = 0
+    stale_frames: int = 0
+    go_backs: int = 0  # input windows sent again from the last acknowledged byte
+    baud: int = 0  # the rate the link ran at after the handshake
+    baud_fallbacks: int = 0
+    resets: int = 0  # boot notices recovered from with a new handshake
+    reruns: int = 0  # samples sent again after a reset or a lost invoke
+    timeouts: int = 0  # waits that ended in silence
+    reconnects: int = 0  # times the port went away and came back
+    faults_injected: dict | None = None  # from the fault-injection proxy, when one is in the middle
+
+
+class DeviceSession(ABC):
+    protocol: ClassVar[str]  # the --protocol name
+    # Members this protocol cannot provide, with the reason a refusal gives; "faults" too when a damaged
+    # link cannot be recovered from (no resends), so the fault proxy is refused.
+    UNSUPPORTED: ClassVar[Mapping[str, str]] = {}
+    NEEDS_MODEL: ClassVar[bool] = False  # the device reports no tensor layout: the model gives it
+
+    def __init__(self, port):
+        self.port = port  # the open link (a pyserial port)
+        self.stats = LinkStats()
+        self.info: DeviceInfo | None = None  # set by hello()
+        self.firmware: dict | None = None  # how harness built the firmware, where it did (QEMU boards)
+        self.last_invoke: tuple[float, float] | None = None  # host monotonic: inference asked, its answer read
+        # The same inference as the device timed it, ending when its marker arrived (None without a real clock).
+        self.last_device_window: tuple[float, float] | None = None
+
+    # --- starting -------------------------------------------------------------------------------------
+    @classmethod
+    @abstractmethod
+    def over(cls, port, model: "TfliteModel | None", switch_baudrate: int = 0) -> Self:
+        """A session on an open link that has said hello (and switched the link's rate, where asked)."""
+
+    @abstractmethod
+    def hello(self) -> DeviceInfo:
+        """The handshake: what the device runs, its frames, its timer and its tensors."""
+
+    # --- what the commands use --------------------------------------------------------------------------
+    @abstractmethod
+    def run(self, data: bytes) -> InvokeResult:
+        """One input through the model: its output and the device's timing."""
+
+    @abstractmethod
+    def run_stream(self, inputs: Iterable[bytes]) -> Iterator[InvokeResult]:
+        """Every input through the model, results in order (pipelined where the protocol can)."""
+
+    @abstractmethod
+    def bench(self, data: bytes, runs: int, warmups: int = 0) -> list[Timing]:
+        """`runs` timed inferences of one resident input after `warmups` untimed ones."""
+
+    @abstractmethod
+    def profile(self, data: bytes) -> tuple[Timing, list[tuple[str, Timing]], int]:
+        """One inference timed operator by operator: (whole, per operator, operators run)."""
+
+    @abstractmethod
+    def stream_start(self, config: bytes) -> int:
+        """Configure and reset the on-device keyword pipeline; returns its frontend's arena use."""
+
+    @abstractmethod
+    def stream_audio(self, samples: bytes) -> StreamChunkResult:
+        """Audio in, the detections it completed out."""
+
+    @abstractmethod
+    def echo(self, payload: bytes) -> bytes:
+        """The device sends the payload back (link-test)."""
+
+    @abstractmethod
+    def perf(self, iterations: int) -> tuple[Timing, int]:
+        """The device times its fixed workload: the span and the workload's checksum (link-test)."""
+
+    @abstractmethod
+    def switch_baud(self, baud: int) -> bool:
+        """Move both ends of the link to `baud` after the handshake; True if switched."""
+
+    # --- refusals -----------------------------------------------------------------------------------------
+    @classmethod
+    def refuse(cls, *members: str) -> None:
+        """Unsupported for the first of `members` this protocol cannot provide; before anything starts."""
+        unknown = set(members) - DeviceSession.__abstractmethods__ - {"faults"}
+        if unknown:
+            raise ValueError(f"not members of the device session: {', '.join(sorted(unknown))}")
+        for member in members:
+            if member in cls.UNSUPPORTED:
+                raise Unsupported(f"--protocol {cls.protocol}: {cls.UNSUPPORTED[member]}")
+
+    def _unsupported(self, member: str):
+        raise Unsupported(f"--protocol {self.protocol}: {self.UNSUPPORTED[member]}")
