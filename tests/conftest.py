@@ -27,6 +27,22 @@ needs_tflm_tree = pytest.mark.skipif(
 )
 
 
+# Tests are grouped by layer: tests/unit/<package>/ and tests/e2e/<tier>/ (docs/architecture.md). Every e2e test
+# is slow; the qemu and platformio tiers carry their marker; a test elsewhere that runs QEMU says so itself.
+TIER_MARKERS = {"qemu": ("qemu",), "platformio": ("platformio",)}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = Path(item.fspath).relative_to(REPO / "tests").parts
+        if parts[0] == "e2e":
+            item.add_marker(pytest.mark.slow)
+            for marker in TIER_MARKERS.get(parts[1], ()):
+                item.add_marker(getattr(pytest.mark, marker))
+        elif item.get_closest_marker("qemu") or item.get_closest_marker("platformio"):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_sessionstart(session):
     """C changes need a rebuild of the native libraries; testing a stale library would prove nothing."""
     import importlib.util

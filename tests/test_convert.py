@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # TensorFlow loads and converts real models
+
 pytest.importorskip("tensorflow", reason="converting needs tensorflow-cpu and tf-keras (test extras)")
 
 

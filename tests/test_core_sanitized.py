@@ -17,6 +17,7 @@ def _runtime(name: str) -> str | None:
     return found if os.path.isabs(found) else None
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build the sanitizer variant")
 def test_core_tests_pass_under_address_and_undefined_behaviour_sanitizers(tmp_path):
     asan, ubsan = _runtime("libasan.so"), _runtime("libubsan.so")

@@ -166,6 +166,7 @@ def test_bench_times_repeated_invokes_and_profile_needs_a_profiling_runner():
     assert unsupported.value.code == ErrorCode.UNSUPPORTED
 
 
+@pytest.mark.slow
 def test_after_link_damage_a_long_bench_still_gets_its_whole_wait():
     """Once a frame was damaged, quick requests are resent after a short wait; a BENCH of 60 invokes
     of 120 ms each must still get its full bound, not run out of attempts while the device works."""

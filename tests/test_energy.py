@@ -27,6 +27,7 @@ def _lpirc_log(name: str):
     return path
 
 
+@pytest.mark.slow
 def test_wt310_driver_reads_the_simulator_over_a_socket_and_energy_per_inference_is_within_1_percent():
     epoch = time.monotonic() + 0.3  # profile time 0
     # 90 mW idle, 100 mW while inferring: three 1 s windows of 40 back-to-back inferences each.

@@ -49,6 +49,7 @@ def _eval(tmp_path, name, *extra):
     return pq.read_table(run / "samples.parquet").column("device_output").to_pylist(), json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_eval_through_damaging_proxy_with_resets_gives_the_clean_results(tmp_path, small_model):
     clean, _ = _eval(tmp_path, "clean")
     faulty, summary = _eval(tmp_path, "faulty", "--faults", "drop=1e-3,corrupt=1e-3,dup=1e-4,reset-every=5")

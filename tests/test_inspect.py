@@ -29,6 +29,7 @@ def _inspect(target):
     )
 
 
+@pytest.mark.slow
 def test_inspect_every_card_and_the_tflm_example():
     if not FIXTURE_MODELS.is_dir():
         pytest.skip("needs ../shared/fixtures/models (the shared fixtures are absent in a fresh clone)")

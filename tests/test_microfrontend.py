@@ -169,6 +169,7 @@ def test_mlperf_kws_on_the_virtual_board_matches_the_host_byte_for_byte(tmp_path
     assert "caveat (model card): the frontend is a reconstruction" in printed.stdout
 
 
+@pytest.mark.slow
 @needs_espeak
 def test_mlperf_kws_streams_a_minute_of_ten_keywords_equal_to_the_host(tmp_path):
     """`stream build` from the keyword demo set's clips (all ten keywords, 24 events in 64 s), then

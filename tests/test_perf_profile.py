@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import TFLM_TREE, needs_tflm_tree
 
 
@@ -31,6 +33,7 @@ def test_profile_on_the_virtual_board_says_why_not(small_model):
     assert "no per-operator timer" in done.stderr
 
 
+@pytest.mark.qemu
 @needs_tflm_tree
 def test_operator_profile_on_qemu_adds_up_to_the_whole_invoke(small_model):
     done = _harness("profile", "--board", "qemu_m7", "--model", "wv_quality_k_2_c_3", "--tflm", TFLM_TREE, "--json")

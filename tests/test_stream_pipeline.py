@@ -227,6 +227,7 @@ def test_a_ledger_in_seconds_is_refused_before_the_board_starts(tmp_path):
     assert "seconds" in done.stderr and not (tmp_path / "r").exists()
 
 
+@pytest.mark.qemu
 @pytest.mark.parametrize("card_name", ["tflm_micro_speech", "mlperf_tiny_kws"])
 def test_the_pipeline_in_firmware_on_an_emulated_cortex_m4_equals_the_host(tmp_path, card_name):
     """The deployed pipeline in our ARM firmware (TFLM frontend with its signal kernels, the keyword
