@@ -1,6 +1,7 @@
 """Bad input: one line naming the problem and the fix, exit code 2, no traceback, nothing written."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import assert_refused_in_one_line
+from tests.conftest import REPO, assert_refused_in_one_line
 
 
 def _eval(tmp_path, *args):
@@ -327,3 +328,20 @@ def test_numeric_options_out_of_range_are_refused_at_parse_time(tmp_path, comman
     }[command]
     done = _harness(tmp_path, *args, f"{option}={value}")
     _assert_one_clear_line(done, tmp_path, f"argument {option}", repr(value))
+
+
+def test_errors_below_the_cli_name_settings_and_the_cli_words_them_as_flags():
+    """One place words a setting: the Python API shows its name, the command line its flag."""
+    from harness.errors import UserError, setting
+
+    error = UserError(f"{setting('labgrid_place')} needs a real board")
+    assert str(error) == "'labgrid_place' needs a real board"
+    assert error.worded_for_cli() == "--labgrid-place needs a real board"
+    below_the_cli = [p for p in (REPO / "harness").rglob("*.py") if "cli" not in p.relative_to(REPO / "harness").parts]
+    flagged = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in below_the_cli
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"Error\(f?\"[^`]*(?<![\w-])--[a-z]", line) and "--test" not in line
+    ]
+    assert not flagged, f"error messages that word a flag below the CLI (use setting()): {flagged}"

@@ -142,7 +142,7 @@ def test_what_the_eembc_protocol_lacks_is_a_domain_error_not_an_attribute_error(
     }
     assert set(calls) | {"faults"} == set(EembcClient.UNSUPPORTED)
     for name, call in calls.items():
-        with pytest.raises(Unsupported, match="--protocol eembc"):
+        with pytest.raises(Unsupported, match="'protocol' eembc"):
             call()
         with pytest.raises(Unsupported):
             EembcClient.refuse(name)

@@ -35,7 +35,7 @@ def test_millisecond_ledger_with_and_without_header(tmp_path):
 )
 def test_seconds_are_refused_unless_declared(tmp_path, text, expected, in_ms):
     path = _ledger(tmp_path, text)
-    with pytest.raises(UserError, match="--ledger-unit s") as refused:
+    with pytest.raises(UserError, match="'ledger_unit' s") as refused:
         load_ledger(path, 10_000)
     assert expected in str(refused.value)
     assert [e.start_ms for e in load_ledger(path, 10_000, unit="s").events] == in_ms

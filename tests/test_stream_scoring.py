@@ -137,7 +137,7 @@ def test_mlperf_needs_end_times_and_one_wakeword():
 
     with pytest.raises(UserError, match="end time"):
         score_stream("mlperf-sww", _ledger(("yes", 1000)), _detections(), 10_000)
-    with pytest.raises(UserError, match="--wakeword"):
+    with pytest.raises(UserError, match="'wakeword'"):
         score_stream("mlperf-sww", _ledger(("yes", 1000, 2000), ("no", 3000, 4000)), _detections(), 10_000)
     with pytest.raises(UserError, match="fixed window"):
         score_stream("mlperf-sww", _ledger(("yes", 1000, 2000)), _detections(), 10_000, 500)

@@ -314,10 +314,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except UserError as exc:
-        print(f"harness: error: {exc}", file=sys.stderr)
+        print(f"harness: error: {exc.worded_for_cli()}", file=sys.stderr)
         return EXIT_USAGE
     except (LinkError, BuildError) as exc:
-        print(f"harness: link error: {exc}", file=sys.stderr)
+        print(f"harness: link error: {exc.worded_for_cli()}", file=sys.stderr)
         return 1
     except InterruptedRun as exc:
         print(f"harness: interrupted: {exc}", file=sys.stderr)

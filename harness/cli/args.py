@@ -167,7 +167,7 @@ def fault_spec(text: str):
     try:
         return FaultSpec.parse(text)
     except UserError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise argparse.ArgumentTypeError(exc.worded_for_cli()) from None
 
 
 def board_with_link_options(args):

@@ -54,7 +54,7 @@ def cmd_tflm_list(args) -> int:
         try:
             recipe = board_recipe(board, pins)
         except UserError as exc:
-            boards.append({"board": board.id, "source": "tree", "problem": str(exc)})
+            boards.append({"board": board.id, "source": "tree", "problem": exc.worded_for_cli()})
             continue
         if recipe is None:
             boards.append({"board": board.id, "source": "elsewhere", "text": elsewhere(board)})

@@ -3,7 +3,7 @@
 from serial.tools import list_ports
 
 from harness.boards import Board
-from harness.errors import UserError
+from harness.errors import UserError, setting
 
 
 def _usb_id(port) -> str | None:
@@ -32,7 +32,9 @@ def find_port(board: Board, serial_number: str | None = None) -> str:
         wanted = f" with serial number {serial_number}" if serial_number else ""
         raise UserError(
             f"no {board.id}{wanted} found on USB (looked for {', '.join(board.link.usb_ids) or 'no IDs'}); "
-            "connect it or pass --port"
+            f"connect it or pass {setting('port')}"
         )
     listing = ", ".join(f"{c['port']} (serial {c['serial_number']})" for c in candidates)
-    raise UserError(f"several {board.id} boards found: {listing}; choose one with --port or --serial")
+    raise UserError(
+        f"several {board.id} boards found: {listing}; choose one with {setting('port')} or {setting('serial')}"
+    )

@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from harness.errors import LinkError, UserError
+from harness.errors import LinkError, UserError, setting
 
 ACQUIRE_SECONDS = 60
 
@@ -18,9 +18,11 @@ def _labgrid():
         from labgrid import Target
         from labgrid.resource import NetworkSerialPort, RemotePlace
     except ImportError:
-        raise UserError("--labgrid-place needs labgrid: `pip install labgrid`, and LG_COORDINATOR set") from None
+        raise UserError(
+            f"{setting('labgrid_place')} needs labgrid: `pip install labgrid`, and LG_COORDINATOR set"
+        ) from None
     if shutil.which("labgrid-client") is None:
-        raise UserError("--labgrid-place needs the labgrid-client command on PATH (it comes with labgrid)")
+        raise UserError(f"{setting('labgrid_place')} needs the labgrid-client command on PATH (it comes with labgrid)")
     return Target, RemotePlace, NetworkSerialPort
 
 

@@ -5,7 +5,7 @@ from contextlib import AbstractContextManager
 
 from harness.boards import Board
 from harness.device.drivers import DRIVERS, ConnectOptions, driver_for
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.link.session import DeviceSession
 from harness.model.tflite_file import TfliteModel
 
@@ -30,6 +30,9 @@ def with_link_options(
     emulation = {name: value for name, value in emulation.items() if value is not None}
     if emulation:
         if not emulation.keys() <= DRIVERS[board.kind].emulates:
-            raise UserError("--link-baud and --emulate-invoke-ms emulate a link on the virtual board: use --board sim")
+            raise UserError(
+                f"{setting('link_baud')} and {setting('emulate_invoke_ms')} emulate a link on the virtual board: "
+                f"use {setting('board')} sim"
+            )
         board = board.with_sim(**emulation)
     return board if switch_baud is None else board.with_link(switch_baudrate=switch_baud)

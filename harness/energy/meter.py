@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from harness.energy.trace import PowerTrace
-from harness.errors import LinkError, UserError
+from harness.errors import LinkError, UserError, setting
 
 METER_KINDS = {
     "wt310": "Yokogawa WT300/WT310 over VISA, e.g. wt310:USB0::0x0B21::0x0025::C2PH13047V::INSTR "
@@ -129,7 +129,7 @@ class PollingMeter(Meter):
 def open_live_meter(spec: str, purpose: str) -> Meter:
     """A meter that records now: a replayed log cannot time a run or a session, so `csv` is refused."""
     if spec.split(":", 1)[0].lower() == "csv":
-        raise UserError(f"--meter csv:… replays an old log, which cannot time {purpose}; use a live meter")
+        raise UserError(f"{setting('meter')} csv:… replays an old log, which cannot time {purpose}; use a live meter")
     return open_meter(spec)
 
 
@@ -137,7 +137,7 @@ def open_meter(spec: str) -> Meter:
     """KIND:ADDRESS -> an opened meter (not yet started)."""
     kind, sep, address = spec.partition(":")
     if not sep or not address:
-        raise UserError(f"--meter {spec!r} is not KIND:ADDRESS; kinds: {', '.join(METER_KINDS)}")
+        raise UserError(f"{setting('meter')} {spec!r} is not KIND:ADDRESS; kinds: {', '.join(METER_KINDS)}")
     kind = kind.lower()
     if kind == "wt310":
         from harness.energy.wt310 import Wt310Meter
@@ -155,4 +155,4 @@ def open_meter(spec: str) -> Meter:
         from harness.energy.replay import CsvReplayMeter
 
         return CsvReplayMeter(address)
-    raise UserError(f"unknown meter kind {kind!r} in --meter {spec!r}; kinds: {', '.join(METER_KINDS)}")
+    raise UserError(f"unknown meter kind {kind!r} in {setting('meter')} {spec!r}; kinds: {', '.join(METER_KINDS)}")

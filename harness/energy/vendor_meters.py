@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from harness.energy.meter import PollingMeter, require_package
-from harness.errors import UserError
+from harness.errors import UserError, setting
 
 DECIMATED_HZ = 1_000
 
@@ -93,7 +93,7 @@ class Ppk2Meter(PollingMeter):
         if address == "auto":
             found = [d[0] if isinstance(d, tuple | list) else d for d in module.PPK2_API.list_devices()]
             if len(found) != 1:
-                raise UserError(f"found {len(found)} PPK2s; name the serial port: --meter ppk2:/dev/ttyACM0")
+                raise UserError(f"found {len(found)} PPK2s; name the serial port: {setting('meter')} ppk2:/dev/ttyACM0")
             address = found[0]
         try:
             self._ppk2 = module.PPK2_API(address, timeout=1, write_timeout=1, exclusive=True)

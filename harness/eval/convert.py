@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.eval.inputs import image_preparation, prepare_inputs
 from harness.eval.outputs import predict
 from harness.eval.preprocess import to_tensor
@@ -136,7 +136,7 @@ def convert(
     split_seed: int = DEFAULT_SPLIT_SEED,
 ) -> Conversion:
     if io not in IO_TYPES:
-        raise UserError(f"--io {io} is unknown; use one of {', '.join(IO_TYPES)}")
+        raise UserError(f"{setting('io')} {io} is unknown; use one of {', '.join(IO_TYPES)}")
     check_convertible(source, card, out)
     digest = source_sha256(source)
     pool = select_samples(dataset.samples, subsets)
@@ -164,7 +164,9 @@ def convert(
     try:
         write_atomically(out, write_checked)
     except OSError as exc:
-        raise UserError(f"cannot write {out} ({exc.strerror}); pass --out in a folder you can write") from exc
+        raise UserError(
+            f"cannot write {out} ({exc.strerror}); pass {setting('out')} in a folder you can write"
+        ) from exc
     result = checked[0]
     result.out = out
     result.split_seed = split_seed

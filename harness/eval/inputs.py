@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.eval.preprocess import image_tensor
 from harness.model.card import Preprocessing
 from harness.paths import cache_dir
@@ -88,7 +88,7 @@ def prepare_inputs(dataset: Dataset, samples: list[Sample], preparation: Prepara
         sample_id, why = inputs.unreadable[0]
         raise UserError(
             f"{len(inputs.unreadable)} files could not be read (first: {sample_id}: {why}); "
-            "fix the dataset, or drop --strict to skip them"
+            f"fix the dataset, or drop {setting('strict')} to skip them"
         )
     if not inputs.samples:
         raise UserError(f"none of the {len(samples)} files could be read (first: {inputs.unreadable[0][1]})")

@@ -6,7 +6,7 @@ import numpy as np
 
 from harness.boards import Board
 from harness.device.figures import Figure, latency_figure
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.eval.preprocess import image_tensor
 from harness.link.client import DeviceError
 from harness.link.protocol import ErrorCode
@@ -22,7 +22,7 @@ MLPERF_WINDOW_SECONDS = 10.0
 def sample_input(card: ModelCard, model: TfliteModel, dataset: Dataset) -> bytes:
     """The first dataset image through the card's preprocessing: a real input, not zeros."""
     if not dataset.samples:
-        raise UserError(f"dataset {dataset.name} is empty; pass another --dataset")
+        raise UserError(f"dataset {dataset.name} is empty; pass another {setting('dataset')}")
     return image_tensor(dataset.samples[0].image_path, card.preprocessing, model.input).tobytes()
 
 

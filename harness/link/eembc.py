@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from harness.errors import LinkError, UserError
+from harness.errors import LinkError, UserError, setting
 from harness.link.protocol import DeviceInfo, InvokeResult, StreamChunkResult, TickKind, Timing
 from harness.link.session import DeviceSession
 from harness.tensors import TensorSpec
@@ -30,7 +30,7 @@ class EembcError(LinkError):
     """The DUT answered with an e- line."""
 
 
-NO_MODEL = "--protocol eembc needs a model: the DUT reports no tensor layout, the model gives it"
+NO_MODEL = f"{setting('protocol')} eembc needs a model: the DUT reports no tensor layout, the model gives it"
 NO_STREAMING = "the DUT protocol has no audio streaming; `harness stream` needs harness firmware"
 
 
@@ -42,8 +42,11 @@ class EembcClient(DeviceSession):
         "stream_audio": NO_STREAMING,
         "echo": "the DUT protocol has no echo request; `harness link-test` needs harness firmware",
         "perf": "the DUT protocol has no fixed PERF workload; `harness link-test` needs harness firmware",
-        "switch_baud": "the DUT protocol cannot switch the baud rate; leave --switch-baud off",
-        "faults": "the DUT protocol has no resends, so a damaged byte ends the run; --faults needs harness firmware",
+        "switch_baud": f"the DUT protocol cannot switch the baud rate; leave {setting('switch_baud')} off",
+        "faults": (
+            "the DUT protocol has no resends, so a damaged byte ends the run; "
+            f"{setting('faults')} needs harness firmware"
+        ),
     }
 
     NEEDS_MODEL = True

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.errors import UserError
+from harness.errors import UserError, setting
 
 CLOSED_END_BACKOFF = 0.05  # seconds between looks at an end that has closed (it may open again)
 
@@ -40,13 +40,13 @@ class FaultSpec:
         for item in filter(None, (part.strip() for part in text.split(","))):
             name, _, value = item.partition("=")
             if name not in KNOWN or not value:
-                raise UserError(f"--faults {text!r}: use name=value pairs among {', '.join(KNOWN)}")
+                raise UserError(f"{setting('faults')} {text!r}: use name=value pairs among {', '.join(KNOWN)}")
             try:
                 number = int(value) if name == "reset-every" else float(value)
             except ValueError:
-                raise UserError(f"--faults: {name}={value} is not a number") from None
+                raise UserError(f"{setting('faults')}: {name}={value} is not a number") from None
             if number < 0 or (name != "reset-every" and number >= 0.5):
-                raise UserError(f"--faults: {name}={value} is out of range (rates are per byte, below 0.5)")
+                raise UserError(f"{setting('faults')}: {name}={value} is out of range (rates are per byte, below 0.5)")
             values[name.replace("-", "_")] = number
         return cls(**values)
 
@@ -57,9 +57,11 @@ class FaultProxy:
 
     def __init__(self, device, spec: FaultSpec, reset: Callable[[], None] | None = None, seed: int = 0):
         if spec.reset_every and reset is None:
-            raise UserError("--faults reset-every needs a board harness can reset: use --board sim")
+            raise UserError(
+                f"{setting('faults')} reset-every needs a board harness can reset: use {setting('board')} sim"
+            )
         if device is not None and not hasattr(device, "fileno"):
-            raise UserError("--faults needs a local serial port or the virtual board, not a network URL")
+            raise UserError(f"{setting('faults')} needs a local serial port or the virtual board, not a network URL")
         self.spec = spec
         # A plain dict, updated as bytes pass, so a client's link statistics can hold it as it grows.
         self.counts = dict.fromkeys(("dropped", "corrupted", "duplicated", "resets", "to_device", "to_host"), 0)

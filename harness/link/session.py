@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Self
 
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.link.protocol import DeviceInfo, InvokeResult, StreamChunkResult, Timing
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class DeviceSession(ABC):
             raise ValueError(f"not members of the device session: {', '.join(sorted(unknown))}")
         for member in members:
             if member in cls.UNSUPPORTED:
-                raise Unsupported(f"--protocol {cls.protocol}: {cls.UNSUPPORTED[member]}")
+                raise Unsupported(f"{setting('protocol')} {cls.protocol}: {cls.UNSUPPORTED[member]}")
 
     def _unsupported(self, member: str):
-        raise Unsupported(f"--protocol {self.protocol}: {self.UNSUPPORTED[member]}")
+        raise Unsupported(f"{setting('protocol')} {self.protocol}: {self.UNSUPPORTED[member]}")

@@ -4,7 +4,7 @@ import time
 
 import serial
 
-from harness.errors import UserError
+from harness.errors import UserError, setting
 
 POLL_SECONDS = 0.05
 ESP32_RESET_SECONDS = 0.1
@@ -19,7 +19,7 @@ def open_link(url: str, baudrate: int = 115200, reset_on_connect: str | None = N
             port.rts = False
         port.open()
     except (serial.SerialException, ValueError) as exc:
-        raise UserError(f"cannot open link {url!r}: {exc}; check the port or pass --port") from exc
+        raise UserError(f"cannot open link {url!r}: {exc}; check the port or pass {setting('port')}") from exc
     if reset_on_connect == "esp32":
         port.rts = True  # EN low: reset, with IO0 high so the application boots
         time.sleep(ESP32_RESET_SECONDS)

@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from harness.energy.meter import Meter
 from harness.energy.trace import JOULES_PER_WH, PowerTrace
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.eval.detection import Box, mean_average_precision, read_boxes
 from harness.eval.order import shuffle_in_groups
 
@@ -73,7 +73,7 @@ def load_referee_set(dataset: str, subset: str | None, limit: int | None, seed: 
     subsets = parse_subsets(subset or "all")
     samples = select_samples(data.samples, subsets, limit)
     if not samples:
-        raise UserError(f"dataset {data.name} has no samples in {subset}; choose another --subset")
+        raise UserError(f"dataset {data.name} has no samples in {subset}; choose another {setting('subset')}")
     order = shuffle_in_groups(len(samples), seed)
     ordered = [samples[s] for s in order]
     labels = [subsets[0].label(s) for s in ordered]
@@ -349,13 +349,16 @@ def check_bind(host: str, allow_remote: bool, password: str | None) -> None:
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
-        raise UserError(f"--host {host!r} is not an IP address; give e.g. 127.0.0.1 or 0.0.0.0") from None
+        raise UserError(f"{setting('host')} {host!r} is not an IP address; give e.g. 127.0.0.1 or 0.0.0.0") from None
     if loopback:
         return
     if not allow_remote:
-        raise UserError(f"refusing to serve images on {host}: add --allow-remote and --password to bind it elsewhere")
+        raise UserError(
+            f"refusing to serve images on {host}: "
+            f"add {setting('allow_remote')} and {setting('password')} to bind it elsewhere"
+        )
     if not password:
-        raise UserError("a referee reachable from other hosts needs --password")
+        raise UserError(f"a referee reachable from other hosts needs {setting('password')}")
 
 
 def save_session(referee: Referee, results_root: Path, started_iso: str) -> dict:

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from harness.energy.trace import JOULES_PER_WH
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.eval.detection import mean_average_precision, read_boxes
 from harness.lpirc.referee import answers_correct
 
@@ -103,7 +103,7 @@ def score_run(path: Path, subset: str | None = None, limit: float | None = None)
     kind = summary.get("kind", "eval")
     energy = summary.get("energy")
     if not energy:
-        raise UserError(f"run {path.name} has no energy figures: run it with --meter KIND:ADDRESS")
+        raise UserError(f"run {path.name} has no energy figures: run it with {setting('meter')} KIND:ADDRESS")
     joules = _energy_to(path, summary, limit)
     if joules is None:
         raise UserError(f"run {path.name} has no power.parquet to take energy from")
@@ -184,7 +184,7 @@ def lpirc_scores(
     if len(sources) > 1 and not allow_mixed_sources:
         raise UserError(
             f"the runs' energy comes from different sources ({', '.join(sources)}); score each source "
-            "separately or add --allow-mixed-sources"
+            f"separately or add {setting('allow_mixed_sources')}"
         )
     return {
         "time_limit_s": limit,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.model.card import ModelCard
 
 IO_TYPES = ("int8", "uint8", "float32")
@@ -160,12 +160,12 @@ def check_convertible(source: Path | None, card: ModelCard, out: Path) -> None:
     if card.task != "image_classification":
         raise UserError(
             f"card {card.name} is a {card.task.replace('_', ' ')} card; convert handles image classification "
-            "cards only: pass --card with an image card (for example mlperf_tiny_vww_float)"
+            f"cards only: pass {setting('card')} with an image card (for example mlperf_tiny_vww_float)"
         )
     if out.is_dir():
-        raise UserError(f"--out {out} is a directory; pass the path of the .tflite file to write")
+        raise UserError(f"{setting('out')} {out} is a directory; pass the path of the .tflite file to write")
     if out.parent.exists() and not out.parent.is_dir():
-        raise UserError(f"--out {out}: {out.parent} is not a directory; pass a path in an existing folder")
+        raise UserError(f"{setting('out')} {out}: {out.parent} is not a directory; pass a path in an existing folder")
     if source is None:
         return
     if not source.exists():
@@ -185,7 +185,7 @@ def check_input_fits(model: FloatModel, example, card: ModelCard) -> None:
         shape = list(np.shape(example))
         raise UserError(
             f"{model.source.name} does not take the input {shape} that card {card.name}'s preprocessing makes "
-            f"({type(exc).__name__}); pass the --card whose preprocessing matches the model"
+            f"({type(exc).__name__}); pass the {setting('card')} whose preprocessing matches the model"
         ) from exc
 
 
@@ -193,7 +193,7 @@ def quantize(model: FloatModel, calibration: Sequence[np.ndarray], io: str) -> b
     """The full-integer TFLite flatbuffer of `model`, its ranges calibrated on `calibration` (float
     tensors shaped as the model's input); `io` is the type of the model's input and output."""
     if io not in IO_TYPES:
-        raise UserError(f"--io {io} is unknown; use one of {', '.join(IO_TYPES)}")
+        raise UserError(f"{setting('io')} {io} is unknown; use one of {', '.join(IO_TYPES)}")
     tf = _tensorflow()
 
     def representative():

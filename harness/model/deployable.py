@@ -105,7 +105,7 @@ def require_integer(model: TfliteModel) -> None:
     if floats:
         raise UserError(
             f"{model.path.name} is a float model ({', '.join(floats)} compute with float weights) where an int8 "
-            "model is needed; quantize it first: harness convert --card CARD --model FLOAT_MODEL --out MODEL.tflite"
+            "model is needed; quantize it first: `harness convert --card CARD --model FLOAT_MODEL --out MODEL.tflite`"
         )
 
 

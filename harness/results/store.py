@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness.errors import UserError
+from harness.errors import UserError, setting
 
 
 def new_run_id(model: str, board: str) -> str:
@@ -46,7 +46,7 @@ def open_partial(root: Path, run_id: str, resume: bool) -> RunFolder:
     try:
         partial.mkdir(parents=True)
     except OSError as exc:
-        raise UserError(f"cannot create {partial} ({exc.strerror}); pass a writable --results") from exc
+        raise UserError(f"cannot create {partial} ({exc.strerror}); pass a writable {setting('results')}") from exc
     return RunFolder(partial)
 
 
@@ -71,7 +71,9 @@ def run_folder(root: Path, run_id: str) -> Iterator[RunFolder]:
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UserError(f"cannot create results folder {root} ({exc.strerror}); pass a writable --results") from exc
+        raise UserError(
+            f"cannot create results folder {root} ({exc.strerror}); pass a writable {setting('results')}"
+        ) from exc
     partial = root / f".{run_id}.partial"
     final = root / run_id
     partial.mkdir()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.files import write_atomically
 from harness.stream.ledger import Event, write_ledger
 
@@ -102,7 +102,7 @@ def parse_placements(text: str) -> list[tuple[str, int]]:
     for item in (p.strip() for p in text.split(",") if p.strip()):
         label, _, at = item.rpartition(":")
         if not label or not at.isdigit():
-            raise UserError(f"--at item {item!r} is not label:start_ms (e.g. yes:1000,no:3500)")
+            raise UserError(f"{setting('at')} item {item!r} is not label:start_ms (e.g. yes:1000,no:3500)")
         placements.append((label, int(at)))
     return placements
 
@@ -110,14 +110,14 @@ def parse_placements(text: str) -> list[tuple[str, int]]:
 def random_placements(lengths_ms: list[int], duration_ms: int, min_gap_ms: int, rng: np.random.Generator) -> list[int]:
     """Start times keeping at least min_gap_ms between clips and at both ends of the stream."""
     if min_gap_ms < 0:
-        raise UserError(f"--min-gap-ms must not be negative (got {min_gap_ms})")
+        raise UserError(f"{setting('min_gap_ms')} must not be negative (got {min_gap_ms})")
     count = len(lengths_ms)
     slack = duration_ms - sum(lengths_ms) - (count + 1) * min_gap_ms
     if slack < 0:
         need = sum(lengths_ms) + (count + 1) * min_gap_ms
         raise UserError(
-            f"{count} clips with --min-gap-ms {min_gap_ms} need a stream of at least {need} ms, "
-            f"not {duration_ms}; lengthen --duration-ms or lower --count"
+            f"{count} clips with {setting('min_gap_ms')} {min_gap_ms} need a stream of at least {need} ms, "
+            f"not {duration_ms}; lengthen {setting('duration_ms')} or lower {setting('count')}"
         )
     shifts = np.sort(np.floor(rng.uniform(0, slack, count)).astype(int)) if count else []
     starts, taken = [], 0
@@ -132,7 +132,7 @@ def _background(spec: str, samples: int) -> tuple[np.ndarray, str]:
         return np.zeros(samples), "silence"
     noise = read_wav(Path(spec))
     if not noise.any():
-        raise UserError(f"background {spec} is silent; use --background silence instead")
+        raise UserError(f"background {spec} is silent; use {setting('background')} silence instead")
     return np.resize(noise, samples), str(spec)
 
 
@@ -155,9 +155,14 @@ def build_stream(
     seed: int = 0,
 ) -> BuiltStream:
     if (at is None) == (count is None):
-        raise UserError("give either --at label:ms,... or --count N (with --duration-ms)")
+        raise UserError(
+            f"give either {setting('at')} label:ms,... or {setting('count')} N (with {setting('duration_ms')})"
+        )
     if background == "silence" and snr_db is not None:
-        raise UserError("an SNR needs a background to be relative to: add --background noise.wav or drop --snr-db")
+        raise UserError(
+            f"an SNR needs a background to be relative to: add {setting('background')} noise.wav "
+            f"or drop {setting('snr_db')}"
+        )
     clips = find_clips(clips_dir)
     wanted = words or sorted(clips)
     unknown = sorted({w for w in [*wanted, *(label for label, _ in at or [])] if w not in clips})
@@ -168,7 +173,7 @@ def build_stream(
         labels = [label for label, _ in at]
     else:
         if duration_ms is None:
-            raise UserError("--count needs --duration-ms: how long the stream is")
+            raise UserError(f"{setting('count')} needs {setting('duration_ms')}: how long the stream is")
         labels = [wanted[i] for i in rng.integers(0, len(wanted), count)]
     chosen = [clips[label][rng.integers(0, len(clips[label]))] for label in labels]
     audio = [read_wav(path) for path in chosen]
@@ -191,7 +196,7 @@ def build_stream(
             if noise_power == 0:
                 raise UserError(
                     f"the background is silent under the clip at {start_ms} ms, so no gain gives an SNR of "
-                    f"{snr_db} dB; use a background without silent stretches, or drop --snr-db"
+                    f"{snr_db} dB; use a background without silent stretches, or drop {setting('snr_db')}"
                 )
             if clip_power == 0:
                 raise UserError(f"a chosen clip is silent, so no gain gives it an SNR of {snr_db} dB; leave it out")

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.errors import UserError, setting
 
 UNITS = ("ms", "s")
 
@@ -78,12 +78,13 @@ def _looks_like_seconds(values: list[float], duration_ms: int | None, path: Path
     if fractional is not None:
         return (
             f"ledger {path} has a fractional time ({fractional:g}): it looks like seconds, but times must be whole "
-            f"milliseconds ({fractional:g} s = {round(fractional * 1000)} ms); convert it or pass --ledger-unit s"
+            f"milliseconds ({fractional:g} s = {round(fractional * 1000)} ms); "
+            f"convert it or pass {setting('ledger_unit')} s"
         )
     if duration_ms and values and max(values) > 0 and max(values) <= duration_ms / 1000:
         return (
             f"ledger {path}: every time is at most {max(values):g} but the audio lasts {duration_ms / 1000:g} s: "
-            f"the times look like seconds, not milliseconds; convert them or pass --ledger-unit s"
+            f"the times look like seconds, not milliseconds; convert them or pass {setting('ledger_unit')} s"
         )
     return None
 
@@ -95,7 +96,7 @@ def load_ledger(path: Path, duration_ms: int | None = None, unit: str | None = N
         raise UserError(f"ledger unit {unit!r} is not one of {', '.join(UNITS)}")
     rows, header_unit = _read_rows(path)
     if unit and header_unit and unit != header_unit:
-        raise UserError(f"ledger {path} declares {header_unit} in its header but --ledger-unit says {unit}")
+        raise UserError(f"ledger {path} declares {header_unit} in its header but {setting('ledger_unit')} says {unit}")
     # a header saying _ms is not trusted with the values: "start_ms" over seconds is exactly the mistake to catch
     unit = unit or ("s" if header_unit == "s" else None)
     parsed: list[tuple[int, str, float, float | None]] = []

@@ -17,7 +17,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.stream.detections import Detection, Detections
 from harness.stream.ledger import Event, Ledger
 
@@ -505,7 +505,7 @@ def _choose_wakeword(ledger: Ledger, detections: Detections, wakeword: str | Non
         if len(labels) == 1:
             return labels[0]
         if labels:
-            raise UserError(f"mlperf-sww scores one wakeword; name it with --wakeword ({', '.join(labels)})")
+            raise UserError(f"mlperf-sww scores one wakeword; name it with {setting('wakeword')} ({', '.join(labels)})")
     return None
 
 
@@ -579,11 +579,12 @@ def score_stream(
     if policy not in POLICIES:
         raise UserError(f"unknown scoring policy {policy!r}; valid: {', '.join(POLICIES)}")
     if tolerance_ms is not None and tolerance_ms < 0:
-        raise UserError(f"--tolerance-ms must not be negative (got {tolerance_ms})")
+        raise UserError(f"{setting('tolerance_ms')} must not be negative (got {tolerance_ms})")
     if policy == "mlperf-sww":
         if tolerance_ms is not None:
             raise UserError(
-                f"mlperf-sww has a fixed window (start to end + {MLPERF_AFTER_END_MS} ms); drop --tolerance-ms"
+                f"mlperf-sww has a fixed window (start to end + {MLPERF_AFTER_END_MS} ms); "
+                f"drop {setting('tolerance_ms')}"
             )
         return score_mlperf_sww(ledger, detections, duration_ms, wakeword)
     tolerance = DEFAULT_TOLERANCE_MS[policy] if tolerance_ms is None else tolerance_ms

@@ -17,7 +17,7 @@ from typing import ClassVar
 import serial
 
 from harness.boards import Board
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.client import DeviceClient
 from harness.link.eembc import EembcClient
@@ -76,13 +76,15 @@ class Driver(ABC):
             raise UserError(f"unknown protocol {options.protocol!r}; choose one of {', '.join(PROTOCOLS)}")
         if options.protocol not in self.protocols:
             raise UserError(
-                f"--protocol {options.protocol} needs the virtual board or a real one: {self.board.id} "
+                f"{setting('protocol')} {options.protocol} needs the virtual board or a real one: {self.board.id} "
                 f"({self.board.kind}) runs harness firmware"
             )
         if self.session_type.NEEDS_MODEL and self.model is None:
-            raise UserError(f"--protocol {options.protocol} needs a model: its device reports no tensor layout")
+            raise UserError(
+                f"{setting('protocol')} {options.protocol} needs a model: its device reports no tensor layout"
+            )
         if options.faults and not self.injects_faults:
-            raise UserError("--faults works with the virtual board and real boards, not QEMU boards")
+            raise UserError(f"{setting('faults')} works with the virtual board and real boards, not QEMU boards")
         link = ["faults"] if options.faults else []
         link += ["switch_baud"] if self.board.link.switch_baudrate else []
         self.session_type.refuse(*options.uses, *link)

@@ -6,7 +6,7 @@ from contextlib import contextmanager
 
 from harness.device.drivers.base import Driver, Endpoint
 from harness.device.labgrid_place import labgrid_port
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.link.protocol import DeviceInfo
 from harness.link.session import Unsupported
 
@@ -17,7 +17,7 @@ class LabgridDriver(Driver):
 
     def check(self) -> None:
         if self.board.kind != "device":
-            raise UserError(f"--labgrid-place needs a real board, not {self.board.id} ({self.board.kind})")
+            raise UserError(f"{setting('labgrid_place')} needs a real board, not {self.board.id} ({self.board.kind})")
         super().check()
 
     @contextmanager
@@ -26,4 +26,6 @@ class LabgridDriver(Driver):
             yield endpoint
 
     def flash(self, project=None) -> DeviceInfo | None:
-        raise Unsupported("flash a labgrid place's board with labgrid's own tools, then use --labgrid-place")
+        raise Unsupported(
+            f"flash a labgrid place's board with labgrid's own tools, then use {setting('labgrid_place')}"
+        )
