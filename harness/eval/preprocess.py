@@ -12,7 +12,7 @@ from PIL import Image
 
 from harness.errors import UserError
 from harness.model.card import Preprocessing
-from harness.model.pipelines import DECODERS, image_pipeline
+from harness.model.pipelines import DECODERS, SCALINGS, image_pipeline
 from harness.tensors import TensorSpec
 
 # tf.image.rgb_to_grayscale weights, as the Wake Vision code uses for greyscale and lighting.
@@ -99,13 +99,6 @@ def paper_resize_and_crop(image: np.ndarray, height: int, width: int) -> np.ndar
     return resized[top : top + height, left : left + width]
 
 
-_SCALINGS = {
-    "raw": lambda x: x,
-    "unit": lambda x: x / 255.0,
-    "symmetric": lambda x: x / 127.5 - 1.0,
-}
-
-
 # Each (interpolation, crop) a pipeline declares (harness/model/pipelines.py), as it is done; scaling,
 # colour and quantization follow from the card.
 GEOMETRIES = {
@@ -149,12 +142,14 @@ def load_rgb(path, decoder: str = "pil") -> np.ndarray:
 def real_input(rgb: np.ndarray, pre: Preprocessing) -> np.ndarray:
     """The model's input in real units, HxWxC float32."""
     geometry = GEOMETRIES[image_pipeline(pre.pipeline).geometry]
-    if pre.scaling not in _SCALINGS:
-        raise UserError(f"preprocessing scaling {pre.scaling!r} is unknown; use one of {', '.join(_SCALINGS)}")
+    if pre.scaling not in SCALINGS:
+        raise UserError(f"preprocessing scaling {pre.scaling!r} is unknown; use one of {', '.join(SCALINGS)}")
     resized = geometry(rgb, *pre.size)
     if pre.color == "grayscale":
         resized = luma(resized)[..., None]
-    return _SCALINGS[pre.scaling](resized).astype(np.float32, copy=False)
+    scaling = SCALINGS[pre.scaling]
+    scaled = resized if scaling.name == "raw" else resized / scaling.divisor + scaling.offset
+    return scaled.astype(np.float32, copy=False)
 
 
 def image_tensor(path, pre: Preprocessing, spec: TensorSpec) -> np.ndarray:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserError
-from harness.model.pipelines import AUDIO_PIPELINES, DECODERS, IMAGE_PIPELINES
+from harness.model.pipelines import AUDIO_PIPELINES, DECODERS, IMAGE_PIPELINES, SCALINGS
 from harness.paths import models_dir
 
 DEFAULT_MODEL = "mlperf_tiny_vww"
@@ -89,7 +89,6 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 SOURCE_KINDS = ("path", "url", "pypi_wheel_member")
 COLORS = ("rgb", "grayscale")
-SCALINGS = ("raw", "unit", "symmetric")
 ROUNDINGS = ("round", "truncate")
 INPUT_DTYPES = ("uint8", "int8", "float32")
 MAX_IMAGE_SIDE = 4096

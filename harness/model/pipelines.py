@@ -41,6 +41,27 @@ IMAGE_PIPELINES = {
     )
 }
 
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Pixel values 0..255 to the model's float input: pixel / divisor + offset (then quantized)."""
+
+    name: str
+    divisor: float
+    offset: float
+    meaning: str
+
+
+SCALINGS = {
+    s.name: s
+    for s in (
+        Scaling("raw", 1.0, 0.0, "keeps 0..255"),
+        Scaling("unit", 255.0, 0.0, "gives 0..1"),
+        Scaling("symmetric", 127.5, -1.0, "gives -1..1"),
+    )
+}
+
 # Keyword spotting: the frontend that turns a clip's windows into feature rows (harness/audio/frontend.py).
 AUDIO_PIPELINES = {
     "tflm-audio-preprocessor": "the card's frontend model (TFLM's audio preprocessor, or a generated "
