@@ -1,4 +1,4 @@
-"""Firmware generation that needs no toolchain: op resolver code, TFLM tree checks, linker script."""
+"""Firmware generation that needs no toolchain: op resolver code, TFLM tree checks, the firmware's assembly."""
 
 import pytest
 
@@ -53,3 +53,38 @@ def test_a_model_compiles_the_framework_and_only_its_operators_kernel_files():
     assert all(tree.kernel_files[name].relative_to(tree.root).as_posix() in chosen for name in ("CONV_2D", "SOFTMAX"))
     with pytest.raises(UserError, match="no AddNotAnOp"):
         tree.sources_for(["NOT_AN_OP"])
+
+
+def test_the_makefile_and_platformio_builds_take_one_assembly(small_model, tmp_path):
+    """Both build systems take the same firmware files and generated settings; what differs is said once:
+    bare_main.c and .incbin model data for bare metal, a C array for PlatformIO, the self-test runner without
+    a model. The build id covers the build system's files too."""
+    from harness.boards import get_board
+    from harness.firmware.assemble import Assembly
+    from harness.model.tflite_file import read_tflite
+
+    model = read_tflite(small_model)
+    micro = tmp_path / "tree" / "tensorflow" / "lite" / "micro"
+    micro.mkdir(parents=True)
+    (micro / "micro_interpreter.h").write_text("")
+    tree = TflmTree(tmp_path / "tree")
+    qemu = Assembly(get_board("qemu_m4"), model, tree, None, bare_metal=True)
+    nucleo = Assembly(get_board("nucleo_h743"), model, tree, None, bare_metal=False)
+    shared = {p.name for p in qemu.sources if p.parent != qemu.board.hal_dir}
+    assert shared - {p.name for p in nucleo.sources} == {"bare_main.c"}
+    assert {p.name for p in nucleo.sources if p.parent != nucleo.board.hal_dir} == shared - {"bare_main.c"}
+    assert qemu.defines == nucleo.defines == tree.defines
+    assert set(qemu.generated("x")) == {"model.tflite", "model_data.S", "model_ops.inc", "harness_build_config.h"}
+    assert set(nucleo.generated("x")) == {"model_data.cc", "model_ops.inc", "harness_build_config.h"}
+    assert qemu.generated("x")["model_ops.inc"] == nucleo.generated("x")["model_ops.inc"]
+    selftest = Assembly(get_board("qemu_m4"), None, None, None, bare_metal=True)
+    assert "no_model_runner.c" in {p.name for p in selftest.sources} and selftest.defines == []
+    assert "no_model_runner.c" not in {p.name for p in qemu.sources}
+    with pytest.raises(UserError, match="--tflm PATH"):
+        Assembly(get_board("qemu_m4"), model, None, None, bare_metal=True)
+
+    def makefile(flags: str):
+        return lambda build_id: {"Makefile": f"# {build_id}\nCFLAGS := {flags}\n".encode()}
+
+    assert qemu.build_id(makefile("-Os")) == qemu.build_id(makefile("-Os")) != qemu.build_id(makefile("-O2"))
+    assert qemu.build_id(makefile("-Os")).startswith("qemu_m4-")

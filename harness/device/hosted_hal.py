@@ -29,7 +29,7 @@ from pathlib import Path
 from harness.boards import Board
 from harness.device.processes import BoardPty, pty_board_process
 from harness.errors import UserError
-from harness.firmware.build import config_header
+from harness.firmware.assemble import config_header
 from harness.native import SIM_INVOKE, ModelInfo
 from harness.paths import cache_dir
 

@@ -179,6 +179,13 @@ class Recipe:
         return f"tflite-micro {self.pins.commit[:8]}, {kernels}, {where}"
 
 
+# TFLM from a registry package (board file [platformio] tflm) rather than a tree: the kernels it brings.
+PACKAGED_KERNELS = {
+    "lib_deps": "cmsis_nn (Arduino_TensorFlowLite library)",
+    "idf_component": "esp-nn (esp-tflite-micro component)",
+}
+
+
 def tflm_source(board) -> str:
     """Where a board's firmware gets TFLM when no --tflm is given: "tree" (harness prepares one),
     "lib_deps" or "idf_component" (the board file's pinned package), or "none"."""
@@ -202,16 +209,14 @@ def board_recipe(board, pins: Pins | None = None) -> Recipe | None:
 
 def elsewhere(board) -> str:
     """One line: where a board that needs no harness tree gets TFLM."""
-    from harness.firmware.platformio import KERNELS_BY_SOURCE
-
     source = tflm_source(board)
     if source == "idf_component":
         components = board.platformio.idf_components
         packages = ", ".join(f"{name} {version}" for name, version in components.items())
-        return f"{board.id}: TFLM is the ESP-IDF component {packages}, {KERNELS_BY_SOURCE[source]}, via PlatformIO"
+        return f"{board.id}: TFLM is the ESP-IDF component {packages}, {PACKAGED_KERNELS[source]}, via PlatformIO"
     if source == "lib_deps":
         packages = ", ".join(board.platformio.lib_deps)
-        return f"{board.id}: TFLM is the PlatformIO library {packages}, {KERNELS_BY_SOURCE[source]}"
+        return f"{board.id}: TFLM is the PlatformIO library {packages}, {PACKAGED_KERNELS[source]}"
     return f"{board.id}: harness prepares no TFLM tree for a {board.kind} board"
 
 

@@ -36,6 +36,8 @@ _RESOLVER_HEADER = "tensorflow/lite/micro/micro_mutable_op_resolver.h"
 _RESOLVER_METHOD = re.compile(r"TfLiteStatus (Add\w+)\(")
 _REGISTRATION_USE = re.compile(r"\bRegister_(\w+)\(\)")
 _REGISTRATION_DEFINITION = re.compile(r"\bRegister_(\w+)\(\)\s*\{")
+# TFLM's BUILD_TYPE=release_with_logs: assertions off, error logs kept.
+RELEASE_DEFINES = ("-DTF_LITE_STATIC_MEMORY", "-DNDEBUG")
 
 
 def resolver_method(operator: str) -> str:
@@ -158,8 +160,7 @@ class TflmTree:
 
     @property
     def defines(self) -> list[str]:
-        # TFLM's BUILD_TYPE=release_with_logs: assertions off, error logs kept.
-        defines = ["-DTF_LITE_STATIC_MEMORY", "-DNDEBUG"]
+        defines = list(RELEASE_DEFINES)
         if self.has_cmsis_nn:
             defines.append("-DCMSIS_NN")
         if self.is_cortex_m_generic:
