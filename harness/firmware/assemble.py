@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 
 from harness.boards import Board
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.firmware.tflm_obtain import PACKAGED_KERNELS, tflm_source
 from harness.firmware.tflm_tree import RELEASE_DEFINES, TflmTree, resolver_source
 from harness.model.tflite_file import TfliteModel
@@ -110,8 +110,8 @@ class Assembly:
         packaged = not self.bare_metal and self.tflm_source in PACKAGED_KERNELS
         if self.model is not None and self.tflm is None and not packaged:
             raise UserError(
-                f"building a model into {self.board.id}'s firmware needs TFLM sources: pass --tflm PATH with a "
-                "generated TFLM tree (see docs/boards.md)"
+                f"building a model into {self.board.id}'s firmware needs TFLM sources: "
+                f"pass {setting('tflm')} PATH with a generated TFLM tree (see docs/boards.md)"
             )
 
     @cached_property

@@ -25,7 +25,7 @@ from functools import cached_property
 from pathlib import Path
 
 from harness import console
-from harness.errors import BuildError, UserError
+from harness.errors import BuildError, UserError, setting
 from harness.paths import cache_dir
 
 PINS_FILE = Path(__file__).with_name("tflm_pins.toml")
@@ -202,7 +202,7 @@ def board_recipe(board, pins: Pins | None = None) -> Recipe | None:
     if table is None:
         raise UserError(
             f"board {board.id} has no [tflm] recipe (kernels, target, target_arch) in {board.source_file}; "
-            "add one (docs/tflm.md) or pass --tflm PATH"
+            f"add one (docs/tflm.md) or pass {setting('tflm')} PATH"
         )
     return Recipe(table.kernels, table.target, table.target_arch, pins or load_pins())
 

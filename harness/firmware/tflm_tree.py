@@ -13,7 +13,7 @@ import re
 from functools import cached_property
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.firmware.build_runs import run_build
 from harness.model.tflite_file import model_operators
 from harness.paths import cache_dir
@@ -72,7 +72,7 @@ class TflmTree:
             raise UserError(
                 f"{root} is a tflite-micro checkout, not a TFLM tree; generate a tree from it with "
                 "tensorflow/lite/micro/tools/project_generation/create_tflm_tree.py and pass that, or leave out "
-                "--tflm and let harness prepare one (`harness tflm prepare --board BOARD`, docs/tflm.md)"
+                f"{setting('tflm')} and let harness prepare one (`harness tflm prepare --board BOARD`, docs/tflm.md)"
             )
 
     @cached_property

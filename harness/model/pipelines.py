@@ -42,7 +42,6 @@ IMAGE_PIPELINES = {
 }
 
 
-
 @dataclass(frozen=True)
 class Scaling:
     """Pixel values 0..255 to the model's float input: pixel / divisor + offset (then quantized)."""
