@@ -72,7 +72,7 @@ def private_cache(tmp_path_factory):
     else:
         os.environ.pop("HARNESS_MODEL_MIRROR", None)
     # No test fetches TFLM from the internet: without --tflm, a board's tree comes from a closed loopback port
-    # (an offline refusal) unless the test serves a stand-in mirror itself (tests/test_tflm_obtain.py).
+    # (an offline refusal) unless the test serves a stand-in mirror itself (tests/unit/firmware/test_tflm_obtain.py).
     os.environ["HARNESS_TFLM_MIRROR"] = f"http://127.0.0.1:{closed_port()}/"
     os.environ.pop("HARNESS_TFLM_PINS", None)
     return Path(cache)

@@ -11,7 +11,7 @@ Built here: the stateless path (no noise reduction, no PCAN), whose output per w
 that window alone. The log-scaled energies become the model's float input times `scale`.
 The window and filterbank tables are computed as microfrontend's window_util.c and
 filterbank_util.c compute them (float32, libm's log1pf, weights rounded), so the features equal
-TensorFlow's audio_microfrontend op with its noise reduction off (tests/test_microfrontend.py).
+TensorFlow's audio_microfrontend op with its noise reduction off (tests/unit/audio/test_microfrontend.py).
 """
 
 import ctypes

@@ -2,7 +2,7 @@
 
 The card validator (harness/model/card.py) accepts these names and holds a card's interpolation and
 crop to its pipeline's; the image preprocessing (harness/eval/preprocess.py) runs the pipeline's
-geometry and decodes as its reference does; docs/preprocessing.md lists them (tests/test_preprocess.py
+geometry and decodes as its reference does; docs/preprocessing.md lists them (tests/unit/eval/test_preprocess.py
 holds the page to this table).
 """
 

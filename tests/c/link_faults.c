@@ -1,5 +1,5 @@
 /* Regression checks of the device core on a scripted link, built with AddressSanitizer and UBSan by
- * tests/test_core_link_faults.py: a BENCH whose run count would wrap the size check, a PROFILE answer
+ * tests/unit/link/test_core_link_faults.py: a BENCH whose run count would wrap the size check, a PROFILE answer
  * that fills its frame exactly, a damaged resend between a lost answer and an intact resend, and the
  * SET_BAUD probation (committed only by a new sequence number; a resent SET_BAUD switches again), and an
  * INVOKE refused once a chunk sent after it has written the input (one-slot pipelining).

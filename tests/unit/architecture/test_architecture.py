@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-HARNESS = Path(__file__).resolve().parents[1] / "harness"
+HARNESS = Path(__file__).resolve().parents[3] / "harness"
 
 # Bottom to top: a package may import the ones below it, never one above. results is left out: it is the
 # run store that eval, stream and lpirc write into, and it imports no package itself.

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from tests.conftest import REPO
-from tests.test_core_sanitized import SANITIZERS, _runtime
+from tests.unit.device.test_core_sanitized import SANITIZERS, _runtime
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build the sanitized checks")

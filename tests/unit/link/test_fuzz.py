@@ -26,7 +26,7 @@ from harness.link.protocol import (
 )
 from harness.tensors import TensorSpec
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 FRAMES = st.lists(st.tuples(st.integers(0, 255), st.integers(0, 0xFFFF), st.binary(max_size=300)), max_size=8)
 NO_SYNC = st.binary(max_size=40).map(lambda b: b.replace(b"\xa5", b""))
 SPEC = TensorSpec(3, (1, 4), 0.5, 2, 4)

@@ -403,7 +403,7 @@ def test_flash_without_tflm_prepares_the_tree_then_builds_uploads_and_checks(sta
     from harness.cli.args import tflm_tree
     from harness.firmware.platformio import generate_project
     from harness.model.tflite_file import read_tflite
-    from tests.test_platformio_projects import FAKE_PIO, _BoardOnPty
+    from tests.unit.firmware.test_platformio_projects import FAKE_PIO, _BoardOnPty
 
     pio = tmp_path / "bin" / "pio"
     pio.parent.mkdir()

@@ -11,7 +11,7 @@ from harness.link.framing import encode_frame
 from harness.link.protocol import ErrorCode, Msg, parse_stream_audio
 from harness.stream.pipeline import StreamSettings
 from tests.fake_runner import ChecksumRunner, ScriptedClassifier, ScriptedFrontend, core_on_pty
-from tests.test_device_core import _raw_exchange
+from tests.unit.device.test_device_core import _raw_exchange
 
 # 1 sample = 1 ms. A row every 2 samples from a 4-sample window (its last sample); the model sees 3
 # rows and names the class of the newest; results are averaged over 5 ms (the newest 3).
