@@ -62,16 +62,17 @@ def cmd_stream_run(args) -> int:
     if args.json:
         print_json(outcome.summary)
     elif args.quiet:
-        print(outcome.summary["run_dir"])
+        print(outcome.run_dir)
     else:
         console = stdout_console()
-        print_stream_run(outcome.summary, console)
+        print_stream_run(outcome.record, console)
+        console.print(f"results: {outcome.run_dir}", highlight=False)
         for policy, result in outcome.scores.items():
             if isinstance(result, str):
                 console.print(f"{policy}: not scored: {result}", highlight=False)
             else:
                 print_score(result, console)
-    return 0 if outcome.summary["device_equals_host"] else 1
+    return 0 if outcome.record.device_equals_host else 1
 
 
 def cmd_stream(args) -> int:

@@ -3,6 +3,7 @@
 from rich.console import Console
 from rich.table import Table
 
+from harness.results.record import StreamSummary
 from harness.stream.compose import BuiltStream
 from harness.stream.scoring import MlperfSwwScore, OptimalScore, TfCompatScore
 
@@ -19,75 +20,102 @@ def _exposure(duration_ms: int) -> str:
     return f"{duration_ms / 1000:g} s ({duration_ms / 3_600_000:.4f} h)"
 
 
-def _print_optimal(r: OptimalScore, console: Console) -> None:
-    table = Table(
-        title=f"optimal: one-to-one matching, tolerance ±{r.tolerance_ms} ms, detections at {r.timing_reference}"
+def optimal_rows(r: OptimalScore) -> list[tuple[str, str, str]]:
+    """The optimal policy's figures: (measure, value, what it is counted from). The terminal and the HTML
+    report show the same rows."""
+    exposure = _exposure(r.duration_ms)
+    return [
+        ("events", str(r.events), f"{r.ignored_events} _silence_/_unknown_ annotations not counted"),
+        ("detections", str(r.detections), f"{r.ignored_detections} _silence_/_unknown_ detections not counted"),
+        ("hits", str(r.hits), ""),
+        ("misses", str(r.misses), ""),
+        ("substitutions", str(r.substitutions), "right time, wrong label"),
+        ("duplicates", str(r.duplicates), "further detections of a matched event"),
+        ("false alarms", str(r.false_alarms), "no event within tolerance"),
+        ("recall", _pct(r.recall), f"{r.hits} / {r.events} events"),
+        ("precision", _pct(r.precision), f"{r.hits} / {r.detections} detections"),
+        ("false alarms / hour", _rate(r.false_alarms_per_hour), f"{r.false_alarms} in {exposure}"),
+        (
+            "unwanted triggers / hour",
+            _rate(r.unwanted_triggers_per_hour),
+            f"{r.unwanted_triggers} (false alarms + duplicates + substitutions) in {exposure}",
+        ),
+    ]
+
+
+def optimal_title(r: OptimalScore) -> str:
+    return f"optimal: one-to-one matching, tolerance ±{r.tolerance_ms} ms, detections at {r.timing_reference}"
+
+
+LABEL_COLUMNS = (
+    "label",
+    "events",
+    "hits",
+    "subst.",
+    "misses",
+    "detections",
+    "wrong label",
+    "dupl.",
+    "false al.",
+    "recall",
+    "precision",
+)
+
+
+def label_rows(r: OptimalScore) -> list[list[str]]:
+    """The per-label table's rows, in LABEL_COLUMNS order."""
+    return [
+        [
+            row.label,
+            *(
+                str(x)
+                for x in (
+                    row.events,
+                    row.hits,
+                    row.substitutions,
+                    row.misses,
+                    row.detections,
+                    row.wrong_label,
+                    row.duplicates,
+                    row.false_alarms,
+                )
+            ),
+            _pct(row.recall),
+            _pct(row.precision),
+        ]
+        for row in r.per_label
+    ]
+
+
+def latency_line(r: OptimalScore) -> str | None:
+    lat = r.latency
+    if not lat.count:
+        return None
+    return (
+        f"latency of {lat.count} hits, detection ({lat.timing_reference}) minus {lat.measured_from}: "
+        f"min {lat.min_ms:.0f}, median {lat.median_ms:.0f}, p90 {lat.p90_ms:.0f}, max {lat.max_ms:.0f}, "
+        f"mean {lat.mean_ms:.1f} ms"
     )
+
+
+def _print_optimal(r: OptimalScore, console: Console) -> None:
+    table = Table(title=optimal_title(r))
     table.add_column("measure")
     table.add_column("value", justify="right")
     table.add_column("from", justify="left")
-    table.add_row("events", str(r.events), f"{r.ignored_events} _silence_/_unknown_ annotations not counted")
-    table.add_row("detections", str(r.detections), f"{r.ignored_detections} _silence_/_unknown_ detections not counted")
-    table.add_row("hits", str(r.hits), "")
-    table.add_row("misses", str(r.misses), "")
-    table.add_row("substitutions", str(r.substitutions), "right time, wrong label")
-    table.add_row("duplicates", str(r.duplicates), "further detections of a matched event")
-    table.add_row("false alarms", str(r.false_alarms), "no event within tolerance")
-    table.add_row("recall", _pct(r.recall), f"{r.hits} / {r.events} events")
-    table.add_row("precision", _pct(r.precision), f"{r.hits} / {r.detections} detections")
-    table.add_row(
-        "false alarms / hour", _rate(r.false_alarms_per_hour), f"{r.false_alarms} in {_exposure(r.duration_ms)}"
-    )
-    table.add_row(
-        "unwanted triggers / hour",
-        _rate(r.unwanted_triggers_per_hour),
-        f"{r.unwanted_triggers} (false alarms + duplicates + substitutions) in {_exposure(r.duration_ms)}",
-    )
+    for row in optimal_rows(r):
+        table.add_row(*row)
     console.print(table)
     if r.per_label:
         labels = Table(title="per label")
-        for name in (
-            "label",
-            "events",
-            "hits",
-            "subst.",
-            "misses",
-            "detections",
-            "wrong label",
-            "dupl.",
-            "false al.",
-            "recall",
-            "precision",
-        ):
+        for name in LABEL_COLUMNS:
             labels.add_column(name, justify="left" if name == "label" else "right")
-        for row in r.per_label:
-            labels.add_row(
-                row.label,
-                *(
-                    str(x)
-                    for x in (
-                        row.events,
-                        row.hits,
-                        row.substitutions,
-                        row.misses,
-                        row.detections,
-                        row.wrong_label,
-                        row.duplicates,
-                        row.false_alarms,
-                    )
-                ),
-                _pct(row.recall),
-                _pct(row.precision),
-            )
+        for row in label_rows(r):
+            labels.add_row(*row)
         console.print(labels)
-    lat = r.latency
-    if lat.count:
-        console.print(
-            f"latency of {lat.count} hits, detection ({lat.timing_reference}) minus {lat.measured_from}: "
-            f"min {lat.min_ms:.0f}, median {lat.median_ms:.0f}, p90 {lat.p90_ms:.0f}, max {lat.max_ms:.0f}, "
-            f"mean {lat.mean_ms:.1f} ms",
-            highlight=False,
-        )
+    latency = latency_line(r)
+    if latency:
+        console.print(latency, highlight=False)
 
 
 def _print_tf(r: TfCompatScore, console: Console) -> None:
@@ -152,30 +180,35 @@ def print_built(built: BuiltStream, console: Console) -> None:
         )
 
 
-def print_stream_run(summary: dict, console: Console) -> None:
+def print_stream_run(summary: StreamSummary, console: Console) -> None:
     """What `harness stream` did: detections on device and host, and whether they agree."""
-    device, host = summary["detections"]["device"], summary["detections"]["host"]
-    audio = summary["audio"]
+    device, host = summary.detections.device, summary.detections.host
     console.print(
-        f"{summary['model']} on {summary['board']}: {_exposure(int(audio['duration_ms']))} of audio, "
-        f"{summary['feature_rows']:,} feature rows, {summary['model_runs']:,} model runs, "
-        f"{len(device)} detections (times at the {summary['timing_reference']})",
+        f"{summary.model} on {summary.board}: {_exposure(summary.audio.duration_ms)} of audio, "
+        f"{summary.feature_rows:,} feature rows, {summary.model_runs:,} model runs, "
+        f"{len(device)} detections (times at the {summary.timing_reference})",
         highlight=False,
     )
-    if summary.get("model_caveat"):
-        console.print(f"caveat (model card): {summary['model_caveat']}", highlight=False, markup=False)
-    verdict = "identical to" if summary["device_equals_host"] else "DIFFERENT from"
+    if summary.model_caveat:
+        console.print(f"caveat (model card): {summary.model_caveat}", highlight=False, markup=False)
+    verdict = "identical to" if summary.device_equals_host else "DIFFERENT from"
     console.print(f"device detections {verdict} the host reference's ({len(host)})", highlight=False)
-    busy = summary["busy"]
-    if busy.get("instructions") is not None:
-        console.print(
-            f"pipeline instructions ({busy['source']}, QEMU -icount): {busy['instructions']:,} "
-            f"({busy['instructions'] / summary['model_runs']:,.0f} per model run, frontend rows included)",
-            highlight=False,
+    for line in pipeline_lines(summary):
+        console.print(line, highlight=False)
+
+
+def pipeline_lines(summary: StreamSummary) -> list[str]:
+    """The pipeline's compute over the stream and the frontend's arena, each with its source."""
+    busy, lines = summary.busy, []
+    if busy.instructions is not None:
+        per_run = f"{busy.instructions / summary.model_runs:,.0f}" if summary.model_runs else "n/a"
+        lines.append(
+            f"pipeline instructions ({busy.source}, QEMU -icount): {busy.instructions:,} "
+            f"({per_run} per model run, frontend rows included)"
         )
-    if busy["seconds"] is not None:
-        console.print(
-            f"pipeline time ({busy['source']}): {busy['seconds']:.3f} s, {busy['real_time_factor']:.3f}x real time",
-            highlight=False,
-        )
-    console.print(f"results: {summary['run_dir']}", highlight=False)
+    if busy.seconds is not None:
+        lines.append(f"pipeline time ({busy.source}): {busy.seconds:.3f} s, {busy.real_time_factor:.3f}x real time")
+    arena = summary.frontend_arena_used
+    if arena and arena.bytes:
+        lines.append(f"frontend arena ({arena.source}): {arena.bytes:,} bytes used")
+    return lines
