@@ -565,12 +565,13 @@ def read_files(path: Path, spec: str | None = None) -> tuple[dict, dict]:
 
 
 def record_of(manifest: dict, summary: dict, where: Path | str = "") -> RunRecord:
+    """The typed record of a run folder's stored manifest and summary (`where`: the folder, for messages)."""
+    if _kind(manifest) not in KINDS:
+        raise UserError(f"{where or 'the run'} is a {_kind(manifest)} run, not an eval or stream run")
     record = RunRecord(
         parse_manifest(manifest, f"{where}/{MANIFEST}" if where else MANIFEST),
         parse_summary(summary, f"{where}/{SUMMARY}" if where else SUMMARY),
     )
-    if record.manifest.kind not in KINDS:
-        raise UserError(f"{where or 'the run'} is a {record.manifest.kind} run, not an eval or stream run")
     if record.summary.kind != record.manifest.kind:
         raise UserError(
             f"{where or 'the run'}: its manifest is of a {record.manifest.kind} run, its summary of a "
