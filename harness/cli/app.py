@@ -5,19 +5,7 @@ import sys
 
 from harness import __version__, console
 from harness.boards import board_ids
-from harness.cli.args import (
-    EXIT_USAGE,
-    Parser,
-    decibels,
-    fraction,
-    link_options,
-    milliseconds,
-    non_negative_int,
-    output_options,
-    positive_int,
-    reference_names,
-    seed_number,
-)
+from harness.cli.args import EXIT_USAGE, Parser, link_options, output_options
 from harness.cli.devices import cmd_boards, cmd_build, cmd_flash, cmd_generate, cmd_link_test, cmd_perf, cmd_profile
 from harness.cli.energy import add_energy_commands
 from harness.cli.evaluation import cmd_check, cmd_compare, cmd_eval, cmd_report, cmd_runs, cmd_score
@@ -27,12 +15,13 @@ from harness.cli.tflm import add_tflm_commands
 from harness.device.drivers.base import PROTOCOLS
 from harness.errors import BuildError, InterruptedRun, LinkError, UserError
 from harness.eval.convert import DEFAULT_SPLIT_SEED
+from harness.eval.settings import TFLM_HELP
+from harness.eval.settings import add_arguments as add_eval_settings
 from harness.eval.subsets import SUBSETS
 from harness.model.card import DEFAULT_MODEL
-from harness.model.references import DEFAULT_REFERENCES
 from harness.samples import DEMO
+from harness.values import decibels, fraction, milliseconds, non_negative_int, positive_int, seed_number
 
-TFLM_HELP = "TFLM tree for QEMU firmware builds (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree)"
 PROTOCOL_HELP = "the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware"
 
 
@@ -56,51 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     run = commands.add_parser(
-        "eval", parents=[output, link], help="stream a benchmark subset to a board and compare with the host"
+        "eval", parents=[output], help="stream a benchmark subset to a board and compare with the host"
     )
-    run.add_argument("--board", default="sim", help="board id from boards/ (default: sim, the virtual board)")
-    run.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
-    run.add_argument("--model-file", help="a .tflite to use instead of the card's own file (same preprocessing)")
-    run.add_argument("--port", help="serial device or pyserial URL of a real board (default: found by USB id)")
-    run.add_argument("--serial", help="with several boards of a kind attached: the USB serial number to use")
-    run.add_argument(
-        "--dataset",
-        default=DEMO,
-        help="'demo', a folder (published Wake Vision layout, or labels.csv + images/), or hf:Harvard-Edge/Wake-Vision",
-    )
-    run.add_argument("--subset", default="all", help="comma-separated subsets (see `harness subsets`)")
-    run.add_argument("--split", help="split(s) of a published-layout dataset, e.g. test or test,validation")
-    run.add_argument(
-        "--limit", type=positive_int, help="evaluate at most this many subset members (--pools adds the whole pools)"
-    )
-    run.add_argument(
-        "--pools",
-        action="store_true",
-        help="also evaluate each subset's whole F1 negative pool, as F1 needs (--limit never cuts it)",
-    )
-    run.add_argument("--strict", action="store_true", help="stop at an unreadable image instead of skipping it")
-    add_protocol_option(run)
+    add_eval_settings(run)  # every setting of the run, declared in harness/eval/settings.py
     run.add_argument("--results", default="results", help="folder for run folders (default: results)")
     run.add_argument(
         "--resume",
         metavar="RUN",
         help="finish an interrupted run (its id under --results, or its .partial folder) from its journal",
-    )
-    run.add_argument(
-        "--references",
-        type=reference_names,
-        default=DEFAULT_REFERENCES,
-        help=f"host references, comma-separated (default: {','.join(DEFAULT_REFERENCES)})",
-    )
-    run.add_argument("--tflm", help=TFLM_HELP)
-    run.add_argument("--meter", help="power meter KIND:ADDRESS for energy per inference (see docs/energy.md)")
-    run.add_argument(
-        "--shuffle",
-        nargs="?",
-        type=seed_number,
-        const=-1,
-        metavar="SEED",
-        help="shuffle samples in small groups (seed)",
     )
     run.set_defaults(handler=cmd_eval)
 

@@ -2,9 +2,10 @@
 
 from pathlib import Path
 
-from harness.cli.args import iou_threshold, non_negative_float, port_number, positive_float, positive_int, seed_number
+from harness.cli.args import iou_threshold
 from harness.console import print_json, stdout_console
 from harness.errors import LinkError, UserError
+from harness.values import non_negative_float, port_number, positive_float, positive_int, seed_number
 
 
 def cmd_meter(args) -> int:

@@ -1,13 +1,12 @@
 """`harness eval` (and --resume), and the commands that read runs: runs, report, compare, check, score."""
 
-import argparse
-import dataclasses
 from pathlib import Path
 
-from harness.cli.args import board_with_link_options, emulated_tflm_tree, order_seed
+from harness.cli.args import board_with_link_options, emulated_tflm_tree
 from harness.console import percent, print_json, stdout_console
 from harness.errors import UserError
 from harness.eval.convert import converted_for_eval
+from harness.eval.settings import EvalSettings
 from harness.eval.subsets import parse_subsets
 from harness.eval.tasks import task_for
 from harness.files import write_atomically
@@ -17,43 +16,11 @@ from harness.model.deployable import require_deployable
 from harness.model.fetch import obtain_model
 from harness.model.tflite_file import read_tflite
 
-# What `harness eval --resume` needs to run the same evaluation again, kept in the run's partial folder.
-EVAL_SETTINGS = [
-    "board",
-    "model",
-    "model_file",
-    "port",
-    "serial",
-    "dataset",
-    "subset",
-    "split",
-    "limit",
-    "pools",
-    "strict",
-    "references",
-    "tflm",
-    "protocol",
-    "link_baud",
-    "emulate_invoke_ms",
-    "switch_baud",
-    "faults",
-    "labgrid_place",
-    "meter",
-    "order_seed",
-]
 
-
-def eval_settings(args) -> dict:
-    settings = {name: getattr(args, name) for name in EVAL_SETTINGS}
-    settings["references"] = list(args.references)
-    settings["faults"] = dataclasses.asdict(args.faults) if args.faults else None
-    return settings
-
-
-def resumed_args(args):
-    """The settings the run was started with; only --results, --json and --quiet come from this command."""
-    from harness.link.faults import FaultSpec
-    from harness.results.journal import load_request
+def _unfinished_run(args) -> tuple[Path, str, EvalSettings]:
+    """`--resume RUN`: where the run is, and the settings it was started with (only --results, --json and
+    --quiet come from this command)."""
+    from harness.results.journal import REQUEST, load_request
     from harness.results.store import partial_path, resume_target
 
     root, run_id = resume_target(Path(args.results), args.resume)
@@ -61,99 +28,116 @@ def resumed_args(args):
     if not folder.is_dir():
         done = " (it finished already)" if (root / run_id).is_dir() else ""
         raise UserError(f"no unfinished run {run_id} in {root}{done}; `harness runs --results {root}` lists runs")
-    settings = load_request(folder)
-    resumed = argparse.Namespace(**(vars(args) | settings))
-    resumed.references = tuple(settings["references"])
-    resumed.faults = FaultSpec(**settings["faults"]) if settings["faults"] else None
-    resumed.results, resumed.run_id = str(root), run_id
-    return resumed
+    return root, run_id, EvalSettings.restored(load_request(folder), str(folder / REQUEST))
 
 
-def cmd_eval(args) -> int:
-    from harness.eval.runner import EvalRequest, run_eval
-    from harness.results.report import print_summary
+def eval_request(settings: EvalSettings, results_root: Path, run_id: str | None = None):
+    """The run the settings name: board, card, dataset and model obtained and checked before any sample runs."""
+    from harness.eval.runner import EvalRequest
 
-    if args.resume:
-        args = resumed_args(args)
-    else:  # a drawn shuffle seed is kept with the settings, so a resumed run keeps the same order
-        args = argparse.Namespace(**vars(args), run_id=None, order_seed=order_seed(args.shuffle))
-    board = board_with_link_options(args)
-    card = load_card(args.model)
+    board = board_with_link_options(settings)
+    card = load_card(settings.model)
     task = task_for(card)
-    subsets = task.subsets(args.subset)
-    splits = [x.strip() for x in args.split.split(",") if x.strip()] if args.split else None
-    dataset = task.load_dataset(args.dataset, splits, subsets, args.limit)
-    model_path = Path(args.model_file) if args.model_file else obtain_model(card)
+    subsets = task.subsets(settings.subset)
+    splits = [x.strip() for x in settings.split.split(",") if x.strip()] if settings.split else None
+    dataset = task.load_dataset(settings.dataset, splits, subsets, settings.limit)
+    model_path = Path(settings.model_file) if settings.model_file else obtain_model(card)
     converted_from = None
-    own_file = not args.model_file
+    own_file = not settings.model_file
     if is_float_model(model_path):
         conversion = converted_for_eval(model_path, card, dataset)
         model_path, converted_from, own_file = conversion.path, conversion.provenance(), False
     model = read_tflite(model_path)
     require_deployable(model, board)
     check_card_model(card, model, own_file)  # before the run: a card that does not fit leaves nothing behind
-    request = EvalRequest(
+    return EvalRequest(
+        settings=settings,
         card=card,
         model=model,
         board=board,
         dataset=dataset,
         subsets=subsets,
-        limit=args.limit,
-        port=args.port,
-        results_root=Path(args.results),
-        reference_names=args.references,
-        tflm=emulated_tflm_tree(args, board),
-        serial_number=args.serial,
-        pools=args.pools,
-        strict=args.strict,
-        meter=args.meter,
-        order_seed=args.order_seed,
-        protocol=args.protocol,
-        faults=args.faults,
-        run_id=args.run_id,
-        settings=eval_settings(args),
-        labgrid_place=args.labgrid_place,
+        results_root=results_root,
+        tflm=emulated_tflm_tree(settings, board),
+        run_id=run_id,
         converted_from=converted_from,
     )
-    summary = run_eval(request)
+
+
+def cmd_eval(args) -> int:
+    from harness.eval.runner import run_eval
+    from harness.results.report import print_summary
+
+    if args.resume:
+        root, run_id, settings = _unfinished_run(args)
+    else:  # a drawn shuffle seed is kept with the settings, so a resumed run keeps the same order
+        root, run_id, settings = Path(args.results), None, EvalSettings.from_args(args)
+    outcome = run_eval(eval_request(settings, root, run_id))
     if args.json:
-        print_json(summary)
+        print_json(outcome.as_json())
     elif args.quiet:
-        print(summary["run_dir"])
+        print(outcome.run_dir)
     else:
-        print_summary(summary)
+        print_summary(outcome.summary, outcome.run_dir)
     return 0
 
 
 def cmd_runs(args) -> int:
+    import dataclasses
+
     from rich.table import Table
 
-    from harness.results.runs import list_runs
+    from harness.results.html_report import latency_cell
+    from harness.results.runs import EvalHeadline, headline, list_runs
 
-    heads = [run.headline() for run in list_runs(Path(args.results))]
+    heads = [headline(run) for run in list_runs(Path(args.results))]
     if args.json:
-        print_json(heads)
+        print_json([dataclasses.asdict(h) for h in heads])
         return 0
-    table = Table(title=f"runs in {args.results}", title_justify="left")
-    for column in ("run", "model", "board", "n", "device acc %", "agree %", "latency", "arena B"):
-        table.add_column(column, justify="left" if column in ("run", "model", "board") else "right")
-    for h in heads:
-        latency = (
-            f"{h['instructions_median']:,.0f} instr"
-            if h["instructions_median"]
-            else (f"{h['latency_median_us'] / 1000:.2f} ms" if h["latency_median_us"] else "n/a")
-        )
-        table.add_row(
-            h["run_id"],
-            h["model"],
-            h["board"],
-            str(h["samples"]),
-            "n/a" if h["device_accuracy"] is None else f"{100 * h['device_accuracy']:.1f}",
-            "n/a" if h["agreement"] is None else f"{100 * h['agreement']:.1f}",
-            f"{latency} ({h['latency_source']})",
-            "not reported" if h["arena_used"] is None else f"{h['arena_used']} ({h['arena_source']})",
-        )
-    stdout_console().print(table)
+    evals = [h for h in heads if isinstance(h, EvalHeadline)]
+    streams = [h for h in heads if not isinstance(h, EvalHeadline)]
+    console = stdout_console()
+    if evals or not streams:
+        table = Table(title=f"runs in {args.results}", title_justify="left")
+        for column in ("run", "model", "board", "n", "device acc %", "agree %", "latency", "arena B"):
+            table.add_column(column, justify="left" if column in ("run", "model", "board") else "right")
+        for h in evals:
+            table.add_row(
+                h.run_id,
+                h.model,
+                h.board,
+                str(h.samples),
+                "n/a" if h.device_accuracy is None else f"{100 * h.device_accuracy:.1f}",
+                "n/a" if h.agreement is None else f"{100 * h.agreement:.1f}",
+                latency_cell(h),
+                "not reported" if h.arena_used is None else f"{h.arena_used} ({h.arena_source})",
+            )
+        console.print(table)
+    if streams:
+        table = Table(title=f"stream runs in {args.results}", title_justify="left")
+        columns = ("run", "model", "board", "audio s", "detections", "device = host", "hits / events")
+        for column in (*columns, "false alarms / h", "pipeline"):
+            table.add_column(column, justify="left" if column in ("run", "model", "board") else "right")
+        for h in streams:
+            if h.pipeline_instructions is not None:
+                pipeline = f"{h.pipeline_instructions:,} instr ({h.pipeline_source})"
+            elif h.pipeline_seconds is not None:
+                pipeline = f"{h.pipeline_seconds:.2f} s ({h.pipeline_source})"
+            else:
+                pipeline = f"n/a ({h.pipeline_source})"
+            scored = h.events is not None
+            table.add_row(
+                h.run_id,
+                h.model,
+                h.board,
+                f"{h.audio_ms / 1000:g}",
+                str(h.detections),
+                "yes" if h.device_equals_host else "NO",
+                f"{h.hits} / {h.events}" if scored else "not scored",
+                f"{h.false_alarms_per_hour:.2f} ({h.false_alarms})" if scored else "not scored",
+                pipeline,
+            )
+        console.print(table)
     return 0
 
 
@@ -225,7 +209,7 @@ def cmd_check(args) -> int:
     results_root = Path(args.results)
     run = load_run(args.run, results_root)
     baseline = load_run(args.baseline, results_root) if args.baseline else None
-    results = check_gates(run, load_gates(Path(args.gates)), baseline)
+    results = check_gates(run, load_gates(Path(args.gates)), baseline)  # a gate the run cannot have: exit 2
     if args.junit:
         junit = Path(args.junit)
         try:
@@ -244,6 +228,7 @@ def cmd_check(args) -> int:
 
 def cmd_score(args) -> int:
     from harness.eval.score_file import score_file
+    from harness.results.record import Score, SubsetResult, parse
     from harness.results.report import pool_note
 
     result = score_file(Path(args.labels), Path(args.predictions), parse_subsets(args.subset))
@@ -261,7 +246,8 @@ def cmd_score(args) -> int:
             f"f1_counts {percent(s['f1_counts'])} %",
             highlight=False,
         )
-    note = pool_note({name: {"device": s} for name, s in result["subsets"].items()}, "predict every pool member")
+    scored = {name: SubsetResult(device=parse(Score, s)) for name, s in result["subsets"].items()}
+    note = pool_note(scored, "predict every pool member")
     if note:
         console.print(note, highlight=False)
     return 0

@@ -3,6 +3,8 @@
 import dataclasses
 from pathlib import Path
 
+from rich.table import Table
+
 from harness.boards import get_board
 from harness.cli.args import emulated_tflm_tree, model_for
 from harness.console import print_json, stdout_console
@@ -20,9 +22,9 @@ def exposure_ms(args) -> int:
 
 
 def cmd_stream_score(args) -> int:
+    from harness.results.stream_report import print_score
     from harness.stream.detections import load_detections
     from harness.stream.ledger import load_ledger
-    from harness.stream.report import print_score
     from harness.stream.scoring import score_stream
 
     duration_ms = exposure_ms(args)
@@ -37,7 +39,7 @@ def cmd_stream_score(args) -> int:
 
 
 def cmd_stream_run(args) -> int:
-    from harness.stream.report import print_score, print_stream_run
+    from harness.results.stream_report import print_score, print_stream_run
     from harness.stream.run import StreamRequest, run_stream
 
     if not args.wav:
@@ -63,23 +65,23 @@ def cmd_stream_run(args) -> int:
     if args.json:
         print_json(outcome.summary)
     elif args.quiet:
-        print(outcome.summary["run_dir"])
+        print(outcome.run_dir)
     else:
         console = stdout_console()
-        print_stream_run(outcome.summary, console)
+        print_stream_run(outcome.record, console)
+        console.print(f"results: {outcome.run_dir}", highlight=False)
         for policy, result in outcome.scores.items():
             if isinstance(result, str):
                 console.print(f"{policy}: not scored: {result}", highlight=False)
             else:
                 print_score(result, console)
-    return 0 if outcome.summary["device_equals_host"] else 1
+    return 0 if outcome.record.device_equals_host else 1
 
 
 def cmd_stream(args) -> int:
     if args.action != "build":
         return cmd_stream_run(args)
     from harness.stream.compose import build_stream, parse_placements
-    from harness.stream.report import print_built
 
     if not args.clips or not args.out:
         raise UserError("`harness stream build` needs --clips DIR and --out STREAM.wav")
@@ -102,3 +104,16 @@ def cmd_stream(args) -> int:
     else:
         print_built(built, stdout_console())
     return 0
+
+
+def print_built(built, console) -> None:
+    table = Table(title=f"{built.wav}: {built.duration_ms} ms over {built.background}; ledger {built.ledger}")
+    for name in ("label", "start ms", "end ms", "SNR dB", "clip"):
+        table.add_column(name, justify="right" if "ms" in name or "dB" in name else "left")
+    for p in built.placements:
+        table.add_row(p.label, str(p.start_ms), str(p.end_ms), "-" if p.snr_db is None else f"{p.snr_db:.1f}", p.clip)
+    console.print(table)
+    if built.headroom_gain_db:
+        console.print(
+            f"the whole stream was scaled by {built.headroom_gain_db:.2f} dB to avoid clipping", highlight=False
+        )

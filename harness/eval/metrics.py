@@ -10,9 +10,10 @@ depends on which other subsets were asked for, not on the model.
 """
 
 import math
-from dataclasses import asdict, dataclass
 
 import numpy as np
+
+from harness.results.record import Score
 
 Z95 = 1.959963984540054
 
@@ -26,23 +27,8 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-@dataclass(frozen=True)
-class Scores:
-    n: int
-    accuracy: float | None
-    accuracy_ci95: tuple[float, float] | None
-    f1_wv: float | None
-    f1_counts: float | None
-    tp: int
-    fn: int
-    fp: int
-    tn: int
-    negatives: int  # evaluated members of the negative pool
-    pool_size: int  # members of the negative pool in the whole dataset
-    pool_incomplete: str | None  # "k of N" when only k of the pool's N members were evaluated
-
-    def as_dict(self) -> dict:
-        return asdict(self)
+# A subset's scores are stored in the run record as they are computed: one dataclass for both.
+Scores = Score
 
 
 def pool_size(subset, dataset_samples) -> int:
@@ -74,4 +60,17 @@ def score(subset, samples, predictions, pool: int) -> Scores:
     incomplete = None if complete else f"{negatives} of {pool}"
     accuracy = correct / n if n else None
     ci = wilson_interval(correct, n)
-    return Scores(n, accuracy, ci, f1_wv, f1_counts, tp, fn, fp, tn, negatives, pool, incomplete)
+    return Scores(
+        n=n,
+        accuracy=accuracy,
+        accuracy_ci95=ci,
+        f1_wv=f1_wv,
+        f1_counts=f1_counts,
+        tp=tp,
+        fn=fn,
+        fp=fp,
+        tn=tn,
+        negatives=negatives,
+        pool_size=pool,
+        pool_incomplete=incomplete,
+    )

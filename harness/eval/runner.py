@@ -19,6 +19,7 @@ from harness.eval.inputs import Inputs, prepare_inputs
 from harness.eval.metrics import pool_size, score
 from harness.eval.order import shuffle_in_groups
 from harness.eval.outputs import diff_steps, diff_unit
+from harness.eval.settings import EvalSettings
 from harness.eval.subsets import Subset, select_samples
 from harness.eval.tasks import task_for
 from harness.firmware.platformio import recorded_build
@@ -27,37 +28,71 @@ from harness.link.faults import FaultSpec
 from harness.link.protocol import DeviceInfo, TickKind, Timing
 from harness.model.card import ModelCard
 from harness.model.deployable import require_tflm_kernels
-from harness.model.references import DEFAULT_REFERENCES, load_references
+from harness.model.references import load_references
 from harness.model.tflite_file import TfliteModel
 from harness.results.journal import Journal, load_origin, require_same_origin, save_origin, save_request
-from harness.results.provenance import harness_source, host_machine, subset_content_hashes, usb_serial_number
-from harness.results.store import new_run_id, open_partial, publish
+from harness.results.provenance import usb_serial_number
+from harness.results.record import (
+    Arena,
+    BoardProvenance,
+    Confusion,
+    DatasetProvenance,
+    DeviceProvenance,
+    Energy,
+    EvalSummary,
+    Latency,
+    Manifest,
+    MeterProvenance,
+    ModelProvenance,
+    References,
+    RunRecord,
+    Stats,
+    SubsetResult,
+    Unreadable,
+    Versus,
+    parse,
+    to_json,
+    write_record,
+)
+from harness.results.store import RunFolder, new_run_id, open_partial, publish
 from harness.samples import Dataset, Sample
 
 
 @dataclass(frozen=True)
 class EvalRequest:
+    """A run to do: its settings as given (harness/eval/settings.py) and what they resolved to."""
+
+    settings: EvalSettings
     card: ModelCard
     model: TfliteModel
-    board: Board
+    board: Board  # with the link settings applied
     dataset: Dataset
     subsets: list[Subset]
-    limit: int | None
-    port: str | None
     results_root: Path
-    reference_names: tuple[str, ...] = DEFAULT_REFERENCES
     tflm: TflmTree | None = None
-    serial_number: str | None = None
-    pools: bool = False  # also stream each subset's F1 negative pool (needed for f1_wv)
-    strict: bool = False  # an unreadable image stops the run instead of being skipped and counted
-    meter: str | None = None  # KIND:ADDRESS of a power meter (harness/energy)
-    order_seed: int | None = None  # shuffle the sample order in small groups (LPIRC style)
-    protocol: str = "harness"  # or "eembc": MLPerf Tiny / EEMBC DUT firmware (docs/eembc.md)
-    faults: FaultSpec | None = None  # inject link faults through a proxy (harness/link/faults.py)
     run_id: str | None = None  # set: resume this unfinished run from its journal
-    settings: dict | None = None  # the command-line settings, kept with the run for --resume
-    labgrid_place: str | None = None  # a board in a labgrid farm (harness/device/labgrid_place.py)
     converted_from: dict | None = None  # a float card's source model: its file and sha256 (harness convert)
+
+    # How the board is reached, as connect() takes it.
+    @property
+    def port(self) -> str | None:
+        return self.settings.port
+
+    @property
+    def serial_number(self) -> str | None:
+        return self.settings.serial
+
+    @property
+    def protocol(self) -> str:
+        return self.settings.protocol
+
+    @property
+    def faults(self) -> FaultSpec | None:
+        return self.settings.faults
+
+    @property
+    def labgrid_place(self) -> str | None:
+        return self.settings.labgrid_place
 
 
 @dataclass
@@ -166,16 +201,16 @@ def _check_firmware_origin(folder: Path, recorded: dict, build_id: str) -> None:
         save_origin(folder, recorded)
 
 
-def _stats(values: list[int]) -> dict | None:
+def _stats(values: list[int]) -> Stats | None:
     if not values:
         return None
     array = np.asarray(values, dtype=np.float64)
-    return {
-        "min": float(array.min()),
-        "median": float(np.median(array)),
-        "p90": float(np.percentile(array, 90)),
-        "max": float(array.max()),
-    }
+    return Stats(
+        min=float(array.min()),
+        median=float(np.median(array)),
+        p90=float(np.percentile(array, 90)),
+        max=float(array.max()),
+    )
 
 
 @dataclass
@@ -206,10 +241,9 @@ def _read_outputs(request: EvalRequest, records: list[SampleRecord], names: list
     )
 
 
-def _summarise(request: EvalRequest, records: list[SampleRecord], readings: Readings, info: DeviceInfo, refs) -> dict:
-    model = request.model
+def _summarise(request: EvalRequest, run: "OpenRun", streamed: "Streamed", readings: Readings, refs, inputs, metering):
+    model, records, info = request.model, streamed.records, streamed.info
     names = [ref.name for ref in refs.references]
-    primary = names[0] if names else None
     device_pred = readings.device[0]
     host_pred = {n: readings.host[n][0] for n in names}
     diffs = readings.diffs
@@ -218,51 +252,54 @@ def _summarise(request: EvalRequest, records: list[SampleRecord], readings: Read
     for subset in request.subsets:
         members = np.array([subset.contains(sample) for sample in samples], dtype=bool)
         pool = pool_size(subset, request.dataset.samples)  # over the whole dataset, not just this run
-        subsets[subset.name] = {
-            "n": int(members.sum()),
-            "positive_class": task_for(request.card).class_name(subset),
-            "device": score(subset, samples, device_pred, pool).as_dict(),
-            "host": {n: score(subset, samples, host_pred[n], pool).as_dict() for n in names},
-            "versus": {
-                n: {
-                    "agreement": float(np.mean(device_pred[members] == host_pred[n][members]))
-                    if members.any()
-                    else None,
-                    "max_diff_steps": float(diffs[n][members].max()) if members.any() else None,
-                }
+        subsets[subset.name] = SubsetResult(
+            n=int(members.sum()),
+            positive_class=task_for(request.card).class_name(subset),
+            device=score(subset, samples, device_pred, pool),
+            host={n: score(subset, samples, host_pred[n], pool) for n in names},
+            versus={
+                n: Versus(
+                    agreement=float(np.mean(device_pred[members] == host_pred[n][members])) if members.any() else None,
+                    max_diff_steps=float(diffs[n][members].max()) if members.any() else None,
+                )
                 for n in names
             },
-        }
+        )
     source = request.board.latency_source
-    return {
-        "model": request.card.name,
-        "model_caveat": request.card.caveat or None,
-        "board": request.board.id,
-        "dataset": request.dataset.name,
-        "samples": len(records),
-        "subsets": subsets,
-        "primary_reference": primary,
-        "bit_exact": {n: int(sum(r.device_output == r.host_outputs[n] for r in records)) for n in names},
-        "output_diff_unit": diff_unit(model.output, model.output_step),
-        "latency": {
-            "source": source,
-            "timer": info.tick_kind.name.lower(),
-            "micros": _stats([r.micros for r in records if r.micros is not None]),
-            "cycles": _stats([r.timing.cycles for r in records if r.timing.cycles is not None]),
-            "instructions": _stats([r.instructions for r in records if r.instructions is not None]),
-            "cpu_hz": info.cpu_hz or None,
-        },
+    return EvalSummary(
+        model=request.card.name,
+        model_caveat=request.card.caveat or None,
+        board=request.board.id,
+        dataset=request.dataset.name,
+        samples=len(records),
+        subsets=subsets,
+        primary_reference=names[0] if names else None,
+        bit_exact={n: int(sum(r.device_output == r.host_outputs[n] for r in records)) for n in names},
+        output_diff_unit=diff_unit(model.output, model.output_step),
+        latency=Latency(
+            source=source,
+            timer=info.tick_kind.name.lower(),
+            micros=_stats([r.micros for r in records if r.micros is not None]),
+            cycles=_stats([r.timing.cycles for r in records if r.timing.cycles is not None]),
+            instructions=_stats([r.instructions for r in records if r.instructions is not None]),
+            cpu_hz=info.cpu_hz or None,
+        ),
         # 0 from a DUT means it did not report the figure: no model runs in an empty arena.
-        "arena": {"source": source, "configured": info.arena_configured or None, "used": info.arena_used or None},
-        "references": {"used": names, "refused": refs.refused},
-        "task": request.card.task,
-        "confusion": _confusion(request, samples, device_pred, host_pred)
+        arena=Arena(source=source, configured=info.arena_configured or None, used=info.arena_used or None),
+        references=References(used=names, refused=refs.refused),
+        task=request.card.task,
+        confusion=_confusion(request, samples, device_pred, host_pred)
         if request.card.task != "image_classification"
         else None,
-    }
+        run_id=run.id,
+        link=streamed.link,
+        unreadable_images=Unreadable(count=len(inputs.unreadable), first=inputs.unreadable[:20]),
+        inputs_from_cache=inputs.from_cache,
+        energy=parse(Energy, metering.summary()) if metering else None,
+    )
 
 
-def _confusion(request: EvalRequest, samples, device_pred, host_pred) -> dict:
+def _confusion(request: EvalRequest, samples, device_pred, host_pred) -> Confusion:
     """Rows: the true class; columns: the predicted one (multi-class tasks)."""
     labels = request.card.output.labels
     truth = np.array([s.label for s in samples])
@@ -272,7 +309,27 @@ def _confusion(request: EvalRequest, samples, device_pred, host_pred) -> dict:
         np.add.at(counts, (truth, np.asarray(predictions)), 1)
         return counts.tolist()
 
-    return {"labels": list(labels), "device": matrix(device_pred)} | {n: matrix(p) for n, p in host_pred.items()}
+    matrices = {"device": matrix(device_pred)} | {n: matrix(p) for n, p in host_pred.items()}
+    return Confusion(labels=list(labels), matrices=matrices)
+
+
+def _manifest(request: EvalRequest, run: "OpenRun", streamed: "Streamed", inputs: Inputs, refs, metering) -> Manifest:
+    settings = request.settings
+    return Manifest.new(
+        run_id=run.id,
+        kind="eval",
+        started=run.started,
+        finished=datetime.now(UTC).isoformat(),
+        settings=settings.stored(),
+        model=ModelProvenance.of(request.card, request.model, converted_from=request.converted_from),
+        board=BoardProvenance.of(request.board, streamed.board_serial),
+        device=DeviceProvenance.of(streamed.info, streamed.firmware),
+        dataset=DatasetProvenance.of(
+            request.dataset, request.subsets, inputs.samples, settings.limit, settings.order_seed
+        ),
+        references={r.name: r.description for r in refs.references} | {"refused": refs.refused},
+        meter=MeterProvenance.of(settings.meter, metering.trace) if metering else None,
+    )
 
 
 def _sample_columns(request: EvalRequest, records: list[SampleRecord], readings: Readings) -> dict[str, list]:
@@ -309,18 +366,49 @@ def _count(samples: int) -> str:
     return f"{samples} sample{'' if samples == 1 else 's'}"
 
 
-def run_eval(request: EvalRequest) -> dict:
-    samples = select_samples(request.dataset.samples, request.subsets, request.limit, request.pools)
-    if request.order_seed is not None:
-        samples = [samples[i] for i in shuffle_in_groups(len(samples), request.order_seed)]
+@dataclass(frozen=True)
+class OpenRun:
+    """The run's partial folder, opened or found again, and what the run started with."""
+
+    id: str
+    folder: RunFolder
+    origin: dict  # harness/results/journal.py origin.json
+    started: str
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """What the board gave: every sample's record (journaled ones included) and the board's figures."""
+
+    records: list[SampleRecord]
+    info: DeviceInfo
+    link: dict
+    firmware: dict | None
+    board_serial: str | None
+
+
+@dataclass(frozen=True)
+class EvalOutcome:
+    summary: EvalSummary
+    run_dir: Path
+
+    def as_json(self) -> dict:
+        return to_json(self.summary) | {"run_dir": str(self.run_dir)}
+
+
+def _samples(request: EvalRequest) -> list[Sample]:
+    settings = request.settings
+    samples = select_samples(request.dataset.samples, request.subsets, settings.limit, settings.pools)
+    if settings.order_seed is not None:
+        samples = [samples[i] for i in shuffle_in_groups(len(samples), settings.order_seed)]
     if not samples:
         names = ", ".join(s.name for s in request.subsets)
         raise UserError(f"dataset {request.dataset.name} has no samples in {names}; choose other subsets")
-    metering = EvalMetering(request.meter) if request.meter else None  # a bad meter fails before the board starts
-    # Before the board starts: a card that does not fit the model fails here, and images decode once.
-    preparation = task_for(request.card).preparation(request.model.input)
-    inputs = prepare_inputs(request.dataset, samples, preparation, request.strict)
-    refs = load_references(request.model, request.reference_names)
+    return samples
+
+
+def _open_run(request: EvalRequest, inputs: Inputs) -> OpenRun:
+    """A new run's partial folder with its settings and origin, or a resumed run's, checked against them."""
     run_id = request.run_id or new_run_id(request.card.name, request.board.id)
     folder = open_partial(request.results_root, run_id, resume=request.run_id is not None)
     inputs_origin = {
@@ -330,99 +418,59 @@ def run_eval(request: EvalRequest) -> dict:
     }
     if request.run_id is None:
         origin = inputs_origin | {"started": datetime.now(UTC).isoformat()}
-        save_request(folder.path, request.settings or {})
+        save_request(folder.path, request.settings.stored())
         save_origin(folder.path, origin)
     else:  # before any sample runs: journaled outputs only count for the same model and inputs
         origin = load_origin(folder.path)
         require_same_origin(origin, inputs_origin)
-    started = datetime.fromisoformat(origin["started"])
-    journal = Journal(folder.path)
+    return OpenRun(run_id, folder, origin, datetime.fromisoformat(origin["started"]).isoformat())
+
+
+def _stream_journaled(request: EvalRequest, run: OpenRun, inputs: Inputs, refs, metering) -> Streamed:
+    """Every sample through the board, journaled as it arrives; an interrupted run is left resumable (or, with
+    nothing journaled, not left at all)."""
+    journal = Journal(run.folder.path)
     try:
-        records, info, link_stats, firmware, board_serial = _stream(
-            request, inputs, refs.references, journal, origin, metering
-        )
+        return Streamed(*_stream(request, inputs, refs.references, journal, run.origin, metering))
     except UserError:
         journal.close()
         if request.run_id is None and not journal.load():  # nothing to resume: leave nothing behind
-            shutil.rmtree(folder.path, ignore_errors=True)
+            shutil.rmtree(run.folder.path, ignore_errors=True)
         raise
     except LinkError as exc:
-        raise LinkError(f"{exc} (the samples done are kept: `harness eval --resume {run_id}` goes on)") from exc
+        raise LinkError(f"{exc.args[0]} (the samples done are kept: `harness eval --resume {run.id}` goes on)") from exc
     except KeyboardInterrupt:
         journal.close()
         kept = len(journal.load())
         if request.run_id is None and not kept:
-            shutil.rmtree(folder.path, ignore_errors=True)
+            shutil.rmtree(run.folder.path, ignore_errors=True)
             raise
-        raise InterruptedRun(f"{_count(kept)} kept; `harness eval --resume {run_id}` goes on") from None
+        raise InterruptedRun(f"{_count(kept)} kept; `harness eval --resume {run.id}` goes on") from None
     finally:
         journal.close()
-    try:
-        finished = datetime.now(UTC)
-        readings = _read_outputs(request, records, [ref.name for ref in refs.references])
-        summary = _summarise(request, records, readings, info, refs)
-        summary["run_id"] = run_id
-        summary["link"] = link_stats
-        summary["unreadable_images"] = {"count": len(inputs.unreadable), "first": inputs.unreadable[:20]}
-        summary["inputs_from_cache"] = inputs.from_cache
+
+
+def run_eval(request: EvalRequest) -> EvalOutcome:
+    samples = _samples(request)
+    meter = request.settings.meter
+    metering = EvalMetering(meter) if meter else None  # a bad meter fails before the board starts
+    # Before the board starts: a card that does not fit the model fails here, and images decode once.
+    preparation = task_for(request.card).preparation(request.model.input)
+    inputs = prepare_inputs(request.dataset, samples, preparation, request.settings.strict)
+    refs = load_references(request.model, request.settings.references)
+    run = _open_run(request, inputs)
+    streamed = _stream_journaled(request, run, inputs, refs, metering)
+    try:  # every sample is journaled: from here on, an interrupted run only has to be written
+        readings = _read_outputs(request, streamed.records, [ref.name for ref in refs.references])
+        manifest = _manifest(request, run, streamed, inputs, refs, metering)
+        summary = _summarise(request, run, streamed, readings, refs, inputs, metering)
         if metering:
-            summary["energy"] = metering.summary()
-        manifest = {
-            "run_id": run_id,
-            "harness": harness_source(),
-            "started": started.isoformat(),
-            "finished": finished.isoformat(),
-            "model": {
-                "card": request.card.name,
-                "file": str(request.model.path),
-                "sha256": request.model.sha256,
-                "bytes": len(request.model.data),
-                "card_file": str(request.card.card_path),
-                "input": request.model.input.describe(),
-                "output": request.model.output.describe(),
-                "converted_from": request.converted_from,
-            },
-            "board": {
-                "id": request.board.id,
-                "kind": request.board.kind,
-                "latency_source": request.board.latency_source,
-                "usb_serial_number": board_serial,
-                "flash_bytes": request.board.memory.flash_bytes,
-                "ram_bytes": request.board.memory.ram_bytes,
-            },
-            "device": {
-                "board_id": info.board_id,
-                "firmware_build_id": info.build_id,
-                "protocol_version": info.protocol_version,
-                "model_sha256_prefix": info.model_sha256_prefix,
-                "arena_configured": info.arena_configured or None,
-                "arena_used": info.arena_used or None,
-                "cpu_hz": info.cpu_hz,
-                "timer": {"kind": info.tick_kind.name.lower(), "hz": info.tick_hz},
-                "firmware": firmware,  # how harness built it (emulated boards); None when it did not
-            },
-            "dataset": {
-                "name": request.dataset.name,
-                "labels": str(request.dataset.csv_path),
-                "labels_sha256": request.dataset.csv_sha256,
-                "subsets": [s.name for s in request.subsets],
-                "subset_content_sha256": subset_content_hashes(inputs.samples, request.subsets),
-                "limit": request.limit,
-                "order_seed": request.order_seed,
-            },
-            "references": {r.name: r.description for r in refs.references} | {"refused": refs.refused},
-            "host": host_machine(),
-        }
-        if metering:
-            trace = metering.trace
-            manifest["meter"] = {"spec": request.meter, "identity": trace.meter, "source": trace.source}
-            folder.write_table("energy.parquet", metering.columns())
-            folder.write_table("power.parquet", metering.power_columns())
-        folder.write_table("samples.parquet", _sample_columns(request, records, readings))
-        folder.write_json("manifest.json", manifest)
-        folder.write_json("summary.json", summary)
-        publish(request.results_root, run_id)
-        summary["run_dir"] = str(request.results_root / run_id)
-        return summary
-    except KeyboardInterrupt:  # every sample is journaled: the resume only writes the run
-        raise InterruptedRun(f"{_count(len(records))} kept; `harness eval --resume {run_id}` goes on") from None
+            run.folder.write_table("energy.parquet", metering.columns())
+            run.folder.write_table("power.parquet", metering.power_columns())
+        run.folder.write_table("samples.parquet", _sample_columns(request, streamed.records, readings))
+        write_record(run.folder, RunRecord(manifest, summary))
+        return EvalOutcome(summary, publish(request.results_root, run.id))
+    except KeyboardInterrupt:
+        raise InterruptedRun(
+            f"{_count(len(streamed.records))} kept; `harness eval --resume {run.id}` goes on"
+        ) from None

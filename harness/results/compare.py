@@ -4,6 +4,7 @@ import numpy as np
 from scipy.stats import binomtest
 
 from harness.errors import UserError
+from harness.results.record import EvalSummary, parse_summary
 from harness.results.runs import Run
 
 ALPHA = 0.05
@@ -53,10 +54,19 @@ def _paired(a: Run, b: Run) -> tuple[dict[str, int], dict[str, int]]:
     return {sid: a_index[sid] for sid in common}, {sid: b_index[sid] for sid in common}
 
 
+def _eval_summary(run: Run) -> EvalSummary:
+    """The run's summary, read from what it stores (`run` needs only id, summary and samples)."""
+    summary = parse_summary(run.summary)
+    if not isinstance(summary, EvalSummary):
+        raise UserError(f"{run.id} is a stream run: compare pairs the samples of two eval runs")
+    return summary
+
+
 def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict:
     """Per subset accuracy deltas with McNemar's test on paired predictions; the latency median change
     with a bootstrap interval, significant only when the interval excludes zero and the change is larger
     than the tolerance (by default LATENCY_TOLERANCE for the runs' latency source)."""
+    summary_a, summary_b = _eval_summary(a), _eval_summary(b)
     a_rows, b_rows = _paired(a, b)
     ids = list(a_rows)
     labels = np.array([a.samples["label"][a_rows[i]] for i in ids])
@@ -64,9 +74,9 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict
     a_pred = np.array([a.samples["device_prediction"][a_rows[i]] for i in ids])
     b_pred = np.array([b.samples["device_prediction"][b_rows[i]] for i in ids])
     subsets = {}
-    for name in a.summary["subsets"]:
+    for name in summary_a.subsets:
         column = f"in_{name}"
-        if name not in b.summary["subsets"] or column not in a.samples:
+        if name not in summary_b.subsets or column not in a.samples:
             continue
         members = np.array([a.samples[column][a_rows[i]] for i in ids], dtype=bool)
         a_ok, b_ok = (a_pred == labels)[members], (b_pred == labels)[members]
@@ -83,7 +93,7 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict
         }
     latency_a, unit_a = _latency_values(a)
     latency_b, unit_b = _latency_values(b)
-    latency = {"unit": unit_a, "source_a": a.summary["latency"]["source"], "source_b": b.summary["latency"]["source"]}
+    latency = {"unit": unit_a, "source_a": summary_a.latency.source, "source_b": summary_b.latency.source}
     if latency_tolerance is None:
         tolerances = [LATENCY_TOLERANCE.get(latency["source_a"]), LATENCY_TOLERANCE.get(latency["source_b"])]
         latency_tolerance = None if None in tolerances else max(tolerances)
@@ -108,14 +118,14 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict
             }
     else:
         latency |= {"significant": None, "note": f"not comparable: {unit_a} against {unit_b}"}
-    arena_a, arena_b = a.summary["arena"], b.summary["arena"]
-    arena = {"source_a": arena_a["source"], "source_b": arena_b["source"], "used_delta": None}
-    if not arena_a["used"] or not arena_b["used"]:
+    arena_a, arena_b = summary_a.arena, summary_b.arena
+    arena = {"source_a": arena_a.source, "source_b": arena_b.source, "used_delta": None}
+    if not arena_a.used or not arena_b.used:
         arena["note"] = "not comparable: arena not reported by the DUT"
-    elif arena_a["source"] != arena_b["source"]:
-        arena["note"] = f"not comparable: {arena_a['source']} against {arena_b['source']} arena"
+    elif arena_a.source != arena_b.source:
+        arena["note"] = f"not comparable: {arena_a.source} against {arena_b.source} arena"
     else:
-        arena["used_delta"] = arena_b["used"] - arena_a["used"]
+        arena["used_delta"] = arena_b.used - arena_a.used
     return {
         "run_a": a.id,
         "run_b": b.id,

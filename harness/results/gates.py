@@ -1,23 +1,42 @@
-"""`harness check`: pass/fail gates over a run (and a baseline), with JUnit XML for lab CI."""
+"""`harness check`: pass/fail gates over a run (and a baseline), with JUnit XML for lab CI.
+
+Eval runs are gated on agreement with the host reference, accuracy and F1 against the host, accuracy,
+latency, arena and flash against a baseline; stream runs on the agreement of device and host detections
+and on the optimal policy's recall, precision, false alarms and unwanted triggers per hour. A gate naming a
+figure the run's kind does not have is refused before any gate is judged."""
 
 import tomllib
 import xml.etree.ElementTree as ET
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.results.record import EvalSummary, FirmwareBuild, StreamSummary
 from harness.results.runs import Run
 
-KNOWN_GATES = {
-    "agreement": ("min",),
-    "accuracy_drop": ("max",),
-    "f1_drop": ("max",),
-    "accuracy_vs_baseline": ("max_drop",),
-    "latency": ("max_regression",),
-    "arena": ("max_growth_bytes",),
-    "flash": ("max_growth_bytes",),
+
+@dataclass(frozen=True)
+class Gate:
+    settings: tuple[str, ...]
+    kinds: tuple[str, ...]  # the kinds of run that have the gate's figure
+    baseline: bool = False  # compares with a baseline run
+
+
+GATES = {
+    "agreement": Gate(("min",), ("eval", "stream")),
+    "accuracy_drop": Gate(("max",), ("eval",)),
+    "f1_drop": Gate(("max",), ("eval",)),
+    "accuracy_vs_baseline": Gate(("max_drop",), ("eval",), baseline=True),
+    "latency": Gate(("max_regression",), ("eval",), baseline=True),
+    "arena": Gate(("max_growth_bytes",), ("eval",), baseline=True),
+    "flash": Gate(("max_growth_bytes",), ("eval",), baseline=True),
+    "recall": Gate(("min",), ("stream",)),
+    "precision": Gate(("min",), ("stream",)),
+    "false_alarms_per_hour": Gate(("max",), ("stream",)),
+    "unwanted_triggers_per_hour": Gate(("max",), ("stream",)),
 }
-BASELINE_GATES = {"accuracy_vs_baseline", "latency", "arena", "flash"}
+BASELINE_GATES = {name for name, gate in GATES.items() if gate.baseline}
 
 
 @dataclass(frozen=True)
@@ -27,6 +46,12 @@ class GateResult:
     detail: str
 
 
+def _listed(kind: str | None = None) -> str:
+    return ", ".join(
+        f"[{name}] {'/'.join(gate.settings)}" for name, gate in GATES.items() if kind is None or kind in gate.kinds
+    )
+
+
 def load_gates(path: Path) -> dict:
     try:
         gates = tomllib.loads(Path(path).read_text())
@@ -34,17 +59,36 @@ def load_gates(path: Path) -> dict:
         raise UserError(f"cannot read gates file {path} ({exc}); see docs/lab-ci.md for its format") from exc
     if not gates:
         raise UserError(f"gates file {path} has no gates; add at least one, e.g. [agreement] min = 0.99")
-    valid = ", ".join(f"[{g}] {'/'.join(k)}" for g, k in KNOWN_GATES.items())
     for name, settings in gates.items():
-        if name not in KNOWN_GATES or not isinstance(settings, dict) or set(settings) - set(KNOWN_GATES[name]):
-            raise UserError(f"gates file {path}: unknown gate or setting [{name}]; valid: {valid}")
-        for key in KNOWN_GATES[name]:
+        if name not in GATES or not isinstance(settings, dict) or set(settings) - set(GATES[name].settings):
+            raise UserError(f"gates file {path}: unknown gate or setting [{name}]; valid: {_listed()}")
+        for key in GATES[name].settings:
             if key not in settings:
                 raise UserError(f"gates file {path}: [{name}] needs `{key} = NUMBER`")
             value = settings[key]
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise UserError(f"gates file {path}: [{name}] {key} must be a number, not {value!r}")
     return gates
+
+
+def require_applicable(gates: dict, run: Run, baseline: Run | None = None) -> None:
+    """Every gate must judge a figure the run has, and a baseline must be a run of the same kind."""
+    kind = run.kind
+    for name in gates:
+        if kind not in GATES[name].kinds:
+            raise UserError(
+                f"gate [{name}] judges a figure {kind} runs do not have ({run.id} is {_a(kind)} run); "
+                f"gates for {kind} runs: {_listed(kind)}"
+            )
+    if baseline is not None and baseline.kind != kind:
+        raise UserError(
+            f"baseline {baseline.id} is {_a(baseline.kind)} run, {run.id} {_a(kind)} run: "
+            "gate against a run of the same kind"
+        )
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
 def _per_subset(
@@ -66,62 +110,75 @@ def _per_subset(
     return GateResult(name, not failures, f"{detail}; {not_evaluated}" if skipped else detail)
 
 
-def _empty_subsets(run: Run) -> dict[str, str]:
-    return {subset: "n = 0" for subset, e in run.summary["subsets"].items() if not e["n"]}
+def _empty_subsets(summary: EvalSummary) -> dict[str, str]:
+    return {subset: "n = 0" for subset, e in summary.subsets.items() if not e.n}
 
 
-def _drop(entry: dict, reference: str, metric: str) -> float | None:
-    host, device = entry["host"][reference][metric], entry["device"][metric]
-    return None if host is None or device is None else host - device
+def _drops(summary: EvalSummary, reference: str, metric: str) -> dict[str, float | None]:
+    """Per subset, host minus device `metric` (None where either has none)."""
+    drops = {}
+    for subset, entry in summary.subsets.items():
+        host, device = getattr(entry.host[reference], metric), getattr(entry.device, metric)
+        drops[subset] = None if host is None or device is None else host - device
+    return drops
 
 
 def _baseline_accuracy_drops(run: Run, baseline: Run) -> tuple[dict[str, float | None], dict[str, str]]:
     """Subsets present in both runs over the same data (equal subset_content_sha256)."""
-    content = run.manifest["dataset"].get("subset_content_sha256") or {}
-    baseline_content = baseline.manifest["dataset"].get("subset_content_sha256") or {}
+    now, before = run.eval_summary, baseline.eval_summary
+    content = _content(run)
+    baseline_content = _content(baseline)
     values, skipped = {}, {}
-    for subset, entry in run.summary["subsets"].items():
-        before = baseline.summary["subsets"].get(subset)
-        if before is None:
+    for subset, entry in now.subsets.items():
+        previous = before.subsets.get(subset)
+        if previous is None:
             skipped[subset] = f"not in baseline {baseline.id}"
         elif content.get(subset) is None or content.get(subset) != baseline_content.get(subset):
             skipped[subset] = "different samples than in the baseline (subset_content_sha256)"
-        elif entry["device"]["accuracy"] is None or before["device"]["accuracy"] is None:
+        elif entry.device.accuracy is None or previous.device.accuracy is None:
             skipped[subset] = "n = 0"
         else:
-            values[subset] = before["device"]["accuracy"] - entry["device"]["accuracy"]
+            values[subset] = previous.device.accuracy - entry.device.accuracy
     return values, skipped
+
+
+def _content(run: Run) -> dict[str, str]:
+    dataset = run.record.manifest.dataset
+    return dataset.subset_content_sha256 if dataset else {}
 
 
 LATENCY_UNITS = {"instructions": "instructions", "cycles": "cycles", "micros": "µs"}
 
 
 def _latency(run: Run, baseline: Run, max_regression: float) -> GateResult:
-    now, before = run.summary["latency"], baseline.summary["latency"]
-    if now["source"] != before["source"]:
+    now, before = run.eval_summary.latency, baseline.eval_summary.latency
+    if now.source != before.source:
         return GateResult(
-            "latency", False, f"not comparable: {now['source']} latency against the baseline's {before['source']}"
+            "latency", False, f"not comparable: {now.source} latency against the baseline's {before.source}"
         )
-    unit = next((u for u in LATENCY_UNITS if now.get(u) and before.get(u) and before[u]["median"]), None)
-    if unit is None:
-        return GateResult("latency", False, f"not comparable: no {now['source']} latency figure both runs have")
-    median, median_before = now[unit]["median"], before[unit]["median"]
-    change = median / median_before - 1
-    detail = f"median {median_before:,.1f} -> {median:,.1f} {LATENCY_UNITS[unit]} ({now['source']}), {change:+.2%}"
+    figures = [(unit, getattr(now, unit), getattr(before, unit)) for unit in LATENCY_UNITS]
+    both = next(((u, a, b) for u, a, b in figures if a and b and b.median), None)
+    if both is None:
+        return GateResult("latency", False, f"not comparable: no {now.source} latency figure both runs have")
+    unit, current, previous = both
+    change = current.median / previous.median - 1
+    detail = (
+        f"median {previous.median:,.1f} -> {current.median:,.1f} {LATENCY_UNITS[unit]} ({now.source}), {change:+.2%}"
+    )
     return GateResult("latency", change <= max_regression, detail)
 
 
 def _arena(run: Run) -> tuple[int | None, str]:
-    arena = run.summary["arena"]
-    # Runs written before "not reported" was recorded as None hold 0 for it; no model runs in 0 bytes.
-    return arena["used"] or None, f"{arena['source']} arena"
+    arena = run.eval_summary.arena  # "not reported" is None (runs of earlier versions stored 0)
+    return arena.used, f"{arena.source} arena"
 
 
 def _flash(run: Run) -> tuple[int | None, str]:
-    firmware = run.manifest["device"].get("firmware") or {}
-    if firmware.get("flash_bytes"):
-        return firmware["flash_bytes"], "firmware image"
-    return run.manifest["model"].get("bytes") or None, "model file"
+    manifest = run.record.manifest
+    firmware = manifest.device.firmware or FirmwareBuild()
+    if firmware.flash_bytes:
+        return firmware.flash_bytes, "firmware image"
+    return manifest.model.bytes or None, "model file"
 
 
 def _growth(name: str, current: tuple[int | None, str], previous: tuple[int | None, str], limit: int) -> GateResult:
@@ -135,35 +192,79 @@ def _growth(name: str, current: tuple[int | None, str], previous: tuple[int | No
     return GateResult(name, used - used_before <= limit, detail)
 
 
+def _eval_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> GateResult:
+    summary = run.eval_summary
+    reference = summary.primary_reference
+    if name in BASELINE_GATES and baseline is None:
+        return GateResult(name, False, "this gate compares with a baseline: pass --baseline RUN")
+    if name in ("agreement", "accuracy_drop", "f1_drop") and reference is None:
+        return GateResult(name, False, "not evaluated: the run has no host reference (eval --references)")
+    if name == "agreement":
+        values = {subset: e.versus[reference].agreement for subset, e in summary.subsets.items()}
+        return _per_subset(name, values, _empty_subsets(summary), minimum=settings["min"])
+    if name in ("accuracy_drop", "f1_drop"):
+        metric = "accuracy" if name == "accuracy_drop" else "f1_wv"
+        values = _drops(summary, reference, metric)
+        skipped = _empty_subsets(summary)
+        if metric == "f1_wv":
+            skipped |= {s: "no f1_wv: needs --pools" for s, v in values.items() if v is None and s not in skipped}
+        return _per_subset(name, values, skipped, maximum=settings["max"])
+    if name == "accuracy_vs_baseline":
+        values, skipped = _baseline_accuracy_drops(run, baseline)
+        return _per_subset(name, values, skipped, maximum=settings["max_drop"])
+    if name == "latency":
+        return _latency(run, baseline, settings["max_regression"])
+    if name == "arena":
+        return _growth(name, _arena(run), _arena(baseline), settings["max_growth_bytes"])
+    return _growth(name, _flash(run), _flash(baseline), settings["max_growth_bytes"])
+
+
+def _detection_agreement(summary: StreamSummary) -> tuple[float, str]:
+    """The share of detections device and host both made (label, time and score equal)."""
+    device, host = Counter(summary.detections.device), Counter(summary.detections.host)
+    common, most = sum((device & host).values()), max(sum(device.values()), sum(host.values()))
+    share = common / most if most else 1.0
+    return share, f"{common} of {most} detections equal on device and host"
+
+
+STREAM_FIGURES = {  # gate: the optimal policy's figure, and the bound's direction
+    "recall": ("recall", "min"),
+    "precision": ("precision", "min"),
+    "false_alarms_per_hour": ("false_alarms_per_hour", "max"),
+    "unwanted_triggers_per_hour": ("unwanted_triggers_per_hour", "max"),
+}
+
+
+def _stream_gate(name: str, settings: dict, run: Run) -> GateResult:
+    summary = run.stream_summary
+    if name == "agreement":
+        share, counted = _detection_agreement(summary)
+        return GateResult(name, share >= settings["min"], f"{share:.4f}: {counted}")
+    figure, bound = STREAM_FIGURES[name]
+    optimal = summary.optimal
+    if optimal is None:
+        return GateResult(name, False, "not evaluated: the run was not scored (harness stream --ledger LEDGER)")
+    value = getattr(optimal, figure)
+    if value is None:
+        why = "no events in the ledger" if figure == "recall" else "no detections"
+        return GateResult(name, False, f"not evaluated: {why}")
+    limit = settings[bound]
+    passed = value >= limit if bound == "min" else value <= limit
+    counts = {
+        "recall": f"{optimal.hits} of {optimal.events} events",
+        "precision": f"{optimal.hits} of {optimal.detections} detections",
+        "false_alarms_per_hour": f"{optimal.false_alarms} false alarms",
+        "unwanted_triggers_per_hour": f"{optimal.unwanted_triggers} unwanted triggers",
+    }[name]
+    exposure = f" in {optimal.duration_ms / 1000:g} s" if name.endswith("per_hour") else ""
+    return GateResult(name, passed, f"{value:.4f} ({counts}{exposure}; optimal policy); {bound} {limit}")
+
+
 def check_gates(run: Run, gates: dict, baseline: Run | None = None) -> list[GateResult]:
-    reference = run.primary_reference
-    results = []
-    for name, settings in gates.items():
-        if name in BASELINE_GATES and baseline is None:
-            results.append(GateResult(name, False, "this gate compares with a baseline: pass --baseline RUN"))
-        elif name in ("agreement", "accuracy_drop", "f1_drop") and reference is None:
-            results.append(GateResult(name, False, "not evaluated: the run has no host reference (eval --references)"))
-        elif name == "agreement":
-            values = {subset: e["versus"][reference]["agreement"] for subset, e in run.summary["subsets"].items()}
-            results.append(_per_subset(name, values, _empty_subsets(run), minimum=settings["min"]))
-        elif name in ("accuracy_drop", "f1_drop"):
-            metric = "accuracy" if name == "accuracy_drop" else "f1_wv"
-            values = {subset: _drop(e, reference, metric) for subset, e in run.summary["subsets"].items()}
-            skipped = _empty_subsets(run)
-            if metric == "f1_wv":
-                skipped |= {s: "no f1_wv: needs --pools" for s, v in values.items() if v is None and s not in skipped}
-            results.append(_per_subset(name, values, skipped, maximum=settings["max"]))
-        elif name == "accuracy_vs_baseline":
-            values, skipped = _baseline_accuracy_drops(run, baseline)
-            results.append(_per_subset(name, values, skipped, maximum=settings["max_drop"]))
-        elif name == "latency":
-            results.append(_latency(run, baseline, settings["max_regression"]))
-        elif name == "arena":
-            growth = _growth(name, _arena(run), _arena(baseline), settings["max_growth_bytes"])
-            results.append(growth)
-        else:
-            results.append(_growth(name, _flash(run), _flash(baseline), settings["max_growth_bytes"]))
-    return results
+    require_applicable(gates, run, baseline)
+    if run.kind == "stream":
+        return [_stream_gate(name, settings, run) for name, settings in gates.items()]
+    return [_eval_gate(name, settings, run, baseline) for name, settings in gates.items()]
 
 
 def junit_xml(run: Run, results: list[GateResult]) -> str:

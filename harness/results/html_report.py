@@ -8,23 +8,29 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from harness import __version__
 from harness.console import percent
-from harness.results.plots import FIGURES
+from harness.results import stream_report
+from harness.results.plots import FIGURES, STREAM_FIGURES
 from harness.results.report import pool_note
-from harness.results.runs import Run
+from harness.results.runs import EvalHeadline, Run, headline
+
+
+def latency_cell(head: EvalHeadline) -> str:
+    """An eval run's median latency in its unit, with its source."""
+    if head.instructions_median:
+        return f"{head.instructions_median:,.0f} instr ({head.latency_source})"
+    if head.latency_median_us:
+        return f"{head.latency_median_us / 1000:.2f} ms ({head.latency_source})"
+    return f"n/a ({head.latency_source})"
 
 
 def _leaderboard(runs: list[Run]) -> dict | None:
+    runs = [run for run in runs if run.kind == "eval"]
     if len(runs) < 2:
         return None
     cells = {}
     for run in runs:  # later runs of the same pair replace earlier ones
-        head = run.headline()
-        latency = (
-            f"{head['instructions_median']:,.0f} instr"
-            if head["instructions_median"]
-            else (f"{head['latency_median_us'] / 1000:.2f} ms" if head["latency_median_us"] else "n/a")
-        )
-        cells[(run.model, run.board)] = f"{percent(head['device_accuracy'])} % · {latency} ({head['latency_source']})"
+        head = headline(run)
+        cells[(run.model, run.board)] = f"{percent(head.device_accuracy)} % · {latency_cell(head)}"
     return {
         "models": sorted({run.model for run in runs}),
         "boards": sorted({run.board for run in runs}),
@@ -32,14 +38,20 @@ def _leaderboard(runs: list[Run]) -> dict | None:
     }
 
 
+def _figures(run: Run) -> dict[str, str]:
+    figures = STREAM_FIGURES if run.kind == "stream" else FIGURES
+    return {title: draw(run) for title, draw in figures.items()}
+
+
 def write_report(runs: list[Run], out: Path) -> Path:
     env = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2", "html"]))
     page = env.get_template("report.html.j2").render(
         runs=runs,
-        figures={run.id: {title: draw(run) for title, draw in FIGURES.items()} for run in runs},
+        figures={run.id: _figures(run) for run in runs},
         leaderboard=_leaderboard(runs),
         pct=percent,
         pool_note=pool_note,
+        stream=stream_report,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
     )

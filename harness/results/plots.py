@@ -23,13 +23,14 @@ def _data_uri(fig) -> str:
 
 
 def _is_person_task(run: Run) -> bool:
-    return run.summary.get("task", "image_classification") == "image_classification"
+    return run.eval_summary.task == "image_classification"
 
 
 def subset_scores(run: Run) -> str:
     """Accuracy, and for Wake Vision runs f1_wv, per subset; a value that is None is written n/a, not drawn."""
-    subsets = list(run.summary["subsets"])
-    sources = [("device", DEVICE_COLOUR), *zip(run.summary["references"]["used"], HOST_COLOURS, strict=False)]
+    summary = run.eval_summary
+    subsets = list(summary.subsets)
+    sources = [("device", DEVICE_COLOUR), *zip(summary.references.used, HOST_COLOURS, strict=False)]
     metrics = ("accuracy", "f1_wv") if _is_person_task(run) else ("accuracy",)
     width = 11 if len(metrics) == 2 else 6
     fig, axes = plt.subplots(1, len(metrics), figsize=(width, 0.45 * len(subsets) + 1.6), sharey=True, squeeze=False)
@@ -38,8 +39,8 @@ def subset_scores(run: Run) -> str:
     height = 0.8 / len(sources)
     for ax, metric in zip(axes, metrics, strict=True):
         for i, (name, colour) in enumerate(sources):
-            entries = [run.summary["subsets"][s]["device" if name == "device" else "host"] for s in subsets]
-            values = [(e if name == "device" else e[name])[metric] for e in entries]
+            scores = [summary.subsets[s].device if name == "device" else summary.subsets[s].host[name] for s in subsets]
+            values = [getattr(score, metric) for score in scores]
             drawn = [k for k, v in enumerate(values) if v is not None]
             ax.barh(y[drawn] + i * height, np.array([values[k] for k in drawn]) * 100, height, label=name, color=colour)
             for k, value in enumerate(values):
@@ -60,9 +61,9 @@ def _labels(run: Run) -> np.ndarray:
 
 def _matrices(run: Run, names: list[str]) -> tuple[list[str], dict[str, np.ndarray]]:
     """Class names and, per source, the confusion matrix (rows true, columns predicted)."""
-    stored = run.summary.get("confusion")
+    stored = run.eval_summary.confusion
     if not _is_person_task(run) and stored:  # multi-class: the matrices the run stored, with its labels
-        return list(stored["labels"]), {name: np.array(stored[name]) for name in names if name in stored}
+        return list(stored.labels), {name: np.array(stored.matrices[name]) for name in names if name in stored.matrices}
     labels = _labels(run)
     matrices = {}
     for name in names:
@@ -72,7 +73,7 @@ def _matrices(run: Run, names: list[str]) -> tuple[list[str], dict[str, np.ndarr
 
 
 def confusion(run: Run) -> str:
-    classes, matrices = _matrices(run, ["device", *run.summary["references"]["used"][:1]])
+    classes, matrices = _matrices(run, ["device", *run.eval_summary.references.used[:1]])
     side = max(3.0, 0.6 * len(classes) + 1.5)
     fig, axes = plt.subplots(1, len(matrices), figsize=((side + 0.2) * len(matrices), side))
     ticks = range(len(classes))
@@ -90,7 +91,7 @@ def confusion(run: Run) -> str:
 
 
 def latency(run: Run) -> str:
-    source = run.summary["latency"]["source"]
+    source = run.eval_summary.latency.source
     values, unit = run.samples.get("instructions"), "instructions per inference"
     if not values or values[0] is None:
         values, unit = run.samples["microseconds"], "µs per inference"
@@ -110,7 +111,7 @@ def output_differences(run: Run) -> str:
     if reference:
         diffs = np.array(run.samples[f"{reference}_max_diff_steps"])
         ax.hist(diffs, bins=np.arange(0, max(2.0, diffs.max() + 2)) - 0.5, color=HOST_COLOURS[0])
-    ax.set_xlabel(f"largest device - {reference} output difference ({run.summary['output_diff_unit']})")
+    ax.set_xlabel(f"largest device - {reference} output difference ({run.eval_summary.output_diff_unit})")
     ax.set_ylabel("samples")
     return _data_uri(fig)
 
@@ -132,13 +133,12 @@ def flips_against_margin(run: Run) -> str:
 
 
 def memory(run: Run) -> str:
-    arena = run.summary["arena"]
-    board = run.manifest["board"]
-    firmware = run.manifest["device"].get("firmware") or {}
-    flash_used = firmware.get("flash_bytes") or run.manifest["model"].get("bytes", 0)
+    arena, manifest = run.eval_summary.arena, run.record.manifest
+    firmware = manifest.device.firmware
+    flash_used = (firmware.flash_bytes if firmware else None) or manifest.model.bytes or 0
     rows = [
-        (f"arena used / configured ({arena['source']})", arena["used"] or None, arena["configured"] or 0),
-        ("flash used / board" if firmware else "model / board flash", flash_used, board.get("flash_bytes") or 0),
+        (f"arena used / configured ({arena.source})", arena.used, arena.configured or 0),
+        ("flash used / board" if firmware else "model / board flash", flash_used, manifest.board.flash_bytes or 0),
     ]
     fig, ax = plt.subplots(figsize=(6, 2.2))
     for i, (_, used, total) in enumerate(rows):
@@ -161,3 +161,26 @@ FIGURES = {
     "Prediction flips against the host's confidence": flips_against_margin,
     "Arena and flash": memory,
 }
+
+
+def detections_over_time(run: Run) -> str:
+    """A stream run's detections on device and host along the stream, one row per label."""
+    summary = run.stream_summary
+    found = {"device": summary.detections.device, "host": summary.detections.host}
+    labels = sorted({d.label for detections in found.values() for d in detections})
+    fig, ax = plt.subplots(figsize=(9, 0.4 * max(len(labels), 1) + 1.4))
+    for offset, (name, colour) in zip(
+        (-0.12, 0.12), (("device", DEVICE_COLOUR), ("host", HOST_COLOURS[0])), strict=True
+    ):
+        detections = found[name]
+        rows = [labels.index(d.label) + offset for d in detections]
+        times = [d.time_ms / 1000 for d in detections]
+        ax.scatter(times, rows, s=400, color=colour, label=name, marker="|", linewidths=2)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlim(0, summary.audio.duration_ms / 1000)
+    ax.set_xlabel(f"seconds into the stream (detections at the {summary.timing_reference})")
+    ax.legend(fontsize="small", loc="upper right")
+    return _data_uri(fig)
+
+
+STREAM_FIGURES = {"Detections along the stream": detections_over_time}

@@ -6,6 +6,7 @@ import platform
 import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 
 from serial.tools import list_ports
 
@@ -73,3 +74,12 @@ def subset_content_hashes(samples, subsets) -> dict[str, str]:
                 digest.update(f"{sample.id}\t{subset.label(sample)}\n".encode())
         hashes[subset.name] = digest.hexdigest()
     return hashes
+
+
+def file_sha256(path: Path) -> str:
+    """A file's sha256, streamed (a stream's WAV may be long)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,19 +1,22 @@
 """The per-subset table printed at the end of a run."""
 
+from pathlib import Path
+
 from rich.table import Table
 
 from harness.console import percent, stdout_console
+from harness.results.record import Arena, Confusion, Energy, EvalSummary, SubsetResult, parse
 
 
-def print_summary(summary: dict) -> None:
-    references = summary["references"]["used"]
-    primary = summary["primary_reference"]
-    table = Table(title=f"{summary['model']} on {summary['board']} — {summary['dataset']}", title_justify="left")
+def print_summary(summary: EvalSummary, run_dir: Path | str) -> None:
+    references = summary.references.used
+    primary = summary.primary_reference
+    table = Table(title=f"{summary.model} on {summary.board} — {summary.dataset}", title_justify="left")
     table.add_column("subset", overflow="fold")
     table.add_column("n", justify="right", no_wrap=True)
     table.add_column("device\nacc %", justify="right", no_wrap=True)
     table.add_column("device\nF1 %", justify="right", no_wrap=True)
-    rate_f1 = summary.get("task", "image_classification") == "image_classification"
+    rate_f1 = summary.task == "image_classification"
     if rate_f1:
         table.add_column("device\nF1wv %", justify="right", no_wrap=True)
     if references:
@@ -21,67 +24,58 @@ def print_summary(summary: dict) -> None:
     if primary:
         table.add_column(f"agree\n{primary} %", justify="right", no_wrap=True)
         table.add_column("max Δ\nsteps", justify="right", no_wrap=True)
-    for subset, entry in summary["subsets"].items():
-        device = entry["device"]
-        row = [
-            subset,
-            str(entry["n"]),
-            percent(device["accuracy"]),
-            percent(device["f1_counts"]),
-        ]
+    for subset, entry in summary.subsets.items():
+        device = entry.device
+        row = [subset, str(entry.n), percent(device.accuracy), percent(device.f1_counts)]
         if rate_f1:
-            row.append(percent(device["f1_wv"]))
+            row.append(percent(device.f1_wv))
         if references:
-            row.append(" / ".join(percent(entry["host"][name]["accuracy"]) for name in references))
+            row.append(" / ".join(percent(entry.host[name].accuracy) for name in references))
         if primary:
-            versus = entry["versus"][primary]
-            steps = versus["max_diff_steps"]
-            row += [percent(versus["agreement"]), "n/a" if steps is None else f"{steps:g}"]
+            versus = entry.versus[primary]
+            steps = versus.max_diff_steps
+            row += [percent(versus.agreement), "n/a" if steps is None else f"{steps:g}"]
         table.add_row(*row)
     console = stdout_console()
     console.print(table)
-    latency = summary["latency"]
-    if latency.get("instructions"):
-        n = latency["instructions"]
+    latency = summary.latency
+    if latency.instructions:
+        n = latency.instructions
         console.print(
-            f"instructions per inference ({latency['source']}, QEMU -icount): median {n['median']:,.0f}, "
-            f"min {n['min']:,.0f}, max {n['max']:,.0f}"
+            f"instructions per inference ({latency.source}, QEMU -icount): median {n.median:,.0f}, "
+            f"min {n.min:,.0f}, max {n.max:,.0f}"
         )
-    if latency["micros"]:
-        m = latency["micros"]
+    if latency.micros:
+        m = latency.micros
         console.print(
-            f"latency ({latency['source']}): median {m['median'] / 1000:.2f} ms, "
-            f"min {m['min'] / 1000:.2f} ms, max {m['max'] / 1000:.2f} ms per inference"
+            f"latency ({latency.source}): median {m.median / 1000:.2f} ms, "
+            f"min {m.min / 1000:.2f} ms, max {m.max / 1000:.2f} ms per inference"
         )
-    if summary.get("energy"):
-        console.print(energy_line(summary["energy"]), highlight=False)
-    console.print(arena_line(summary["arena"]), highlight=False)
-    if summary.get("confusion"):
-        console.print(_confusion_table(summary["confusion"]))
-    note = pool_note(summary["subsets"])
+    if summary.energy:
+        console.print(energy_line(summary.energy), highlight=False)
+    console.print(arena_line(summary.arena), highlight=False)
+    if summary.confusion:
+        console.print(_confusion_table(summary.confusion))
+    note = pool_note(summary.subsets)
     if note:
         console.print(note, highlight=False)
     if primary:
-        exact = summary["bit_exact"][primary]
-        console.print(f"device output bytes equal {primary} host bytes for {exact} of {summary['samples']} samples")
-    for name, why in summary["references"]["refused"].items():
+        exact = summary.bit_exact[primary]
+        console.print(f"device output bytes equal {primary} host bytes for {exact} of {summary.samples} samples")
+    for name, why in summary.references.refused.items():
         console.print(f"host reference {name} refused the model: {why}")
-    unreadable = summary.get("unreadable_images", {})
-    if unreadable.get("count"):
-        first = ", ".join(sample_id for sample_id, _ in unreadable["first"][:5])
-        console.print(f"{unreadable['count']} unreadable files skipped (first: {first}); --strict stops instead")
-    if summary.get("model_caveat"):
-        console.print(f"caveat (model card): {summary['model_caveat']}", highlight=False, markup=False)
-    console.print(f"results: {summary['run_dir']}")
+    unreadable = summary.unreadable_images
+    if unreadable.count:
+        first = ", ".join(sample_id for sample_id, _ in unreadable.first[:5])
+        console.print(f"{unreadable.count} unreadable files skipped (first: {first}); --strict stops instead")
+    if summary.model_caveat:
+        console.print(f"caveat (model card): {summary.model_caveat}", highlight=False, markup=False)
+    console.print(f"results: {run_dir}")
 
 
-def pool_note(subsets: dict, fix: str = "evaluate with --pools") -> str | None:
+def pool_note(subsets: dict[str, SubsetResult], fix: str = "evaluate with --pools") -> str | None:
     """Why F1 is missing: the subsets whose negative pool was only partly evaluated, and the fix."""
-    partial = [
-        f"{name} {entry['device']['pool_incomplete']}"
-        for name, entry in subsets.items()
-        if entry["device"].get("pool_incomplete")
-    ]
+    partial = [f"{name} {e.device.pool_incomplete}" for name, e in subsets.items() if e.device.pool_incomplete]
     if not partial:
         return None
     return (
@@ -90,28 +84,28 @@ def pool_note(subsets: dict, fix: str = "evaluate with --pools") -> str | None:
     )
 
 
-def _confusion_table(confusion: dict) -> Table:
+def _confusion_table(confusion: Confusion) -> Table:
     table = Table(title="device confusion: rows true, columns predicted", title_justify="left")
     table.add_column("")
-    for label in confusion["labels"]:
+    for label in confusion.labels:
         table.add_column(label, justify="right")
-    for label, row in zip(confusion["labels"], confusion["device"], strict=True):
+    for label, row in zip(confusion.labels, confusion.matrices["device"], strict=True):
         table.add_row(label, *(str(n) for n in row))
     return table
 
 
-def arena_line(arena: dict) -> str:
-    if not arena["used"]:
+def arena_line(arena: Arena | dict) -> str:
+    """`arena`: the record's, or as stored in summary.json."""
+    arena = parse(Arena, arena)
+    if not arena.used:
         return "arena: not reported by the DUT"
-    configured = f" of {arena['configured']:,}" if arena["configured"] else ""
-    return f"arena ({arena['source']}): {arena['used']:,}{configured} bytes used"
+    configured = f" of {arena.configured:,}" if arena.configured else ""
+    return f"arena ({arena.source}): {arena.used:,}{configured} bytes used"
 
 
-def energy_line(energy: dict) -> str:
-    per = energy["uj_per_inference"]
-    idle = f", idle {energy['idle_watts'] * 1000:.3f} mW" if energy.get("idle_watts") is not None else ""
-    median = f"median {per['median']:,.1f} µJ per inference" if per["median"] is not None else "no inferences"
-    return (
-        f"energy ({energy['source']}, {energy['windows']} windows, {energy['meter']}): {median}{idle}, "
-        f"{energy['streaming']['joules']:.4g} J while streaming"
-    )
+def energy_line(energy: Energy) -> str:
+    per = energy.uj_per_inference
+    idle = f", idle {energy.idle_watts * 1000:.3f} mW" if energy.idle_watts is not None else ""
+    median = f"median {per.median:,.1f} µJ per inference" if per.median is not None else "no inferences"
+    streaming = f", {energy.streaming.joules:.4g} J while streaming" if energy.streaming else ""
+    return f"energy ({energy.source}, {energy.windows} windows, {energy.meter}): {median}{idle}{streaming}"

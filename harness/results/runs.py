@@ -1,6 +1,5 @@
-"""Reading run folders back: one run, or every run under a results folder."""
+"""Reading run folders back: one run, or every run under a results folder, eval and stream runs alike."""
 
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -8,81 +7,181 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from harness.errors import UserError
+from harness.results.record import (
+    KINDS,
+    MANIFEST,
+    TABLES,
+    EvalSummary,
+    RunRecord,
+    StreamSummary,
+    kind_of,
+    read_files,
+    record_of,
+)
 
 
 @dataclass(frozen=True)
 class Run:
     path: Path
-    manifest: dict
+    manifest: dict  # as stored; read it through `record`
     summary: dict
+
+    @cached_property
+    def record(self) -> RunRecord:
+        return record_of(self.manifest, self.summary, self.path)
+
+    @property
+    def kind(self) -> str:
+        return self.record.kind
 
     @property
     def id(self) -> str:
-        return self.manifest["run_id"]
+        return self.record.manifest.run_id
 
     @property
     def model(self) -> str:
-        return self.manifest["model"]["card"]
+        return self.record.manifest.model.card
 
     @property
     def board(self) -> str:
-        return self.manifest["board"]["id"]
+        return self.record.manifest.board.id
 
     @property
     def primary_reference(self) -> str | None:
-        return self.summary.get("primary_reference")
+        summary = self.record.summary
+        return summary.primary_reference if isinstance(summary, EvalSummary) else None
+
+    @property
+    def eval_summary(self) -> EvalSummary:
+        """The summary of an eval run (a stream run is refused in one line)."""
+        summary = self.record.summary
+        if not isinstance(summary, EvalSummary):
+            raise UserError(f"{self.id} is a stream run; this needs an eval run")
+        return summary
+
+    @property
+    def stream_summary(self) -> StreamSummary:
+        summary = self.record.summary
+        if not isinstance(summary, StreamSummary):
+            raise UserError(f"{self.id} is an eval run; this needs a stream run")
+        return summary
 
     @cached_property
     def samples(self) -> dict[str, list]:
+        """An eval run's samples.parquet, by column."""
         return pq.read_table(self.path / "samples.parquet").to_pydict()
 
-    def headline(self) -> dict:
-        """The figures `harness runs` lists."""
-        first = next(iter(self.summary["subsets"].values()), None)
-        latency = self.summary["latency"]
-        return {
-            "run_id": self.id,
-            "model": self.model,
-            "board": self.board,
-            "samples": self.summary["samples"],
-            "subsets": ",".join(self.summary["subsets"]),
-            "device_accuracy": first["device"]["accuracy"] if first else None,
-            "agreement": first["versus"][self.primary_reference]["agreement"]
-            if first and self.primary_reference
-            else None,
-            "latency_median_us": (latency.get("micros") or {}).get("median"),
-            "instructions_median": (latency.get("instructions") or {}).get("median"),
-            "latency_source": latency["source"],
-            "arena_used": self.summary["arena"]["used"] or None,
-            "arena_source": self.summary["arena"]["source"],
-            "started": self.manifest["started"],
-        }
+
+@dataclass(frozen=True)
+class EvalHeadline:
+    """The figures `harness runs` lists for an eval run."""
+
+    run_id: str
+    kind: str
+    model: str
+    board: str
+    samples: int
+    subsets: str
+    device_accuracy: float | None  # on the first subset
+    agreement: float | None  # with the primary host reference, on the first subset
+    latency_median_us: float | None
+    instructions_median: float | None
+    latency_source: str
+    arena_used: int | None
+    arena_source: str
+    started: str
+
+
+@dataclass(frozen=True)
+class StreamHeadline:
+    """The figures `harness runs` lists for a stream run (scores: the optimal policy's, with a ledger)."""
+
+    run_id: str
+    kind: str
+    model: str
+    board: str
+    audio_ms: int
+    detections: int
+    device_equals_host: bool
+    events: int | None
+    hits: int | None
+    false_alarms: int | None
+    recall: float | None
+    false_alarms_per_hour: float | None
+    pipeline_seconds: float | None
+    pipeline_instructions: int | None
+    pipeline_source: str
+    started: str
+
+
+def headline(run: Run) -> EvalHeadline | StreamHeadline:
+    manifest, summary = run.record.manifest, run.record.summary
+    if isinstance(summary, StreamSummary):
+        optimal = summary.optimal
+        return StreamHeadline(
+            run_id=run.id,
+            kind=run.kind,
+            model=run.model,
+            board=run.board,
+            audio_ms=summary.audio.duration_ms,
+            detections=len(summary.detections.device),
+            device_equals_host=summary.device_equals_host,
+            events=optimal.events if optimal else None,
+            hits=optimal.hits if optimal else None,
+            false_alarms=optimal.false_alarms if optimal else None,
+            recall=optimal.recall if optimal else None,
+            false_alarms_per_hour=optimal.false_alarms_per_hour if optimal else None,
+            pipeline_seconds=summary.busy.seconds,
+            pipeline_instructions=summary.busy.instructions,
+            pipeline_source=summary.busy.source,
+            started=manifest.started,
+        )
+    first, reference = summary.first_subset, summary.primary_reference
+    latency = summary.latency
+    return EvalHeadline(
+        run_id=run.id,
+        kind=run.kind,
+        model=run.model,
+        board=run.board,
+        samples=summary.samples,
+        subsets=",".join(summary.subsets),
+        device_accuracy=first.device.accuracy if first else None,
+        agreement=first.versus[reference].agreement if first and reference else None,
+        latency_median_us=latency.micros.median if latency.micros else None,
+        instructions_median=latency.instructions.median if latency.instructions else None,
+        latency_source=latency.source,
+        arena_used=summary.arena.used,
+        arena_source=summary.arena.source,
+        started=manifest.started,
+    )
+
+
+def _complete(path: Path, kind: str) -> bool:
+    return all((path / table).is_file() for table in TABLES[kind])
 
 
 def load_run(spec: str, root: Path = Path("results")) -> Run:
     """A run by folder path or by run id under `root`."""
     path = Path(spec)
-    if not (path / "manifest.json").is_file():
+    if not (path / MANIFEST).is_file():
         path = root / spec
-    try:
-        manifest = json.loads((path / "manifest.json").read_text())
-        summary = json.loads((path / "summary.json").read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UserError(
-            f"{spec} is not a run folder (needs manifest.json and summary.json); see `harness runs`"
-        ) from exc
-    if not (path / "samples.parquet").is_file():
-        raise UserError(f"{spec} has no samples.parquet; it is not a complete run folder")
-    return Run(path, manifest, summary)
+    manifest, summary = read_files(path, spec)
+    run = Run(path, manifest, summary)
+    kind = run.kind  # reads the record: a damaged one is refused here, naming the field
+    if not _complete(path, kind):
+        missing = ", ".join(t for t in TABLES[kind] if not (path / t).is_file())
+        raise UserError(f"{spec} has no {missing}; it is not a complete run folder")
+    return run
 
 
 def list_runs(root: Path) -> list[Run]:
-    """The eval runs under `root` (stream runs and referee sessions keep other files)."""
+    """The eval and stream runs under `root`, oldest first (referee sessions and unfinished runs are not
+    listed)."""
     if not root.is_dir():
         return []
-    runs = [
-        load_run(str(p))
-        for p in sorted(root.iterdir())
-        if (p / "manifest.json").is_file() and (p / "samples.parquet").is_file() and not p.name.startswith(".")
-    ]
-    return sorted(runs, key=lambda run: run.manifest["started"])
+    runs = []
+    for path in sorted(root.iterdir()):
+        kind = kind_of(path)
+        if kind in KINDS and not path.name.startswith(".") and _complete(path, kind):
+            runs.append(load_run(str(path)))
+    return sorted(runs, key=lambda run: run.record.manifest.started)

@@ -13,17 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.results.stream_scores import Detection
 
 TIMING_REFERENCES = ("window-start", "window-end", "decision")
 COLUMNS = ("label", "time_ms", "score", "reference")
-
-
-@dataclass(frozen=True)
-class Detection:
-    label: str
-    time_ms: int
-    score: float
-    reference: str
 
 
 @dataclass(frozen=True)

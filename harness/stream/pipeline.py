@@ -15,7 +15,7 @@ from harness.model.card import ModelCard
 from harness.model.tflite_file import TfliteModel, read_tflite
 from harness.native import Detection as NativeDetection
 from harness.native import device_core
-from harness.stream.detections import Detection
+from harness.results.stream_scores import Detection
 
 TIMING_REFERENCE = "decision"  # the end of the window whose result decided; see docs/streaming.md
 # Detection scores are the recognizer's averages on 0..255: int8 score + 128, uint8, or probability x 255.

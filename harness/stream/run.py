@@ -12,11 +12,28 @@ from harness.boards import Board
 from harness.console import progress
 from harness.device.launch import ConnectOptions, connect
 from harness.device.qemu import emulated_instructions
-from harness.errors import LinkError, UserError
+from harness.errors import LinkError, UserError, setting
+from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
 from harness.model.card import ModelCard
 from harness.model.tflite_file import TfliteModel, read_tflite
-from harness.results.provenance import harness_source, host_machine
+from harness.results.provenance import file_sha256, usb_serial_number
+from harness.results.record import (
+    Audio,
+    AudioProvenance,
+    BoardProvenance,
+    Busy,
+    DeviceProvenance,
+    Manifest,
+    ModelProvenance,
+    RunRecord,
+    SourcedBytes,
+    StreamDetections,
+    StreamScores,
+    StreamSummary,
+    to_json,
+    write_record,
+)
 from harness.results.store import new_run_id, run_folder
 from harness.stream.detections import Detections, write_detections
 from harness.stream.ledger import load_ledger
@@ -42,6 +59,21 @@ class StreamRequest:
     wakeword: str | None = None  # mlperf-sww: the wakeword (default: the card's first keyword)
     protocol: str = "harness"  # the board's wire protocol (harness/device/drivers/base.py PROTOCOLS)
 
+    def stored_settings(self) -> dict:
+        """What the run was asked for, as its manifest keeps it."""
+        return {
+            "board": self.board.id,
+            "model": self.card.name,
+            "wav": str(self.wav),
+            "ledger": str(self.ledger) if self.ledger else None,
+            "ledger_unit": self.ledger_unit,
+            "tolerance_ms": self.tolerance_ms,
+            "wakeword": self.wakeword,
+            "port": self.port,
+            "serial": self.serial_number,
+            "tflm": str(self.tflm.root) if self.tflm else None,
+        }
+
 
 def read_stream_audio(wav: Path, sample_rate: int) -> np.ndarray:
     try:
@@ -59,8 +91,14 @@ def _chunks(audio: np.ndarray, samples: int) -> list[bytes]:
 
 @dataclass
 class StreamOutcome:
-    summary: dict  # as written to summary.json
-    scores: dict  # policy -> score result, when a ledger was given
+    record: StreamSummary
+    run_dir: Path
+    scores: dict  # policy -> score result, or why the ledger could not serve it, when a ledger was given
+
+    @property
+    def summary(self) -> dict:
+        """The summary as written to summary.json, and where the run folder is."""
+        return to_json(self.record) | {"run_dir": str(self.run_dir)}
 
 
 def _rows_after(samples: int, settings) -> int:
@@ -79,7 +117,7 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
     duration_ms = 1000 * len(audio) // pre.sample_rate
     ledger = load_ledger(request.ledger, duration_ms, request.ledger_unit) if request.ledger else None
     if request.tolerance_ms is not None and request.tolerance_ms < 0:
-        raise UserError(f"--tolerance-ms must not be negative (got {request.tolerance_ms})")
+        raise UserError(f"{setting('tolerance_ms')} must not be negative (got {request.tolerance_ms})")
     front = frontend_file(card)
     settings = stream_settings(card, model, read_tflite(front))
     labels = card.output.labels
@@ -113,6 +151,8 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
                 busy_ticks += result.busy_ticks
                 advance()
         info, rows, runs, link = client.info, result.rows_total, result.model_runs, vars(client.stats)
+        firmware = client.firmware or recorded_build(info.build_id)
+        board_serial = usb_serial_number(getattr(client.port, "port", None))
     with HostStream(model, front, settings) as host:
         host_raw = [d for chunk in chunks for d in host.push(chunk)]
     finished = datetime.now(UTC)
@@ -121,50 +161,50 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
     instructions = emulated_instructions(busy_ticks, info.tick_hz, board)
     busy_seconds = busy_ticks / info.tick_hz if info.tick_hz and instructions is None else None
     run_id = new_run_id(card.name, board.id)
-    summary = {
-        "kind": "stream",
-        "run_id": run_id,
-        "model": card.name,
-        "model_caveat": card.caveat or None,
-        "board": board.id,
-        "audio": {"file": str(request.wav), "duration_ms": duration_ms, "sample_rate": pre.sample_rate},
-        "timing_reference": TIMING_REFERENCE,
-        "settings": asdict(settings),
-        "feature_rows": rows,
-        "model_runs": runs,
-        "detections": {"device": [asdict(d) for d in device], "host": [asdict(d) for d in host_found]},
-        "device_equals_host": device == host_found,
-        "busy": {
-            "source": board.latency_source,
-            "instructions": instructions,
-            "seconds": busy_seconds,
-            "real_time_factor": busy_seconds / (duration_ms / 1000) if busy_seconds and duration_ms else None,
-        },
-        "frontend_arena_used": {"source": board.latency_source, "bytes": frontend_arena},
-        "link": link,
-    }
     scores = _scores(request, ledger, device, duration_ms) if ledger else {}
-    summary["scores"] = {
-        policy: {"not_scorable": result} if isinstance(result, str) else asdict(result)
-        for policy, result in scores.items()
-    } or None
-    manifest = {
-        "run_id": run_id,
-        "kind": "stream",
-        "harness": harness_source(),
-        "started": started.isoformat(),
-        "finished": finished.isoformat(),
-        "model": {"card": card.name, "file": str(model.path), "sha256": model.sha256, "frontend": str(front)},
-        "board": {"id": board.id, "kind": board.kind, "firmware_build_id": info.build_id},
-        "host": host_machine(),
-    }
+    summary = StreamSummary(
+        run_id=run_id,
+        model=card.name,
+        model_caveat=card.caveat or None,
+        board=board.id,
+        audio=Audio(file=str(request.wav), duration_ms=duration_ms, sample_rate=pre.sample_rate),
+        timing_reference=TIMING_REFERENCE,
+        settings=asdict(settings),
+        feature_rows=rows,
+        model_runs=runs,
+        detections=StreamDetections(device=device, host=host_found),
+        device_equals_host=device == host_found,
+        busy=Busy(
+            source=board.latency_source,
+            instructions=instructions,
+            seconds=busy_seconds,
+            real_time_factor=busy_seconds / (duration_ms / 1000) if busy_seconds and duration_ms else None,
+        ),
+        frontend_arena_used=SourcedBytes(source=board.latency_source, bytes=frontend_arena),
+        link=link,
+        scores=StreamScores.of(scores),
+    )
+    manifest = Manifest.new(
+        run_id=run_id,
+        kind="stream",
+        started=started.isoformat(),
+        finished=finished.isoformat(),
+        settings=request.stored_settings(),
+        model=ModelProvenance.of(card, model, frontend=str(front)),
+        board=BoardProvenance.of(board, board_serial),
+        device=DeviceProvenance.of(info, firmware),
+        audio=AudioProvenance(
+            file=str(request.wav),
+            sha256=file_sha256(request.wav),
+            ledger=str(request.ledger) if request.ledger else None,
+            ledger_sha256=file_sha256(request.ledger) if request.ledger else None,
+        ),
+    )
     with run_folder(request.results_root, run_id) as folder:
         write_detections(folder.path / "detections_device.csv", device)
         write_detections(folder.path / "detections_host.csv", host_found)
-        folder.write_json("manifest.json", manifest)
-        folder.write_json("summary.json", summary)
-    summary["run_dir"] = str(request.results_root / run_id)
-    return StreamOutcome(summary, scores)
+        write_record(folder, RunRecord(manifest, summary))
+    return StreamOutcome(summary, request.results_root / run_id, scores)
 
 
 def _scores(request: StreamRequest, ledger, device: list, duration_ms: int) -> dict:

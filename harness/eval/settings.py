@@ -1,0 +1,155 @@
+"""The settings of `harness eval`, each declared once, here: its flag, parser, default and help text.
+
+From this one declaration come the eval command's arguments (`add_arguments`), the settings a run keeps in
+its partial folder for `--resume` and in its manifest (`EvalSettings.stored` / `EvalSettings.restored`:
+each setting as the JSON of its type), and the settings an EvalRequest carries (harness/eval/runner.py).
+`--results`, `--resume`, `--json` and `--quiet` are not settings: they say where and how this command
+runs, not what the run is, so a resumed run takes them from the command that resumes it."""
+
+import argparse
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+
+from harness.boards import DEFAULT_BOARD
+from harness.errors import UserError
+from harness.link.faults import FaultSpec
+from harness.model.card import DEFAULT_MODEL
+from harness.model.references import DEFAULT_REFERENCES
+from harness.samples import DEMO
+from harness.values import baud_rate, fault_spec, invoke_ms, positive_int, reference_names, seed_number
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How a setting appears on the command line (argparse's own terms)."""
+
+    help: str
+    flag: str | None = None  # default: --the-name-with-dashes
+    type: Callable[[str], Any] | None = None
+    switch: bool = False  # a flag without a value: True when given
+    choices: tuple[str, ...] | None = None
+    nargs: str | None = None
+    const: Any = None
+    metavar: str | None = None
+    given: Callable[[Any], Any] | None = None  # the command line's value as the run keeps it
+
+
+def setting(help: str, default: Any = None, **flag) -> Any:
+    """A field of EvalSettings with its command-line flag."""
+    return dataclasses.field(default=default, metadata={"flag": Flag(help, **flag)})
+
+
+def _drawn_seed(value: int | None) -> int | None:
+    """`--shuffle` without a seed draws one, kept with the settings so a resumed run keeps the same order."""
+    from harness.eval.order import new_seed
+
+    return new_seed() if value == -1 else value
+
+
+TFLM_HELP = "TFLM tree for QEMU firmware builds (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree)"
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    board: str = setting("board id from boards/ (default: sim, the virtual board)", DEFAULT_BOARD)
+    model: str = setting("model card name or card .toml path", DEFAULT_MODEL)
+    model_file: str | None = setting("a .tflite to use instead of the card's own file (same preprocessing)")
+    port: str | None = setting("serial device or pyserial URL of a real board (default: found by USB id)")
+    serial: str | None = setting("with several boards of a kind attached: the USB serial number to use")
+    dataset: str = setting(
+        "'demo', a folder (published Wake Vision layout, or labels.csv + images/), or hf:Harvard-Edge/Wake-Vision",
+        DEMO,
+    )
+    subset: str = setting("comma-separated subsets (see `harness subsets`)", "all")
+    split: str | None = setting("split(s) of a published-layout dataset, e.g. test or test,validation")
+    limit: int | None = setting(
+        "evaluate at most this many subset members (--pools adds the whole pools)", type=positive_int
+    )
+    pools: bool = setting(
+        "also evaluate each subset's whole F1 negative pool, as F1 needs (--limit never cuts it)", False, switch=True
+    )
+    strict: bool = setting("stop at an unreadable image instead of skipping it", False, switch=True)
+    references: tuple[str, ...] = setting(
+        f"host references, comma-separated (default: {','.join(DEFAULT_REFERENCES)})",
+        DEFAULT_REFERENCES,
+        type=reference_names,
+    )
+    tflm: str | None = setting(TFLM_HELP)
+    protocol: str = setting(
+        "the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware",
+        "harness",
+        choices=("harness", "eembc"),
+    )
+    link_baud: int | None = setting(
+        "virtual board: pace its link like a UART at this baud rate (0: unpaced)", type=baud_rate
+    )
+    emulate_invoke_ms: float | None = setting("virtual board: each inference takes at least this long", type=invoke_ms)
+    switch_baud: int | None = setting(
+        "after the handshake, switch the link to this baud rate (0: stay)", type=baud_rate
+    )
+    faults: FaultSpec | None = setting(
+        "inject link faults through a proxy, e.g. drop=1e-3,corrupt=1e-3,dup=1e-4,reset-every=200", type=fault_spec
+    )
+    labgrid_place: str | None = setting(
+        "a board in a labgrid farm: acquire the place, use its serial port", metavar="NAME"
+    )
+    meter: str | None = setting("power meter KIND:ADDRESS for energy per inference (see docs/energy.md)")
+    order_seed: int | None = setting(
+        "shuffle samples in small groups (seed)",
+        flag="--shuffle",
+        type=seed_number,
+        nargs="?",
+        const=-1,
+        metavar="SEED",
+        given=_drawn_seed,
+    )
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "EvalSettings":
+        """The settings this command line gives (a --shuffle without a seed draws it now)."""
+        values = {}
+        for f in dataclasses.fields(cls):
+            value = getattr(args, f.name)
+            given = f.metadata["flag"].given
+            values[f.name] = given(value) if given else value
+        return cls(**values)
+
+    def stored(self) -> dict:
+        """The settings as JSON, for request.json (what --resume reloads) and the run manifest."""
+        return _ADAPTER.dump_python(self, mode="json")
+
+    @classmethod
+    def restored(cls, stored: dict, where: str = "request.json") -> "EvalSettings":
+        """The settings a run kept. Run folders of earlier versions hold the same names (a setting they lack
+        takes its default; one no longer declared is ignored)."""
+        try:
+            return _ADAPTER.validate_python(stored)
+        except pydantic.ValidationError as exc:
+            error = exc.errors()[0]
+            name = ".".join(str(part) for part in error["loc"])
+            raise UserError(f"{where}: setting {name} is damaged ({error['msg']}); start a new run") from None
+
+
+_ADAPTER = pydantic.TypeAdapter(EvalSettings)
+
+# The settings of the link, which `harness link-test` takes too.
+LINK_SETTINGS = ("link_baud", "emulate_invoke_ms", "switch_baud", "labgrid_place", "faults")
+
+
+def add_arguments(parser: argparse.ArgumentParser, names: tuple[str, ...] | None = None) -> None:
+    """The declared settings (or those named) as the parser's arguments; each value lands under its name."""
+    for f in dataclasses.fields(EvalSettings):
+        if names is not None and f.name not in names:
+            continue
+        flag: Flag = f.metadata["flag"]
+        option = flag.flag or "--" + f.name.replace("_", "-")
+        if flag.switch:
+            parser.add_argument(option, dest=f.name, action="store_true", help=flag.help)
+            continue
+        extra = {key: getattr(flag, key) for key in ("type", "choices", "nargs", "const", "metavar")}
+        extra = {key: value for key, value in extra.items() if value is not None}
+        parser.add_argument(option, dest=f.name, default=f.default, help=flag.help, **extra)

@@ -1,0 +1,585 @@
+"""The run record: what a run folder's manifest.json and summary.json hold, written and read here only.
+
+A run is of one kind:
+- `eval`: benchmark samples through a board and the host references, scored per subset (samples.parquet
+  beside the record);
+- `stream`: a WAV through the keyword pipeline on the board and on the host, its detections compared and
+  scored against a ledger (detections_device.csv and detections_host.csv beside the record).
+
+The manifest says where a run's figures come from (harness, host, board, firmware, model, data, settings);
+the summary holds the figures. Every figure keeps the label of its source: `device` (a board's own counters),
+`emulated` (QEMU instruction counts), `sim` (the virtual board or a simulated meter: this machine's time),
+`host`, `estimated`.
+
+The records are frozen dataclasses; pydantic turns them into the JSON on disk and back. Reading is lenient,
+so run folders of earlier versions (and hand-made ones) still load: a field they lack takes its default, a
+key this version no longer reads is ignored, and `_upgraded` moves what earlier versions kept elsewhere."""
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import pydantic
+from pydantic import AfterValidator, BeforeValidator, PlainSerializer
+
+from harness.errors import UserError
+from harness.results.provenance import harness_source, host_machine, subset_content_hashes
+from harness.results.stream_scores import Detection, MlperfSwwScore, OptimalScore, TfCompatScore
+
+if TYPE_CHECKING:
+    from harness.boards import Board
+    from harness.link.protocol import DeviceInfo
+    from harness.model.card import ModelCard
+    from harness.model.tflite_file import TfliteModel
+    from harness.samples import Dataset
+
+MANIFEST, SUMMARY = "manifest.json", "summary.json"
+Kind = Literal["eval", "stream"]
+KINDS: tuple[Kind, ...] = ("eval", "stream")
+# What a complete run folder of each kind holds beside its record.
+TABLES: dict[str, tuple[str, ...]] = {
+    "eval": ("samples.parquet",),
+    "stream": ("detections_device.csv", "detections_host.csv"),
+}
+Source = Literal["device", "emulated", "sim", "host", "estimated"]
+# 0 from a DUT means it did not report the figure (no model runs in an empty arena); older runs stored 0.
+Reported = Annotated[int | None, AfterValidator(lambda value: value or None)]
+
+
+# ---------------------------------------------------------------- manifest
+
+
+@dataclass(frozen=True, kw_only=True)
+class HarnessSource:
+    version: str | None = None
+    git_sha: str | None = None
+    git_dirty: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelProvenance:
+    card: str
+    file: str | None = None
+    sha256: str | None = None
+    bytes: int | None = None
+    card_file: str | None = None
+    input: str | None = None
+    output: str | None = None
+    converted_from: dict[str, Any] | None = None  # a float model converted on the fly (harness/model/convert.py)
+    frontend: str | None = None  # stream runs: the audio frontend model beside the keyword model
+
+    @classmethod
+    def of(cls, card: "ModelCard", model: "TfliteModel", **more) -> "ModelProvenance":
+        return cls(
+            card=card.name,
+            file=str(model.path),
+            sha256=model.sha256,
+            bytes=len(model.data),
+            card_file=str(card.card_path),
+            input=model.input.describe(),
+            output=model.output.describe(),
+            **more,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class BoardProvenance:
+    id: str
+    kind: str | None = None
+    latency_source: Source | None = None
+    usb_serial_number: str | None = None
+    flash_bytes: int | None = None
+    ram_bytes: int | None = None
+
+    @classmethod
+    def of(cls, board: "Board", usb_serial_number: str | None) -> "BoardProvenance":
+        return cls(
+            id=board.id,
+            kind=board.kind,
+            latency_source=board.latency_source,
+            usb_serial_number=usb_serial_number,
+            flash_bytes=board.memory.flash_bytes,
+            ram_bytes=board.memory.ram_bytes,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class FirmwareBuild:
+    """How harness built the firmware a board runs (harness/firmware/build.py for QEMU boards, the
+    `harness flash` record of harness/firmware/platformio.py for real ones)."""
+
+    build_id: str | None = None
+    kernels: str | None = None
+    compiler: str | None = None
+    flags: str | list[str] | None = None
+    tflm: dict[str, Any] | None = None
+    makefile: str | None = None
+    platform: str | None = None
+    framework: str | None = None
+    project: str | None = None
+    flash_bytes: int | None = None
+    static_ram_bytes: int | None = None
+    sections: dict[str, int] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timer:
+    kind: str
+    hz: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceProvenance:
+    """What the device said at HELLO, and how harness built its firmware (None when it did not)."""
+
+    board_id: str | None = None
+    firmware_build_id: str | None = None
+    protocol_version: int | None = None
+    model_sha256_prefix: str | None = None
+    arena_configured: Reported = None
+    arena_used: Reported = None
+    cpu_hz: int | None = None
+    timer: Timer | None = None
+    firmware: FirmwareBuild | None = None
+
+    @classmethod
+    def of(cls, info: "DeviceInfo", firmware: dict | None) -> "DeviceProvenance":
+        return cls(
+            board_id=info.board_id,
+            firmware_build_id=info.build_id,
+            protocol_version=info.protocol_version,
+            model_sha256_prefix=info.model_sha256_prefix,
+            arena_configured=info.arena_configured or None,
+            arena_used=info.arena_used or None,
+            cpu_hz=info.cpu_hz,
+            timer=Timer(kind=info.tick_kind.name.lower(), hz=info.tick_hz),
+            firmware=_parse(FirmwareBuild, firmware) if firmware else None,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class DatasetProvenance:
+    """Eval runs: the data, and per subset a hash of its members (equal hashes: the same samples)."""
+
+    name: str | None = None
+    labels: str | None = None
+    labels_sha256: str | None = None
+    subsets: list[str] = field(default_factory=list)
+    subset_content_sha256: dict[str, str] = field(default_factory=dict)
+    limit: int | None = None
+    order_seed: int | None = None
+
+    @classmethod
+    def of(cls, dataset: "Dataset", subsets: list, samples: list, limit: int | None, order_seed: int | None):
+        """`samples`: the ones the run evaluated."""
+        return cls(
+            name=dataset.name,
+            labels=str(dataset.csv_path),
+            labels_sha256=dataset.csv_sha256,
+            subsets=[s.name for s in subsets],
+            subset_content_sha256=subset_content_hashes(samples, subsets),
+            limit=limit,
+            order_seed=order_seed,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class AudioProvenance:
+    """Stream runs: the stream and the ledger its detections were scored against."""
+
+    file: str
+    sha256: str | None = None
+    ledger: str | None = None
+    ledger_sha256: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeterProvenance:
+    spec: str | None = None
+    identity: str | None = None
+    source: Source | None = None
+
+    @classmethod
+    def of(cls, spec: str, trace) -> "MeterProvenance":
+        """`trace`: the meter's power trace (harness/energy/trace.py)."""
+        return cls(spec=spec, identity=trace.meter, source=trace.source)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Manifest:
+    run_id: str
+    kind: Kind = "eval"
+    harness: HarnessSource | None = None
+    started: str  # ISO 8601, as the run recorded it when it started
+    finished: str | None = None
+    settings: dict[str, Any] | None = None  # the run's settings as given (eval: harness/eval/settings.py)
+    model: ModelProvenance
+    board: BoardProvenance
+    device: DeviceProvenance = DeviceProvenance()
+    dataset: DatasetProvenance | None = None  # eval runs
+    audio: AudioProvenance | None = None  # stream runs
+    references: dict[str, Any] | None = None  # eval runs: name -> description, and "refused": name -> why
+    host: dict[str, Any] | None = None  # harness/results/provenance.py host_machine()
+    meter: MeterProvenance | None = None
+
+    @classmethod
+    def new(cls, **fields) -> "Manifest":
+        """A manifest of a run on this machine, with this harness."""
+        return cls(harness=_parse(HarnessSource, harness_source()), host=host_machine(), **fields)
+
+
+# ---------------------------------------------------------------- eval summary
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stats:
+    """A distribution's figures (hand-made and early records may hold only the median)."""
+
+    min: float | None = None
+    median: float
+    p90: float | None = None
+    max: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Latency:
+    source: Source
+    timer: str | None = None
+    micros: Stats | None = None
+    cycles: Stats | None = None
+    instructions: Stats | None = None  # emulated boards: exact under QEMU -icount
+    cpu_hz: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Arena:
+    source: Source
+    configured: Reported = None
+    used: Reported = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Score:
+    """One source's scores on one subset (computed by harness/eval/metrics.py)."""
+
+    n: int = 0
+    accuracy: float | None = None
+    accuracy_ci95: tuple[float, float] | None = None  # Wilson 95 %
+    f1_wv: float | None = None
+    f1_counts: float | None = None
+    tp: int | None = None
+    fn: int | None = None
+    fp: int | None = None
+    tn: int | None = None
+    negatives: int | None = None  # evaluated members of the negative pool
+    pool_size: int | None = None  # members of the negative pool in the whole dataset
+    pool_incomplete: str | None = None  # "k of N" when only k of the pool's N members were evaluated
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Versus:
+    """The device against one host reference on one subset."""
+
+    agreement: float | None = None
+    max_diff_steps: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubsetResult:
+    n: int = 0
+    positive_class: str | None = None
+    device: Score = Score()
+    host: dict[str, Score] = field(default_factory=dict)
+    versus: dict[str, Versus] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class References:
+    used: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Confusion:
+    """Multi-class runs: the confusion matrix of the device and of each host reference (rows true, columns
+    predicted). Stored flat, as earlier versions did: {"labels": [...], "device": [[...]], "tflm": [[...]]}."""
+
+    labels: list[str]
+    matrices: dict[str, list[list[int]]]
+
+
+def _nested_confusion(value):
+    if isinstance(value, dict) and "matrices" not in value:
+        return {"labels": value.get("labels", []), "matrices": {k: v for k, v in value.items() if k != "labels"}}
+    return value
+
+
+def _flat_confusion(value: Confusion | None):
+    return None if value is None else {"labels": value.labels, **value.matrices}
+
+
+StoredConfusion = Annotated[
+    Confusion | None, BeforeValidator(_nested_confusion), PlainSerializer(_flat_confusion, when_used="always")
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unreadable:
+    count: int = 0
+    first: list[tuple[str, str]] = field(default_factory=list)  # (sample id, why)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PerInference:
+    median: float | None = None
+    p10: float | None = None
+    p90: float | None = None
+    mean: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Streaming:
+    joules: float
+    wh: float | None = None
+    seconds: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Energy:
+    """A meter's figures for a run (harness/energy/windows.py energy_summary, harness/energy/metering.py)."""
+
+    source: Source
+    meter: str | None = None
+    windows: str | None = None  # how inferences were windowed: host, device-timed, gpio
+    inferences: int | None = None
+    uj_per_inference: PerInference = PerInference()
+    mean_watts_in_windows: float | None = None
+    idle_watts: float | None = None
+    idle_seconds: float | None = None
+    total_j: float | None = None
+    seconds: float | None = None
+    streaming: Streaming | None = None  # first sample to last answer
+    meter_spec: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalSummary:
+    kind: Literal["eval"] = "eval"
+    model: str | None = None
+    model_caveat: str | None = None
+    board: str | None = None
+    dataset: str | None = None
+    samples: int = 0
+    subsets: dict[str, SubsetResult] = field(default_factory=dict)
+    primary_reference: str | None = None
+    bit_exact: dict[str, int] = field(default_factory=dict)  # per reference: samples with equal output bytes
+    output_diff_unit: str | None = None
+    latency: Latency
+    arena: Arena
+    references: References = References()
+    task: str = "image_classification"
+    confusion: StoredConfusion = None
+    run_id: str | None = None
+    link: dict[str, Any] = field(default_factory=dict)  # the link's counters (harness/link/client.py)
+    unreadable_images: Unreadable = Unreadable()
+    inputs_from_cache: bool | None = None
+    energy: Energy | None = None
+
+    @property
+    def first_subset(self) -> SubsetResult | None:
+        return next(iter(self.subsets.values()), None)
+
+
+# ---------------------------------------------------------------- stream summary
+
+
+@dataclass(frozen=True, kw_only=True)
+class Audio:
+    file: str
+    duration_ms: int
+    sample_rate: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamDetections:
+    device: list[Detection] = field(default_factory=list)
+    host: list[Detection] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Busy:
+    """The pipeline's compute time over the whole stream: instructions (emulated) or seconds."""
+
+    source: Source
+    instructions: int | None = None
+    seconds: float | None = None
+    real_time_factor: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourcedBytes:
+    source: Source
+    bytes: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotScorable:
+    """A policy the run's ledger cannot serve (mlperf-sww without end times), and why."""
+
+    not_scorable: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamScores:
+    """The device's detections scored under each policy (harness/stream/scoring.py)."""
+
+    optimal: OptimalScore | NotScorable | None = None
+    tf_compat: Annotated[TfCompatScore | NotScorable | None, pydantic.Field(alias="tf-compat")] = None
+    mlperf_sww: Annotated[MlperfSwwScore | NotScorable | None, pydantic.Field(alias="mlperf-sww")] = None
+
+    @classmethod
+    def of(cls, scores: dict) -> "StreamScores | None":
+        """From {policy: score, or why the policy could not score this ledger}."""
+        if not scores:
+            return None
+        named = {p: NotScorable(not_scorable=s) if isinstance(s, str) else s for p, s in scores.items()}
+        return cls(**{policy.replace("-", "_"): score for policy, score in named.items()})
+
+    def by_policy(self) -> dict[str, OptimalScore | TfCompatScore | MlperfSwwScore | NotScorable]:
+        found = {"optimal": self.optimal, "tf-compat": self.tf_compat, "mlperf-sww": self.mlperf_sww}
+        return {policy: score for policy, score in found.items() if score is not None}
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamSummary:
+    kind: Literal["stream"] = "stream"
+    run_id: str | None = None
+    model: str | None = None
+    model_caveat: str | None = None
+    board: str | None = None
+    audio: Audio
+    timing_reference: str | None = None  # which instant a detection's time stamps (harness/stream/detections.py)
+    settings: dict[str, Any] = field(default_factory=dict)  # the pipeline's, as the device got them
+    feature_rows: int = 0
+    model_runs: int = 0
+    detections: StreamDetections = StreamDetections()
+    device_equals_host: bool
+    busy: Busy
+    frontend_arena_used: SourcedBytes | None = None
+    link: dict[str, Any] = field(default_factory=dict)
+    scores: StreamScores | None = None
+
+    @property
+    def optimal(self) -> OptimalScore | None:
+        return self.scores.optimal if self.scores and isinstance(self.scores.optimal, OptimalScore) else None
+
+
+Summary = Annotated[EvalSummary | StreamSummary, pydantic.Discriminator("kind")]
+
+
+# ---------------------------------------------------------------- the record and its files
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    manifest: Manifest
+    summary: EvalSummary | StreamSummary
+
+    @property
+    def kind(self) -> Kind:
+        return self.manifest.kind
+
+
+_ADAPTERS: dict = {}
+
+
+def _adapter(cls) -> pydantic.TypeAdapter:
+    if cls not in _ADAPTERS:
+        _ADAPTERS[cls] = pydantic.TypeAdapter(cls)
+    return _ADAPTERS[cls]
+
+
+def _parse(cls, data, where: str = "the run record"):
+    if isinstance(cls, type) and isinstance(data, cls):
+        return data
+    try:
+        return _adapter(cls).validate_python(data)
+    except pydantic.ValidationError as exc:
+        error = exc.errors()[0]
+        name = ".".join(str(part) for part in error["loc"]) or "it"
+        raise UserError(f"{where}: {name}: {error['msg']}; it is not a run record harness can read") from None
+
+
+def to_json(record) -> dict:
+    """A manifest or summary (or any part of one) as the JSON it is stored as."""
+    return _adapter(type(record)).dump_python(record, mode="json", by_alias=True)
+
+
+def _kind(data: dict) -> str:
+    return data.get("kind") or "eval"  # eval runs of earlier versions say no kind
+
+
+def _upgraded(manifest: dict) -> dict:
+    """Where earlier versions kept things: a stream run's firmware build id sat under board."""
+    manifest = dict(manifest, kind=_kind(manifest))
+    board = manifest.get("board") or {}
+    if "firmware_build_id" in board and "device" not in manifest:
+        manifest["device"] = {"firmware_build_id": board["firmware_build_id"]}
+    return manifest
+
+
+def parse_manifest(data: dict, where: str = MANIFEST) -> Manifest:
+    return _parse(Manifest, _upgraded(data), where)
+
+
+def parse_summary(data: dict, where: str = SUMMARY) -> EvalSummary | StreamSummary:
+    return _parse(Summary, dict(data, kind=_kind(data)), where)
+
+
+def parse(cls, data, where: str = "the run record"):
+    """One part of a record from its stored JSON (a part already parsed is returned as it is)."""
+    return _parse(cls, data, where)
+
+
+def kind_of(path: Path) -> str | None:
+    """The kind a folder's manifest names (None: no readable manifest)."""
+    try:
+        return _kind(json.loads((path / MANIFEST).read_text()))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def read_files(path: Path, spec: str | None = None) -> tuple[dict, dict]:
+    """The stored manifest and summary of the run folder `path` (named `spec` on the command line)."""
+    try:
+        return json.loads((path / MANIFEST).read_text()), json.loads((path / SUMMARY).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(
+            f"{spec or path} is not a run folder (needs {MANIFEST} and {SUMMARY}); see `harness runs`"
+        ) from exc
+
+
+def record_of(manifest: dict, summary: dict, where: Path | str = "") -> RunRecord:
+    """The typed record of a run folder's stored manifest and summary (`where`: the folder, for messages)."""
+    if _kind(manifest) not in KINDS:
+        raise UserError(f"{where or 'the run'} is a {_kind(manifest)} run, not an eval or stream run")
+    record = RunRecord(
+        parse_manifest(manifest, f"{where}/{MANIFEST}" if where else MANIFEST),
+        parse_summary(summary, f"{where}/{SUMMARY}" if where else SUMMARY),
+    )
+    if record.summary.kind != record.manifest.kind:
+        raise UserError(
+            f"{where or 'the run'}: its manifest is of a {record.manifest.kind} run, its summary of a "
+            f"{record.summary.kind} run; it is damaged"
+        )
+    return record
+
+
+def write_record(folder, record: RunRecord) -> None:
+    """The record into a run folder being written (harness/results/store.py RunFolder)."""
+    folder.write_json(MANIFEST, to_json(record.manifest))
+    folder.write_json(SUMMARY, to_json(record.summary))

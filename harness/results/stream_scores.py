@@ -1,0 +1,139 @@
+"""What a stream run's scores are: the typed results of harness/stream/scoring.py (detections scored
+against an event ledger under a policy), kept in the run record (harness/results/record.py)."""
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Detection:
+    label: str
+    time_ms: int
+    score: float
+    reference: str
+
+
+@dataclass
+class Outcome:
+    kind: str  # hit, substitution, miss, duplicate, false_alarm
+    event_label: str | None = None
+    event_ms: int | None = None
+    detection_label: str | None = None
+    detection_ms: int | None = None
+    score: float | None = None
+
+
+@dataclass
+class LabelRow:
+    label: str
+    events: int
+    hits: int
+    substitutions: int  # events of this label answered with another label
+    misses: int
+    detections: int
+    wrong_label: int  # detections of this label on another label's event
+    duplicates: int
+    false_alarms: int
+    recall: float | None
+    precision: float | None
+
+
+@dataclass
+class Latency:
+    timing_reference: str | None
+    measured_from: str  # event end, event start, or event end where known
+    count: int
+    min_ms: float | None = None
+    median_ms: float | None = None
+    p90_ms: float | None = None
+    max_ms: float | None = None
+    mean_ms: float | None = None
+    values_ms: list[int] = field(default_factory=list)
+
+
+@dataclass
+class OptimalScore:
+    policy: str
+    tolerance_ms: int
+    duration_ms: int
+    timing_reference: str | None
+    events: int
+    detections: int
+    hits: int
+    misses: int
+    substitutions: int
+    duplicates: int
+    false_alarms: int
+    recall: float | None  # hits / events
+    precision: float | None  # hits / detections
+    false_alarms_per_hour: float | None
+    unwanted_triggers: int  # false alarms + duplicates + substitutions: every action nobody asked for
+    unwanted_triggers_per_hour: float | None
+    ignored_events: int  # _silence_/_unknown_ annotations: not commands
+    ignored_detections: int  # _silence_/_unknown_ detections: no action follows
+    per_label: list[LabelRow]
+    latency: Latency
+    outcomes: list[Outcome]
+
+
+@dataclass
+class TfDetection:
+    label: str
+    time_ms: int
+    score: float
+    state: str  # Correct, Wrong, False Positive: the verbose tool's words
+    ground_truth_label: str | None
+    ground_truth_ms: int | None
+
+
+@dataclass
+class Convention:
+    name: str
+    description: str
+    affected: int
+    changed_numbers: bool
+
+
+@dataclass
+class TfCompatScore:
+    policy: str
+    tolerance_ms: int
+    duration_ms: int
+    timing_reference: str | None
+    ground_truth: int
+    matched: int  # entries in TF's matched list, repeats included
+    correct: int
+    wrong: int
+    false_positives: int
+    matched_percent: float | None
+    correct_percent: float | None
+    wrong_percent: float | None
+    false_positive_percent: float | None  # over the number of annotations, not over time
+    line: str  # exactly what print_accuracy_stats logs
+    false_positives_per_hour: float | None  # the time-based rate TF does not print, over the declared exposure
+    dropped_silence_detections: int
+    per_detection: list[TfDetection]
+    conventions: list[Convention]
+    changed_by: list[str]  # the conventions that changed the numbers against optimal in this run
+    caveats: list[str]
+
+
+@dataclass
+class MlperfSwwScore:
+    policy: str
+    wakeword: str | None
+    after_end_ms: int
+    debounce_ms: int
+    duration_ms: int
+    timing_reference: str | None
+    wakewords: int
+    true_positives: int
+    false_negatives: int
+    false_positives: int  # after the 1 s debounce
+    false_detections_before_debounce: int
+    ignored_detections: int  # other labels
+    true_positive_ms: list[int]
+    false_negative_ms: list[int]
+    false_positive_ms: list[int]
+    false_positives_per_hour: float | None
+    line: str  # summarize_sww_result's count line
+    caveats: list[str]

@@ -1,0 +1,151 @@
+"""Stream runs are runs: `harness runs` lists them beside eval runs, `harness report` reports their detections
+and false alarms, `harness check` gates them on figures a stream run has and refuses, in one line, a gate
+naming a figure it has not. Eight seconds of fixture clips on the virtual board: each run takes a second or two."""
+
+import base64
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.conftest import SHARED, assert_refused_in_one_line, fixture_model
+
+AUDIO = SHARED / "fixtures" / "audio"
+
+
+def _harness(cwd, *args):
+    command = [sys.executable, "-m", "harness", *args]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=os.environ.copy())
+
+
+def _run_id(done) -> str:
+    assert done.returncode == 0, done.stderr
+    return os.path.basename(done.stdout.strip())
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, private_cache):
+    """In one results folder: a scored stream run, a stream run without a ledger, and a small eval run."""
+    if not (AUDIO / "yes_1000ms.wav").is_file():
+        pytest.skip("needs ../shared/fixtures/audio (the TFLM yes/no clips; absent in a fresh clone)")
+    fixture_model("tflm/audio_preprocessor_int8.tflite")
+    fixture_model("wake_vision_zoo/wv_quality_k_2_c_3.tflite")
+    folder = tmp_path_factory.mktemp("stream-runs")
+    built = _harness(
+        folder, "stream", "build", "--clips", str(AUDIO), "--at", "yes:1000,no:3500,yes:6000",
+        "--duration-ms", "8000", "--out", "s.wav", "--quiet",
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    stream = ("stream", "--wav", "s.wav", "--results", "r", "--quiet")
+    ids = {
+        "scored": _run_id(_harness(folder, *stream, "--ledger", "s.csv")),
+        "unscored": _run_id(_harness(folder, *stream)),
+        "eval": _run_id(
+            _harness(folder, "eval", "--model", "wv_quality_k_2_c_3", "--limit", "4", "--results", "r", "--quiet")
+        ),
+    }
+    return folder, ids
+
+
+def test_runs_lists_stream_runs_beside_eval_runs(runs):
+    folder, ids = runs
+    done = _harness(folder, "runs", "--results", "r", "--json")
+    assert done.returncode == 0, done.stderr
+    listed = {row["run_id"]: row for row in json.loads(done.stdout)}
+    assert set(listed) == set(ids.values())
+    scored, unscored, evaluated = (listed[ids[name]] for name in ("scored", "unscored", "eval"))
+    assert scored["kind"] == unscored["kind"] == "stream" and evaluated["kind"] == "eval"
+    summary = json.loads((folder / "r" / ids["scored"] / "summary.json").read_text())
+    assert scored["events"] == 3 and scored["hits"] == summary["scores"]["optimal"]["hits"]
+    assert scored["detections"] == len(summary["detections"]["device"])
+    assert scored["device_equals_host"] and scored["pipeline_source"] == "sim"
+    assert unscored["events"] is None and unscored["detections"] == scored["detections"]
+    assert evaluated["latency_source"] == "sim" and evaluated["samples"] == 4
+
+    text = _harness(folder, "runs", "--results", "r").stdout
+    assert "stream runs in r" in text and "not scored" in text and "(sim)" in text
+
+
+def test_a_stream_run_records_where_its_figures_come_from(runs):
+    folder, ids = runs
+    run = folder / "r" / ids["scored"]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["kind"] == "stream" and manifest["board"]["latency_source"] == "sim"
+    assert manifest["device"]["firmware_build_id"].startswith("sim-")
+    assert manifest["audio"]["ledger"] == "s.csv" and len(manifest["audio"]["sha256"]) == 64
+    assert manifest["model"]["frontend"].endswith("audio_preprocessor_int8.tflite")
+    assert manifest["settings"]["wav"] == "s.wav"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["busy"]["source"] == summary["frontend_arena_used"]["source"] == "sim"
+
+
+def test_report_of_a_stream_run_shows_its_detections_and_false_alarms(runs):
+    folder, ids = runs
+    out = folder / "report.html"
+    done = _harness(folder, "report", ids["scored"], ids["unscored"], ids["eval"], "--results", "r", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    for text in ("optimal: one-to-one matching", "false alarms / hour", "unwanted triggers / hour", "per label"):
+        assert text in page
+    assert "% matched" in page and "True Positives" in page  # tf-compat's and mlperf-sww's lines
+    assert "Not scored: the run had no ledger" in page
+    assert "Per subset" in page  # the eval run keeps its own section
+    figures = dict(re.findall(r'alt="([^"]+)" src="data:image/svg\+xml;base64,([^"]+)"', page))
+    timeline = base64.b64decode(figures["Detections along the stream"]).decode()
+    assert ">yes<" in timeline and "seconds into the stream" in timeline
+
+
+def test_check_gates_a_stream_run(runs, tmp_path):
+    folder, ids = runs
+    gates = tmp_path / "gates.toml"
+    gates.write_text(
+        "[agreement]\nmin = 1.0\n[recall]\nmin = 0.3\n[false_alarms_per_hour]\nmax = 1000\n"
+        "[unwanted_triggers_per_hour]\nmax = 1000\n"
+    )
+    junit = tmp_path / "junit.xml"
+    done = _harness(folder, "check", ids["scored"], "--gates", str(gates), "--results", "r", "--junit", str(junit))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS agreement" in done.stdout and "events; optimal policy" in done.stdout
+    cases = ET.parse(junit).getroot().findall("testcase")
+    assert [c.get("name") for c in cases] == [
+        "agreement",
+        "recall",
+        "false_alarms_per_hour",
+        "unwanted_triggers_per_hour",
+    ]
+
+    gates.write_text("[recall]\nmin = 1.01\n")
+    done = _harness(folder, "check", ids["scored"], "--gates", str(gates), "--results", "r")
+    assert done.returncode == 1 and "FAIL recall" in done.stdout
+
+    done = _harness(folder, "check", ids["unscored"], "--gates", str(gates), "--results", "r")
+    assert done.returncode == 1 and "not evaluated: the run was not scored" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("run", "gate", "words"),
+    [
+        ("scored", "[accuracy_drop]\nmax = 0.01\n", ("[accuracy_drop]", "stream runs", "[recall] min")),
+        ("scored", "[latency]\nmax_regression = 0.05\n", ("[latency]", "stream runs")),
+        ("eval", "[false_alarms_per_hour]\nmax = 1\n", ("[false_alarms_per_hour]", "eval runs", "[agreement] min")),
+    ],
+)
+def test_a_gate_naming_a_figure_the_run_has_not_is_refused_in_one_line(runs, tmp_path, run, gate, words):
+    folder, ids = runs
+    gates = tmp_path / "gates.toml"
+    gates.write_text(gate)
+    assert_refused_in_one_line(_harness(folder, "check", ids[run], "--gates", str(gates), "--results", "r"), *words)
+
+
+def test_a_baseline_of_another_kind_and_compare_of_a_stream_run_are_refused(runs, tmp_path):
+    folder, ids = runs
+    gates = tmp_path / "gates.toml"
+    gates.write_text("[agreement]\nmin = 0.9\n")
+    done = _harness(folder, "check", ids["scored"], "--gates", str(gates), "--baseline", ids["eval"], "--results", "r")
+    assert_refused_in_one_line(done, "is an eval run", "same kind")
+    done = _harness(folder, "compare", ids["scored"], ids["eval"], "--results", "r")
+    assert_refused_in_one_line(done, "is a stream run", "two eval runs")
