@@ -58,6 +58,7 @@ def test_the_deployed_frontend_feeds_micro_speech_its_reference_clips(word):
     assert card.output.labels[int(np.argmax(scores))] == word
 
 
+@pytest.mark.slow
 @needs_espeak
 def test_micro_speech_on_the_virtual_board_matches_the_host_byte_for_byte(tmp_path):
     fixture_model("tflm/audio_preprocessor_int8.tflite")
@@ -103,6 +104,7 @@ def test_a_clip_in_the_wrong_format_is_unreadable_not_resampled(tmp_path):
         read_clip(tmp_path / "junk.wav", 16000)
 
 
+@pytest.mark.slow
 @needs_espeak
 def test_the_report_of_a_keyword_run_draws_its_classes(tmp_path):
     """The confusion figure has the card's labels (not a person/non-person 2x2 that drops most clips),

@@ -122,6 +122,7 @@ def _card_copy(tmp_path, old: str, new: str) -> str:
     return "card.toml"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("old", "new", "named"),
     [
@@ -148,6 +149,7 @@ def test_frontend_settings_it_cannot_build_are_refused_in_one_line(tmp_path, old
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
 def test_a_caveat_is_printed_as_written(tmp_path):
     """Brackets are text (TOML table names are what a caveat quotes), never console markup."""
     card = _card_copy(tmp_path, 'caveat = """', 'caveat = """see [frontend] and [/] here; ')
@@ -156,6 +158,7 @@ def test_a_caveat_is_printed_as_written(tmp_path):
     assert "caveat (model card): see [frontend] and [/] here;" in done.stdout
 
 
+@pytest.mark.slow
 @needs_espeak
 def test_mlperf_kws_on_the_virtual_board_matches_the_host_byte_for_byte(tmp_path):
     fixture_model("mlperf_tiny/keyword_spotting.tflite")

@@ -109,6 +109,7 @@ def test_consistency_is_checked_beyond_the_types(tmp_path):
         load_board_file(_write(tmp_path, "p.toml", missing_hal))
 
 
+@pytest.mark.slow
 def test_the_user_boards_folder_is_listed_and_its_boards_are_named_by_id(tmp_path):
     folder = tmp_path / "my-boards"
     _write(folder, "bench_sim.toml", SIM_BOARD.replace('id = "sim"', 'id = "bench_sim"'))
@@ -142,6 +143,7 @@ def test_a_board_of_a_new_family_is_one_board_file_and_one_hal_folder(tmp_path):
     assert "platform = raspberrypi@1.9.0" in ini and "tflm_cortexm@1.0.0" in ini
 
 
+@pytest.mark.slow
 def test_eval_runs_on_a_virtual_board_file_from_outside_the_package(tmp_path):
     board_file = _write(tmp_path / "lab", "desk_sim.toml", SIM_BOARD.replace('id = "sim"', 'id = "desk_sim"') + "\n")
     results = tmp_path / "results"

@@ -76,6 +76,7 @@ def test_eval_on_the_validation_split(tmp_path, published, small_model):
     assert summary["subsets"]["validation"]["device"]["accuracy_ci95"] is not None
 
 
+@pytest.mark.slow
 def test_datasets_lists_the_sources():
     done = _harness("datasets", "--json")
     sources = json.loads(done.stdout)
@@ -84,6 +85,7 @@ def test_datasets_lists_the_sources():
     assert all("keyword" in source["kind"] for source in sources[4:])
 
 
+@pytest.mark.slow
 def test_dataset_build_labels_images_from_open_images_style_boxes(tmp_path, small_model):
     from PIL import Image
 

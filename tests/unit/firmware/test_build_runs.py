@@ -35,6 +35,7 @@ def test_a_failure_is_a_build_failure_naming_the_first_error_and_the_log(tmp_pat
         run_build(command, tmp_path, tmp_path / "log", what="the lib", sources=1, compile_markers=("cc ",), timeout=60)
 
 
+@pytest.mark.slow
 def test_a_hang_is_ended_at_the_bound(tmp_path):
     command = _script(tmp_path, "import time; print('cc -c a.c', flush=True); time.sleep(600)\n")
     with pytest.raises(BuildError, match=r"building the lib did not finish within 2 s; log: "):

@@ -80,7 +80,7 @@ def test_the_makefile_and_platformio_builds_take_one_assembly(small_model, tmp_p
     selftest = Assembly(get_board("qemu_m4"), None, None, None, bare_metal=True)
     assert "no_model_runner.c" in {p.name for p in selftest.sources} and selftest.defines == []
     assert "no_model_runner.c" not in {p.name for p in qemu.sources}
-    with pytest.raises(UserError, match="--tflm PATH"):
+    with pytest.raises(UserError, match="'tflm' PATH"):
         Assembly(get_board("qemu_m4"), model, None, None, bare_metal=True)
 
     def makefile(flags: str):

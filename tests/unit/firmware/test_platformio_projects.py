@@ -180,6 +180,7 @@ def test_flash_refuses_a_board_that_answers_with_another_model(fake_pio, tmp_pat
     assert done.returncode == 2 and "answers with model" in done.stderr and len(error_lines(done)) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "code", "message"),
     [("fail", 1, "PlatformIO build/upload failed (Error: Please specify"), ("hang", 1, "did not finish within 2 s")],

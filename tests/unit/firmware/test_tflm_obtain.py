@@ -193,6 +193,7 @@ def nothing_half_written(cache: Path):
     assert not archives.is_dir() or not [p for p in archives.iterdir() if p.name.endswith(".partial")]
 
 
+@pytest.mark.slow
 def test_prepare_places_patched_downloads_and_generates_the_tree(standin):
     done = harness(standin.env, "tflm", "prepare", "--board", "nucleo_h743")
     assert done.returncode == 0, done.stderr
@@ -237,6 +238,7 @@ def test_a_folder_mirror_works_too(standin):
     assert not standin.mirror.requests
 
 
+@pytest.mark.slow
 def test_list_and_remove(standin):
     assert harness(standin.env, "tflm", "prepare", "--board", "nucleo_h743").returncode == 0
     key = board_recipe(get_board("nucleo_h743")).key
@@ -290,6 +292,7 @@ def test_without_a_mirror_the_pinned_urls_are_used(standin):
     nothing_half_written(standin.cache)
 
 
+@pytest.mark.slow
 def test_commands_that_build_firmware_go_through_it(standin, small_model):
     """generate and flash (a real board) and eval (a QEMU board) without --tflm: the board's tree is fetched."""
     env = standin.env | {"HARNESS_TFLM_MIRROR": f"http://127.0.0.1:{closed_port()}/"}
@@ -330,6 +333,7 @@ def test_esp32_says_where_its_tflm_comes_from(standin):
     assert "harness prepares no tree" in done.stdout and not standin.mirror.requests
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "expected"),
     [
@@ -397,6 +401,7 @@ def test_recipes_are_board_data():
     assert tflm_obtain.tflm_source(get_board("nano33ble")) == "lib_deps"
 
 
+@pytest.mark.slow
 def test_flash_without_tflm_prepares_the_tree_then_builds_uploads_and_checks(standin, small_model, tmp_path):
     """The online path end to end: the tree comes from the (loopback) mirror, PlatformIO is a stand-in `pio`
     that succeeds, and the board on a pseudo-terminal reports the model and build id harness generated."""

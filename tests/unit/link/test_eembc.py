@@ -126,6 +126,7 @@ def _device_outputs(tmp_path, *args) -> list[bytes]:
     return pq.read_table(run / "samples.parquet").column("device_output").to_pylist()
 
 
+@pytest.mark.slow
 def test_eval_over_the_eembc_protocol_gives_the_device_results_of_ours(tmp_path, small_model):
     ours = _device_outputs(tmp_path, "ours")
     eembc = _device_outputs(tmp_path, "--protocol", "eembc", "eembc")

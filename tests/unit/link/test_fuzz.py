@@ -33,6 +33,7 @@ SPEC = TensorSpec(3, (1, 4), 0.5, 2, 4)
 INFO = DeviceInfo(2, "b", "x", "", 0, 0, 64, 64, 0, 0, 1000, TickKind.WALL_CLOCK, 0, SPEC, SPEC)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("clang") is None, reason="needs clang with libFuzzer (scripts/install --test)")
 def test_libfuzzer_finds_no_crash_hang_or_malformed_answer_in_the_device_core(tmp_path):
     binary = tmp_path / "fuzz_device"

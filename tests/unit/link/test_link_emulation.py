@@ -2,6 +2,8 @@
 
 import time
 
+import pytest
+
 from harness.device.sim_board import LinkEmulation
 from harness.link.framing import FrameDecoder, encode_frame
 from harness.link.protocol import RESPONSE_BIT, Msg, load_input_payload
@@ -57,6 +59,7 @@ def test_next_input_is_accepted_while_the_model_runs():
     assert events[1].payload[12:] == expected_output(bytes(100), 2)  # the first input, not the second
 
 
+@pytest.mark.slow
 def test_pipelined_stream_keeps_every_result():
     baud, data = 921600, [bytes([i]) * len(INPUT) for i in range(6)]
     invoke_ms = len(INPUT) * 10 / baud * 1e3  # inference as long as the transfer
@@ -108,6 +111,7 @@ def test_baud_switch_after_the_handshake_speeds_up_the_emulated_link():
     assert seconds >= len(INPUT) * 10 / 2_000_000
 
 
+@pytest.mark.slow
 def test_a_baud_switch_the_link_cannot_carry_falls_back_on_both_ends():
     with core_on_pty(ChecksumRunner(len(INPUT), 2), emulation=LinkEmulation(115200, 2_000_000), **FRAMES) as (p, c):
         c.port = _WrongRateDropsBytes(p)
@@ -150,6 +154,7 @@ def _switch_through(lose):
     return core_on_pty(ChecksumRunner(len(INPUT), 2), emulation=emulation, wrap=wrap, **FRAMES), boards
 
 
+@pytest.mark.slow
 def test_a_heard_hello_whose_answers_are_lost_does_not_strand_the_device_at_the_new_rate():
     link, boards = _switch_through(lambda pair: pair.baudrate == NEW_RATE)  # the host hears nothing there
     with link as (_, c):
@@ -159,6 +164,7 @@ def test_a_heard_hello_whose_answers_are_lost_does_not_strand_the_device_at_the_
         assert c.run(INPUT).output == expected_output(INPUT, 2)
 
 
+@pytest.mark.slow
 def test_a_lost_confirmation_answer_finds_the_device_committed_at_the_new_rate():
     link, boards = _switch_through(lambda pair: pair.baudrate == NEW_RATE and pair.sent[-1] == Msg.LINK_TEST)
     with link as (_, c):
@@ -168,6 +174,7 @@ def test_a_lost_confirmation_answer_finds_the_device_committed_at_the_new_rate()
         assert c.run(INPUT).output == expected_output(INPUT, 2)
 
 
+@pytest.mark.slow
 def test_set_baud_without_an_answer_falls_back_instead_of_raising():
     link, boards = _switch_through(lambda pair: pair.sent[-1] == Msg.SET_BAUD)
     with link as (_, c):

@@ -204,6 +204,7 @@ def test_a_damaged_chunk_sent_ahead_is_sent_again():
     assert ErrorCode.BAD_CRC in errors
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", board_ids("hosted"))
 def test_one_slot_pipelining_through_each_hosted_hal(name):
     """The real HAL sources (their rings, their announced buffers): pipelined results equal sequential

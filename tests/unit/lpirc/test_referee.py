@@ -48,6 +48,7 @@ def _post(url: str, path: str, fields) -> tuple[int, bytes]:
         return error.code, error.read()
 
 
+@pytest.mark.slow
 def test_a_client_plays_a_session_and_requests_past_the_limit_get_401(lpirc_folder, tmp_path):
     images = load_referee_set(str(lpirc_folder), None, None, seed=7)
     assert images.order == shuffle_in_groups(3, 7)

@@ -186,6 +186,7 @@ def _eval(tmp_path, card, limit="8"):
     return done, results
 
 
+@pytest.mark.slow
 def test_keyword_labels_that_do_not_match_the_outputs_are_refused_before_the_run(tmp_path):
     text = re.sub(r"^\[streaming\]\n(.*\n)*", "", _micro_speech_text(), flags=re.M)
     card = _card(tmp_path, r"^labels = \[.*\]", 'labels = ["silence", "unknown", "yes"]', text)

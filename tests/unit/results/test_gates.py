@@ -209,6 +209,7 @@ def test_compare_latency_of_different_sources_is_not_judged(device_and_sim_runs)
     assert result["arena_used_delta"] is None and not result["significant"]
 
 
+@pytest.mark.slow
 def test_compare_prints_a_subset_without_pairs_and_both_sources(device_and_sim_runs):
     root, a, b = device_and_sim_runs
     done = _harness("compare", a, b, "--results", str(root))
@@ -218,6 +219,7 @@ def test_compare_prints_a_subset_without_pairs_and_both_sources(device_and_sim_r
     assert "arena used: not comparable: arena not reported by the DUT" in done.stdout
 
 
+@pytest.mark.slow
 def test_junit_to_an_unwritable_place_is_one_line(device_and_sim_runs):
     root, a, _ = device_and_sim_runs
     gates = root / "gates.toml"

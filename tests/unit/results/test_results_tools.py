@@ -34,6 +34,7 @@ def runs(tmp_path_factory, vww_model):
     return folder / "results", ids
 
 
+@pytest.mark.slow
 def test_runs_are_listed(runs):
     results, ids = runs
     listed = json.loads(_harness("runs", "--results", str(results), "--json").stdout)
@@ -41,6 +42,7 @@ def test_runs_are_listed(runs):
     assert all(row["latency_source"] == "sim" for row in listed)
 
 
+@pytest.mark.slow
 def test_same_model_twice_is_not_a_significant_difference(runs):
     results, ids = runs
     done = _harness("compare", ids["base"], ids["again"], "--results", str(results), "--json")
@@ -50,6 +52,7 @@ def test_same_model_twice_is_not_a_significant_difference(runs):
     assert all(s["mcnemar_p"] == 1.0 for s in result["subsets"].values())
 
 
+@pytest.mark.slow
 def test_perturbed_model_is_a_significant_difference(runs):
     results, ids = runs
     result = json.loads(_harness("compare", ids["base"], ids["swapped"], "--results", str(results), "--json").stdout)
@@ -102,6 +105,7 @@ def test_unknown_gate_is_a_clear_error(runs, tmp_path):
 CHROMIUM = shutil.which("chromium")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (scripts/install --test installs it as root)")
 def test_report_renders_in_headless_chromium(runs, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api", reason="needs the playwright package (test extras)")
