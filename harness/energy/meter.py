@@ -3,19 +3,52 @@
 import importlib
 import threading
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 import numpy as np
 
 from harness.energy.trace import PowerTrace
 from harness.errors import LinkError, UserError, setting
 
-METER_KINDS = {
-    "wt310": "Yokogawa WT300/WT310 over VISA, e.g. wt310:USB0::0x0B21::0x0025::C2PH13047V::INSTR "
-    "or wt310:TCPIP0::127.0.0.1::5025::SOCKET",
-    "joulescope": "Joulescope JS110/JS220, e.g. joulescope:auto or joulescope:<serial number>",
-    "ppk2": "Nordic Power Profiler Kit II, e.g. ppk2:/dev/ttyACM0 or ppk2:auto (source meter at 3300 mV)",
-    "csv": "replay of a WT310 log (V,I,P,Wh,sample count per row at 1 s), e.g. csv:powermeter.csv",
+
+@dataclass(frozen=True)
+class MeterKind:
+    """One kind of power meter: what --meter KIND:ADDRESS names, and the class (imported when used) that
+    opens it from the ADDRESS."""
+
+    description: str
+    module: str
+    class_name: str
+
+    def open(self, address: str) -> "Meter":
+        return getattr(importlib.import_module(self.module), self.class_name)(address)
+
+
+# The meters harness can open, registered here and nowhere else (a new meter: a Meter subclass and a line here).
+METERS = {
+    "wt310": MeterKind(
+        "Yokogawa WT300/WT310 over VISA, e.g. wt310:USB0::0x0B21::0x0025::C2PH13047V::INSTR "
+        "or wt310:TCPIP0::127.0.0.1::5025::SOCKET",
+        "harness.energy.wt310",
+        "Wt310Meter",
+    ),
+    "joulescope": MeterKind(
+        "Joulescope JS110/JS220, e.g. joulescope:auto or joulescope:<serial number>",
+        "harness.energy.vendor_meters",
+        "JoulescopeMeter",
+    ),
+    "ppk2": MeterKind(
+        "Nordic Power Profiler Kit II, e.g. ppk2:/dev/ttyACM0 or ppk2:auto (source meter at 3300 mV)",
+        "harness.energy.vendor_meters",
+        "Ppk2Meter",
+    ),
+    "csv": MeterKind(
+        "replay of a WT310 log (V,I,P,Wh,sample count per row at 1 s), e.g. csv:powermeter.csv",
+        "harness.energy.replay",
+        "CsvReplayMeter",
+    ),
 }
+METER_KINDS = {kind: meter.description for kind, meter in METERS.items()}
 
 
 def require_package(module: str, pip_name: str, kind: str):
@@ -139,20 +172,6 @@ def open_meter(spec: str) -> Meter:
     if not sep or not address:
         raise UserError(f"{setting('meter')} {spec!r} is not KIND:ADDRESS; kinds: {', '.join(METER_KINDS)}")
     kind = kind.lower()
-    if kind == "wt310":
-        from harness.energy.wt310 import Wt310Meter
-
-        return Wt310Meter(address)
-    if kind == "joulescope":
-        from harness.energy.vendor_meters import JoulescopeMeter
-
-        return JoulescopeMeter(address)
-    if kind == "ppk2":
-        from harness.energy.vendor_meters import Ppk2Meter
-
-        return Ppk2Meter(address)
-    if kind == "csv":
-        from harness.energy.replay import CsvReplayMeter
-
-        return CsvReplayMeter(address)
+    if kind in METERS:
+        return METERS[kind].open(address)
     raise UserError(f"unknown meter kind {kind!r} in {setting('meter')} {spec!r}; kinds: {', '.join(METER_KINDS)}")

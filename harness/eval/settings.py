@@ -38,7 +38,7 @@ class Flag:
     given: Callable[[Any], Any] | None = None  # the command line's value as the run keeps it
 
 
-def setting(help: str, default: Any = None, **flag) -> Any:
+def option(help: str, default: Any = None, **flag) -> Any:
     """A field of EvalSettings with its command-line flag."""
     return dataclasses.field(default=default, metadata={"flag": Flag(help, **flag)})
 
@@ -55,50 +55,50 @@ TFLM_HELP = "TFLM tree for QEMU firmware builds (default: $HARNESS_TFLM_TREE, el
 
 @dataclass(frozen=True)
 class EvalSettings:
-    board: str = setting("board id from boards/ (default: sim, the virtual board)", DEFAULT_BOARD)
-    model: str = setting("model card name or card .toml path", DEFAULT_MODEL)
-    model_file: str | None = setting("a .tflite to use instead of the card's own file (same preprocessing)")
-    port: str | None = setting("serial device or pyserial URL of a real board (default: found by USB id)")
-    serial: str | None = setting("with several boards of a kind attached: the USB serial number to use")
-    dataset: str = setting(
+    board: str = option("board id from boards/ (default: sim, the virtual board)", DEFAULT_BOARD)
+    model: str = option("model card name or card .toml path", DEFAULT_MODEL)
+    model_file: str | None = option("a .tflite to use instead of the card's own file (same preprocessing)")
+    port: str | None = option("serial device or pyserial URL of a real board (default: found by USB id)")
+    serial: str | None = option("with several boards of a kind attached: the USB serial number to use")
+    dataset: str = option(
         "'demo', a folder (published Wake Vision layout, or labels.csv + images/), or hf:Harvard-Edge/Wake-Vision",
         DEMO,
     )
-    subset: str = setting("comma-separated subsets (see `harness subsets`)", "all")
-    split: str | None = setting("split(s) of a published-layout dataset, e.g. test or test,validation")
-    limit: int | None = setting(
+    subset: str = option("comma-separated subsets (see `harness subsets`)", "all")
+    split: str | None = option("split(s) of a published-layout dataset, e.g. test or test,validation")
+    limit: int | None = option(
         "evaluate at most this many subset members (--pools adds the whole pools)", type=positive_int
     )
-    pools: bool = setting(
+    pools: bool = option(
         "also evaluate each subset's whole F1 negative pool, as F1 needs (--limit never cuts it)", False, switch=True
     )
-    strict: bool = setting("stop at an unreadable image instead of skipping it", False, switch=True)
-    references: tuple[str, ...] = setting(
+    strict: bool = option("stop at an unreadable image instead of skipping it", False, switch=True)
+    references: tuple[str, ...] = option(
         f"host references, comma-separated (default: {','.join(DEFAULT_REFERENCES)})",
         DEFAULT_REFERENCES,
         type=reference_names,
     )
-    tflm: str | None = setting(TFLM_HELP)
-    protocol: str = setting(
+    tflm: str | None = option(TFLM_HELP)
+    protocol: str = option(
         "the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware",
         "harness",
         choices=("harness", "eembc"),
     )
-    link_baud: int | None = setting(
+    link_baud: int | None = option(
         "virtual board: pace its link like a UART at this baud rate (0: unpaced)", type=baud_rate
     )
-    emulate_invoke_ms: float | None = setting("virtual board: each inference takes at least this long", type=invoke_ms)
-    switch_baud: int | None = setting(
+    emulate_invoke_ms: float | None = option("virtual board: each inference takes at least this long", type=invoke_ms)
+    switch_baud: int | None = option(
         "after the handshake, switch the link to this baud rate (0: stay)", type=baud_rate
     )
-    faults: FaultSpec | None = setting(
+    faults: FaultSpec | None = option(
         "inject link faults through a proxy, e.g. drop=1e-3,corrupt=1e-3,dup=1e-4,reset-every=200", type=fault_spec
     )
-    labgrid_place: str | None = setting(
+    labgrid_place: str | None = option(
         "a board in a labgrid farm: acquire the place, use its serial port", metavar="NAME"
     )
-    meter: str | None = setting("power meter KIND:ADDRESS for energy per inference (see docs/energy.md)")
-    order_seed: int | None = setting(
+    meter: str | None = option("power meter KIND:ADDRESS for energy per inference (see docs/energy.md)")
+    order_seed: int | None = option(
         "shuffle samples in small groups (seed)",
         flag="--shuffle",
         type=seed_number,
