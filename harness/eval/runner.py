@@ -24,7 +24,6 @@ from harness.eval.subsets import Subset, select_samples
 from harness.eval.tasks import task_for
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
-from harness.link.faults import FaultSpec
 from harness.link.protocol import DeviceInfo, TickKind, Timing
 from harness.model.card import ModelCard
 from harness.model.deployable import require_tflm_kernels
@@ -72,27 +71,6 @@ class EvalRequest:
     tflm: TflmTree | None = None
     run_id: str | None = None  # set: resume this unfinished run from its journal
     converted_from: dict | None = None  # a float card's source model: its file and sha256 (harness convert)
-
-    # How the board is reached, as connect() takes it.
-    @property
-    def port(self) -> str | None:
-        return self.settings.port
-
-    @property
-    def serial_number(self) -> str | None:
-        return self.settings.serial
-
-    @property
-    def protocol(self) -> str:
-        return self.settings.protocol
-
-    @property
-    def faults(self) -> FaultSpec | None:
-        return self.settings.faults
-
-    @property
-    def labgrid_place(self) -> str | None:
-        return self.settings.labgrid_place
 
 
 @dataclass
@@ -161,12 +139,13 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
     records = {i: _journaled_record(inputs.samples, entry) for i, entry in journal.load().items()}
     todo = [i for i in range(len(inputs.samples)) if i not in records]
     board, model = request.board, request.model
+    settings = request.settings
     options = ConnectOptions(
-        port=request.port,
-        serial_number=request.serial_number,
-        protocol=request.protocol,
-        faults=request.faults,
-        labgrid_place=request.labgrid_place,
+        port=settings.port,
+        serial_number=settings.serial,
+        protocol=settings.protocol,
+        faults=settings.faults,
+        labgrid_place=settings.labgrid_place,
         tflm=request.tflm,
         uses=("run_stream",),
     )
