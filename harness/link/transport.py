@@ -1,5 +1,11 @@
-"""Open a link to a device: a serial device path or any pyserial URL (socket://, rfc2217://, loop://)."""
+"""Open a link to a device: a serial device path or any pyserial URL (socket://, rfc2217://, loop://).
 
+A transport of your own is a pyserial URL handler: a module `<package>.protocol_<scheme>` with a `Serial`
+class (pyserial's `serial_for_url` finds it by the URL's scheme); HARNESS_URL_HANDLERS names the packages
+(comma-separated) harness adds to pyserial's search before it opens a link.
+"""
+
+import os
 import time
 
 import serial
@@ -11,7 +17,14 @@ ESP32_RESET_SECONDS = 0.1
 ESP32_BOOT_SECONDS = 1.5
 
 
+def _add_url_handlers() -> None:
+    for package in filter(None, (p.strip() for p in os.environ.get("HARNESS_URL_HANDLERS", "").split(","))):
+        if package not in serial.protocol_handler_packages:
+            serial.protocol_handler_packages.append(package)
+
+
 def open_link(url: str, baudrate: int = 115200, reset_on_connect: str | None = None) -> serial.SerialBase:
+    _add_url_handlers()
     try:
         port = serial.serial_for_url(url, baudrate=baudrate, timeout=POLL_SECONDS, write_timeout=10, do_not_open=True)
         if reset_on_connect == "esp32":

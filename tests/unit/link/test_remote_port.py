@@ -104,3 +104,27 @@ def test_labgrid_place_without_labgrid_is_a_one_line_user_error():
 def test_labgrid_place_needs_a_real_board():
     done = _harness("link-test", "--board", "sim", "--labgrid-place", "lab1")
     assert done.returncode == 2 and "needs a real board" in done.stderr
+
+
+def test_a_transport_of_ones_own_is_a_pyserial_url_handler(tmp_path, monkeypatch):
+    """HARNESS_URL_HANDLERS adds a package whose protocol_<scheme> module pyserial finds by the URL's scheme."""
+    from harness.link.transport import open_link
+
+    package = tmp_path / "lab_transports"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "protocol_benchloop.py").write_text(
+        "from serial.urlhandler.protocol_loop import Serial as _Loop\n\n\n"
+        "class Serial(_Loop):\n"
+        "    def from_url(self, url):\n"
+        "        return super().from_url(url.replace('benchloop://', 'loop://', 1))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("HARNESS_URL_HANDLERS", "lab_transports")
+    link = open_link("benchloop://", 921600)
+    try:
+        link.write(b"HELLO")
+        assert link.read(5) == b"HELLO" and link.baudrate == 921600
+        assert type(link).__module__ == "lab_transports.protocol_benchloop"
+    finally:
+        link.close()
