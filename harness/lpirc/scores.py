@@ -25,6 +25,7 @@ from harness.energy.trace import JOULES_PER_WH
 from harness.errors import UserError, setting
 from harness.eval.detection import mean_average_precision, read_boxes
 from harness.lpirc.referee import answers_correct
+from harness.results.record import Energy, Streaming, SubsetResult, parse
 
 
 @dataclass(frozen=True)
@@ -55,26 +56,26 @@ def _trace_energy_j(path: Path, end: float | None) -> float | None:
     return float(np.interp(end, t, energy) - np.interp(max(0.0, t[0]), t, energy))
 
 
-def _energy_to(path: Path, summary: dict, limit: float | None) -> float | None:
-    streaming = summary["energy"].get("streaming") if summary.get("kind", "eval") == "eval" else None
+def _energy_to(path: Path, streaming: Streaming | None, limit: float | None) -> float | None:
+    """Joules up to `limit`: from the eval's streaming figure (first sample to last answer) when there is one."""
     if streaming is None:
         return _trace_energy_j(path, limit)
     if limit is None:
-        return streaming["joules"]
+        return streaming.joules
     return _trace_energy_j(
-        path, min(limit, streaming["seconds"])
+        path, min(limit, streaming.seconds)
     )  # the meter's tail after the last answer is not the run's
 
 
-def _eval_accuracy(path: Path, summary: dict, subset: str | None, limit: float | None) -> float:
+def _eval_accuracy(path: Path, subsets: dict[str, SubsetResult], subset: str | None, limit: float | None) -> float:
     from harness.eval.subsets import SUBSETS
     from harness.samples import Sample
 
-    name = subset or next(iter(summary["subsets"]))
-    if name not in summary["subsets"]:
-        raise UserError(f"run {path.name} has no subset {name}; it has {', '.join(summary['subsets'])}")
+    name = subset or next(iter(subsets))
+    if name not in subsets:
+        raise UserError(f"run {path.name} has no subset {name}; it has {', '.join(subsets)}")
     if limit is None:
-        return summary["subsets"][name]["device"]["accuracy"] or 0.0
+        return subsets[name].device.accuracy or 0.0
     samples = pq.read_table(path / "samples.parquet").to_pydict()
     received = np.array(pq.read_table(path / "energy.parquet").to_pydict()["received_s"])
     members = np.array(samples[f"in_{name}"], dtype=bool)
@@ -99,20 +100,27 @@ def _referee_accuracy(path: Path, summary: dict, limit: float | None) -> float:
 
 
 def score_run(path: Path, subset: str | None = None, limit: float | None = None) -> RunScore:
-    summary = json.loads((path / "summary.json").read_text())
-    kind = summary.get("kind", "eval")
-    energy = summary.get("energy")
+    """An eval run (read through the run record) or a referee session (its own summary), scored per Wh."""
+    stored = json.loads((path / "summary.json").read_text())
+    referee = stored.get("kind") == "referee"
+    where = f"{path.name}/summary.json"
+    energy = stored.get("energy")
+    if not referee and energy:  # an eval run: the parts of its record a score needs, typed
+        energy = parse(Energy, energy, where)
     if not energy:
         raise UserError(f"run {path.name} has no energy figures: run it with {setting('meter')} KIND:ADDRESS")
-    joules = _energy_to(path, summary, limit)
+    joules = _energy_to(path, None if referee else energy.streaming, limit)
     if joules is None:
         raise UserError(f"run {path.name} has no power.parquet to take energy from")
-    if kind == "referee":
-        accuracy, metric = _referee_accuracy(path, summary, limit), summary["metric"]
+    if referee:
+        kind, metric, source = "referee", stored["metric"], energy["source"]
+        accuracy = _referee_accuracy(path, stored, limit)
     else:
-        accuracy, metric = _eval_accuracy(path, summary, subset, limit), "accuracy"
+        kind, metric, source = "eval", "accuracy", energy.source
+        subsets = {name: parse(SubsetResult, result, where) for name, result in stored.get("subsets", {}).items()}
+        accuracy = _eval_accuracy(path, subsets, subset, limit)
     wh = joules / JOULES_PER_WH
-    return RunScore(path.name, kind, metric, accuracy, wh, energy["source"], accuracy / wh if has_energy(wh) else None)
+    return RunScore(path.name, kind, metric, accuracy, wh, source, accuracy / wh if has_energy(wh) else None)
 
 
 def has_energy(wh: float) -> bool:
