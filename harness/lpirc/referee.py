@@ -13,10 +13,20 @@ A bad or expired token gets 401, a bad index or mismatched field counts 406. Onc
 (logout or the time limit) every request gets 401, /help, /login and result posts included, and the
 session is scored with what came in time; logging in again during the session returns the same token and
 does not restart the clock. A meter that fails to start refuses the login with 503.
+
+Limits, checked before the token: a body may hold at most 1 MiB (MAX_BODY_BYTES); a larger Content-Length
+gets 413 and the body is not read. A POST needs a Content-Length (decimal digits); a malformed one gets 400,
+as does a body shorter than announced; a connection silent for 10 s (REQUEST_TIMEOUT_S) is answered 408
+and closed. confidence and the box corners must be finite, with xmin <= xmax and ymin <= ymax, else 400.
+An error inside the referee gets 500 and one line on its stderr; it goes on serving.
 """
 
+import contextlib
 import ipaddress
+import math
+import re
 import secrets
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,6 +44,9 @@ from harness.eval.order import shuffle_in_groups
 HELP = __doc__
 RESULT_FIELDS = ("CLASS_ID", "confidence", "xmin", "xmax", "ymin", "ymax")
 TRUTH_FILES = ("ground_truth.csv", "csv/golden_output.csv")
+MAX_BODY_BYTES = 1 << 20  # a request body's cap (a result post of thousands of boxes fits)
+REQUEST_TIMEOUT_S = 10.0  # a connection's socket timeout: a silent client frees its thread after this
+_DIGITS = re.compile(r"[0-9]+")
 
 
 @dataclass
@@ -102,8 +115,10 @@ class Referee(ThreadingHTTPServer):
         port: int = 0,
         password: str | None = None,
         meter: Meter | None = None,
+        request_timeout: float = REQUEST_TIMEOUT_S,
     ):
         self.images = images
+        self.request_timeout = request_timeout
         self.time_limit = time_limit
         self.password = password
         self.meter = meter
@@ -114,6 +129,16 @@ class Referee(ThreadingHTTPServer):
         self._timer: threading.Timer | None = None
         self.meter_error: Exception | None = None  # the meter failed to start or to stop
         super().__init__((host, port), _Handler)
+
+    def log_line(self, line: str) -> None:
+        """One line on stderr per handler error (never a traceback)."""
+        with contextlib.suppress(Exception):  # a closed or broken stderr must not take the server down
+            print(f"referee: {line}", file=sys.stderr, flush=True)
+
+    def handle_error(self, request, client_address) -> None:
+        """socketserver's last resort (it would print a traceback): one line instead."""
+        exc = sys.exc_info()[1]
+        self.log_line(f"{client_address[0]}: {type(exc).__name__}: {exc}")
 
     @property
     def url(self) -> str:
@@ -240,6 +265,20 @@ def answers_correct(boxes: list[Box], labels: list[int]) -> int:
     return sum(1 for n, label in enumerate(labels, 1) if n in best and best[n].label == label)
 
 
+def box_problem(box: Box) -> str | None:
+    """Why a posted box cannot be stored (a non-finite number or inverted corners), or None."""
+    if not math.isfinite(box.confidence):
+        return f"confidence must be a finite number, not {box.confidence}"
+    for name, value in zip(("xmin", "ymin", "xmax", "ymax"), box.coords(), strict=True):
+        if not math.isfinite(value):
+            return f"{name} must be a finite number, not {value}"
+    if box.xmin > box.xmax:
+        return f"xmin {box.xmin:g} is above xmax {box.xmax:g}"
+    if box.ymin > box.ymax:
+        return f"ymin {box.ymin:g} is above ymax {box.ymax:g}"
+    return None
+
+
 def energy_figures(trace: PowerTrace | None) -> dict | None:
     if trace is None or len(trace) < 2:
         return None
@@ -247,23 +286,61 @@ def energy_figures(trace: PowerTrace | None) -> dict | None:
     return {"source": trace.source, "meter": trace.meter, "joules": joules, "wh": joules / JOULES_PER_WH}
 
 
+class _Refused(Exception):
+    """A request answered with an error status before it reaches the endpoints."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: Referee
+
+    def setup(self):
+        self.timeout = self.server.request_timeout  # StreamRequestHandler sets it on the socket
+        super().setup()
 
     def log_message(self, format, *args):
         pass
 
+    def _content_length(self) -> int | None:
+        """The announced body length: None when absent; 400 when malformed, 413 above the cap."""
+        values = self.headers.get_all("Content-Length") or []
+        if not values:
+            return None
+        if len({v.strip() for v in values}) != 1 or not _DIGITS.fullmatch(values[0].strip()):
+            raise _Refused(HTTPStatus.BAD_REQUEST, "Content-Length must be one non-negative decimal number\n")
+        length = int(values[0].strip())
+        if length > MAX_BODY_BYTES:
+            raise _Refused(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"a request body may hold at most {MAX_BODY_BYTES} bytes\n"
+            )
+        return length
+
     def _fields(self) -> dict[str, list[str]]:
+        length = self._content_length()  # before anything else: the cap applies before the token
         fields = parse_qs(urlsplit(self.path).query, keep_blank_values=True)
         if self.command == "POST":
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length).decode("utf-8", "replace") if length else ""
+            if self.headers.get("Transfer-Encoding"):
+                raise _Refused(HTTPStatus.BAD_REQUEST, "chunked bodies are not taken; send a Content-Length\n")
+            if length is None:
+                raise _Refused(HTTPStatus.BAD_REQUEST, "a POST needs a Content-Length\n")
+            try:
+                raw = self.rfile.read(length) if length else b""  # length <= MAX_BODY_BYTES
+            except TimeoutError:
+                raise _Refused(HTTPStatus.REQUEST_TIMEOUT, "the body did not arrive in time\n") from None
+            if len(raw) < length:
+                raise _Refused(HTTPStatus.BAD_REQUEST, "the body is shorter than its Content-Length\n")
+            body = raw.decode("utf-8", "replace")
             for key, values in parse_qs(body, keep_blank_values=True).items():
                 fields.setdefault(key, []).extend(values)
         return fields
 
     def _send(self, status: int, body: bytes | str, kind: str = "text/plain; charset=utf-8") -> None:
         data = body.encode() if isinstance(body, str) else body
+        self._answered = True
         self.send_response(status)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
@@ -277,6 +354,28 @@ class _Handler(BaseHTTPRequestHandler):
         self._route()
 
     def _route(self):
+        """Every request gets an answer; an error is answered 500 and logged in one line, never raised."""
+        self._answered = False
+        try:
+            try:
+                self._endpoint()
+            except _Refused as refused:
+                self.close_connection = True  # an unread or partial body may follow
+                self._send(refused.status, refused.message)
+        except (ConnectionError, TimeoutError) as exc:  # the client went away or stalled mid-answer
+            self.close_connection = True
+            self._log_error(exc)
+        except Exception as exc:
+            self.close_connection = True
+            self._log_error(exc)
+            if not self._answered:
+                with contextlib.suppress(OSError):
+                    self._send(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error in the referee\n")
+
+    def _log_error(self, exc: BaseException) -> None:
+        self.server.log_line(f"{self.command} {self.path[:200]!r}: {type(exc).__name__}: {exc}")
+
+    def _endpoint(self):
         path = urlsplit(self.path).path.rstrip("/") or "/"
         fields = self._fields()
         first = {k: v[0] for k, v in fields.items()}
@@ -336,9 +435,13 @@ class _Handler(BaseHTTPRequestHandler):
                 if index is None:
                     raise ValueError
                 corners = (float(xmin), float(ymin), float(xmax), float(ymax))
-                boxes.append(Box(index, int(label), float(confidence), *corners))
+                box = Box(index, int(label), float(confidence), *corners)
             except ValueError:
                 return self._send(HTTPStatus.NOT_ACCEPTABLE, "a result field is not a number or a valid index\n")
+            problem = box_problem(box)
+            if problem:
+                return self._send(HTTPStatus.BAD_REQUEST, f"image {index}: {problem}; nothing stored\n")
+            boxes.append(box)
         if not self.server.store(session, boxes):
             return self._send(HTTPStatus.UNAUTHORIZED, "bad or expired token\n")
         return self._send(HTTPStatus.OK, f"{len(boxes)} result(s) stored\n")
