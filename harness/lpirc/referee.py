@@ -312,12 +312,12 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         if len({v.strip() for v in values}) != 1 or not _DIGITS.fullmatch(values[0].strip()):
             raise _Refused(HTTPStatus.BAD_REQUEST, "Content-Length must be one non-negative decimal number\n")
-        length = int(values[0].strip())
-        if length > MAX_BODY_BYTES:
+        digits = values[0].strip().lstrip("0") or "0"
+        if len(digits) > len(str(MAX_BODY_BYTES)) or int(digits) > MAX_BODY_BYTES:  # no int() of 5000 digits
             raise _Refused(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"a request body may hold at most {MAX_BODY_BYTES} bytes\n"
             )
-        return length
+        return int(digits)
 
     def _fields(self) -> dict[str, list[str]]:
         length = self._content_length()  # before anything else: the cap applies before the token
