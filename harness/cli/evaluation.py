@@ -1,5 +1,6 @@
 """`harness eval` (and --resume), and the commands that read runs: runs, report, compare, check, score."""
 
+import sys
 from pathlib import Path
 
 from harness.cli.args import board_with_link_options, emulated_tflm_tree
@@ -88,9 +89,12 @@ def cmd_runs(args) -> int:
     from rich.table import Table
 
     from harness.results.html_report import latency_cell
-    from harness.results.runs import EvalHeadline, headline, list_runs
+    from harness.results.runs import EvalHeadline, headline, scan_runs
 
-    heads = [headline(run) for run in list_runs(Path(args.results))]
+    listing = scan_runs(Path(args.results))
+    for why in listing.damaged.values():  # the others are listed; each damaged one on a line of its own
+        print(f"harness: warning: not listed: {why.worded_for_cli()}", file=sys.stderr)
+    heads = [headline(run) for run in listing.runs]
     if args.json:
         print_json([dataclasses.asdict(h) for h in heads])
         return 0
