@@ -21,7 +21,7 @@ from harness.model.tflite_file import read_tflite
 def _unfinished_run(args) -> tuple[Path, str, EvalSettings]:
     """`--resume RUN`: where the run is, and the settings it was started with (only --results, --json and
     --quiet come from this command)."""
-    from harness.results.journal import REQUEST, load_request
+    from harness.results.journal import REQUEST, known_as, load_request
     from harness.results.store import partial_path, resume_target
 
     root, run_id = resume_target(Path(args.results), args.resume)
@@ -29,7 +29,7 @@ def _unfinished_run(args) -> tuple[Path, str, EvalSettings]:
     if not folder.is_dir():
         done = " (it finished already)" if (root / run_id).is_dir() else ""
         raise UserError(f"no unfinished run {run_id} in {root}{done}; `harness runs --results {root}` lists runs")
-    return root, run_id, EvalSettings.restored(load_request(folder), str(folder / REQUEST))
+    return root, run_id, EvalSettings.restored(load_request(folder), known_as(folder / REQUEST))
 
 
 def eval_request(settings: EvalSettings, results_root: Path, run_id: str | None = None):
