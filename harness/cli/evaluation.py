@@ -1,5 +1,6 @@
 """`harness eval` (and --resume), and the commands that read runs: runs, report, compare, check, score."""
 
+import sys
 from pathlib import Path
 
 from harness.cli.args import board_with_link_options, emulated_tflm_tree
@@ -20,7 +21,7 @@ from harness.model.tflite_file import read_tflite
 def _unfinished_run(args) -> tuple[Path, str, EvalSettings]:
     """`--resume RUN`: where the run is, and the settings it was started with (only --results, --json and
     --quiet come from this command)."""
-    from harness.results.journal import REQUEST, load_request
+    from harness.results.journal import REQUEST, known_as, load_request
     from harness.results.store import partial_path, resume_target
 
     root, run_id = resume_target(Path(args.results), args.resume)
@@ -28,7 +29,7 @@ def _unfinished_run(args) -> tuple[Path, str, EvalSettings]:
     if not folder.is_dir():
         done = " (it finished already)" if (root / run_id).is_dir() else ""
         raise UserError(f"no unfinished run {run_id} in {root}{done}; `harness runs --results {root}` lists runs")
-    return root, run_id, EvalSettings.restored(load_request(folder), str(folder / REQUEST))
+    return root, run_id, EvalSettings.restored(load_request(folder), known_as(folder / REQUEST))
 
 
 def eval_request(settings: EvalSettings, results_root: Path, run_id: str | None = None):
@@ -88,9 +89,12 @@ def cmd_runs(args) -> int:
     from rich.table import Table
 
     from harness.results.html_report import latency_cell
-    from harness.results.runs import EvalHeadline, headline, list_runs
+    from harness.results.runs import EvalHeadline, headline, scan_runs
 
-    heads = [headline(run) for run in list_runs(Path(args.results))]
+    listing = scan_runs(Path(args.results))
+    for why in listing.damaged.values():  # the others are listed; each damaged one on a line of its own
+        print(f"harness: warning: not listed: {why.worded_for_cli()}", file=sys.stderr)
+    heads = [headline(run) for run in listing.runs]
     if args.json:
         print_json([dataclasses.asdict(h) for h in heads])
         return 0

@@ -5,6 +5,7 @@ latency, arena and flash against a baseline; stream runs on the agreement of dev
 and on the optimal policy's recall, precision, false alarms and unwanted triggers per hour. A gate naming a
 figure the run's kind does not have is refused before any gate is judged."""
 
+import math
 import tomllib
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -68,6 +69,11 @@ def load_gates(path: Path) -> dict:
             value = settings[key]
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise UserError(f"gates file {path}: [{name}] {key} must be a number, not {value!r}")
+            if not math.isfinite(value):
+                raise UserError(
+                    f"gates file {path}: [{name}] {key} must be a finite number, not {value}; a bound of {value} "
+                    "judges nothing"
+                )
     return gates
 
 

@@ -1,6 +1,5 @@
 """`harness report`: one self-contained HTML page (plots embedded as SVG) for one or more runs."""
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -8,6 +7,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from harness import __version__
 from harness.console import percent
+from harness.errors import UserError, setting
+from harness.files import write_atomically
 from harness.results import stream_report
 from harness.results.plots import FIGURES, STREAM_FIGURES
 from harness.results.report import pool_note
@@ -43,7 +44,17 @@ def _figures(run: Run) -> dict[str, str]:
     return {title: draw(run) for title, draw in figures.items()}
 
 
+def require_writable(out: Path) -> None:
+    """The report's file can be written: not a folder, its parent not a file (refused before anything is)."""
+    if out.is_dir():
+        raise UserError(f"{out} is a folder; pass the HTML file to write as {setting('out')}, e.g. {out}/report.html")
+    parent = next((p for p in out.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise UserError(f"{parent} is a file, not a folder; pass an HTML file in a folder as {setting('out')}")
+
+
 def write_report(runs: list[Run], out: Path) -> Path:
+    require_writable(out)
     env = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2", "html"]))
     page = env.get_template("report.html.j2").render(
         runs=runs,
@@ -55,8 +66,8 @@ def write_report(runs: list[Run], out: Path) -> Path:
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
-    partial.write_text(page)
-    partial.replace(out)
+    try:
+        write_atomically(out, lambda partial: partial.write_text(page))
+    except OSError as exc:  # the partial file is gone: name the file the user asked for
+        raise UserError(f"cannot write {out} ({exc.strerror or exc}); pass a writable {setting('out')}") from None
     return out

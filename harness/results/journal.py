@@ -64,7 +64,7 @@ class Journal:
             if not _is_entry(entry):
                 continue
             if entry["index"] in entries:
-                raise UserError(f"{self.path}: sample {entry['index']} appears twice; the journal is damaged")
+                raise UserError(f"{known_as(self.path)}: sample {entry['index']} appears twice; the journal is damaged")
             entries[entry["index"]] = entry
         return entries
 
@@ -82,7 +82,7 @@ class Journal:
             os.ftruncate(self._fd, start)
             if isinstance(exc, OSError):
                 raise UserError(
-                    f"cannot write {self.path} ({exc.strerror}); the samples before are kept: "
+                    f"cannot write {known_as(self.path)} ({exc.strerror}); the samples before are kept: "
                     "fix that, then `harness eval --resume RUN` goes on"
                 ) from exc
             raise
@@ -99,6 +99,17 @@ def _write_json_atomically(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def known_as(path: Path) -> str:
+    """A file or folder of an unfinished run as the user knows it: the run id and its results folder, not the
+    hidden .<run-id>.partial folder."""
+    for part in (path, *path.parents):
+        if part.name.startswith(".") and part.name.endswith(".partial"):
+            inside = path.relative_to(part)
+            what = f"unfinished run {part.name[1 : -len('.partial')]} in {part.parent}"
+            return f"{inside} of {what}" if inside.parts else what
+    return str(path)
+
+
 def save_request(folder: Path, settings: dict) -> None:
     _write_json_atomically(folder / REQUEST, settings)
 
@@ -107,7 +118,7 @@ def load_request(folder: Path) -> dict:
     try:
         return json.loads((folder / REQUEST).read_text())
     except (OSError, ValueError) as exc:
-        raise UserError(f"{folder} has no readable {REQUEST}; it is not a resumable run") from exc
+        raise UserError(f"{known_as(folder)} has no readable {REQUEST}; it is not a resumable run") from exc
 
 
 def save_origin(folder: Path, origin: dict) -> None:
@@ -119,13 +130,13 @@ def load_origin(folder: Path) -> dict:
         origin = json.loads((folder / ORIGIN).read_text())
     except (OSError, ValueError) as exc:
         raise UserError(
-            f"{folder} has no readable {ORIGIN}, so its results cannot be matched to this model and data: "
+            f"{known_as(folder)} has no readable {ORIGIN}, so its results cannot be matched to this model and data: "
             "start a new run"
         ) from exc
     try:
         datetime.fromisoformat(origin["started"])
     except (TypeError, KeyError, ValueError) as exc:
-        raise UserError(f"{folder / ORIGIN} is damaged: start a new run") from exc
+        raise UserError(f"{known_as(folder / ORIGIN)} is damaged: start a new run") from exc
     return origin
 
 

@@ -553,18 +553,48 @@ def kind_of(path: Path) -> str | None:
         return None
 
 
+DAMAGED_FIX = "restore the file or remove the run folder; `harness runs` lists the runs it can read"
+
+
+def read_json(path: Path, spec: str | Path) -> dict:
+    """A run folder's JSON object `path` (the folder named `spec`, as the user knows it); a damaged one
+    is refused in one line naming the file and why."""
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise UserError(f"{spec}: {path.name} is damaged (not text); {DAMAGED_FIX}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        why = "empty" if not text.strip() else f"not valid JSON: {exc.msg} at line {exc.lineno}, cut short?"
+        raise UserError(f"{spec}: {path.name} is damaged ({why}); {DAMAGED_FIX}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{spec}: {path.name} is damaged (a JSON {_json_type(data)}, not an object); {DAMAGED_FIX}")
+    return data
+
+
+def _json_type(data) -> str:
+    names = {list: "list", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
+    return names.get(type(data), type(data).__name__)
+
+
 def read_files(path: Path, spec: str | None = None) -> tuple[dict, dict]:
     """The stored manifest and summary of the run folder `path` (named `spec` on the command line)."""
-    try:
-        return json.loads((path / MANIFEST).read_text()), json.loads((path / SUMMARY).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    spec = spec or path
+    missing = [name for name in (MANIFEST, SUMMARY) if not (path / name).is_file()]
+    if missing:
         raise UserError(
-            f"{spec or path} is not a run folder (needs {MANIFEST} and {SUMMARY}); see `harness runs`"
-        ) from exc
+            f"{spec} is not a run folder (needs {MANIFEST} and {SUMMARY}; {' and '.join(missing)} missing); "
+            "see `harness runs`"
+        )
+    return read_json(path / MANIFEST, spec), read_json(path / SUMMARY, spec)
 
 
 def record_of(manifest: dict, summary: dict, where: Path | str = "") -> RunRecord:
     """The typed record of a run folder's stored manifest and summary (`where`: the folder, for messages)."""
+    for name, data in ((MANIFEST, manifest), (SUMMARY, summary)):
+        if not isinstance(data, dict):
+            raise UserError(f"{where or 'the run'}: {name} is damaged (not a JSON object); {DAMAGED_FIX}")
     if _kind(manifest) not in KINDS:
         raise UserError(f"{where or 'the run'} is a {_kind(manifest)} run, not an eval or stream run")
     record = RunRecord(

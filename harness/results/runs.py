@@ -4,12 +4,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.results.record import (
+    DAMAGED_FIX,
     KINDS,
     MANIFEST,
+    SUMMARY,
     TABLES,
     EvalSummary,
     RunRecord,
@@ -69,7 +72,34 @@ class Run:
     @cached_property
     def samples(self) -> dict[str, list]:
         """An eval run's samples.parquet, by column."""
-        return pq.read_table(self.path / "samples.parquet").to_pydict()
+        try:
+            return pq.read_table(self.path / SAMPLES).to_pydict()
+        except (pa.ArrowException, OSError) as exc:
+            raise UserError(_damaged_table(self.id, SAMPLES, exc)) from None
+
+
+SAMPLES = "samples.parquet"
+
+
+def _damaged_table(spec, name: str, exc: Exception) -> str:
+    why = str(exc).split("\n")[0].split(". ")[0]
+    if "magic bytes" in why or "size is 0" in why or "out of bounds" in why.lower():
+        why = "not a Parquet file, or cut short"
+    return f"{spec}: {name} is damaged ({why}); {DAMAGED_FIX}"
+
+
+def _check_tables(path: Path, spec, kind: str) -> None:
+    """The tables beside the record are there and readable (their footer and schema; rows are read when
+    used). A damaged table is refused in one line naming the run and the file."""
+    missing = ", ".join(t for t in TABLES[kind] if not (path / t).is_file())
+    if missing:
+        raise UserError(f"{spec} has no {missing}; it is not a complete run folder")
+    if kind != "eval":
+        return
+    try:
+        pq.read_schema(path / SAMPLES)
+    except (pa.ArrowException, OSError) as exc:
+        raise UserError(_damaged_table(spec, SAMPLES, exc)) from None
 
 
 @dataclass(frozen=True)
@@ -168,20 +198,51 @@ def load_run(spec: str, root: Path = Path("results")) -> Run:
     manifest, summary = read_files(path, spec)
     run = Run(path, manifest, summary)
     kind = run.kind  # reads the record: a damaged one is refused here, naming the field
-    if not _complete(path, kind):
-        missing = ", ".join(t for t in TABLES[kind] if not (path / t).is_file())
-        raise UserError(f"{spec} has no {missing}; it is not a complete run folder")
+    _check_tables(path, spec, kind)
     return run
 
 
-def list_runs(root: Path) -> list[Run]:
-    """The eval and stream runs under `root`, oldest first (referee sessions and unfinished runs are not
-    listed)."""
+def results_folder(root: Path) -> Path:
+    """The results folder a command reads runs from: it must exist and be a folder."""
+    if not root.exists():
+        raise UserError(
+            f"results folder {root} does not exist; pass the folder the runs were written to as {setting('results')}"
+        )
     if not root.is_dir():
-        return []
-    runs = []
-    for path in sorted(root.iterdir()):
+        raise UserError(
+            f"results folder {root} is a file, not a folder; pass the folder of run folders as {setting('results')}"
+        )
+    return root
+
+
+@dataclass(frozen=True)
+class Listing:
+    runs: list[Run]  # oldest first
+    damaged: dict[str, UserError]  # folder name -> why it is not listed (one line)
+
+
+def scan_runs(root: Path) -> Listing:
+    """The eval and stream runs under `root`, and the run folders that are damaged (referee sessions, hidden
+    and unfinished runs are not listed; a folder with no record at all is not a run folder)."""
+    runs, damaged = [], {}
+    for path in sorted(results_folder(root).iterdir()):
+        if path.name.startswith(".") or not path.is_dir():
+            continue
+        if not any((path / name).exists() for name in (MANIFEST, SUMMARY)):
+            continue
         kind = kind_of(path)
-        if kind in KINDS and not path.name.startswith(".") and _complete(path, kind):
-            runs.append(load_run(str(path)))
-    return sorted(runs, key=lambda run: run.record.manifest.started)
+        if kind is not None and kind not in KINDS:
+            continue  # a referee session, or another kind of record
+        try:
+            run = load_run(str(path))  # reads the record and checks its tables
+        except UserError as exc:
+            damaged[path.name] = exc
+            continue
+        runs.append(run)
+    return Listing(sorted(runs, key=lambda run: run.record.manifest.started), damaged)
+
+
+def list_runs(root: Path) -> list[Run]:
+    """The eval and stream runs under `root`, oldest first (damaged run folders are left out; scan_runs
+    names them)."""
+    return scan_runs(root).runs

@@ -46,7 +46,9 @@ def open_partial(root: Path, run_id: str, resume: bool) -> RunFolder:
     try:
         partial.mkdir(parents=True)
     except OSError as exc:
-        raise UserError(f"cannot create {partial} ({exc.strerror}); pass a writable {setting('results')}") from exc
+        raise UserError(
+            f"cannot create run {run_id} in {root} ({exc.strerror}); pass a writable {setting('results')}"
+        ) from exc
     return RunFolder(partial)
 
 
@@ -74,9 +76,14 @@ def run_folder(root: Path, run_id: str) -> Iterator[RunFolder]:
         raise UserError(
             f"cannot create results folder {root} ({exc.strerror}); pass a writable {setting('results')}"
         ) from exc
-    partial = root / f".{run_id}.partial"
+    partial = partial_path(root, run_id)
     final = root / run_id
-    partial.mkdir()
+    try:
+        partial.mkdir()
+    except OSError as exc:
+        raise UserError(
+            f"cannot create run {run_id} in {root} ({exc.strerror}); pass a writable {setting('results')}"
+        ) from exc
     try:
         yield RunFolder(partial)
         os.rename(partial, final)

@@ -1,0 +1,147 @@
+"""Damaged run folders and bad result paths: one line naming the problem and the fix, exit code 2, no
+traceback, nothing left behind. One real run on the virtual board; each case damages a copy of it."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import assert_refused_in_one_line, error_lines
+
+RUN = "run"  # the damaged copy's folder name under results/
+
+
+def _harness(cwd: Path, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=os.environ.copy(), cwd=cwd
+    )
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> Path:
+    """A small finished eval run of the default model (4 samples)."""
+    folder = tmp_path_factory.mktemp("made")
+    done = _harness(folder, "eval", "--limit", "4", "--results", "results", "--quiet")
+    assert done.returncode == 0, done.stderr
+    return folder / done.stdout.strip()
+
+
+def _random_bytes(path: Path) -> None:
+    path.write_bytes(os.urandom(4096))
+
+
+def _cut_short(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _json_list(path: Path) -> None:
+    path.write_text(json.dumps([1, 2, 3]))
+
+
+def _empty(path: Path) -> None:
+    path.write_text("")
+
+
+DAMAGES = {  # case: (file, how, the words the one line holds)
+    "parquet-random": ("samples.parquet", _random_bytes, ["samples.parquet is damaged", "restore"]),
+    "parquet-cut": ("samples.parquet", _cut_short, ["samples.parquet is damaged", "cut short"]),
+    "manifest-list": ("manifest.json", _json_list, ["manifest.json is damaged", "JSON list"]),
+    "manifest-cut": ("manifest.json", _cut_short, ["manifest.json is damaged", "not valid JSON"]),
+    "summary-list": ("summary.json", _json_list, ["summary.json is damaged", "JSON list"]),
+    "summary-cut": ("summary.json", _cut_short, ["summary.json is damaged", "not valid JSON"]),
+    "summary-empty": ("summary.json", _empty, ["summary.json is damaged", "empty"]),
+}
+COMMANDS = {  # the commands that read one run (`run`: the damaged copy's folder, `good`: the undamaged run)
+    "report": lambda run, good: ["report", run, "--out", "report.html"],
+    "compare": lambda run, good: ["compare", good, run],
+    "check": lambda run, good: ["check", run, "--gates", "gates.toml"],
+}
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def _workspace(tmp_path: Path, made: Path) -> Path:
+    """tmp_path/results holding the good run and a copy of it named `run`; gates.toml beside."""
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copytree(made, results / made.name)
+    shutil.copytree(made, results / RUN)
+    (tmp_path / "gates.toml").write_text("[agreement]\nmin = 0.5\n")
+    return results
+
+
+def _refused(done, tmp_path: Path, before: list[str], *expected: str) -> None:
+    assert_refused_in_one_line(done, *expected)
+    assert ".partial" not in done.stderr
+    assert _listing(tmp_path) == before, "the refused command left files behind"
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_damaged_run_is_refused_naming_the_file(tmp_path, made, damage, command):
+    results = _workspace(tmp_path, made)
+    name, how, expected = DAMAGES[damage]
+    how(results / RUN / name)
+    before = _listing(tmp_path)
+    args = COMMANDS[command](RUN, made.name)
+    done = _harness(tmp_path, *args, "--results", "results")
+    _refused(done, tmp_path, before, RUN, *expected)
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_runs_lists_the_others_and_names_the_damaged_one(tmp_path, made, damage):
+    results = _workspace(tmp_path, made)
+    name, how, expected = DAMAGES[damage]
+    how(results / RUN / name)
+    before = _listing(tmp_path)
+    done = _harness(tmp_path, "runs", "--results", "results", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert [row["run_id"] for row in json.loads(done.stdout)] == [made.name]
+    (line,) = error_lines(done)
+    assert f"results/{RUN}" in line and all(word in line for word in expected), line
+    assert _listing(tmp_path) == before
+
+
+def _not_there(tmp_path: Path) -> str:
+    return str(tmp_path / "nowhere")
+
+
+def _a_file(tmp_path: Path) -> str:
+    (tmp_path / "notes.txt").write_text("not a folder")
+    return "notes.txt"
+
+
+@pytest.mark.parametrize(
+    "where, expected",
+    [(_not_there, ["does not exist", "--results"]), (_a_file, ["is a file, not a folder", "--results"])],
+    ids=["nonexistent", "a-file"],
+)
+def test_runs_refuses_results_that_are_not_a_folder(tmp_path, where, expected):
+    results = where(tmp_path)
+    before = _listing(tmp_path)
+    _refused(_harness(tmp_path, "runs", "--results", results), tmp_path, before, results, *expected)
+
+
+def test_report_out_a_folder_is_refused_before_writing(tmp_path, made):
+    _workspace(tmp_path, made)
+    (tmp_path / "site").mkdir()
+    before = _listing(tmp_path)
+    done = _harness(tmp_path, "report", made.name, "--results", "results", "--out", "site")
+    _refused(done, tmp_path, before, "site is a folder", "--out")
+
+
+@pytest.mark.parametrize("bound", ["nan", "inf", "-inf"])
+def test_a_gate_with_a_non_finite_bound_is_refused(tmp_path, made, bound):
+    _workspace(tmp_path, made)
+    (tmp_path / "gates.toml").write_text(f"[agreement]\nmin = {bound}\n")
+    before = _listing(tmp_path)
+    done = _harness(tmp_path, "check", made.name, "--results", "results", "--gates", "gates.toml")
+    _refused(done, tmp_path, before, "[agreement] min", "finite")
