@@ -163,6 +163,7 @@ def test_a_post_without_content_length_or_with_two_lengths_is_400(lpirc_folder):
         assert referee.session is None
 
 
+@pytest.mark.slow
 def test_a_body_shorter_than_announced_is_400_or_408_and_frees_the_thread(lpirc_folder):
     with serving(lpirc_folder, request_timeout=0.5) as (referee, thread):
         raw = b"POST /login HTTP/1.0\r\nContent-Length: 100\r\n\r\nusername=team"
@@ -198,6 +199,7 @@ def test_the_socket_timeout_defaults_to_the_documented_constant(lpirc_folder):
         ({"ymin": 41, "ymax": 40}, b"ymin 41 is above ymax 40"),
     ],
 )
+@pytest.mark.slow
 def test_non_finite_or_inverted_boxes_are_400_and_never_stored(lpirc_folder, tmp_path, change, message):
     with serving(lpirc_folder) as (referee, _):
         token = login(referee)
@@ -328,6 +330,7 @@ def requests(draw, token: str) -> bytes:
     return head.encode("utf-8", "surrogatepass") + body
 
 
+@pytest.mark.slow
 def test_fuzzing_the_endpoints_every_request_is_answered_and_a_session_still_works(lpirc_folder, tmp_path, capsys):
     with serving(lpirc_folder, password="secret", request_timeout=2) as (referee, thread):
         token = post(referee, "/login", {"username": "team", "password": "secret"})[1].decode()
