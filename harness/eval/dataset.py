@@ -31,7 +31,7 @@ def _demo_root() -> Path:
 def _rows(csv_path: Path) -> list[tuple[int, dict]]:
     """(line number, row) for each row: every Wake Vision column present and filled, every file name once."""
     try:
-        with open(csv_path, newline="", encoding="utf-8") as f:
+        with open(csv_path, newline="", encoding="utf-8-sig") as f:  # a BOM (Excel's UTF-8 CSV) is dropped
             reader = csv.DictReader(f)
             missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
             if missing:
@@ -63,6 +63,11 @@ def _samples(csv_path: Path, image_dir: Path, split: str) -> list[Sample]:
             flags = {c: int(row[c]) for c in COLUMNS[1:]}
         except ValueError as exc:
             raise UserError(f"{csv_path} line {line}: a flag is not an integer ({exc})") from exc
+        bad = next((c for c in COLUMNS[1:] if flags[c] not in (0, 1)), None)
+        if bad is not None:
+            raise UserError(
+                f"{csv_path} line {line}: {bad} is {row[bad].strip()!r} for {row['filename']}; flags are 0 or 1"
+            )
         samples.append(Sample(row["filename"], image_dir / row["filename"], flags, split))
     return samples
 
