@@ -48,7 +48,7 @@ def _prepare_into(out: np.ndarray, paths: list[Path], first: int, preparation: P
     for offset, path in enumerate(paths):
         try:
             out[first + offset] = preparation.tensor_of(path)
-        except (OSError, ValueError, SyntaxError, DecompressionBombError) as exc:  # missing, truncated, no image, too big
+        except (OSError, ValueError, SyntaxError, DecompressionBombError) as exc:  # missing, bad, huge
             unreadable[first + offset] = f"{type(exc).__name__}: {exc}"
     return unreadable
 
