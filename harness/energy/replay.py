@@ -17,6 +17,7 @@ from harness.errors import UserError
 
 NO_DATA = 9.9e37  # WT300 series: 9.91E+37 no data, 9.9E+37 overflow
 POLL_SECONDS = 1.0
+WH_NOISE = 1e-6  # Wh: the accumulated energy jitters near zero by ~1e-12 Wh; a reset drops far more
 
 
 def read_wt310_log(path: Path, poll_seconds: float = POLL_SECONDS) -> PowerTrace:
@@ -45,7 +46,7 @@ def read_wt310_log(path: Path, poll_seconds: float = POLL_SECONDS) -> PowerTrace
             raise UserError(f"{path}:{number}: a reading is not a finite number; fix or drop that row")
         if counts and count <= counts[-1]:
             continue  # the same update polled twice
-        if values and wh < values[-1][3]:
+        if values and wh < values[-1][3] - WH_NOISE:
             raise UserError(
                 f"{path}:{number}: the accumulated Wh falls from {values[-1][3]:g} to {wh:g} (the meter's "
                 "integration was reset or the rows are out of order); pass a log of one uninterrupted integration"

@@ -71,13 +71,13 @@ CASES = [
     Case(
         "labels-flag-out-of-range",
         ("score", "--labels", "labels.csv", "--predictions", "p.csv"),
-        ("labels.csv line 3", "person is '2'", "b.png", "flags are 0 or 1"),
+        ("labels.csv line 3", "person is '2'", "b.png", "1 (yes), 0 (no) or -1 (unknown"),
         {"labels.csv": _labels(_label_row("a.png"), _label_row("b.png", 2)), "p.csv": b"filename,prediction\n"},
     ),
     Case(
         "eval-dataset-flag-out-of-range",
         ("eval", "--model", "wv_quality_k_2_c_3", "--dataset", "ds", "--results", "results"),
-        ("line 2", "person is '2'", "flags are 0 or 1"),
+        ("line 2", "person is '2'", "1 (yes), 0 (no) or -1"),
         {"ds/labels.csv": _labels(_label_row("a.png", 2)), "ds/images/a.png": b""},
     ),
     Case(
@@ -97,10 +97,16 @@ CASES = [
         {"truth.csv": b"1,1,1,10,10,20,20\n", "det.csv": b"1,1,0.9,10,10,20,20\n1,1,0.5,nan,10,20,20\n"},
     ),
     Case(
-        "map-xmin-above-xmax",
+        "map-infinite-truth",
         ("map", "--truth", "truth.csv", "--detections", "det.csv"),
-        ("det.csv:1", "xmin > xmax", "xmin, ymin, xmax, ymax"),
-        {"truth.csv": b"1,1,1,10,10,20,20\n", "det.csv": b"1,1,0.9,30,10,20,20\n"},
+        ("truth.csv:1", "not a finite number"),
+        {"truth.csv": b"1,1,1,10,10,inf,20\n", "det.csv": b"1,1,0.9,10,10,20,20\n"},
+    ),
+    Case(
+        "labels-other-flag-out-of-range",
+        ("score", "--labels", "labels.csv", "--predictions", "p.csv"),
+        ("labels.csv line 2", "depiction is '5'", "or -1"),
+        {"labels.csv": _labels("a.png,1,5" + ",0" * 17), "p.csv": b"filename,prediction\n"},
     ),
     Case(
         "score-prediction-for-unknown-file",
