@@ -21,9 +21,21 @@ from harness.model.tflite_file import read_tflite
 def _unfinished_run(args) -> tuple[Path, str, EvalSettings]:
     """`--resume RUN`: where the run is, and the settings it was started with (only --results, --json and
     --quiet come from this command)."""
+    import dataclasses
+
+    from harness.errors import cli_flag
     from harness.results.journal import REQUEST, known_as, load_request
     from harness.results.store import partial_path, resume_target
 
+    if not args.resume.strip():
+        raise UserError("--resume needs the id of an unfinished run; `harness runs` lists runs")
+    for f in dataclasses.fields(EvalSettings):  # the run keeps its own settings: a differing one would be ignored
+        if getattr(args, f.name) != f.default:
+            flag = f.metadata["flag"].flag or cli_flag(f.name)
+            raise UserError(
+                f"--resume {args.resume} continues the run with the settings it started with: drop {flag} "
+                "(only --results, --json and --quiet may be given with --resume)"
+            )
     root, run_id = resume_target(Path(args.results), args.resume)
     folder = partial_path(root, run_id)
     if not folder.is_dir():
@@ -34,9 +46,11 @@ def _unfinished_run(args) -> tuple[Path, str, EvalSettings]:
 
 def eval_request(settings: EvalSettings, results_root: Path, run_id: str | None = None):
     """The run the settings name: board, card, dataset and model obtained and checked before any sample runs."""
+    from harness.device.drivers import driver_type
     from harness.eval.runner import EvalRequest
 
     board = board_with_link_options(settings)
+    driver_type(board, settings.labgrid_place).refuse_port(board, settings.port)  # before a run folder exists
     card = load_card(settings.model)
     task = task_for(card)
     subsets = task.subsets(settings.subset)
@@ -69,7 +83,7 @@ def cmd_eval(args) -> int:
     from harness.eval.runner import run_eval
     from harness.results.report import print_summary
 
-    if args.resume:
+    if args.resume is not None:
         root, run_id, settings = _unfinished_run(args)
     else:  # a drawn shuffle seed is kept with the settings, so a resumed run keeps the same order
         root, run_id, settings = Path(args.results), None, EvalSettings.from_args(args)

@@ -34,6 +34,11 @@ def cmd_inspect(args) -> int:
 
     from harness.model.inspect import inspect_model
 
+    if args.model.lower().endswith((".h5", ".keras")):
+        raise UserError(
+            f"{args.model} is a Keras model, not a model card or .tflite: convert it first with "
+            "harness convert --card CARD --model MODEL --out MODEL.tflite, then inspect the .tflite"
+        )
     if args.model.endswith(".tflite"):
         model = read_tflite(Path(args.model))
     else:

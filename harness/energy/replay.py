@@ -6,6 +6,7 @@ a missed poll and a repeated count a poll read twice (kept once). The first row 
 """
 
 import csv
+import math
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +17,12 @@ from harness.errors import UserError
 
 NO_DATA = 9.9e37  # WT300 series: 9.91E+37 no data, 9.9E+37 overflow
 POLL_SECONDS = 1.0
+WH_NOISE = 1e-6  # Wh: the accumulated energy jitters near zero by ~1e-12 Wh; a reset drops far more
 
 
 def read_wt310_log(path: Path, poll_seconds: float = POLL_SECONDS) -> PowerTrace:
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
+        with path.open(newline="", encoding="utf-8-sig") as handle:
             rows = list(csv.reader(handle))
     except OSError as exc:
         raise UserError(f"cannot read meter log {path} ({exc.strerror}); pass an existing CSV file") from exc
@@ -40,8 +42,15 @@ def read_wt310_log(path: Path, poll_seconds: float = POLL_SECONDS) -> PowerTrace
             raise UserError(f"{path}:{number}: expected 5 columns (V, I, W, Wh, sample count), got {len(row)}")
         if max(abs(volts), abs(amps), abs(watts)) >= NO_DATA:
             continue
+        if not all(math.isfinite(v) for v in (volts, amps, watts, wh, count)):
+            raise UserError(f"{path}:{number}: a reading is not a finite number; fix or drop that row")
         if counts and count <= counts[-1]:
             continue  # the same update polled twice
+        if values and wh < values[-1][3] - WH_NOISE:
+            raise UserError(
+                f"{path}:{number}: the accumulated Wh falls from {values[-1][3]:g} to {wh:g} (the meter's "
+                "integration was reset or the rows are out of order); pass a log of one uninterrupted integration"
+            )
         counts.append(count)
         values.append((volts, amps, watts, wh))
     if len(values) < 2:

@@ -31,7 +31,7 @@ def _demo_root() -> Path:
 def _rows(csv_path: Path) -> list[tuple[int, dict]]:
     """(line number, row) for each row: every Wake Vision column present and filled, every file name once."""
     try:
-        with open(csv_path, newline="", encoding="utf-8") as f:
+        with open(csv_path, newline="", encoding="utf-8-sig") as f:  # a BOM (Excel's UTF-8 CSV) is dropped
             reader = csv.DictReader(f)
             missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
             if missing:
@@ -56,6 +56,9 @@ def _rows(csv_path: Path) -> list[tuple[int, dict]]:
     return rows
 
 
+FLAG_VALUES = (1, 0, -1)  # -1: unknown, as in the far-only rows (person -1, harness/eval/subsets.py)
+
+
 def _samples(csv_path: Path, image_dir: Path, split: str) -> list[Sample]:
     samples = []
     for line, row in _rows(csv_path):
@@ -63,6 +66,12 @@ def _samples(csv_path: Path, image_dir: Path, split: str) -> list[Sample]:
             flags = {c: int(row[c]) for c in COLUMNS[1:]}
         except ValueError as exc:
             raise UserError(f"{csv_path} line {line}: a flag is not an integer ({exc})") from exc
+        bad = next((c for c in COLUMNS[1:] if flags[c] not in FLAG_VALUES), None)
+        if bad is not None:
+            raise UserError(
+                f"{csv_path} line {line}: {bad} is {row[bad].strip()!r} for {row['filename']}; "
+                "a flag is 1 (yes), 0 (no) or -1 (unknown: the far-only rows)"
+            )
         samples.append(Sample(row["filename"], image_dir / row["filename"], flags, split))
     return samples
 

@@ -46,9 +46,29 @@ AGE = {"Young": "young", "Middle": "middle_age", "Older": "older", "Unknown": "a
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 
 
-def _read_csv(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+BOX_COLUMNS = ("ImageID", "LabelName", "XMin", "XMax", "YMin", "YMax")
+MIAP_COLUMNS = ("ImageID",)
+
+
+def _read_csv(path: Path, needed: tuple[str, ...]) -> list[dict]:
+    """The rows of an annotation CSV that has every needed column (a BOM is dropped)."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in needed if c not in (reader.fieldnames or ())]
+            if missing:
+                raise UserError(
+                    f"{path} lacks the columns {', '.join(missing)}; Open Images box files need {','.join(needed)}"
+                )
+            rows = list(reader)
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path} is not a UTF-8 CSV ({exc.reason} at byte {exc.start}); save it as UTF-8") from exc
+    except csv.Error as exc:
+        raise UserError(f"{path} is not a readable CSV ({exc})") from exc
+    for number, row in enumerate(rows, 2):
+        if any(row.get(c) is None for c in needed):
+            raise UserError(f"{path} line {number}: the row is short; every row needs {','.join(needed)}")
+    return rows
 
 
 def _class_names(annotations: Path) -> dict[str, str]:
@@ -69,7 +89,7 @@ def _boxes(annotations: Path) -> dict[str, list[dict]]:
         raise UserError(f"{annotations} has no *bbox*.csv box annotations")
     boxes = defaultdict(list)
     for path in files:
-        for row in _read_csv(path):
+        for row in _read_csv(path, BOX_COLUMNS):
             boxes[row["ImageID"]].append(row)
     return boxes
 
@@ -77,7 +97,7 @@ def _boxes(annotations: Path) -> dict[str, list[dict]]:
 def _miap(annotations: Path) -> dict[str, list[dict]]:
     boxes = defaultdict(list)
     for path in sorted(annotations.glob("*miap*.csv")):
-        for row in _read_csv(path):
+        for row in _read_csv(path, MIAP_COLUMNS):
             boxes[row["ImageID"]].append(row)
     return boxes
 
@@ -96,9 +116,12 @@ def _crop_share(box: dict, width: int, height: int) -> float:
 
 def label_image(image: Path, boxes: list[dict], miap: list[dict], names: dict[str, str]) -> dict[str, int]:
     flags = dict.fromkeys(COLUMNS[1:], 0)
-    with Image.open(image) as picture:
-        width, height = picture.size
-        grey = float(luma(np.asarray(picture.convert("RGB"), dtype=np.float32)).mean())
+    try:
+        with Image.open(image) as picture:
+            width, height = picture.size
+            grey = float(luma(np.asarray(picture.convert("RGB"), dtype=np.float32)).mean())
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
+        raise UserError(f"image {image} cannot be read ({exc}); replace it or move it out of the folder") from exc
     named = [(names.get(b["LabelName"], b["LabelName"]), b) for b in boxes]
     real = [(n, b) for n, b in named if b.get("IsDepiction", "0") != "1"]
     human = [b for n, b in real if n in PERSON_CLASSES | BODY_PART_CLASSES]
@@ -130,14 +153,16 @@ def build_dataset(annotations: Path, images: Path, out: Path) -> tuple[Path, int
     files = sorted(p for p in images.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
         raise UserError(f"no .jpg or .png images in {images}")
+    rows = [
+        {"filename": image.name, **label_image(image, boxes.get(image.stem, []), miap.get(image.stem, []), names)}
+        for image in files
+    ]  # every image labelled before anything is written: a refusal leaves nothing behind
     out.mkdir(parents=True, exist_ok=True)
     partial = out / ".labels.csv.partial"
     with open(partial, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
-        for image in files:
-            flags = label_image(image, boxes.get(image.stem, []), miap.get(image.stem, []), names)
-            writer.writerow({"filename": image.name, **flags})
+        writer.writerows(rows)
     partial.replace(out / "labels.csv")
     link = out / "images"
     if not link.exists():

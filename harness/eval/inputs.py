@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from PIL.Image import DecompressionBombError
 
 from harness.errors import UserError, setting
 from harness.eval.preprocess import image_tensor
@@ -47,7 +48,7 @@ def _prepare_into(out: np.ndarray, paths: list[Path], first: int, preparation: P
     for offset, path in enumerate(paths):
         try:
             out[first + offset] = preparation.tensor_of(path)
-        except (OSError, ValueError, SyntaxError) as exc:  # missing, truncated or not an image or clip
+        except (OSError, ValueError, SyntaxError, DecompressionBombError) as exc:  # missing, bad, huge
             unreadable[first + offset] = f"{type(exc).__name__}: {exc}"
     return unreadable
 

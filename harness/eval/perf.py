@@ -21,6 +21,11 @@ MLPERF_WINDOW_SECONDS = 10.0
 
 def sample_input(card: ModelCard, model: TfliteModel, dataset: Dataset) -> bytes:
     """The first dataset image through the card's preprocessing: a real input, not zeros."""
+    if card.task != "image_classification":
+        raise UserError(
+            f"card {card.name} is a {card.task} card; perf and profile time one image of {setting('dataset')}, "
+            f"so pass an image classification card to {setting('model')}"
+        )
     if not dataset.samples:
         raise UserError(f"dataset {dataset.name} is empty; pass another {setting('dataset')}")
     return image_tensor(dataset.samples[0].image_path, card.preprocessing, model.input).tobytes()

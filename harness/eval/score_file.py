@@ -1,6 +1,7 @@
 """`harness score`: the eval metrics for predictions made elsewhere, through the same code path."""
 
 import csv
+import math
 from pathlib import Path
 
 from harness.errors import UserError
@@ -9,12 +10,15 @@ from harness.eval.metrics import pool_size, score
 from harness.eval.subsets import Subset
 
 
-def read_predictions(path: Path) -> dict[str, int]:
-    """filename -> 0 or 1. A short row, another value or a filename given twice names its line."""
+def read_predictions(path: Path, lines: dict[str, int] | None = None) -> dict[str, int]:
+    """filename -> 0 or 1. A short row, another value, a score that is no finite number or a filename
+    given twice names its line; `lines`, if given, gets each filename's line."""
     predicted: dict[str, int] = {}
-    first_line: dict[str, int] = {}
+    first_line: dict[str, int] = {} if lines is None else lines
+    if Path(path).exists() and not Path(path).is_file():
+        raise UserError(f"predictions {path} is not a regular file (a folder, FIFO or device); pass a CSV file")
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:  # a BOM (Excel's UTF-8 CSV) is dropped
             reader = csv.DictReader(f)
             if not {"filename", "prediction"} <= set(reader.fieldnames or ()):
                 raise UserError(f"{path} needs the columns filename,prediction (and optionally score)")
@@ -25,6 +29,17 @@ def read_predictions(path: Path) -> dict[str, int]:
                     raise UserError(f"{path} line {line}: the row is short; every row needs filename,prediction")
                 if value.strip() not in ("0", "1"):
                     raise UserError(f"{path} line {line}: prediction {value!r} for {name} is not 0 or 1")
+                given = row.get("score")
+                if given is not None and given.strip():
+                    try:
+                        finite = math.isfinite(float(given))
+                    except ValueError:
+                        finite = False
+                    if not finite:
+                        raise UserError(
+                            f"{path} line {line}: score {given!r} for {name} is not a finite number; "
+                            "give a number or leave it empty"
+                        )
                 if name in predicted:
                     raise UserError(
                         f"{path} line {line}: {name} was predicted already on line {first_line[name]}; "
@@ -40,11 +55,19 @@ def read_predictions(path: Path) -> dict[str, int]:
 
 def score_file(labels: Path, predictions: Path, subsets: list[Subset]) -> dict:
     dataset = read_labels(labels)
-    predicted = read_predictions(predictions)
+    lines: dict[str, int] = {}
+    predicted = read_predictions(predictions, lines)
     missing = [s.id for s in dataset.samples if s.id not in predicted]
     samples = [s for s in dataset.samples if s.id in predicted]
     if not samples:
         raise UserError(f"no filename in {predictions} is in {labels}; are they for the same dataset?")
+    known = {s.id for s in dataset.samples}
+    unknown = [name for name in predicted if name not in known]
+    if unknown:
+        raise UserError(
+            f"{predictions} line {lines[unknown[0]]}: {unknown[0]} is not in {labels} "
+            f"({len(unknown)} such rows); predict only the files the labels list"
+        )
     values = [predicted[s.id] for s in samples]
     return {
         "labels": str(labels),

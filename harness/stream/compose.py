@@ -43,21 +43,21 @@ class BuiltStream:
     placements: list[Placement]
 
 
-def read_wav(path: Path) -> np.ndarray:
-    """16 kHz mono 16-bit samples as float64 in int16 units."""
+def read_wav(path: Path, frames: bool = True) -> np.ndarray:
+    """16 kHz mono 16-bit samples as float64 in int16 units; without `frames` only the header is checked."""
     try:
         with wave.open(str(path), "rb") as w:
             shape = (w.getnchannels(), w.getsampwidth(), w.getframerate())
-            frames = w.readframes(w.getnframes())
+            data = w.readframes(w.getnframes()) if frames else b""
     except (OSError, EOFError, wave.Error) as exc:
-        raise UserError(f"cannot read {path} as a WAV file ({exc})") from exc
+        raise UserError(f"cannot read {path} as a WAV file ({exc}); replace it or move it out of the folder") from exc
     if shape != (1, 2, SAMPLE_RATE):
         channels, width, rate = shape
         raise UserError(
             f"{path} is {channels} channel(s), {8 * width}-bit, {rate} Hz; streams need 16 kHz mono 16-bit "
             "(convert it first, e.g. sox in.wav -r 16000 -c 1 -b 16 out.wav)"
         )
-    return np.frombuffer(frames, dtype="<i2").astype(np.float64)
+    return np.frombuffer(data, dtype="<i2").astype(np.float64)
 
 
 def wav_duration_ms(path: Path) -> int:
@@ -168,6 +168,9 @@ def build_stream(
     unknown = sorted({w for w in [*wanted, *(label for label, _ in at or [])] if w not in clips})
     if unknown:
         raise UserError(f"no clips labelled {', '.join(unknown)} in {clips_dir} (found: {', '.join(sorted(clips))})")
+    for label in sorted({*wanted, *(label for label, _ in at or [])}):
+        for path in clips[label]:  # every clip that may be drawn, so none is passed over unsaid
+            read_wav(path, frames=False)
     rng = np.random.default_rng(seed)
     if at is not None:
         labels = [label for label, _ in at]

@@ -111,6 +111,11 @@ def _rows_after(samples: int, settings) -> int:
 def run_stream(request: StreamRequest) -> StreamOutcome:
     card, model, board = request.card, request.model, request.board
     pre = card.preprocessing
+    if card.task != "keyword_spotting":
+        raise UserError(
+            f"card {card.name} is an {card.task} card; streams are audio, so pass a keyword spotting card "
+            f"to {setting('model')} (harness models lists them)"
+        )
     audio = read_stream_audio(request.wav, pre.sample_rate)
     if len(audio) < pre.clip_samples:
         raise UserError(f"{request.wav} holds {len(audio)} samples, less than the model's {pre.clip_ms} ms window")

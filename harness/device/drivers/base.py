@@ -60,6 +60,16 @@ class Driver(ABC):
     protocols: ClassVar[tuple[str, ...]] = ("harness",)  # what its firmware may speak
     emulates: ClassVar[frozenset[str]] = frozenset()  # the link emulation options it takes (--link-baud, …)
     injects_faults: ClassVar[bool] = True  # a fault proxy can sit in its link
+    takes_port: ClassVar[bool] = False  # its link is a port the user may name (a real board's)
+
+    @classmethod
+    def refuse_port(cls, board: Board, port: str | None) -> None:
+        """A port named for a board harness starts and connects itself would be ignored: refuse it."""
+        if port not in (None, "auto") and not cls.takes_port:
+            raise UserError(
+                f"{board.id} is a {board.kind} board: harness starts it and opens its link itself, so it has no "
+                f"port to name; drop {setting('port')} {port} or pass a real board to {setting('board')}"
+            )
 
     def __init__(self, board: Board, model: TfliteModel | None, options: ConnectOptions):
         self.board, self.model, self.options = board, model, options
@@ -72,6 +82,7 @@ class Driver(ABC):
     def check(self) -> None:
         """Refuse, before anything starts, what this board and protocol cannot do."""
         options = self.options
+        self.refuse_port(self.board, options.port)
         if options.protocol not in PROTOCOLS:
             raise UserError(f"unknown protocol {options.protocol!r}; choose one of {', '.join(PROTOCOLS)}")
         if options.protocol not in self.protocols:

@@ -13,6 +13,7 @@ from harness.link.protocol import DeviceInfo
 class SerialDeviceDriver(Driver):
     kind = "device"
     protocols = ("harness", "eembc")
+    takes_port = True
 
     @property
     def named_port(self) -> str | None:

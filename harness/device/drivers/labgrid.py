@@ -15,6 +15,11 @@ class LabgridDriver(Driver):
     kind = "labgrid"
     protocols = ("harness", "eembc")
 
+    @classmethod
+    def refuse_port(cls, board, port) -> None:
+        if port not in (None, "auto"):
+            raise UserError(f"the labgrid place gives the port: drop {setting('port')} or {setting('labgrid_place')}")
+
     def check(self) -> None:
         if self.board.kind != "device":
             raise UserError(f"{setting('labgrid_place')} needs a real board, not {self.board.id} ({self.board.kind})")
