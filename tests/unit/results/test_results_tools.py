@@ -63,6 +63,7 @@ def test_perturbed_model_is_a_significant_difference(runs):
     assert "SIGNIFICANT" in text and "McNemar" in text
 
 
+@pytest.mark.slow
 def test_gates_fail_a_degraded_run_and_write_junit(runs, tmp_path):
     results, ids = runs
     gates = tmp_path / "gates.toml"
@@ -94,6 +95,7 @@ def test_gates_fail_a_degraded_run_and_write_junit(runs, tmp_path):
     assert [c.get("name") for c in cases if c.find("failure") is not None] == ["accuracy_vs_baseline"]
 
 
+@pytest.mark.slow
 def test_unknown_gate_is_a_clear_error(runs, tmp_path):
     results, ids = runs
     gates = tmp_path / "gates.toml"

@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import SHARED, assert_refused_in_one_line, fixture_model
 
+pytestmark = pytest.mark.slow  # stream runs on the virtual board, made once for the module
+
 AUDIO = SHARED / "fixtures" / "audio"
 
 
@@ -51,7 +53,6 @@ def runs(tmp_path_factory, private_cache):
     return folder, ids
 
 
-@pytest.mark.slow
 def test_runs_lists_stream_runs_beside_eval_runs(runs):
     folder, ids = runs
     done = _harness(folder, "runs", "--results", "r", "--json")
@@ -84,7 +85,6 @@ def test_a_stream_run_records_where_its_figures_come_from(runs):
     assert summary["busy"]["source"] == summary["frontend_arena_used"]["source"] == "sim"
 
 
-@pytest.mark.slow
 def test_report_of_a_stream_run_shows_its_detections_and_false_alarms(runs):
     folder, ids = runs
     out = folder / "report.html"
@@ -101,7 +101,6 @@ def test_report_of_a_stream_run_shows_its_detections_and_false_alarms(runs):
     assert ">yes<" in timeline and "seconds into the stream" in timeline
 
 
-@pytest.mark.slow
 def test_check_gates_a_stream_run(runs, tmp_path):
     folder, ids = runs
     gates = tmp_path / "gates.toml"
@@ -144,7 +143,6 @@ def test_a_gate_naming_a_figure_the_run_has_not_is_refused_in_one_line(runs, tmp
     assert_refused_in_one_line(_harness(folder, "check", ids[run], "--gates", str(gates), "--results", "r"), *words)
 
 
-@pytest.mark.slow
 def test_a_baseline_of_another_kind_and_compare_of_a_stream_run_are_refused(runs, tmp_path):
     folder, ids = runs
     gates = tmp_path / "gates.toml"
