@@ -13,9 +13,18 @@ import pytest
 
 HARNESS = Path(__file__).resolve().parents[3] / "harness"
 
-# Bottom to top: a package may import the ones below it, never one above. results is left out: it is the
-# run store that eval, stream and lpirc write into, and it imports no package itself.
-LAYERS = ["model", "firmware", "link", "device", "eval", "cli"]
+ARCHITECTURE = HARNESS.parent / "docs" / "architecture.md"
+
+
+def documented_layers() -> list[str]:
+    """The packages as docs/architecture.md stacks them, bottom first: a package may import the ones below
+    it, never one above (the page's first code block lists them top to bottom)."""
+    block = ARCHITECTURE.read_text().split("```")[1]
+    names = [line.split()[0] for line in block.splitlines() if line.startswith("harness/")]
+    return [name.removeprefix("harness/") for name in reversed(names) if not name.endswith(".py")]
+
+
+LAYERS = documented_layers()
 
 
 def _node(module: str) -> str | None:
@@ -211,6 +220,11 @@ def test_layers_import_only_downwards(graph, lower):
 def test_stated_layer_pairs(graph, importer, forbidden):
     if (importer, forbidden) in graph:
         pytest.fail(_lines(graph, importer, forbidden), pytrace=False)
+
+
+def test_docs_stack_every_package():
+    packages = sorted(p.name for p in HARNESS.iterdir() if p.is_dir() and any(p.glob("*.py")))
+    assert sorted(LAYERS) == packages, "docs/architecture.md must stack every package of harness/"
 
 
 def test_only_the_cli_imports_the_cli(graph):
