@@ -73,9 +73,11 @@ def _timed(args, measure, uses: tuple[str, ...]):
     dataset's first input. `uses`: the session members `measure` calls, refused before the board starts
     where the protocol has none."""
     from harness.device.launch import ConnectOptions, connect
-    from harness.eval.perf import sample_input
+    from harness.eval.perf import require_image_card, sample_input
+    from harness.model.card import load_card
 
     board = get_board(args.board)
+    require_image_card(load_card(args.model))
     card, model = model_for(args, board)
     data = sample_input(card, model, load_dataset(args.dataset))
     options = ConnectOptions(port=args.port, tflm=emulated_tflm_tree(args, board), protocol=args.protocol, uses=uses)

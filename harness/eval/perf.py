@@ -19,13 +19,18 @@ MLPERF_WINDOWS = 5
 MLPERF_WINDOW_SECONDS = 10.0
 
 
-def sample_input(card: ModelCard, model: TfliteModel, dataset: Dataset) -> bytes:
-    """The first dataset image through the card's preprocessing: a real input, not zeros."""
+def require_image_card(card: ModelCard) -> None:
+    """perf and profile time one image: refused for another task before any model is fetched."""
     if card.task != "image_classification":
         raise UserError(
             f"card {card.name} is a {card.task} card; perf and profile time one image of {setting('dataset')}, "
             f"so pass an image classification card to {setting('model')}"
         )
+
+
+def sample_input(card: ModelCard, model: TfliteModel, dataset: Dataset) -> bytes:
+    """The first dataset image through the card's preprocessing: a real input, not zeros."""
+    require_image_card(card)
     if not dataset.samples:
         raise UserError(f"dataset {dataset.name} is empty; pass another {setting('dataset')}")
     return image_tensor(dataset.samples[0].image_path, card.preprocessing, model.input).tobytes()
