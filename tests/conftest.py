@@ -10,6 +10,10 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HARNESS_SHARED_DIR", REPO.parent / "shared"))
 FIXTURE_MODELS = SHARED / "fixtures" / "models"
 FIXTURE_TFLM = SHARED / "fixtures" / "tflm"
+
+# The user's own boards stay out of every test, from collection on (board lists parametrize tests before any
+# fixture runs): a boards folder that does not exist holds no boards. A test that needs one sets its own.
+os.environ["HARNESS_BOARDS_DIR"] = str(REPO / "tests" / ".no-user-boards")
 FIXTURE_PLATFORMIO = SHARED / "fixtures" / "platformio"
 
 
@@ -66,7 +70,6 @@ def private_cache(tmp_path_factory):
     """Tests never touch the user's cache; the demo set and downloads land in one session folder."""
     cache = os.environ.get("HARNESS_TEST_CACHE_DIR") or str(tmp_path_factory.mktemp("harness-cache"))
     os.environ["HARNESS_CACHE_DIR"] = cache
-    os.environ["HARNESS_BOARDS_DIR"] = str(tmp_path_factory.mktemp("user-boards"))  # the user's boards stay out
     if FIXTURE_MODELS.is_dir():
         os.environ["HARNESS_MODEL_MIRROR"] = str(FIXTURE_MODELS)
     else:

