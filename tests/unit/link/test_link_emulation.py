@@ -26,7 +26,7 @@ def test_paced_link_never_carries_payload_above_the_line_rate():
     with core_on_pty(ChecksumRunner(len(INPUT), 2), emulation=LinkEmulation(baud), **FRAMES) as (_, client):
         client.hello()
         seconds = min(_load_seconds(client, INPUT) for _ in range(2))
-        assert client.stats.resends == 0
+        assert client.stats.corrupt_frames == 0
     wire = len(INPUT) * 10 / baud
     assert seconds >= wire
 
