@@ -4,6 +4,7 @@ through a window of frames in flight, the next sample sent while the device runs
 import contextlib
 import math
 import random
+import select
 import struct
 import time
 from collections import deque
@@ -12,6 +13,7 @@ from collections.abc import Iterable, Iterator
 import serial
 
 from harness.errors import LinkError
+from harness.link.frame_sizer import ANSWER_BYTES, CHUNK_FRAMING, SMALLEST_CHUNK, FrameSizer
 from harness.link.framing import OVERHEAD, FrameDecoder, Rejected, crc32, encode_frame
 from harness.link.protocol import (
     PROTOCOL_VERSION,
@@ -39,15 +41,16 @@ from harness.link.protocol import (
 )
 from harness.link.session import DeviceSession
 from harness.link.session import LinkStats as LinkStats  # where it was first defined
+from harness.link.transport import POLL_SECONDS
 
 # A damaged request is dropped by the device; sending it again is the cure. (An oversized one is
 # refused with FRAME_TOO_LONG, which no resend cures.)
 RETRYABLE_ERRORS = {ErrorCode.BAD_CRC}
+REAL_CLOCKS = (TickKind.WALL_CLOCK, TickKind.CPU_CYCLES)  # an emulator's time says nothing of how long we wait
 # While input streams, a lost chunk makes the ones behind it land past the loaded range: go back.
 # (FRAME_TOO_LONG too: our chunks fit, so the length field was damaged on the way.)
 RESEND_INPUT_ERRORS = {ErrorCode.BAD_CRC, ErrorCode.BAD_OFFSET, ErrorCode.FRAME_TOO_LONG}
 MAX_WINDOW = 8
-MIN_CHUNK = 128  # the smallest input chunk a damaged link shrinks frames to
 # After a fault, zero bytes behind each burst complete a frame that lost a byte, so the device answers
 # BAD_CRC at once rather than waiting for bytes that never come. The decoder skips them otherwise.
 PAD = bytes(16)
@@ -110,10 +113,10 @@ class DeviceClient(DeviceSession):
         self._events: deque = deque()
         self._held: dict = {}  # answers that came while other answers were awaited, by sequence number
         self._expected: set[int] = set()
-        self._chunk_limit: int | None = None  # shrinks while the link damages frames, grows back when clean
+        self.frame_sizer = FrameSizer()  # input chunks and window from the byte error rate seen so far
         self._in_hello = False
         self._slowest_invoke = 0.0  # wall time from INVOKE sent to answer, the link included
-        self._longest_invoke = 0.0  # the longest invoke as the device timed it
+        self._longest_invoke: float | None = None  # the longest invoke as the device timed it (None: no timer)
         # last_invoke: INVOKE sent, its answer read; last_device_window: ending when that answer arrived.
         # A fresh random start keeps a new session's requests from matching a cached old answer.
         self._seq = random.randrange(0x10000)
@@ -177,7 +180,9 @@ class DeviceClient(DeviceSession):
             return DAMAGED_LINK_WAIT
         if msg != Msg.INVOKE:
             return math.inf
-        return DAMAGED_LINK_WAIT + 2 * self._longest_invoke if self._longest_invoke else self.invoke_timeout
+        if self._longest_invoke is None:
+            return self.invoke_timeout
+        return DAMAGED_LINK_WAIT + 2 * self._longest_invoke
 
     def _retries(self) -> int:
         """Attempts per frame: more once the link has shown damage, where each try is cheaper."""
@@ -229,7 +234,7 @@ class DeviceClient(DeviceSession):
         device can refuse it once the next input has overwritten this one. 0: none (send nothing ahead)."""
         info = self._require_info()
         limit = info.rx_buffer_bytes - AHEAD_RESERVE
-        if info.protocol_version < 2 or limit < MIN_CHUNK + 4 + OVERHEAD + len(PAD):
+        if info.protocol_version < 2 or limit < SMALLEST_CHUNK + CHUNK_FRAMING + len(PAD):
             return 0
         return limit
 
@@ -342,7 +347,8 @@ class DeviceClient(DeviceSession):
         self._slowest_invoke = max(self._slowest_invoke, self.last_invoke[1] - at)
         measured, total, output = parse_invoke(payload, info)
         self.last_device_window = _device_window(measured, self.last_invoke[1])
-        self._longest_invoke = max(self._longest_invoke, measured.seconds or 0.0)
+        if measured.kind in REAL_CLOCKS and measured.seconds is not None:  # however short the invokes are
+            self._longest_invoke = max(self._longest_invoke or 0.0, measured.seconds)
         if total != info.output.bytes or len(output) > total:
             raise MalformedPayload(f"INVOKE answer announces {total} output bytes, HELLO {info.output.bytes}")
         while len(output) < total:
@@ -493,8 +499,10 @@ class DeviceClient(DeviceSession):
         if self._damaged_link:
             timeout = min(timeout, self._damaged_link_wait(msg))
         timeout += self.wire_seconds(len(frame) + self.info.max_response_frame if self.info else len(frame))
-        for attempt in range(self._retries()):
-            if attempt:
+        attempt = 0
+        while attempt < self._retries():  # more attempts once the link shows damage, this request's too
+            attempt += 1
+            if attempt > 1:
                 self.stats.resends += 1
                 self._write(frame)
                 if self._damaged_link:  # an answer already made comes back at once
@@ -512,7 +520,7 @@ class DeviceClient(DeviceSession):
                 return event.payload
             self.stats.stale_frames += 1
         raise LinkError(
-            f"no valid answer to {msg.name} after {self._retries()} attempts; "
+            f"no valid answer to {msg.name} after {attempt} attempts; "
             "check the port, the baud rate and that the board runs harness firmware"
         )
 
@@ -544,7 +552,9 @@ class DeviceClient(DeviceSession):
                 self._decoder.reset()
                 self.stats.timeouts += 1
                 return None
-            data = self.port.read(max(1, self.port.in_waiting))
+            until = min(deadline, last_byte + self._partial_gap()) if self._decoder.partial else deadline
+            data = self._read_some(until - now)
+            now = time.monotonic()
             if data:
                 self._events.extend(self._decoder.feed(data))
                 last_byte = now
@@ -552,6 +562,16 @@ class DeviceClient(DeviceSession):
                 self._decoder.reset()  # an answer that lost bytes: no use waiting for the rest
                 self.stats.corrupt_frames += 1
                 return None
+
+    def _read_some(self, wait: float) -> bytes:
+        """What the port holds, waiting at most `wait` seconds (within its poll) for a first byte. A local
+        port is watched with select, so a decision due in a few milliseconds is not held up by a read
+        that waits out the port's whole poll."""
+        if self.port.in_waiting or not isinstance(self.port, serial.Serial):
+            return self.port.read(max(1, self.port.in_waiting))
+        ready, _, _ = select.select([self.port.fileno()], [], [], max(0.0, min(wait, POLL_SECONDS)))
+        # Readable with nothing to read is a port gone away: the read raises it.
+        return self.port.read(max(1, self.port.in_waiting)) if ready else b""
 
     def _require_info(self) -> DeviceInfo:
         if self.info is None:
@@ -574,16 +594,19 @@ class _InputLoad:
         # enough that three fit keep the line busy while the device handles one and the host is slow
         # to send the next.
         self.budget = info.max_request_frame + info.rx_buffer_bytes
-        self.frame_bytes = min(info.max_request_frame, max(self.budget // 3, MIN_WINDOW_FRAME))
-        self.largest = min(info.max_request_payload, self.frame_bytes - OVERHEAD) - 4
-        self.chunk = min(self.largest, client._chunk_limit or self.largest)
-        self.window = self._window()
+        largest_frame = min(info.max_request_frame, max(self.budget // 3, MIN_WINDOW_FRAME))
+        self.largest = min(info.max_request_payload, largest_frame - OVERHEAD) - 4
+        self._resize()
         self.acked = self.sent = self.faults = 0
         self.outstanding: dict[int, int] = {}  # sequence number -> input bytes loaded once it is acknowledged
         self.ahead: set[int] = set()  # chunks sent ahead, whose answers may come while others are awaited
 
-    def _window(self) -> int:
-        return max(1, min(MAX_WINDOW, self.budget // (self.chunk + 4 + OVERHEAD)))
+    def _resize(self) -> None:
+        """Chunk and window for the byte error rate the link has shown (harness/link/frame_sizer.py)."""
+        bytes_per_second = (getattr(self.client.port, "baudrate", 0) or 115200) / 10
+        sizing = self.client.frame_sizer.choose(self.largest, self.budget, MAX_WINDOW, bytes_per_second)
+        self.chunk, self.window = sizing.chunk, sizing.window
+        self.client.stats.chunk_bytes = self.chunk
 
     def _frame(self) -> bytes:
         piece = self.data[self.sent : self.sent + self.chunk]
@@ -620,7 +643,7 @@ class _InputLoad:
             if burst:
                 client.port.write(burst + (PAD if client._damaged_link else b""))
             wait = min(client.timeout, DAMAGED_LINK_WAIT) if client._damaged_link else client.timeout
-            in_flight = max(self.window, len(self.outstanding)) * self.frame_bytes
+            in_flight = max(self.window, len(self.outstanding)) * (self.chunk + CHUNK_FRAMING)
             event = client._next_answer(set(self.outstanding), wait + client.wire_seconds(in_flight))
             ok = event is not None and event.type == Msg.LOAD_INPUT | RESPONSE_BIT
             if not ok and event is not None and event.type == Msg.ERROR:
@@ -629,13 +652,16 @@ class _InputLoad:
                     raise DeviceError(code, text)
                 if code == ErrorCode.BAD_OFFSET and failures >= 2:
                     self.acked = 0  # the device holds less than it acknowledged: a reset whose notice was lost
+            exchange = self.chunk + CHUNK_FRAMING + ANSWER_BYTES
             if ok:
                 self.acked = max(self.acked, int.from_bytes(event.payload[:4], "little"))
                 del self.outstanding[event.seq]
                 failures = 0
+                client.frame_sizer.delivered(exchange)
                 continue
             failures += 1
             self.faults += 1
+            client.frame_sizer.fault(exchange)
             if failures > client._retries():
                 raise LinkError(f"input not accepted after {failures} attempts; check the link and the baud rate")
             client.stats.go_backs += 1
@@ -643,9 +669,8 @@ class _InputLoad:
             client.stats.resends += len(self.outstanding)
             self.outstanding.clear()
             self.sent = self.acked
-            self.chunk = min(self.largest, max(MIN_CHUNK, self.chunk // 2))  # smaller frames get through more often
-            self.window = self._window()
-        client._chunk_limit = self.chunk if self.faults else min(self.largest, self.chunk * 2)
+            self._resize()
+        client.stats.byte_error_rate = client.frame_sizer.byte_error_rate
         self.forget()
 
     def forget(self) -> None:
@@ -659,6 +684,6 @@ class _InputLoad:
 def _device_window(measured: Timing, answered: float) -> tuple[float, float] | None:
     """The invoke's span on the host's clock: as long as the device's own timer says, ending when its
     answer arrived. Emulated time is no real time; a device without a clock gives none."""
-    if measured.kind not in (TickKind.WALL_CLOCK, TickKind.CPU_CYCLES) or measured.seconds is None:
+    if measured.kind not in REAL_CLOCKS or measured.seconds is None:
         return None
     return answered - measured.seconds, answered

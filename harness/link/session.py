@@ -37,6 +37,8 @@ class LinkStats:
     reruns: int = 0  # samples sent again after a reset or a lost invoke
     timeouts: int = 0  # waits that ended in silence
     reconnects: int = 0  # times the port went away and came back
+    chunk_bytes: int = 0  # the input chunk the last load used (harness/link/frame_sizer.py)
+    byte_error_rate: float = 0.0  # the link's byte error rate as the frame sizer estimates it
     faults_injected: dict | None = None  # from the fault-injection proxy, when one is in the middle
 
 
