@@ -15,12 +15,16 @@
     the (c) ratio at both rates (one input slot: the next input sent ahead into the receive buffer), with
     the TFLM host interpreter running wv_quality_k_2_c_3 (uint8[1,50,50,3]) from the
     shared fixtures. Labelled `sim (hosted HAL)`: the real HAL sources over an emulated UART, not a board.
+(f) samples/s through the fault-injection proxy (harness/link/faults.py: drop = corrupt = 1e-4, 1e-3
+    and 3e-3 per byte, each way) ÷ samples/s of the same inputs on the clean link, at 115200 and 921600
+    baud; every output checked against the clean ones. Targets: ≥ 0.25 at 1e-3; at 3e-3 the run completes.
 Rounds alternate and medians are printed. Every figure is `sim`: this machine's pseudo-terminal paced
 to the baud rate by the virtual board (firmware/sim/sim_board.c), not a real UART. The board's model
 is a small int8 runner with a 96x96x3 input (the fixtures hold no int8 model of that shape; the link
 does not care what the model computes, and every output is checked).
 
-    python benchmarks/link.py [--rounds 3] [--samples 3] [--pipeline-samples 12] [--only sim|hal]
+    python benchmarks/link.py [--rounds 3] [--samples 3] [--pipeline-samples 12] [--fault-samples 8]
+                             [--only sim|hal|faults]
 """
 
 import argparse
@@ -29,7 +33,7 @@ import multiprocessing
 import os
 import statistics
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import numpy as np
 import serial
@@ -40,6 +44,7 @@ from harness.device.launch import connect
 from harness.device.sim_board import LinkEmulation, SimBoard
 from harness.link.client import DeviceClient
 from harness.link.eembc import EembcClient
+from harness.link.faults import FaultProxy, FaultSpec
 from harness.model.tflite_file import read_tflite
 from harness.native import ModelInfo
 from harness.tensors import TensorSpec
@@ -52,6 +57,9 @@ INPUT_BYTES = 96 * 96 * 3
 SPEC_IN = TensorSpec(INT8, SHAPE, 1.0, 0, INPUT_BYTES)
 SPEC_OUT = TensorSpec(INT8, (1, 3), 1.0, 0, 3)
 PROTOCOL_INVOKE_MS = 100  # the same emulated device for both protocols
+FAULT_RATES = (1e-4, 1e-3, 3e-3)  # drop = corrupt = this, per byte, each way
+FAULT_BAUDS = (115200, 921600)
+FAULT_SEED = 11
 
 
 class MeanRunner:
@@ -95,23 +103,30 @@ def _serve_board(conn, baud: int, invoke_ms: float, eembc: bool) -> None:
 
 
 @contextmanager
-def sim_client(baud: int, invoke_ms: float = 0.0, eembc: bool = False, switch_to: int = 0):
+def sim_client(
+    baud: int, invoke_ms: float = 0.0, eembc: bool = False, switch_to: int = 0, faults: FaultSpec | None = None
+):
     """The virtual board's C core on a pseudo-terminal paced to `baud`, in a process of its own; eembc:
-    the EEMBC DUT instead of ours on the same board; switch_to: SET_BAUD after the handshake."""
+    the EEMBC DUT instead of ours on the same board; switch_to: SET_BAUD after the handshake; faults: the
+    fault-injection proxy (harness/link/faults.py) between the host and the board."""
     ours, theirs = multiprocessing.Pipe()
     board = multiprocessing.get_context("fork").Process(target=_serve_board, args=(theirs, baud, invoke_ms, eembc))
     board.start()
-    port = serial.Serial(ours.recv(), baudrate=baud, timeout=0.05)
-    try:
-        client = EembcClient(port, SPEC_IN, SPEC_OUT) if eembc else DeviceClient(port)
-        client.hello()
-        if switch_to:
-            assert client.switch_baud(switch_to), "the baud switch fell back"
-        yield client
-    finally:
-        port.close()
-        ours.send("stop")
-        board.join()
+    with ExitStack() as stack:
+        path = ours.recv()
+        if faults is not None:
+            device = stack.enter_context(serial.Serial(path, baudrate=baud, timeout=0.05))
+            path = stack.enter_context(FaultProxy(device, faults, seed=FAULT_SEED)).path
+        port = stack.enter_context(serial.Serial(path, baudrate=baud, timeout=0.05))
+        try:
+            client = EembcClient(port, SPEC_IN, SPEC_OUT) if eembc else DeviceClient(port)
+            client.hello()
+            if switch_to:
+                assert client.switch_baud(switch_to), "the baud switch fell back"
+            yield client
+        finally:
+            ours.send("stop")
+            board.join()
 
 
 def _inputs(count: int, seed: int) -> list[bytes]:
@@ -165,6 +180,45 @@ def samples_per_second(inputs: list[bytes], *, baud: int, eembc: bool = False, s
         seconds = time.perf_counter() - started
     assert outputs == [MeanRunner.compute(d) for d in inputs], "outputs differ"
     return len(inputs) / seconds
+
+
+def fault_round(baud: int, inputs: list[bytes], rate: float) -> tuple[float, dict]:
+    """samples/s over the whole run (the handshake left out) through the fault proxy at `rate` (0: no proxy),
+    and what the link did; the outputs must be the clean ones."""
+    faults = FaultSpec(drop=rate, corrupt=rate) if rate else None
+    with sim_client(baud, faults=faults) as client:
+        started = time.perf_counter()
+        outputs = [result.output for result in client.run_stream(inputs)]
+        seconds = time.perf_counter() - started
+        stats = client.stats
+    assert outputs == [MeanRunner.compute(d) for d in inputs], f"outputs differ at faults {rate:g}"
+    return len(inputs) / seconds, {"go_backs": stats.go_backs, "chunk": stats.chunk_bytes}
+
+
+def fault_rows(rounds: int, samples: int) -> None:
+    print(
+        f"(f) throughput under faults ÷ clean throughput, drop = corrupt = rate per byte each way, {samples} samples "
+        f"a run, medians of {rounds} rounds (clean and faulty runs alternate); target ≥ 0.25 at 1e-3, 3e-3 completes"
+    )
+    for baud in FAULT_BAUDS:
+        clean: list[float] = []
+        faulty: dict[float, list[tuple[float, dict]]] = {rate: [] for rate in FAULT_RATES}
+        for r in range(rounds):
+            inputs = _inputs(samples, 300 + r)
+            clean.append(fault_round(baud, inputs, 0)[0])
+            for rate in FAULT_RATES:
+                faulty[rate].append(fault_round(baud, inputs, rate))
+        base = statistics.median(clean)
+        print(f"    {baud:>7} baud  clean {base:6.3f} samples/s  rounds {_list(clean)}")
+        for rate, runs in faulty.items():
+            ratios = [speed / c for (speed, _), c in zip(runs, clean, strict=True)]
+            go_backs = statistics.median(stats["go_backs"] for _, stats in runs)
+            chunks = sorted({stats["chunk"] for _, stats in runs})
+            print(
+                f"    {baud:>7} baud  {rate:g}: {statistics.median(s for s, _ in runs):6.3f} samples/s, "
+                f"÷ clean: median {statistics.median(ratios):.3f}  rounds {_list(ratios)}; "
+                f"go-backs {go_backs:.0f}, final chunk {chunks} B; outputs identical"
+            )
 
 
 HALS = ("hal_stm32duino", "hal_espidf", "hal_mbed")
@@ -239,8 +293,14 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=3, help="inputs per efficiency round")
     parser.add_argument("--pipeline-samples", type=int, default=12)
     parser.add_argument("--protocol-samples", type=int, default=2, help="inputs per round for (b) and (d)")
-    parser.add_argument("--only", choices=("sim", "hal"), help="only the virtual board's figures, or only the HALs'")
+    parser.add_argument("--fault-samples", type=int, default=8, help="inputs per run for (f)")
+    parser.add_argument(
+        "--only", choices=("sim", "hal", "faults"), help="only the virtual board's figures, the HALs' or (f)"
+    )
     args = parser.parse_args()
+    if args.only == "faults":
+        fault_rows(args.rounds, args.fault_samples)
+        return
     if args.only != "sim":
         model = _hal_model()
         if model is None:
@@ -295,6 +355,7 @@ def main() -> None:
         f"    pipelined wall {wall:.3f} s; wall ÷ max(transfer, inference): median {statistics.median(ratios):.3f}  "
         f"rounds {', '.join(f'{v:.3f}' for v in ratios)}"
     )
+    fault_rows(args.rounds, args.fault_samples)
 
 
 def _list(values: list[float]) -> str:

@@ -59,6 +59,9 @@ PARTIAL_GAP_SECONDS = 0.03  # more than a USB-serial adapter's latency timer (16
 # (a resend any sooner would land in the broken frame) and more attempts are allowed.
 DAMAGED_LINK_WAIT = 0.1
 DAMAGED_LINK_EXTRA_TRIES = 26
+# A device answers each input chunk as it arrives, during an invoke too (two slots) or once it ends (chunks
+# sent ahead are collected with the INVOKE's answer): silence past the wire time and this is a lost chunk.
+INPUT_ANSWER_WAIT = 0.5
 STATELESS = {Msg.LINK_TEST, Msg.PERF}
 QUICK_REQUESTS = {Msg.HELLO, Msg.LOAD_INPUT, Msg.READ_OUTPUT, Msg.LINK_TEST, Msg.SET_BAUD}  # answered at once
 # The device no longer holds the input or output it was sent: run the sample again.
@@ -641,8 +644,10 @@ class _InputLoad:
             while len(self.outstanding) < self.window and self.sent < len(self.data):
                 burst += self._frame()
             if burst:
-                client.port.write(burst + (PAD if client._damaged_link else b""))
-            wait = min(client.timeout, DAMAGED_LINK_WAIT) if client._damaged_link else client.timeout
+                # A chunk that lost a byte is completed by the next one; only one nothing follows needs padding.
+                last = self.sent == len(self.data) or self.window == 1
+                client.port.write(burst + (PAD if client._damaged_link and last else b""))
+            wait = min(client.timeout, DAMAGED_LINK_WAIT if client._damaged_link else INPUT_ANSWER_WAIT)
             in_flight = max(self.window, len(self.outstanding)) * (self.chunk + CHUNK_FRAMING)
             event = client._next_answer(set(self.outstanding), wait + client.wire_seconds(in_flight))
             ok = event is not None and event.type == Msg.LOAD_INPUT | RESPONSE_BIT
