@@ -164,6 +164,7 @@ class DeviceClient(DeviceSession):
         in order, so once its echo is back every earlier frame was handled (acknowledgements among them
         count) or lost, and resent frames cannot land in a frame broken on the way."""
         marker = self._next_seq()
+        self.port.write(PAD)  # completes a chunk that lost a byte, which would otherwise swallow the marker's head
         self._write(encode_frame(Msg.LINK_TEST, marker))
         while True:
             event = self._next_answer({*outstanding, marker}, DAMAGED_LINK_WAIT)
