@@ -164,8 +164,9 @@ class DeviceClient(DeviceSession):
         in order, so once its echo is back every earlier frame was handled (acknowledgements among them
         count) or lost, and resent frames cannot land in a frame broken on the way."""
         marker = self._next_seq()
-        self.port.write(PAD)  # completes a chunk that lost a byte, which would otherwise swallow the marker's head
-        self._write(encode_frame(Msg.LINK_TEST, marker))
+        # Padding ahead completes a chunk that lost a byte, which would otherwise swallow the marker's head.
+        self.port.write(PAD + encode_frame(Msg.LINK_TEST, marker) + PAD)
+        self.stats.frames_sent += 1
         while True:
             event = self._next_answer({*outstanding, marker}, DAMAGED_LINK_WAIT)
             if event is None or event.seq == marker:
