@@ -3,6 +3,8 @@
 import argparse
 import sys
 
+import serial
+
 from harness import __version__, console
 from harness.boards import board_ids
 from harness.cli.args import EXIT_USAGE, Parser, link_options, output_options
@@ -183,7 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
         handler=cmd_datasets
     )
     dataset = commands.add_parser("dataset", help="work on datasets")
-    dataset_commands = dataset.add_subparsers(dest="dataset_command", required=True, parser_class=Parser)
+    dataset_commands = dataset.add_subparsers(
+        dest="dataset_command", metavar="{build}", required=True, parser_class=Parser
+    )
     build = dataset_commands.add_parser(
         "build", parents=[output], help="Wake Vision labels for your images from Open Images-style boxes"
     )
@@ -277,6 +281,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("harness: interrupted; no results were written", file=sys.stderr)
         return 130
+    except serial.SerialException as exc:  # the board's port failed under us: a board or QEMU that died
+        print(
+            f"harness: link error: the board's port failed ({exc}); check that the board is running and "
+            "connected, then run again",
+            file=sys.stderr,
+        )
+        return 1
     except OSError as exc:  # a file the checks above did not foresee: unreadable, a folder, a full disk
         where = f" {exc.filename}" if exc.filename else ""
         print(

@@ -119,6 +119,8 @@ def cmd_map(args) -> int:
 
     thresholds = args.iou if args.iou == "ilsvrc" else iou_threshold(args.iou)
     truth = read_boxes(Path(args.truth))
+    if not truth:
+        raise UserError(f"{args.truth} holds no ground-truth boxes; pass the golden file (7 numbers a box)")
     detections = read_boxes(Path(args.detections))
     if args.answered_only:
         answered = {box.image for box in detections}

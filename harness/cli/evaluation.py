@@ -50,7 +50,9 @@ def eval_request(settings: EvalSettings, results_root: Path, run_id: str | None 
     from harness.eval.runner import EvalRequest
 
     board = board_with_link_options(settings)
-    driver_type(board, settings.labgrid_place).refuse_port(board, settings.port)  # before a run folder exists
+    driver = driver_type(board, settings.labgrid_place)
+    driver.refuse_port(board, settings.port)  # before a run folder exists or firmware is built
+    driver.refuse_faults(settings.faults)
     card = load_card(settings.model)
     task = task_for(card)
     subsets = task.subsets(settings.subset)

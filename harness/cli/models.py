@@ -34,13 +34,16 @@ def cmd_inspect(args) -> int:
 
     from harness.model.inspect import inspect_model
 
-    if args.model.lower().endswith((".h5", ".keras")):
+    target = Path(args.model)
+    if args.model.lower().endswith((".h5", ".keras")) or (target / "saved_model.pb").is_file():
         raise UserError(
             f"{args.model} is a Keras model, not a model card or .tflite: convert it first with "
             "harness convert --card CARD --model MODEL --out MODEL.tflite, then inspect the .tflite"
         )
-    if args.model.endswith(".tflite"):
-        model = read_tflite(Path(args.model))
+    if target.is_dir():
+        raise UserError(f"{args.model} is a folder; pass a .tflite file or a model card (`harness models`)")
+    if args.model.endswith(".tflite") or (target.is_file() and target.suffix != ".toml"):
+        model = read_tflite(target)
     else:
         card = load_card(args.model)
         path = obtain_model(card)

@@ -86,10 +86,14 @@ def cmd_stream(args) -> int:
     if not args.clips or not args.out:
         raise UserError("`harness stream build` needs --clips DIR and --out STREAM.wav")
     out = Path(args.out)
+    ledger = Path(args.ledger) if args.ledger else out.with_suffix(".csv")
+    for path, flag in ((out, "--out STREAM.wav"), (ledger, "--ledger LEDGER.csv")):
+        if path.is_dir():
+            raise UserError(f"{path} is a folder; pass a file to write as {flag}")
     built = build_stream(
         Path(args.clips),
         out,
-        Path(args.ledger) if args.ledger else out.with_suffix(".csv"),
+        ledger,
         at=parse_placements(args.at) if args.at else None,
         count=args.count,
         words=[w.strip() for w in args.words.split(",") if w.strip()] if args.words else None,

@@ -8,7 +8,9 @@ from harness.errors import UserError
 
 def add_tflm_commands(commands, output) -> None:
     tflm = commands.add_parser("tflm", help="the TFLM trees harness prepares for boards (docs/tflm.md)")
-    actions = tflm.add_subparsers(dest="tflm_command", required=True, parser_class=Parser)
+    actions = tflm.add_subparsers(
+        dest="tflm_command", metavar="{list,prepare,remove,sources}", required=True, parser_class=Parser
+    )
     listing = actions.add_parser("list", parents=[output], help="cached trees: recipe, size, boards using it")
     listing.set_defaults(handler=cmd_tflm_list)
     prepare = actions.add_parser(
@@ -113,7 +115,7 @@ def cmd_tflm_prepare(args) -> int:
         if args.json:
             print_json({"board": board.id, "tree": None, "tflm": elsewhere(board)})
         else:
-            console.print(f"{elsewhere(board)}; harness prepares no tree for it", highlight=False)
+            console.print(f"{elsewhere(board)}: nothing to prepare", highlight=False)
         return 0
     already = cached_tree(recipe) is not None
     tree = prepare(recipe, board.id)

@@ -89,6 +89,8 @@ def _sha256(path: Path) -> str:
 
 def read_labels(csv_path: Path) -> Dataset:
     """A label CSV on its own (images beside it in images/, if anyone asks for them)."""
+    if Path(csv_path).exists() and not Path(csv_path).is_file():
+        raise UserError(f"label file {csv_path} is not a regular file (a folder, FIFO or device); pass a CSV file")
     if not Path(csv_path).is_file():
         raise UserError(f"label file {csv_path} does not exist")
     return _read(Path(csv_path).stem, Path(csv_path), Path(csv_path).parent / "images")

@@ -46,6 +46,7 @@ AGE = {"Young": "young", "Middle": "middle_age", "Older": "older", "Unknown": "a
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 
 
+COORDINATES = {"XMin", "XMax", "YMin", "YMax"}  # Open Images: fractions of the image's size
 BOX_COLUMNS = ("ImageID", "LabelName", "XMin", "XMax", "YMin", "YMax")
 MIAP_COLUMNS = ("ImageID",)
 
@@ -68,7 +69,19 @@ def _read_csv(path: Path, needed: tuple[str, ...]) -> list[dict]:
     for number, row in enumerate(rows, 2):
         if any(row.get(c) is None for c in needed):
             raise UserError(f"{path} line {number}: the row is short; every row needs {','.join(needed)}")
+        for column in COORDINATES & set(needed):
+            if not _is_unit_coordinate(row[column]):
+                raise UserError(
+                    f"{path} line {number}: {column} is {row[column]!r}, not a coordinate from 0 to 1; fix that row"
+                )
     return rows
+
+
+def _is_unit_coordinate(text: str) -> bool:
+    try:
+        return 0.0 <= float(text) <= 1.0
+    except ValueError:
+        return False
 
 
 def _class_names(annotations: Path) -> dict[str, str]:

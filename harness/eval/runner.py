@@ -1,6 +1,5 @@
 """`harness eval`: stream a subset's samples to a board, run host references, score and store it all."""
 
-import shutil
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -414,15 +413,19 @@ def _stream_journaled(request: EvalRequest, run: OpenRun, inputs: Inputs, refs, 
     except UserError:
         journal.close()
         if request.run_id is None and not journal.load():  # nothing to resume: leave nothing behind
-            shutil.rmtree(run.folder.path, ignore_errors=True)
+            run.folder.discard()
         raise
     except LinkError as exc:
+        journal.close()
+        if request.run_id is None and not journal.load():
+            run.folder.discard()
+            raise
         raise LinkError(f"{exc.args[0]} (the samples done are kept: `harness eval --resume {run.id}` goes on)") from exc
     except KeyboardInterrupt:
         journal.close()
         kept = len(journal.load())
         if request.run_id is None and not kept:
-            shutil.rmtree(run.folder.path, ignore_errors=True)
+            run.folder.discard()
             raise
         raise InterruptedRun(f"{_count(kept)} kept; `harness eval --resume {run.id}` goes on") from None
     finally:

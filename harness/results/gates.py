@@ -61,8 +61,13 @@ def load_gates(path: Path) -> dict:
     if not gates:
         raise UserError(f"gates file {path} has no gates; add at least one, e.g. [agreement] min = 0.99")
     for name, settings in gates.items():
-        if name not in GATES or not isinstance(settings, dict) or set(settings) - set(GATES[name].settings):
-            raise UserError(f"gates file {path}: unknown gate or setting [{name}]; valid: {_listed()}")
+        if name not in GATES or not isinstance(settings, dict):
+            raise UserError(f"gates file {path}: unknown gate [{name}]; valid: {_listed()}")
+        if unknown := sorted(set(settings) - set(GATES[name].settings)):
+            raise UserError(
+                f"gates file {path}: [{name}] has no setting {', '.join(unknown)}; "
+                f"it takes {', '.join(GATES[name].settings)}"
+            )
         for key in GATES[name].settings:
             if key not in settings:
                 raise UserError(f"gates file {path}: [{name}] needs `{key} = NUMBER`")

@@ -21,8 +21,18 @@ def new_run_id(model: str, board: str) -> str:
 
 
 class RunFolder:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, made: tuple[Path, ...] = ()):
         self.path = path
+        self._made = made  # folders above it this run created, innermost first
+
+    def discard(self) -> None:
+        """A run that never got going leaves nothing: its folder, and the results folders made for it."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        for folder in self._made:
+            try:
+                folder.rmdir()  # only while empty
+            except OSError:
+                break
 
     def write_json(self, name: str, data: dict) -> None:
         (self.path / name).write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
@@ -43,13 +53,14 @@ def open_partial(root: Path, run_id: str, resume: bool) -> RunFolder:
             done = " (it finished already)" if (root / run_id).is_dir() else ""
             raise UserError(f"no unfinished run {run_id} in {root}{done}; `harness runs` lists the finished ones")
         return RunFolder(partial)
+    made = tuple(folder for folder in (root, *root.parents) if not folder.exists())
     try:
         partial.mkdir(parents=True)
     except OSError as exc:
         raise UserError(
             f"cannot create run {run_id} in {root} ({exc.strerror}); pass a writable {setting('results')}"
         ) from exc
-    return RunFolder(partial)
+    return RunFolder(partial, made)
 
 
 def publish(root: Path, run_id: str) -> Path:

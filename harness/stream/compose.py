@@ -92,7 +92,7 @@ def find_clips(folder: Path) -> dict[str, list[Path]]:
             raise UserError(f"{path}: no label in its name (label_anything.wav) nor a label folder; rename it")
         clips.setdefault(label, []).append(path)
     if not clips:
-        raise UserError(f"no .wav clips in {folder}")
+        raise UserError(f"no .wav clips in {folder}; put them in a folder per label (yes/a.wav) or name them label_…")
     return clips
 
 

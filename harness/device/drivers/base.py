@@ -71,6 +71,11 @@ class Driver(ABC):
                 f"port to name; drop {setting('port')} {port} or pass a real board to {setting('board')}"
             )
 
+    @classmethod
+    def refuse_faults(cls, faults: FaultSpec | None) -> None:
+        if faults and not cls.injects_faults:
+            raise UserError(f"{setting('faults')} works with the virtual board and real boards, not QEMU boards")
+
     def __init__(self, board: Board, model: TfliteModel | None, options: ConnectOptions):
         self.board, self.model, self.options = board, model, options
         self.check()
@@ -94,8 +99,7 @@ class Driver(ABC):
             raise UserError(
                 f"{setting('protocol')} {options.protocol} needs a model: its device reports no tensor layout"
             )
-        if options.faults and not self.injects_faults:
-            raise UserError(f"{setting('faults')} works with the virtual board and real boards, not QEMU boards")
+        self.refuse_faults(options.faults)
         link = ["faults"] if options.faults else []
         link += ["switch_baud"] if self.board.link.switch_baudrate else []
         self.session_type.refuse(*options.uses, *link)

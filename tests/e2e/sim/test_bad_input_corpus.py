@@ -183,6 +183,1319 @@ CASES = [
 ]
 
 
+def c(case_id: str, expected: tuple[str, ...], *args: str, files: dict[str, object] | None = None) -> None:
+    """One more case for the table, written as the command line reads."""
+    CASES.append(Case(case_id, args, expected, files or {}))
+
+
+LAB = {"labels.csv": _labels(_label_row("a.png"))}
+PRED = b"filename,prediction\na.png,1\n"
+GATES_OK = b"[agreement]\nmin = 0.5\n"
+
+
+def TOML(text: str) -> bytes:
+    return text.encode()
+
+
+# eval
+c(
+    "eval-unknown-board",
+    ("unknown board 'nosuch'", "valid boards:", "nucleo_h743", "a board file's path"),
+    "eval",
+    "--board",
+    "nosuch",
+    "--results",
+    "r",
+)
+c(
+    "eval-unknown-subset",
+    ("unknown subset nosuch", "valid subsets:", "distance_far"),
+    "eval",
+    "--subset",
+    "nosuch",
+    "--results",
+    "r",
+)
+c(
+    "eval-unknown-model",
+    ("unknown model 'nosuch'", "valid models:", "wv_quality_k_2_c_3", "a path to a card .toml"),
+    "eval",
+    "--model",
+    "nosuch",
+    "--results",
+    "r",
+)
+c("eval-limit-zero", ("--limit", "whole number of at least 1", "'0'"), "eval", "--limit", "0", "--results", "r")
+c("eval-limit-negative", ("--limit", "whole number of at least 1", "'-3'"), "eval", "--limit", "-3", "--results", "r")
+c("eval-limit-text", ("--limit", "whole number of at least 1", "'many'"), "eval", "--limit", "many", "--results", "r")
+c(
+    "eval-dataset-missing",
+    ("dataset 'nowhere' not found", "pass 'demo'", "labels.csv and images/"),
+    "eval",
+    "--dataset",
+    "nowhere",
+    "--results",
+    "r",
+)
+c(
+    "eval-dataset-is-file",
+    ("dataset 'd.txt' not found", "pass 'demo'"),
+    "eval",
+    "--dataset",
+    "d.txt",
+    "--results",
+    "r",
+    files={"d.txt": b"x"},
+)
+c(
+    "eval-dataset-no-labels",
+    ("dataset 'ds' not found", "labels.csv and images/"),
+    "eval",
+    "--model",
+    "wv_quality_k_2_c_3",
+    "--dataset",
+    "ds",
+    "--results",
+    "r",
+    files={"ds/images/a.png": b""},
+)
+c(
+    "eval-labels-empty",
+    ("ds/labels.csv lacks the Wake Vision columns", "filename, person"),
+    "eval",
+    "--model",
+    "wv_quality_k_2_c_3",
+    "--dataset",
+    "ds",
+    "--results",
+    "r",
+    files={"ds/labels.csv": b"", "ds/images/a.png": b""},
+)
+c(
+    "eval-labels-header-only",
+    ("dataset ds has no samples in all", "choose other subsets"),
+    "eval",
+    "--model",
+    "wv_quality_k_2_c_3",
+    "--dataset",
+    "ds",
+    "--results",
+    "r",
+    files={"ds/labels.csv": _labels(), "ds/images/a.png": b""},
+)
+c(
+    "eval-labels-missing-image",
+    ("1 files could not be read", "zz.png", "drop --strict"),
+    "eval",
+    "--model",
+    "wv_quality_k_2_c_3",
+    "--dataset",
+    "ds",
+    "--results",
+    "r",
+    "--strict",
+    files={"ds/labels.csv": _labels(_label_row("zz.png")), "ds/images/a.png": b""},
+)
+c(
+    "eval-model-file-missing",
+    ("model file m.tflite does not exist", "check the path"),
+    "eval",
+    "--model-file",
+    "m.tflite",
+    "--results",
+    "r",
+)
+c(
+    "eval-model-file-not-tflite",
+    ("m.tflite is not a TFLite model", "no TFL3 flatbuffer identifier", "pass a .tflite file"),
+    "eval",
+    "--model-file",
+    "m.tflite",
+    "--results",
+    "r",
+    files={"m.tflite": b"hello world" * 10},
+)
+c(
+    "eval-model-file-empty",
+    ("m.tflite is not a TFLite model", "pass a .tflite file"),
+    "eval",
+    "--model-file",
+    "m.tflite",
+    "--results",
+    "r",
+    files={"m.tflite": b""},
+)
+c(
+    "eval-protocol-unknown",
+    ("--protocol", "invalid choice: 'mqtt'", "'harness', 'eembc'"),
+    "eval",
+    "--protocol",
+    "mqtt",
+    "--results",
+    "r",
+)
+c(
+    "eval-link-baud-text",
+    ("--link-baud", "expected a baud rate", "'fast'"),
+    "eval",
+    "--link-baud",
+    "fast",
+    "--results",
+    "r",
+)
+c(
+    "eval-switch-baud-negative",
+    ("--switch-baud", "expected a baud rate", "'-1'"),
+    "eval",
+    "--switch-baud",
+    "-1",
+    "--results",
+    "r",
+)
+c(
+    "eval-emulate-invoke-negative",
+    ("--emulate-invoke-ms", "milliseconds from 0", "'-5'"),
+    "eval",
+    "--emulate-invoke-ms",
+    "-5",
+    "--results",
+    "r",
+)
+c(
+    "eval-faults-unknown",
+    ("--faults 'lose=0.1'", "name=value pairs among drop, corrupt, dup, reset-every"),
+    "eval",
+    "--faults",
+    "lose=0.1",
+    "--results",
+    "r",
+)
+c(
+    "eval-faults-rate-high",
+    ("--faults", "drop=0.9 is out of range", "below 0.5"),
+    "eval",
+    "--faults",
+    "drop=0.9",
+    "--results",
+    "r",
+)
+c("eval-faults-text", ("--faults", "drop=x is not a number"), "eval", "--faults", "drop=x", "--results", "r")
+c(
+    "eval-meter-unknown",
+    ("unknown meter kind 'nosuch'", "kinds: wt310, joulescope, ppk2, csv"),
+    "eval",
+    "--meter",
+    "nosuch:x",
+    "--results",
+    "r",
+)
+c(
+    "eval-meter-csv-missing",
+    ("--meter csv:", "replays an old log", "use a live meter"),
+    "eval",
+    "--meter",
+    "csv:nowhere.csv",
+    "--results",
+    "r",
+)
+c("eval-shuffle-text", ("--shuffle", "expected a seed", "'abc'"), "eval", "--shuffle", "abc", "--results", "r")
+c("eval-split-unknown", ("unknown split nosuch", "has: test"), "eval", "--split", "nosuch", "--results", "r")
+c(
+    "eval-results-is-file",
+    ("in r.txt (Not a directory)", "pass a writable --results"),
+    "eval",
+    "--results",
+    "r.txt",
+    files={"r.txt": b"x"},
+)
+c(
+    "eval-resume-unknown",
+    ("no unfinished run 20990101T000000Z-x in r", "harness runs --results r"),
+    "eval",
+    "--resume",
+    "20990101T000000Z-x",
+    "--results",
+    "r",
+    files={"r/.keep": b""},
+)
+c(
+    "eval-resume-with-board",
+    ("no unfinished run RUN in r", "harness runs --results r"),
+    "eval",
+    "--resume",
+    "RUN",
+    "--board",
+    "sim",
+    "--results",
+    "r",
+)
+c(
+    "eval-references-missing",
+    ("--references", "unknown reference nowhere.parquet", "valid: tflm, litert_ref, litert"),
+    "eval",
+    "--references",
+    "nowhere.parquet",
+    "--results",
+    "r",
+)
+c(
+    "eval-tflm-missing",
+    ("nowhere is not a TFLM tree", "create_tflm_tree.py"),
+    "eval",
+    "--board",
+    "qemu_m4",
+    "--tflm",
+    "nowhere",
+    "--results",
+    "r",
+)
+c(
+    "eval-port-missing-tty",
+    ("cannot open link '/dev/ttyNOSUCH9'", "No such file or directory", "check the port"),
+    "eval",
+    "--board",
+    "nucleo_h743",
+    "--port",
+    "/dev/ttyNOSUCH9",
+    "--results",
+    "r",
+)
+c(
+    "eval-port-devnull",
+    ("cannot open link '/dev/null'", "check the port or pass --port"),
+    "eval",
+    "--board",
+    "nucleo_h743",
+    "--port",
+    "/dev/null",
+    "--results",
+    "r",
+)
+c(
+    "eval-port-closed-socket",
+    ("cannot open link 'socket://127.0.0.1:1'", "Connection refused", "check the port"),
+    "eval",
+    "--board",
+    "nucleo_h743",
+    "--port",
+    "socket://127.0.0.1:1",
+    "--results",
+    "r",
+)
+c(
+    "eval-port-bad-url",
+    ("cannot open link 'nosuch://x'", "protocol 'nosuch' not known", "check the port"),
+    "eval",
+    "--board",
+    "nucleo_h743",
+    "--port",
+    "nosuch://x",
+    "--results",
+    "r",
+)
+c(
+    "eval-board-file-unknown-field",
+    ("board file b.toml", "unknown field 'baudrat'", "valid here", "docs/boards.md"),
+    "eval",
+    "--board",
+    "b.toml",
+    "--results",
+    "r",
+    files={"b.toml": TOML('id="mine"\nkind="virtual"\nbaudrat=1\n')},
+)
+c(
+    "eval-board-file-bad-toml",
+    ("board file b.toml is not valid TOML", "line 1"),
+    "eval",
+    "--board",
+    "b.toml",
+    "--results",
+    "r",
+    files={"b.toml": b"id = = 3\n"},
+)
+c(
+    "eval-labgrid-on-sim",
+    ("--labgrid-place needs a real board", "not sim (virtual)"),
+    "eval",
+    "--labgrid-place",
+    "p1",
+    "--results",
+    "r",
+)
+c(
+    "eval-eembc-with-faults",
+    ("--protocol eembc", "no resends", "--faults needs harness firmware"),
+    "eval",
+    "--protocol",
+    "eembc",
+    "--faults",
+    "drop=1e-3",
+    "--results",
+    "r",
+)
+c(
+    "eval-qemu-with-faults",
+    ("--faults works with the virtual board and real boards", "not QEMU boards"),
+    "eval",
+    "--board",
+    "qemu_m4",
+    "--faults",
+    "drop=1e-3",
+    "--results",
+    "r",
+)
+c(
+    "eval-emulate-on-real",
+    ("--link-baud and --emulate-invoke-ms emulate a link on the virtual board", "use --board sim"),
+    "eval",
+    "--board",
+    "nucleo_h743",
+    "--emulate-invoke-ms",
+    "5",
+    "--results",
+    "r",
+)
+# flash/build/generate
+c("flash-no-board", ("the following arguments are required: --board", "harness flash --help"), "flash")
+c("flash-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "flash", "--board", "nosuch")
+c(
+    "flash-model-unknown",
+    ("unknown model 'nosuch'", "valid models:"),
+    "flash",
+    "--board",
+    "nucleo_h743",
+    "--model",
+    "nosuch",
+)
+c(
+    "flash-tflm-missing",
+    ("nowhere is not a TFLM tree", "create_tflm_tree.py"),
+    "flash",
+    "--board",
+    "nucleo_h743",
+    "--tflm",
+    "nowhere",
+)
+c("build-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "build", "--board", "nosuch")
+c("build-sim", ("sim is not a PlatformIO board", "valid: esp32dev, nano33ble, nucleo_h743"), "build", "--board", "sim")
+c(
+    "build-model-file-bad",
+    ("m.tflite is not a TFLite model", "pass a .tflite file"),
+    "build",
+    "--board",
+    "nucleo_h743",
+    "--model-file",
+    "m.tflite",
+    files={"m.tflite": b"junk"},
+)
+c("generate-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "generate", "--board", "nosuch")
+c(
+    "generate-model-file-missing",
+    ("model file nowhere.tflite does not exist", "check the path"),
+    "generate",
+    "--board",
+    "nucleo_h743",
+    "--model-file",
+    "nowhere.tflite",
+)
+c(
+    "generate-tflm-not-a-tree",
+    ("t is not a TFLM tree", "micro_interpreter.h", "create_tflm_tree.py"),
+    "generate",
+    "--board",
+    "nucleo_h743",
+    "--tflm",
+    "t",
+    files={"t/readme": b"x"},
+)
+# link-test
+c("link-test-bytes-zero", ("--bytes", "whole number of at least 1", "'0'"), "link-test", "--bytes", "0")
+c("link-test-bytes-text", ("--bytes", "whole number of at least 1", "'lots'"), "link-test", "--bytes", "lots")
+c("link-test-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "link-test", "--board", "nosuch")
+c(
+    "link-test-closed-socket",
+    ("cannot open link 'socket://127.0.0.1:1'", "Connection refused", "check the port"),
+    "link-test",
+    "--board",
+    "nucleo_h743",
+    "--port",
+    "socket://127.0.0.1:1",
+)
+c("link-test-faults-bad", ("--faults 'drop'", "name=value pairs"), "link-test", "--faults", "drop")
+# perf/profile
+c("perf-runs-zero", ("--runs", "whole number of at least 1", "'0'"), "perf", "--runs", "0")
+c("perf-warmups-negative", ("--warmups", "whole number of at least 0", "'-1'"), "perf", "--warmups", "-1")
+c("perf-unknown-model", ("unknown model 'nosuch'", "valid models:"), "perf", "--model", "nosuch")
+c(
+    "perf-dataset-missing",
+    ("dataset 'nowhere' not found", "pass 'demo'"),
+    "perf",
+    "--model",
+    "wv_quality_k_2_c_3",
+    "--dataset",
+    "nowhere",
+)
+c("profile-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "profile", "--board", "nosuch")
+c(
+    "profile-eembc",
+    ("--protocol eembc", "times whole inferences, not", "harness firmware"),
+    "profile",
+    "--protocol",
+    "eembc",
+)
+c(
+    "profile-model-file-missing",
+    ("model file nowhere.tflite does not exist", "check the path"),
+    "profile",
+    "--model-file",
+    "nowhere.tflite",
+)
+# runs/report/compare/check
+c("runs-results-missing", ("results folder nowhere does not exist", "--results"), "runs", "--results", "nowhere")
+c(
+    "report-unknown-run",
+    ("nosuch is not a run folder", "manifest.json and summary.json missing", "harness runs"),
+    "report",
+    "nosuch",
+    "--results",
+    "r",
+    files={"r/.keep": b""},
+)
+c("report-results-missing", ("x is not a run folder", "harness runs"), "report", "x", "--results", "nowhere")
+c(
+    "compare-unknown-runs",
+    ("a is not a run folder", "manifest.json and summary.json missing"),
+    "compare",
+    "a",
+    "b",
+    "--results",
+    "r",
+    files={"r/.keep": b""},
+)
+c(
+    "compare-tolerance-negative",
+    ("--latency-tolerance", "relative change of at least 0", "'-1'"),
+    "compare",
+    "a",
+    "b",
+    "--latency-tolerance",
+    "-1",
+)
+c(
+    "check-unknown-run",
+    ("nosuch is not a run folder", "harness runs"),
+    "check",
+    "nosuch",
+    "--gates",
+    "g.toml",
+    "--results",
+    "r",
+    files={"r/.keep": b"", "g.toml": GATES_OK},
+)
+# convert
+c(
+    "convert-card-unknown",
+    ("unknown model 'nosuch'", "valid models:"),
+    "convert",
+    "--card",
+    "nosuch",
+    "--out",
+    "o.tflite",
+)
+c(
+    "convert-model-missing",
+    ("model nowhere.h5 does not exist", "pass a .keras or .h5 file or a SavedModel folder"),
+    "convert",
+    "--card",
+    "wv_quality_k_2_c_3",
+    "--model",
+    "nowhere.h5",
+    "--out",
+    "o.tflite",
+)
+c(
+    "convert-samples-zero",
+    ("--samples", "whole number of at least 1", "'0'"),
+    "convert",
+    "--card",
+    "wv_quality_k_2_c_3",
+    "--samples",
+    "0",
+    "--out",
+    "o.tflite",
+)
+c(
+    "convert-io-unknown",
+    ("--io float64 is unknown", "int8, uint8, float32"),
+    "convert",
+    "--card",
+    "wv_quality_k_2_c_3",
+    "--io",
+    "float64",
+    "--out",
+    "o.tflite",
+)
+c(
+    "convert-model-not-keras",
+    ("m.h5 cannot be loaded by Keras 3 or tf-keras", "pass a .keras or .h5 model"),
+    "convert",
+    "--card",
+    "wv_quality_k_2_c_3",
+    "--model",
+    "m.h5",
+    "--out",
+    "o.tflite",
+    files={"m.h5": b"junk"},
+)
+# inspect
+c("inspect-missing", ("model file nowhere.tflite does not exist", "check the path"), "inspect", "nowhere.tflite")
+c(
+    "inspect-not-tflite",
+    ("m.tflite is not a TFLite model", "pass a .tflite file"),
+    "inspect",
+    "m.tflite",
+    files={"m.tflite": b"junk" * 20},
+)
+c(
+    "inspect-empty",
+    ("m.tflite is not a TFLite model", "pass a .tflite file"),
+    "inspect",
+    "m.tflite",
+    files={"m.tflite": b""},
+)
+c("inspect-folder", ("d is a folder", "pass a .tflite file or a model card"), "inspect", "d", files={"d/x": b""})
+c(
+    "inspect-unknown-board",
+    ("unknown board 'nosuch'", "valid boards:"),
+    "inspect",
+    "wv_quality_k_2_c_3",
+    "--board",
+    "nosuch",
+)
+c(
+    "inspect-onnx",
+    ("m.onnx is not a TFLite model", "pass a .tflite file"),
+    "inspect",
+    "m.onnx",
+    files={"m.onnx": b"\x08\x07\x12\x04junk"},
+)
+c(
+    "inspect-saved-model",
+    ("sm is a Keras model", "harness convert --card CARD"),
+    "inspect",
+    "sm",
+    files={"sm/saved_model.pb": b"junk"},
+)
+# score
+c(
+    "score-labels-missing",
+    ("label file nowhere.csv does not exist",),
+    "score",
+    "--labels",
+    "nowhere.csv",
+    "--predictions",
+    "p.csv",
+    files={"p.csv": PRED},
+)
+c(
+    "score-predictions-missing",
+    ("cannot read predictions nowhere.csv", "No such file or directory"),
+    "score",
+    "--labels",
+    "labels.csv",
+    "--predictions",
+    "nowhere.csv",
+    files=LAB,
+)
+c(
+    "score-predictions-no-header",
+    ("p.csv needs the columns filename,prediction", "optionally score"),
+    "score",
+    "--labels",
+    "labels.csv",
+    "--predictions",
+    "p.csv",
+    files={**LAB, "p.csv": b""},
+)
+c(
+    "score-predictions-lack-column",
+    ("p.csv needs the columns filename,prediction",),
+    "score",
+    "--labels",
+    "labels.csv",
+    "--predictions",
+    "p.csv",
+    files={**LAB, "p.csv": b"file,pred\na.png,1\n"},
+)
+c(
+    "score-prediction-not-binary",
+    ("p.csv line 2", "prediction '7' for a.png is not 0 or 1"),
+    "score",
+    "--labels",
+    "labels.csv",
+    "--predictions",
+    "p.csv",
+    files={**LAB, "p.csv": b"filename,prediction\na.png,7\n"},
+)
+c(
+    "score-prediction-text",
+    ("p.csv line 2", "prediction 'yes' for a.png is not 0 or 1"),
+    "score",
+    "--labels",
+    "labels.csv",
+    "--predictions",
+    "p.csv",
+    files={**LAB, "p.csv": b"filename,prediction\na.png,yes\n"},
+)
+c(
+    "score-duplicate-prediction",
+    ("p.csv line 3", "a.png was predicted already on line 2", "give each filename once"),
+    "score",
+    "--labels",
+    "labels.csv",
+    "--predictions",
+    "p.csv",
+    files={**LAB, "p.csv": b"filename,prediction\na.png,1\na.png,0\n"},
+)
+c(
+    "score-labels-lack-columns",
+    ("labels.csv lacks the Wake Vision columns", "depiction, body_part"),
+    "score",
+    "--labels",
+    "labels.csv",
+    "--predictions",
+    "p.csv",
+    files={"labels.csv": b"filename,person\na.png,1\n", "p.csv": PRED},
+)
+c(
+    "score-labels-fifo",
+    ("label file fifo is not a regular file", "pass a CSV file"),
+    "score",
+    "--labels",
+    "fifo",
+    "--predictions",
+    "p.csv",
+    files={"fifo": FIFO, "p.csv": PRED},
+)
+c(
+    "score-labels-binary",
+    ("labels.csv is not a UTF-8 CSV", "save it as UTF-8"),
+    "score",
+    "--labels",
+    "labels.csv",
+    "--predictions",
+    "p.csv",
+    files={"labels.csv": bytes(range(256)) * 4, "p.csv": PRED},
+)
+c(
+    "score-subset-unknown",
+    ("unknown subset nosuch", "valid subsets:"),
+    "score",
+    "--labels",
+    "labels.csv",
+    "--predictions",
+    "p.csv",
+    "--subset",
+    "nosuch",
+    files={**LAB, "p.csv": PRED},
+)
+c(
+    "score-labels-duplicate",
+    ("labels.csv line 3", "a.png is listed again (first on line 2)", "keep one row per file"),
+    "score",
+    "--labels",
+    "labels.csv",
+    "--predictions",
+    "p.csv",
+    files={"labels.csv": _labels(_label_row("a.png"), _label_row("a.png")), "p.csv": PRED},
+)
+c(
+    "score-labels-short-row",
+    ("labels.csv line 2", "3 fields where the header has 20", "fix that row"),
+    "score",
+    "--labels",
+    "labels.csv",
+    "--predictions",
+    "p.csv",
+    files={"labels.csv": _labels("a.png,1,0"), "p.csv": PRED},
+)
+# dataset build
+c(
+    "dataset-build-annotations-missing",
+    ("nowhere has no *class-descriptions*.csv", "add Open Images' file"),
+    "dataset",
+    "build",
+    "--annotations",
+    "nowhere",
+    "--images",
+    "img",
+    "--out",
+    "out",
+    files={"img/a.png": b""},
+)
+c(
+    "dataset-build-images-missing",
+    ("image folder nowhere does not exist",),
+    "dataset",
+    "build",
+    "--annotations",
+    "ann",
+    "--images",
+    "nowhere",
+    "--out",
+    "out",
+    files={"ann/bbox.csv": b"x"},
+)
+c(
+    "dataset-build-no-class-descriptions",
+    ("ann has no *class-descriptions*.csv", "add Open Images' file"),
+    "dataset",
+    "build",
+    "--annotations",
+    "ann",
+    "--images",
+    "img",
+    "--out",
+    "out",
+    files={"ann/bbox.csv": b"ImageID,LabelName,XMin,XMax,YMin,YMax\n", "img/a.png": b"", "out/x": b""},
+)
+c(
+    "dataset-build-box-not-number",
+    ("ann/bbox.csv line 2", "XMin is 'x', not a coordinate from 0 to 1", "fix that row"),
+    "dataset",
+    "build",
+    "--annotations",
+    "ann",
+    "--images",
+    "img",
+    "--out",
+    "out",
+    files={
+        "ann/class-descriptions.csv": b"/m/01g317,Person\n",
+        "ann/bbox.csv": b"ImageID,LabelName,XMin,XMax,YMin,YMax\na,/m/01g317,x,0.9,0.1,0.9\n",
+        "img/a.png": _png_header_only(4, 4),
+    },
+)
+c("dataset-no-subcommand", ("the following arguments are required: {build}", "harness dataset --help"), "dataset")
+# models
+c("models-pull-unknown", ("unknown model 'nosuch'", "valid models:"), "models", "pull", "nosuch")
+c("models-pull-no-name", ("`harness models pull` needs a card name", "harness models"), "models", "pull")
+c("models-unknown-action", ("invalid choice: 'delete'", "'list', 'pull'"), "models", "delete", "x")
+# stream-score
+c(
+    "stream-score-ledger-missing",
+    ("cannot read ledger nowhere.csv", "No such file or directory"),
+    "stream-score",
+    "--ledger",
+    "nowhere.csv",
+    "--detections",
+    "d.csv",
+    "--duration-ms",
+    "1000",
+    files={"d.csv": b"1,yes\n"},
+)
+c(
+    "stream-score-detections-missing",
+    ("cannot read detections nowhere.csv", "No such file or directory"),
+    "stream-score",
+    "--ledger",
+    "l.csv",
+    "--detections",
+    "nowhere.csv",
+    "--duration-ms",
+    "1000",
+    files={"l.csv": b"yes,100,200\n"},
+)
+c(
+    "stream-score-tolerance-negative",
+    ("--tolerance-ms", "milliseconds of at least 0", "'-1'"),
+    "stream-score",
+    "--ledger",
+    "l.csv",
+    "--detections",
+    "d.csv",
+    "--tolerance-ms",
+    "-1",
+    "--duration-ms",
+    "1000",
+    files={"l.csv": b"yes,100,200\n", "d.csv": b"1,yes\n"},
+)
+c(
+    "stream-score-duration-zero",
+    ("--duration-ms", "whole number of at least 1", "'0'"),
+    "stream-score",
+    "--ledger",
+    "l.csv",
+    "--detections",
+    "d.csv",
+    "--duration-ms",
+    "0",
+    files={"l.csv": b"yes,100,200\n", "d.csv": b"1,yes\n"},
+)
+c(
+    "stream-score-ledger-garbage",
+    ("ledger l.csv line 1", "expected label,start_ms[,end_ms]"),
+    "stream-score",
+    "--ledger",
+    "l.csv",
+    "--detections",
+    "d.csv",
+    "--duration-ms",
+    "1000",
+    files={"l.csv": b"\x00\x01\x02garbage\n", "d.csv": b"1,yes\n"},
+)
+c(
+    "stream-score-ledger-end-before-start",
+    ("ledger l.csv line 1", "yes ends (200 ms) before it starts (300 ms)"),
+    "stream-score",
+    "--ledger",
+    "l.csv",
+    "--detections",
+    "d.csv",
+    "--duration-ms",
+    "1000",
+    files={"l.csv": b"yes,300,200\n", "d.csv": b"1,yes\n"},
+)
+c(
+    "stream-score-detections-without-header",
+    ("detections d.csv needs the columns label,time_ms,score,reference",),
+    "stream-score",
+    "--ledger",
+    "l.csv",
+    "--detections",
+    "d.csv",
+    "--duration-ms",
+    "1000",
+    files={"l.csv": b"yes,100,200\n", "d.csv": b"nan,yes\n"},
+)
+c(
+    "stream-score-audio-missing",
+    ("cannot read nowhere.wav as a WAV file", "No such file or directory"),
+    "stream-score",
+    "--ledger",
+    "l.csv",
+    "--detections",
+    "d.csv",
+    "--audio",
+    "nowhere.wav",
+    files={"l.csv": b"yes,100,200\n", "d.csv": b"1,yes\n"},
+)
+c(
+    "stream-score-no-duration",
+    ("declare the exposure the rates divide by", "--audio W.wav or --duration-ms N"),
+    "stream-score",
+    "--ledger",
+    "l.csv",
+    "--detections",
+    "d.csv",
+    files={"l.csv": b"yes,100,200\n", "d.csv": b"1,yes\n"},
+)
+c(
+    "stream-score-policy-unknown",
+    ("--policy", "invalid choice: 'best'", "'optimal', 'tf-compat', 'mlperf-sww'"),
+    "stream-score",
+    "--ledger",
+    "l.csv",
+    "--detections",
+    "d.csv",
+    "--policy",
+    "best",
+    files={"l.csv": b"yes,100,200\n", "d.csv": b"1,yes\n"},
+)
+# stream
+c(
+    "stream-wav-missing",
+    ("audio file nowhere.wav does not exist", "pass a 16-bit mono WAV"),
+    "stream",
+    "--model",
+    "tflm_micro_speech",
+    "--wav",
+    "nowhere.wav",
+    "--results",
+    "r",
+)
+c(
+    "stream-wav-not-wav",
+    ("s.wav: not a readable WAV file", "convert it (e.g. sox"),
+    "stream",
+    "--model",
+    "tflm_micro_speech",
+    "--wav",
+    "s.wav",
+    "--results",
+    "r",
+    files={"s.wav": b"junk" * 100},
+)
+c(
+    "stream-wav-stereo",
+    ("s.wav: 2 channel(s), 16-bit, 16000 Hz", "needs mono 16-bit at 16000 Hz"),
+    "stream",
+    "--model",
+    "tflm_micro_speech",
+    "--wav",
+    "s.wav",
+    "--results",
+    "r",
+    files={"s.wav": _wav(channels=2)},
+)
+c(
+    "stream-wav-8khz",
+    ("s.wav: 1 channel(s), 16-bit, 8000 Hz", "needs mono 16-bit at 16000 Hz"),
+    "stream",
+    "--model",
+    "tflm_micro_speech",
+    "--wav",
+    "s.wav",
+    "--results",
+    "r",
+    files={"s.wav": _wav(rate=8000)},
+)
+c(
+    "stream-no-wav",
+    ("`harness stream` needs --wav STREAM.wav", "harness stream build"),
+    "stream",
+    "--model",
+    "tflm_micro_speech",
+    "--results",
+    "r",
+)
+c(
+    "stream-build-clips-missing",
+    ("clip folder nowhere does not exist",),
+    "stream",
+    "build",
+    "--clips",
+    "nowhere",
+    "--out",
+    "s.wav",
+    "--count",
+    "1",
+    "--duration-ms",
+    "5000",
+)
+c(
+    "stream-build-count-zero",
+    ("--count", "whole number of at least 1", "'0'"),
+    "stream",
+    "build",
+    "--clips",
+    "clips",
+    "--out",
+    "s.wav",
+    "--count",
+    "0",
+    files={"clips/yes/a.wav": _wav()},
+)
+c(
+    "stream-build-no-clips",
+    ("no .wav clips in clips", "a folder per label"),
+    "stream",
+    "build",
+    "--clips",
+    "clips",
+    "--out",
+    "s.wav",
+    "--count",
+    "1",
+    "--duration-ms",
+    "5000",
+    files={"clips/readme.txt": b"x"},
+)
+c(
+    "stream-build-clip-not-wav",
+    ("cannot read clips/yes/a.wav as a WAV file", "replace it or move it out of the folder"),
+    "stream",
+    "build",
+    "--clips",
+    "clips",
+    "--out",
+    "s.wav",
+    "--count",
+    "1",
+    files={"clips/yes/a.wav": b"junk"},
+)
+c(
+    "stream-build-snr-text",
+    ("--snr-db", "decibels from -200 to 200", "'loud'"),
+    "stream",
+    "build",
+    "--clips",
+    "clips",
+    "--out",
+    "s.wav",
+    "--snr-db",
+    "loud",
+    files={"clips/yes/a.wav": _wav()},
+)
+c(
+    "stream-build-out-is-dir",
+    ("o is a folder", "pass a file to write as --out STREAM.wav"),
+    "stream",
+    "build",
+    "--clips",
+    "clips",
+    "--out",
+    "o",
+    "--count",
+    "1",
+    "--duration-ms",
+    "5000",
+    files={"clips/yes/a.wav": _wav(), "o/x": b""},
+)
+c(
+    "stream-build-too-short",
+    ("10 clips with --min-gap-ms 1000 need a stream of at least 21000 ms", "lengthen --duration-ms or lower --count"),
+    "stream",
+    "build",
+    "--clips",
+    "clips",
+    "--out",
+    "s.wav",
+    "--count",
+    "10",
+    "--duration-ms",
+    "1000",
+    files={"clips/yes/a.wav": _wav()},
+)
+c(
+    "stream-build-background-missing",
+    ("cannot read nowhere.wav as a WAV file", "No such file or directory"),
+    "stream",
+    "build",
+    "--clips",
+    "clips",
+    "--out",
+    "s.wav",
+    "--count",
+    "1",
+    "--duration-ms",
+    "5000",
+    "--background",
+    "nowhere.wav",
+    files={"clips/yes/a.wav": _wav()},
+)
+# map
+c(
+    "map-truth-missing",
+    ("cannot read boxes from nowhere.csv", "pass an existing CSV"),
+    "map",
+    "--truth",
+    "nowhere.csv",
+    "--detections",
+    "d.csv",
+    files={"d.csv": b"1,1,0.9,10,10,20,20\n"},
+)
+c(
+    "map-detections-missing",
+    ("cannot read boxes from nowhere.csv", "pass an existing CSV"),
+    "map",
+    "--truth",
+    "t.csv",
+    "--detections",
+    "nowhere.csv",
+    files={"t.csv": b"1,1,1,10,10,20,20\n"},
+)
+c(
+    "map-short-row",
+    ("d.csv:1", "expected 7 numbers (image, class, confidence, xmin, ymin, xmax, ymax)", "'1,1,0.9'"),
+    "map",
+    "--truth",
+    "t.csv",
+    "--detections",
+    "d.csv",
+    files={"t.csv": b"1,1,1,10,10,20,20\n", "d.csv": b"1,1,0.9\n"},
+)
+c(
+    "map-text-field",
+    ("d.csv:1", "expected 7 numbers", "'1,1,high,10,10,20,20'"),
+    "map",
+    "--truth",
+    "t.csv",
+    "--detections",
+    "d.csv",
+    files={"t.csv": b"1,1,1,10,10,20,20\n", "d.csv": b"1,1,high,10,10,20,20\n"},
+)
+c(
+    "map-iou-out-of-range",
+    ("--iou '1.5'", "neither 'ilsvrc' nor a number in (0, 1]"),
+    "map",
+    "--truth",
+    "t.csv",
+    "--detections",
+    "d.csv",
+    "--iou",
+    "1.5",
+    files={"t.csv": b"1,1,1,10,10,20,20\n", "d.csv": b"1,1,0.9,10,10,20,20\n"},
+)
+c(
+    "map-empty-truth",
+    ("t.csv holds no ground-truth boxes", "pass the golden file"),
+    "map",
+    "--truth",
+    "t.csv",
+    "--detections",
+    "d.csv",
+    files={"t.csv": b"", "d.csv": b"1,1,0.9,10,10,20,20\n"},
+)
+c(
+    "map-inf-detection",
+    ("d.csv:1", "not a finite number", "fix that row"),
+    "map",
+    "--truth",
+    "t.csv",
+    "--detections",
+    "d.csv",
+    files={"t.csv": b"1,1,1,10,10,20,20\n", "d.csv": b"1,1,inf,10,10,20,20\n"},
+)
+# meter
+c("meter-unknown-kind", ("unknown meter kind 'nosuch'", "kinds: wt310, joulescope, ppk2, csv"), "meter", "nosuch:x")
+c("meter-csv-missing", ("cannot read meter log nowhere.csv", "pass an existing CSV file"), "meter", "csv:nowhere.csv")
+c(
+    "meter-csv-empty",
+    ("log.csv holds fewer than two meter readings", "V,I,W,Wh,count"),
+    "meter",
+    "csv:log.csv",
+    files={"log.csv": b""},
+)
+c(
+    "meter-csv-text",
+    ("log.csv:1", "expected 5 numbers (V, I, W, Wh, sample count)", "'volts,amps'"),
+    "meter",
+    "csv:log.csv",
+    files={"log.csv": b"volts,amps\nfive,one\n"},
+)
+c(
+    "meter-csv-nan",
+    ("log.csv:1", "a reading is not a finite number", "fix or drop that row"),
+    "meter",
+    "csv:log.csv",
+    files={"log.csv": b"5,0.1,nan,0.0001,1\n5,0.1,0.5,0.0002,2\n"},
+)
+c(
+    "meter-seconds-negative",
+    ("--seconds", "seconds above 0", "'-1'"),
+    "meter",
+    "csv:log.csv",
+    "--seconds",
+    "-1",
+    files={"log.csv": b"5,0.1,0.5,0.0001,1\n"},
+)
+c(
+    "meter-kind-um34c",
+    ("unknown meter kind 'um34c'", "kinds: wt310, joulescope, ppk2, csv"),
+    "meter",
+    "um34c:/dev/ttyNOSUCH9",
+)
+c(
+    "meter-wt310-missing-port",
+    ("cannot open VISA resource '/dev/ttyNOSUCH9'", "give e.g. wt310:USB0::"),
+    "meter",
+    "wt310:/dev/ttyNOSUCH9",
+)
+c("meter-no-colon", ("--meter 'csv' is not KIND:ADDRESS", "kinds: wt310"), "meter", "csv")
+# referee
+c("referee-dataset-missing", ("dataset 'nowhere' not found", "pass 'demo'"), "referee", "--dataset", "nowhere")
+c("referee-port-text", ("--port", "port number 0..65535", "'http'"), "referee", "--dataset", "demo", "--port", "http")
+c(
+    "referee-port-out-of-range",
+    ("--port", "port number 0..65535", "'70000'"),
+    "referee",
+    "--dataset",
+    "demo",
+    "--port",
+    "70000",
+)
+c(
+    "referee-limit-zero",
+    ("--limit", "whole number of at least 1", "'0'"),
+    "referee",
+    "--dataset",
+    "demo",
+    "--limit",
+    "0",
+)
+c(
+    "referee-time-limit-negative",
+    ("--time-limit", "seconds above 0", "'-1'"),
+    "referee",
+    "--dataset",
+    "demo",
+    "--time-limit",
+    "-1",
+)
+c(
+    "referee-remote-without-password",
+    ("refusing to serve images on 0.0.0.0", "--allow-remote and --password"),
+    "referee",
+    "--dataset",
+    "demo",
+    "--host",
+    "0.0.0.0",
+)
+c(
+    "referee-meter-unknown",
+    ("unknown meter kind 'nosuch'", "kinds: wt310"),
+    "referee",
+    "--dataset",
+    "demo",
+    "--meter",
+    "nosuch:x",
+)
+c(
+    "referee-subset-unknown",
+    ("unknown subset nosuch", "valid subsets:"),
+    "referee",
+    "--dataset",
+    "demo",
+    "--subset",
+    "nosuch",
+)
+c(
+    "referee-host-unresolvable",
+    ("--host 'no.such.host.invalid' is not an IP address", "127.0.0.1 or 0.0.0.0"),
+    "referee",
+    "--dataset",
+    "demo",
+    "--host",
+    "no.such.host.invalid",
+    "--allow-remote",
+    "--password",
+    "p",
+)
+# lpirc-score
+c(
+    "lpirc-score-unknown-run",
+    ("nosuch is not a run folder or run id under r, r/referee", "harness runs"),
+    "lpirc-score",
+    "nosuch",
+    "--results",
+    "r",
+    files={"r/.keep": b""},
+)
+c(
+    "lpirc-score-results-missing",
+    ("x is not a run folder or run id under nowhere, nowhere/referee", "harness runs"),
+    "lpirc-score",
+    "x",
+    "--results",
+    "nowhere",
+)
+# tflm
+c(
+    "tflm-no-action",
+    ("the following arguments are required: {list,prepare,remove,sources}", "harness tflm --help"),
+    "tflm",
+)
+c("tflm-prepare-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "tflm", "prepare", "--board", "nosuch")
+c("tflm-remove-unknown", ("'nosuch' names 0 cached trees", "cached: none"), "tflm", "remove", "nosuch")
+c("tflm-sources-unknown", ("unrecognized arguments: --board nosuch",), "tflm", "sources", "--board", "nosuch")
+# misc listing commands with bad flags
+c("boards-unknown-flag", ("unrecognized arguments: --color",), "boards", "--color")
+c("datasets-extra-arg", ("unrecognized arguments: extra",), "datasets", "extra")
+c("subsets-extra-arg", ("unrecognized arguments: nosuch",), "subsets", "nosuch")
+c("unknown-command", ("invalid choice: 'evaluate'", "'eval'"), "evaluate")
+
+
 def _make(root: Path, files: dict[str, object]) -> None:
     for name, content in files.items():
         path = root / name
@@ -258,3 +1571,15 @@ def test_a_bom_in_labels_and_predictions_is_accepted(tmp_path):
     done = _harness(tmp_path, "score", "--labels", "labels.csv", "--predictions", "p.csv", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["scored"] == 2
+
+
+def test_the_corpus_reaches_every_command():
+    """At least 150 cases, and every command of the CLI among them (damaged run folders and gates files, which
+    need a real run, are in tests/e2e/sim/test_damaged_runs.py besides)."""
+    import argparse
+
+    from harness.cli.app import build_parser
+
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert len(CASES) >= 150
+    assert sorted(set(commands.choices) - {case.args[0] for case in CASES}) == []

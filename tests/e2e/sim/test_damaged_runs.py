@@ -145,3 +145,35 @@ def test_a_gate_with_a_non_finite_bound_is_refused(tmp_path, made, bound):
     before = _listing(tmp_path)
     done = _harness(tmp_path, "check", made.name, "--results", "results", "--gates", "gates.toml")
     _refused(done, tmp_path, before, "[agreement] min", "finite")
+
+
+GATE_FILES = {  # case: (gates.toml's text, or None for no file; the words the one line holds)
+    "gates-missing": (None, ["cannot read gates file gates.toml", "No such file", "docs/lab-ci.md"]),
+    "gates-bad-toml": (b"[agreement\n", ["cannot read gates file gates.toml", "line 1", "docs/lab-ci.md"]),
+    "gates-empty": (b"", ["gates file gates.toml has no gates", "[agreement] min = 0.99"]),
+    "gates-unknown-gate": (b"[nosuch]\nmin = 1\n", ["unknown gate [nosuch]", "valid: [agreement] min"]),
+    "gates-unknown-setting": (b"[agreement]\nminimum = 1\n", ["[agreement] has no setting minimum", "it takes min"]),
+    "gates-bound-text": (b'[agreement]\nmin = "high"\n', ["[agreement] min must be a number", "'high'"]),
+    "gates-bound-missing": (b"[agreement]\n", ["[agreement] needs `min = NUMBER`"]),
+    "gates-bound-bool": (b"[agreement]\nmin = true\n", ["[agreement] min must be a number", "True"]),
+}
+
+
+@pytest.mark.parametrize("case", list(GATE_FILES))
+def test_a_bad_gates_file_is_refused_naming_it(tmp_path, made, case):
+    _workspace(tmp_path, made)
+    text, expected = GATE_FILES[case]
+    if text is None:
+        (tmp_path / "gates.toml").unlink()
+    else:
+        (tmp_path / "gates.toml").write_bytes(text)
+    before = _listing(tmp_path)
+    done = _harness(tmp_path, "check", made.name, "--results", "results", "--gates", "gates.toml")
+    _refused(done, tmp_path, before, *expected)
+
+
+def test_check_against_a_baseline_that_is_no_run_is_refused(tmp_path, made):
+    _workspace(tmp_path, made)
+    before = _listing(tmp_path)
+    args = ("check", made.name, "--results", "results", "--gates", "gates.toml", "--baseline", "zz")
+    _refused(_harness(tmp_path, *args), tmp_path, before, "zz is not a run folder", "harness runs")
