@@ -1,6 +1,7 @@
 """The `harness` command line: the parser and the entry point."""
 
 import argparse
+import errno
 import sys
 
 import serial
@@ -281,17 +282,26 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("harness: interrupted; no results were written", file=sys.stderr)
         return 130
-    except serial.SerialException as exc:  # the board's port failed under us: a board or QEMU that died
-        print(
-            f"harness: link error: the board's port failed ({exc}); check that the board is running and "
-            "connected, then run again",
-            file=sys.stderr,
-        )
-        return 1
-    except OSError as exc:  # a file the checks above did not foresee: unreadable, a folder, a full disk
+    except OSError as exc:
+        if _port_failed(exc):  # the board's port failed under us: a board or QEMU that died mid-run
+            print(
+                f"harness: link error: the board's port failed ({exc.strerror or exc}); check that the board "
+                "is running and connected, then run again",
+                file=sys.stderr,
+            )
+            return 1
+        # A file the checks above did not foresee: unreadable, a folder, a full disk.
         where = f" {exc.filename}" if exc.filename else ""
         print(
             f"harness: error: cannot use{where} ({exc.strerror or exc}); check the path and its permissions",
             file=sys.stderr,
         )
         return EXIT_USAGE
+
+
+def _port_failed(exc: OSError) -> bool:
+    """A serial port's failure (pyserial's own, or EIO/ENXIO/ENODEV from a terminal whose other end went
+    away), not a file's: those name their file."""
+    return isinstance(exc, serial.SerialException) or (
+        exc.filename is None and exc.errno in (errno.EIO, errno.ENXIO, errno.ENODEV)
+    )
