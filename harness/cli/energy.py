@@ -1,5 +1,6 @@
 """Energy and LPIRC commands: meter, referee, lpirc-score, map."""
 
+import sys
 from pathlib import Path
 
 from harness.cli.args import iou_threshold
@@ -122,6 +123,13 @@ def cmd_map(args) -> int:
     if not truth:
         raise UserError(f"{args.truth} holds no ground-truth boxes; pass the golden file (7 numbers a box)")
     detections = read_boxes(Path(args.detections))
+    for name, boxes in ((args.truth, truth), (args.detections, detections)):
+        if inverted := sum(box.xmin > box.xmax or box.ymin > box.ymax for box in boxes):
+            print(
+                f"harness: note: {name}: {inverted} box(es) with xmin > xmax or ymin > ymax; scored as LPIRC's "
+                "reference scores them, not refused (its own golden file holds 1692 such boxes)",
+                file=sys.stderr,
+            )
     if args.answered_only:
         answered = {box.image for box in detections}
         truth = [box for box in truth if box.image in answered]

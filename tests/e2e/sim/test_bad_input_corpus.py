@@ -420,12 +420,21 @@ c(
 )
 c(
     "eval-resume-with-board",
-    ("no unfinished run RUN in r", "harness runs --results r"),
+    ("--resume RUN continues the run with the settings it started with", "drop --board"),
     "eval",
     "--resume",
     "RUN",
     "--board",
-    "sim",
+    "qemu_m4",
+    "--results",
+    "r",
+)
+c(
+    "eval-real-board-no-port",
+    ("no nucleo_h743 found on USB", "0483:374B", "connect it or pass --port"),
+    "eval",
+    "--board",
+    "nucleo_h743",
     "--results",
     "r",
 )
@@ -1583,3 +1592,16 @@ def test_the_corpus_reaches_every_command():
     (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     assert len(CASES) >= 150
     assert sorted(set(commands.choices) - {case.args[0] for case in CASES}) == []
+
+
+def test_inverted_boxes_are_scored_and_said(tmp_path):
+    """Not refused: LPIRC's golden file holds 1692 boxes with xmin > xmax or ymin > ymax, and its reference
+    scores them. How many there are is said on stderr, a line per file."""
+    (tmp_path / "t.csv").write_bytes(b"1,1,1,10,10,20,20\n2,1,1,30,10,20,20\n")
+    (tmp_path / "d.csv").write_bytes(b"1,1,0.9,10,10,20,20\n2,1,0.8,30,10,20,20\n")
+    done = _harness(tmp_path, "map", "--truth", "t.csv", "--detections", "d.csv", "--json")
+    assert done.returncode == 0, done.stderr
+    notes = done.stderr.strip().splitlines()
+    assert [line.split(":")[2].strip() for line in notes] == ["t.csv", "d.csv"]
+    assert all("1 box(es) with xmin > xmax" in line and "not refused" in line for line in notes)
+    assert "map" in json.loads(done.stdout)
