@@ -24,6 +24,7 @@ is a small int8 runner with a 96x96x3 input (the fixtures hold no int8 model of 
 does not care what the model computes, and every output is checked).
 
     python benchmarks/link.py [--rounds 3] [--samples 3] [--pipeline-samples 12] [--fault-samples 8]
+                             [--fault-bauds 115200,921600] [--fault-rates 1e-4,1e-3,3e-3]
                              [--only sim|hal|faults]
 """
 
@@ -195,18 +196,18 @@ def fault_round(baud: int, inputs: list[bytes], rate: float) -> tuple[float, dic
     return len(inputs) / seconds, {"go_backs": stats.go_backs, "chunk": stats.chunk_bytes}
 
 
-def fault_rows(rounds: int, samples: int) -> None:
+def fault_rows(rounds: int, samples: int, bauds=FAULT_BAUDS, rates=FAULT_RATES) -> None:
     print(
         f"(f) throughput under faults ÷ clean throughput, drop = corrupt = rate per byte each way, {samples} samples "
         f"a run, medians of {rounds} rounds (clean and faulty runs alternate); target ≥ 0.25 at 1e-3, 3e-3 completes"
     )
-    for baud in FAULT_BAUDS:
+    for baud in bauds:
         clean: list[float] = []
-        faulty: dict[float, list[tuple[float, dict]]] = {rate: [] for rate in FAULT_RATES}
+        faulty: dict[float, list[tuple[float, dict]]] = {rate: [] for rate in rates}
         for r in range(rounds):
             inputs = _inputs(samples, 300 + r)
             clean.append(fault_round(baud, inputs, 0)[0])
-            for rate in FAULT_RATES:
+            for rate in rates:
                 faulty[rate].append(fault_round(baud, inputs, rate))
         base = statistics.median(clean)
         print(f"    {baud:>7} baud  clean {base:6.3f} samples/s  rounds {_list(clean)}")
@@ -294,12 +295,14 @@ def main() -> None:
     parser.add_argument("--pipeline-samples", type=int, default=12)
     parser.add_argument("--protocol-samples", type=int, default=2, help="inputs per round for (b) and (d)")
     parser.add_argument("--fault-samples", type=int, default=8, help="inputs per run for (f)")
+    parser.add_argument("--fault-bauds", type=_numbers(int), default=FAULT_BAUDS, help="(f) at these bauds: 921600")
+    parser.add_argument("--fault-rates", type=_numbers(float), default=FAULT_RATES, help="(f) at these, e.g. 1e-3")
     parser.add_argument(
         "--only", choices=("sim", "hal", "faults"), help="only the virtual board's figures, the HALs' or (f)"
     )
     args = parser.parse_args()
     if args.only == "faults":
-        fault_rows(args.rounds, args.fault_samples)
+        fault_rows(args.rounds, args.fault_samples, args.fault_bauds, args.fault_rates)
         return
     if args.only != "sim":
         model = _hal_model()
@@ -356,6 +359,10 @@ def main() -> None:
         f"rounds {', '.join(f'{v:.3f}' for v in ratios)}"
     )
     fault_rows(args.rounds, args.fault_samples)
+
+
+def _numbers(kind):
+    return lambda text: tuple(kind(part) for part in text.split(","))
 
 
 def _list(values: list[float]) -> str:
