@@ -40,8 +40,8 @@ def cmd_inspect(args) -> int:
             f"{args.model} is a Keras model, not a model card or .tflite: convert it first with "
             "harness convert --card CARD --model MODEL --out MODEL.tflite, then inspect the .tflite"
         )
-    if target.is_dir():
-        raise UserError(f"{args.model} is a folder; pass a .tflite file or a model card (`harness models`)")
+    if target.is_dir() and target.suffix not in (".tflite", ".toml"):  # those say so as they are read
+        raise UserError(f"{args.model} is a directory; pass a .tflite file or a model card (`harness models`)")
     if args.model.endswith(".tflite") or (target.is_file() and target.suffix != ".toml"):
         model = read_tflite(target)
     else:

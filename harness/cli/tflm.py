@@ -115,7 +115,7 @@ def cmd_tflm_prepare(args) -> int:
         if args.json:
             print_json({"board": board.id, "tree": None, "tflm": elsewhere(board)})
         else:
-            console.print(f"{elsewhere(board)}: nothing to prepare", highlight=False)
+            console.print(f"{elsewhere(board)}; harness prepares no tree for it", highlight=False)
         return 0
     already = cached_tree(recipe) is not None
     tree = prepare(recipe, board.id)

@@ -772,7 +772,7 @@ c(
     "m.tflite",
     files={"m.tflite": b""},
 )
-c("inspect-folder", ("d is a folder", "pass a .tflite file or a model card"), "inspect", "d", files={"d/x": b""})
+c("inspect-folder", ("d is a directory", "pass a .tflite file or a model card"), "inspect", "d", files={"d/x": b""})
 c(
     "inspect-unknown-board",
     ("unknown board 'nosuch'", "valid boards:"),
