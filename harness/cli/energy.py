@@ -124,7 +124,7 @@ def cmd_map(args) -> int:
         raise UserError(f"{args.truth} holds no ground-truth boxes; pass the golden file (7 numbers a box)")
     detections = read_boxes(Path(args.detections))
     for name, boxes in ((args.truth, truth), (args.detections, detections)):
-        if inverted := sum(box.xmin > box.xmax or box.ymin > box.ymax for box in boxes):
+        if inverted := sum(box.inverted for box in boxes):
             print(
                 f"harness: note: {name}: {inverted} box(es) with xmin > xmax or ymin > ymax; scored as LPIRC's "
                 "reference scores them, not refused (its own golden file holds 1692 such boxes)",

@@ -33,6 +33,11 @@ class Box:
     xmax: float
     ymax: float
 
+    @property
+    def inverted(self) -> bool:
+        """xmin > xmax or ymin > ymax: kept and scored as LPIRC's reference scores it (see read_boxes)."""
+        return self.xmin > self.xmax or self.ymin > self.ymax
+
     def coords(self) -> tuple[float, float, float, float]:
         return self.xmin, self.ymin, self.xmax, self.ymax
 

@@ -165,8 +165,7 @@ class DeviceClient(DeviceSession):
         count) or lost, and resent frames cannot land in a frame broken on the way."""
         marker = self._next_seq()
         # Padding ahead completes a chunk that lost a byte, which would otherwise swallow the marker's head.
-        self.port.write(PAD + encode_frame(Msg.LINK_TEST, marker) + PAD)
-        self.stats.frames_sent += 1
+        self._write(encode_frame(Msg.LINK_TEST, marker), pad_ahead=True)
         while True:
             event = self._next_answer({*outstanding, marker}, DAMAGED_LINK_WAIT)
             if event is None or event.seq == marker:
@@ -495,8 +494,8 @@ class DeviceClient(DeviceSession):
         self._seq = (self._seq + 1) & 0xFFFF
         return self._seq
 
-    def _write(self, frame: bytes) -> None:
-        self.port.write(frame + (PAD if self._damaged_link else b""))
+    def _write(self, frame: bytes, pad_ahead: bool = False) -> None:
+        self.port.write((PAD if pad_ahead else b"") + frame + (PAD if self._damaged_link else b""))
         self.stats.frames_sent += 1
 
     def _complete(self, msg: Msg, seq: int, frame: bytes, timeout: float) -> bytes:
@@ -572,8 +571,9 @@ class DeviceClient(DeviceSession):
         """What the port holds, waiting at most `wait` seconds (within its poll) for a first byte. A local
         port is watched with select, so a decision due in a few milliseconds is not held up by a read
         that waits out the port's whole poll."""
-        if self.port.in_waiting or not isinstance(self.port, serial.Serial):
-            return self.port.read(max(1, self.port.in_waiting))
+        waiting = self.port.in_waiting
+        if waiting or not isinstance(self.port, serial.Serial):
+            return self.port.read(max(1, waiting))
         ready, _, _ = select.select([self.port.fileno()], [], [], max(0.0, min(wait, POLL_SECONDS)))
         # Readable with nothing to read is a port gone away: the read raises it.
         return self.port.read(max(1, self.port.in_waiting)) if ready else b""
@@ -602,7 +602,7 @@ class _InputLoad:
         largest_frame = min(info.max_request_frame, max(self.budget // 3, MIN_WINDOW_FRAME))
         self.largest = min(info.max_request_payload, largest_frame - OVERHEAD) - 4
         self._resize()
-        self.acked = self.sent = self.faults = 0
+        self.acked = self.sent = 0
         self.outstanding: dict[int, int] = {}  # sequence number -> input bytes loaded once it is acknowledged
         self.ahead: set[int] = set()  # chunks sent ahead, whose answers may come while others are awaited
 
@@ -667,7 +667,6 @@ class _InputLoad:
                 client.frame_sizer.delivered(exchange)
                 continue
             failures += 1
-            self.faults += 1
             client.frame_sizer.fault(exchange)
             if failures > client._retries():
                 raise LinkError(f"input not accepted after {failures} attempts; check the link and the baud rate")

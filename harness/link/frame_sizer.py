@@ -3,8 +3,9 @@
 Input goes out go-back-N (docs/link.md): a chunk lost or damaged costs itself and every chunk sent behind
 it. A long chunk carries more payload per frame's overhead but is more likely to meet a bad byte; a long
 window keeps the line busy but loses more on each fault. FrameSizer estimates the link's byte error rate
-from what the loads met (faults per byte sent, decaying so the estimate follows a link that heals or
-worsens) and picks the chunk and window with the most payload per byte on the wire under that rate:
+from what the loads met (faults per byte of the chunks whose fate was seen, decaying so the estimate
+follows a link that heals or worsens) and picks the chunk and window with the most payload per byte on
+the wire under that rate:
 
     useful share = L/(L+o) · min(1, W(L+o) / (L+o+R)) · s / (s + (1-s)·W),   s = (1-p)^(L+o+a)
 
