@@ -79,3 +79,26 @@ def fault_spec(text: str):
         return FaultSpec.parse(text)
     except UserError as exc:
         raise argparse.ArgumentTypeError(exc.worded_for_cli()) from None
+
+
+def place_tags(text: str) -> str:
+    """labgrid place tags, `key=value` comma-separated (e.g. board=nucleo_h743,lab=2): kept as given."""
+    pairs = [part.strip() for part in text.split(",") if part.strip()]
+    if not pairs or not all(_is_tag(pair) for pair in pairs):
+        raise argparse.ArgumentTypeError(f"expected tags as key=value[,key=value], got {text!r}")
+    return ",".join(pairs)
+
+
+def _is_tag(pair: str) -> bool:
+    key, equals, value = pair.partition("=")
+    return bool(equals) and key.strip().isidentifier() and bool(value.strip()) and "=" not in value
+
+
+def tag_filter(text: str) -> dict[str, str]:
+    """place_tags' text as the key -> value filter a labgrid reservation takes."""
+    return {key.strip(): value.strip() for key, _, value in (pair.partition("=") for pair in text.split(","))}
+
+
+def name_list(text: str | None) -> list[str]:
+    """A comma-separated list (several --port, --serial or --labgrid-place values), blanks dropped."""
+    return [part.strip() for part in (text or "").split(",") if part.strip()]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from harness.cli.args import board_with_link_options, emulated_tflm_tree
 from harness.console import percent, print_json, stdout_console
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.eval.convert import converted_for_eval
 from harness.eval.settings import EvalSettings
 from harness.eval.subsets import parse_subsets
@@ -44,6 +44,16 @@ def _unfinished_run(args) -> tuple[Path, str, EvalSettings]:
     return root, run_id, EvalSettings.restored(load_request(folder), known_as(folder / REQUEST))
 
 
+def _check_boards(board, settings: EvalSettings) -> None:
+    from harness.device.fleet import FleetRequest, check_fleet
+    from harness.device.launch import ConnectOptions
+
+    named = ConnectOptions(port=settings.port, serial_number=settings.serial, labgrid_place=settings.labgrid_place)
+    boards = check_fleet(board, named, FleetRequest(settings.boards, settings.labgrid_tags))
+    if boards > 1 and settings.meter:
+        raise UserError(f"{setting('meter')} measures one board: drop it, or run each board alone")
+
+
 def eval_request(settings: EvalSettings, results_root: Path, run_id: str | None = None):
     """The run the settings name: board, card, dataset and model obtained and checked before any sample runs."""
     from harness.device.drivers import driver_type
@@ -53,6 +63,7 @@ def eval_request(settings: EvalSettings, results_root: Path, run_id: str | None 
     driver = driver_type(board, settings.labgrid_place)
     driver.refuse_port(board, settings.port)  # before a run folder exists or firmware is built
     driver.refuse_faults(settings.faults)
+    _check_boards(board, settings)
     card = load_card(settings.model)
     task = task_for(card)
     subsets = task.subsets(settings.subset)

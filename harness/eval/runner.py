@@ -10,7 +10,8 @@ import pyarrow as pa
 
 from harness.boards import Board
 from harness.console import progress
-from harness.device.launch import ConnectOptions, connect
+from harness.device.fleet import FleetRequest, board_fleet
+from harness.device.launch import ConnectOptions
 from harness.device.qemu import emulated_instructions
 from harness.energy.metering import EvalMetering
 from harness.errors import InterruptedRun, LinkError, UserError
@@ -19,6 +20,7 @@ from harness.eval.metrics import pool_size, score
 from harness.eval.order import shuffle_in_groups
 from harness.eval.outputs import diff_steps, diff_unit
 from harness.eval.settings import EvalSettings
+from harness.eval.sharding import BoardEnd, ShardedStream
 from harness.eval.subsets import Subset, select_samples
 from harness.eval.tasks import task_for
 from harness.firmware.platformio import recorded_build
@@ -33,6 +35,7 @@ from harness.results.provenance import usb_serial_number
 from harness.results.record import (
     Arena,
     BoardProvenance,
+    BoardShare,
     Confusion,
     DatasetProvenance,
     DeviceProvenance,
@@ -79,6 +82,7 @@ class SampleRecord:
     timing: Timing
     host_outputs: dict[str, bytes]
     instructions: int | None  # emulated boards only: exact under QEMU -icount
+    board: str | None = None  # which of the run's boards ran it (harness/device/fleet.py names them)
 
     @property
     def micros(self) -> float | None:
@@ -112,6 +116,7 @@ def _journal_entry(index: int, record: SampleRecord) -> dict:
         "timer": int(record.timing.kind),
         "host": {name: out.hex() for name, out in record.host_outputs.items()},
         "instructions": record.instructions,
+        "board": record.board,
     }
 
 
@@ -128,16 +133,16 @@ def _journaled_record(samples: list[Sample], entry: dict) -> SampleRecord:
         raise _dataset_changed(f"the journal's sample {index} is {entry['id']}, the dataset's is {sample.id}")
     timing = Timing(entry["ticks"], entry["tick_hz"], TickKind(entry["timer"]))
     hosts = {name: bytes.fromhex(out) for name, out in entry["host"].items()}
-    return SampleRecord(sample, bytes.fromhex(entry["device_output"]), timing, hosts, entry["instructions"])
+    output = bytes.fromhex(entry["device_output"])
+    return SampleRecord(sample, output, timing, hosts, entry["instructions"], entry.get("board"))
 
 
 def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, origin: dict, metering=None):
-    """Every sample through the board and the host references: (records, HELLO, link stats, firmware).
-    Samples already in the journal are taken from it; each new one is journaled as it arrives.
-    `origin` is what the run started with: the firmware at this HELLO must be the journal's."""
+    """Every sample through the run's boards and the host references: a Streamed. Samples already in the
+    journal are taken from it; each new one is journaled as it arrives. `origin` is what the run started
+    with: the firmware at this HELLO must be the journal's."""
     records = {i: _journaled_record(inputs.samples, entry) for i, entry in journal.load().items()}
     todo = [i for i in range(len(inputs.samples)) if i not in records]
-    board, model = request.board, request.model
     settings = request.settings
     options = ConnectOptions(
         port=settings.port,
@@ -148,26 +153,80 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         tflm=request.tflm,
         uses=("run_stream",),
     )
-    with connect(board, model, options) as client:
-        _check_device_runs_model(client.info, request.model, request.board)
-        _check_firmware_origin(journal.path.parent, origin, client.info.build_id)
+    fleet = FleetRequest(settings.boards, settings.labgrid_tags)
+    with (
+        board_fleet(request.board, request.model, options, fleet) as members,
+        ShardedStream(members, inputs.tensors, todo) as shards,
+    ):
+        infos = shards.ready()
+        info = _check_same_firmware(infos)
+        _check_device_runs_model(info, request.model, request.board)
+        _check_firmware_origin(journal.path.parent, origin, info.build_id)
         with metering or nullcontext(), progress(len(todo), f"eval {request.board.id}") as advance:
-            # Pipelined where the device has two input slots: sample k+1 streams while k is inferred.
-            results = client.run_stream(inputs.tensors[i].tobytes() for i in todo)
-            for index, result in zip(todo, results, strict=True):
+            shards.go()  # after the meter's idle measurement
+            for arrival in shards.arrivals():
+                index, result = arrival.index, arrival.result
                 tensor = inputs.tensors[index]
                 if metering:
-                    metering.record(client.last_invoke, client.last_device_window)
+                    metering.record(arrival.last_invoke, arrival.last_device_window)
                 hosts = {ref.name: ref.run(tensor) for ref in references}
                 instructions = emulated_instructions(result.timing.ticks, result.timing.tick_hz, request.board)
-                record = SampleRecord(inputs.samples[index], result.output, result.timing, hosts, instructions)
+                record = SampleRecord(
+                    inputs.samples[index], result.output, result.timing, hosts, instructions, arrival.board
+                )
                 journal.append(_journal_entry(index, record))
                 records[index] = record
                 advance()
-        board_serial = usb_serial_number(getattr(client.port, "port", None))
-        firmware = client.firmware or recorded_build(client.info.build_id)
-        stats = vars(client.stats) | {"samples_from_journal": len(inputs.samples) - len(todo)}
-        return [records[i] for i in range(len(inputs.samples))], client.info, stats, firmware, board_serial
+    ends = list(shards.ends.values())
+    first = ends[0]
+    firmware = first.firmware or recorded_build(info.build_id)
+    stats = _link_totals([end.stats or {} for end in ends]) | {"samples_from_journal": len(inputs.samples) - len(todo)}
+    return Streamed(
+        records=[records[i] for i in range(len(inputs.samples))],
+        info=info,
+        link=stats,
+        firmware=firmware,
+        board_serial=usb_serial_number(first.port) if len(ends) == 1 else None,
+        boards=ends,
+    )
+
+
+def _check_same_firmware(infos: dict[str, DeviceInfo]) -> DeviceInfo:
+    """Every board of a sharded run runs the same model and firmware, or no sample runs."""
+    (first_name, first), *others = infos.items()
+    for name, info in others:
+        for what, mine, theirs in (
+            ("model", first.model_sha256_prefix, info.model_sha256_prefix),
+            ("firmware build", first.build_id, info.build_id),
+        ):
+            if mine != theirs:
+                raise UserError(
+                    f"board {name} runs {what} {theirs or 'unknown'}, board {first_name} runs {mine or 'unknown'}: "
+                    "flash every board of the run with the same firmware and model"
+                )
+    return first
+
+
+# Counters add up over a sharded run's boards; the others are each board's state (the largest is kept).
+_STATE_FIELDS = ("baud", "chunk_bytes", "byte_error_rate")
+
+
+def _link_totals(boards: list[dict]) -> dict:
+    if len(boards) == 1:
+        return boards[0]
+    totals: dict = {}
+    for stats in boards:
+        for name, value in stats.items():
+            if name == "faults_injected":
+                if value:
+                    injected = totals.setdefault(name, {})
+                    for kind, count in value.items():
+                        injected[kind] = injected.get(kind, 0) + count
+            elif name in _STATE_FIELDS:
+                totals[name] = max(totals.get(name, value), value)
+            else:
+                totals[name] = totals.get(name, 0) + value
+    return totals
 
 
 def _check_firmware_origin(folder: Path, recorded: dict, build_id: str) -> None:
@@ -254,14 +313,7 @@ def _summarise(request: EvalRequest, run: "OpenRun", streamed: "Streamed", readi
         primary_reference=names[0] if names else None,
         bit_exact={n: int(sum(r.device_output == r.host_outputs[n] for r in records)) for n in names},
         output_diff_unit=diff_unit(model.output, model.output_step),
-        latency=Latency(
-            source=source,
-            timer=info.tick_kind.name.lower(),
-            micros=_stats([r.micros for r in records if r.micros is not None]),
-            cycles=_stats([r.timing.cycles for r in records if r.timing.cycles is not None]),
-            instructions=_stats([r.instructions for r in records if r.instructions is not None]),
-            cpu_hz=info.cpu_hz or None,
-        ),
+        latency=_latency(request, records, info),
         # 0 from a DUT means it did not report the figure: no model runs in an empty arena.
         arena=Arena(source=source, configured=info.arena_configured or None, used=info.arena_used or None),
         references=References(used=names, refused=refs.refused),
@@ -274,7 +326,31 @@ def _summarise(request: EvalRequest, run: "OpenRun", streamed: "Streamed", readi
         unreadable_images=Unreadable(count=len(inputs.unreadable), first=inputs.unreadable[:20]),
         inputs_from_cache=inputs.from_cache,
         energy=parse(Energy, metering.summary()) if metering else None,
+        boards=_board_shares(request, records, streamed.boards, info) if len(streamed.boards) > 1 else [],
     )
+
+
+def _latency(request: EvalRequest, records: list[SampleRecord], info: DeviceInfo) -> Latency:
+    return Latency(
+        source=request.board.latency_source,
+        timer=info.tick_kind.name.lower(),
+        micros=_stats([r.micros for r in records if r.micros is not None]),
+        cycles=_stats([r.timing.cycles for r in records if r.timing.cycles is not None]),
+        instructions=_stats([r.instructions for r in records if r.instructions is not None]),
+        cpu_hz=info.cpu_hz or None,
+    )
+
+
+def _board_shares(request: EvalRequest, records: list[SampleRecord], ends: list[BoardEnd], info) -> list[BoardShare]:
+    """Each board's samples (journaled ones included, by the board the journal names) and latency."""
+    shares = []
+    for end in ends:
+        mine = [r for r in records if r.board == end.name]
+        latency = _latency(request, mine, end.info or info) if mine else None
+        shares.append(
+            BoardShare(name=end.name, samples=len(mine), latency=latency, link=end.stats or {}, failure=end.failure)
+        )
+    return shares
 
 
 def _confusion(request: EvalRequest, samples, device_pred, host_pred) -> Confusion:
@@ -337,6 +413,7 @@ def _sample_columns(request: EvalRequest, records: list[SampleRecord], readings:
     columns["microseconds"] = pa.array([r.micros for r in records], type=pa.float64())
     columns["instructions"] = pa.array([r.instructions for r in records], type=pa.int64())
     columns["latency_source"] = [request.board.latency_source] * len(records)
+    columns["board"] = [r.board for r in records]
     return columns
 
 
@@ -363,6 +440,7 @@ class Streamed:
     link: dict
     firmware: dict | None
     board_serial: str | None
+    boards: list[BoardEnd]  # each board's part: samples, link, failure
 
 
 @dataclass(frozen=True)
@@ -409,7 +487,7 @@ def _stream_journaled(request: EvalRequest, run: OpenRun, inputs: Inputs, refs, 
     nothing journaled, not left at all)."""
     journal = Journal(run.folder.path)
     try:
-        return Streamed(*_stream(request, inputs, refs.references, journal, run.origin, metering))
+        return _stream(request, inputs, refs.references, journal, run.origin, metering)
     except UserError:
         journal.close()
         if request.run_id is None and not journal.load():  # nothing to resume: leave nothing behind

@@ -20,7 +20,15 @@ from harness.link.faults import FaultSpec
 from harness.model.card import DEFAULT_MODEL
 from harness.model.references import DEFAULT_REFERENCES
 from harness.samples import DEMO
-from harness.values import baud_rate, fault_spec, invoke_ms, positive_int, reference_names, seed_number
+from harness.values import (
+    baud_rate,
+    fault_spec,
+    invoke_ms,
+    place_tags,
+    positive_int,
+    reference_names,
+    seed_number,
+)
 
 
 @dataclass(frozen=True)
@@ -58,8 +66,20 @@ class EvalSettings:
     board: str = option("board id from boards/ (default: sim, the virtual board)", DEFAULT_BOARD)
     model: str = option("model card name or card .toml path", DEFAULT_MODEL)
     model_file: str | None = option("a .tflite to use instead of the card's own file (same preprocessing)")
-    port: str | None = option("serial device or pyserial URL of a real board (default: found by USB id)")
-    serial: str | None = option("with several boards of a kind attached: the USB serial number to use")
+    port: str | None = option(
+        "serial device or pyserial URL of a real board (default: found by USB id); comma-separated: several "
+        "boards of the board's kind share the run's samples"
+    )
+    serial: str | None = option(
+        "with several boards of a kind attached: the USB serial number to use; comma-separated: use each"
+    )
+    boards: int = option(
+        "deal the samples among this many boards of the kind: virtual, QEMU and hosted boards are started "
+        "that many times; with --labgrid-tags, this many places are reserved",
+        1,
+        type=positive_int,
+        metavar="N",
+    )
     dataset: str = option(
         "'demo', a folder (published Wake Vision layout, or labels.csv + images/), or hf:Harvard-Edge/Wake-Vision",
         DEMO,
@@ -88,14 +108,19 @@ class EvalSettings:
         "virtual board: pace its link like a UART at this baud rate (0: unpaced)", type=baud_rate
     )
     emulate_invoke_ms: float | None = option("virtual board: each inference takes at least this long", type=invoke_ms)
-    switch_baud: int | None = option(
-        "after the handshake, switch the link to this baud rate (0: stay)", type=baud_rate
-    )
+    switch_baud: int | None = option("after the handshake, switch the link to this baud rate (0: stay)", type=baud_rate)
     faults: FaultSpec | None = option(
         "inject link faults through a proxy, e.g. drop=1e-3,corrupt=1e-3,dup=1e-4,reset-every=200", type=fault_spec
     )
     labgrid_place: str | None = option(
-        "a board in a labgrid farm: acquire the place, use its serial port", metavar="NAME"
+        "a board in a labgrid farm: acquire the place, use its serial port; comma-separated: several places "
+        "share the run's samples",
+        metavar="NAME",
+    )
+    labgrid_tags: str | None = option(
+        "reserve labgrid places by tag (e.g. board=nucleo_h743) and use them (--boards N: that many)",
+        type=place_tags,
+        metavar="KEY=VALUE",
     )
     meter: str | None = option("power meter KIND:ADDRESS for energy per inference (see docs/energy.md)")
     order_seed: int | None = option(

@@ -8,6 +8,7 @@ also the TFLM library's folder (the Makefile names it) and the compiler's versio
 import hashlib
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,6 +108,14 @@ def build_firmware(
 ) -> FirmwareBuild:
     """The firmware for `board`: with a TFLM model runner when model and tree are given, else
     self-test; with `frontend` (an audio frontend model) it also streams keywords."""
+    with _BUILDING:  # several QEMU boards of one run start together: one builds, the others find it built
+        return _build_firmware(board, model, tflm, frontend)
+
+
+_BUILDING = threading.Lock()
+
+
+def _build_firmware(board: Board, model: TfliteModel | None, tflm: TflmTree | None, frontend: TfliteModel | None):
     if board.kind not in ("emulated", "device"):
         raise UserError(f"board {board.id} has no firmware to build")
     firmware = Assembly(board, model, tflm, frontend, bare_metal=True)

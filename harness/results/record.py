@@ -367,6 +367,17 @@ class Energy:
 
 
 @dataclass(frozen=True, kw_only=True)
+class BoardShare:
+    """One board's part of a run dealt over several (harness/eval/sharding.py)."""
+
+    name: str  # its port, USB serial number or labgrid place; `sim#2` for the second board harness started
+    samples: int = 0
+    latency: Latency | None = None
+    link: dict[str, Any] = field(default_factory=dict)
+    failure: str | None = None  # why it stopped before the run ended (its unfinished samples went to the others)
+
+
+@dataclass(frozen=True, kw_only=True)
 class EvalSummary:
     kind: Literal["eval"] = "eval"
     model: str | None = None
@@ -388,6 +399,7 @@ class EvalSummary:
     unreadable_images: Unreadable = Unreadable()
     inputs_from_cache: bool | None = None
     energy: Energy | None = None
+    boards: list[BoardShare] = field(default_factory=list)  # a run over several boards: each one's part
 
     @property
     def first_subset(self) -> SubsetResult | None:

@@ -51,6 +51,8 @@ def print_summary(summary: EvalSummary, run_dir: Path | str) -> None:
             f"latency ({latency.source}): median {m.median / 1000:.2f} ms, "
             f"min {m.min / 1000:.2f} ms, max {m.max / 1000:.2f} ms per inference"
         )
+    if summary.boards:
+        console.print(_boards_table(summary))
     if summary.energy:
         console.print(energy_line(summary.energy), highlight=False)
     console.print(arena_line(summary.arena), highlight=False)
@@ -82,6 +84,23 @@ def pool_note(subsets: dict[str, SubsetResult], fix: str = "evaluate with --pool
         f"F1 n/a: F1 needs each subset's whole negative pool in the dataset, evaluated here: "
         f"{', '.join(partial)}; {fix} for F1"
     )
+
+
+def _boards_table(summary: EvalSummary) -> Table:
+    """A run dealt over several boards: each one's samples and latency, and why one stopped early."""
+    table = Table(title=f"{len(summary.boards)} boards", title_justify="left")
+    for column in ("board", "samples", f"median latency ({summary.latency.source})", "resends", "stopped early"):
+        table.add_column(column)
+    for share in summary.boards:
+        micros = share.latency.micros if share.latency else None
+        table.add_row(
+            share.name,
+            str(share.samples),
+            f"{micros.median / 1000:.2f} ms" if micros else "n/a",
+            str(share.link.get("resends", 0)),
+            share.failure or "",
+        )
+    return table
 
 
 def _confusion_table(confusion: Confusion) -> Table:

@@ -124,7 +124,8 @@ def test_eval_on_qemu_without_tflm_says_what_is_missing(tmp_path):
 
 @needs_tflm_tree
 def test_vww_on_qemu_matches_tflm_python_on_every_sample_of_a_subset(tmp_path, vww_model):
-    """distance_far: 24 demo samples, person and non-person (the whole set takes 7 minutes under QEMU)."""
+    """distance_far: 24 demo samples, person and non-person, dealt over two QEMU boards (the whole set takes 7
+    minutes on one)."""
     import json
 
     done = subprocess.run(
@@ -139,6 +140,8 @@ def test_vww_on_qemu_matches_tflm_python_on_every_sample_of_a_subset(tmp_path, v
             TFLM_TREE,
             "--subset",
             "distance_far",
+            "--boards",
+            "2",
             "--results",
             str(tmp_path),
         ],
@@ -152,6 +155,9 @@ def test_vww_on_qemu_matches_tflm_python_on_every_sample_of_a_subset(tmp_path, v
     summary = json.loads((run / "summary.json").read_text())
     assert summary["bit_exact"]["tflm"] == summary["samples"] > 0
     assert summary["latency"]["source"] == "emulated" and summary["latency"]["instructions"]["min"] > 0
+    shares = summary["boards"]
+    assert [b["name"] for b in shares] == ["qemu_m7#1", "qemu_m7#2"] and not any(b["failure"] for b in shares)
+    assert sum(b["samples"] for b in shares) == summary["samples"]
 
 
 @needs_tflm_tree

@@ -532,6 +532,43 @@ c(
     "r",
 )
 c(
+    "eval-boards-on-a-real-board",
+    ("--boards 2 starts boards harness runs itself", "nucleo_h743 is a real board", "--port A,B", "--labgrid-tags"),
+    *("eval", "--board", "nucleo_h743", "--boards", "2", "--results", "r"),
+)
+c("eval-boards-zero", ("--boards", "whole number of at least 1", "'0'"), "eval", "--boards", "0", "--results", "r")
+c(
+    "eval-port-named-twice",
+    ("--port names a board twice", "name each board once"),
+    *("eval", "--board", "nucleo_h743", "--port", "/dev/ttyX0,/dev/ttyX0", "--results", "r"),
+)
+c(
+    "eval-ports-and-serials",
+    ("name several boards one way", "--port or --serial"),
+    *("eval", "--board", "nucleo_h743", "--port", "/dev/ttyX0,/dev/ttyX1", "--serial", "A,B", "--results", "r"),
+)
+c(
+    "eval-boards-and-ports-disagree",
+    ("--boards 3 with 2 boards named by --port", "drop --boards"),
+    *("eval", "--board", "nucleo_h743", "--port", "/dev/ttyX0,/dev/ttyX1", "--boards", "3", "--results", "r"),
+)
+c("eval-tags-no-value", ("--labgrid-tags", "key=value", "'board'"), "eval", "--labgrid-tags", "board", "--results", "r")
+c(
+    "eval-tags-on-sim",
+    ("--labgrid-tags needs a real board", "not sim (virtual)"),
+    *("eval", "--labgrid-tags", "board=x", "--results", "r"),
+)
+c(
+    "eval-tags-and-place",
+    ("--labgrid-tags reserves the places itself", "drop --labgrid-place"),
+    *("eval", "--board", "nucleo_h743", "--labgrid-tags", "board=x", "--labgrid-place", "p1", "--results", "r"),
+)
+c(
+    "eval-meter-on-several-boards",
+    ("--meter measures one board", "run each board alone"),
+    *("eval", "--boards", "2", "--meter", "sim:0.5", "--results", "r"),
+)
+c(
     "eval-eembc-with-faults",
     ("--protocol eembc", "no resends", "--faults needs harness firmware"),
     "eval",
