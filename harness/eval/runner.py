@@ -343,12 +343,15 @@ def _latency(request: EvalRequest, records: list[SampleRecord], info: DeviceInfo
 
 def _board_shares(request: EvalRequest, records: list[SampleRecord], ends: list[BoardEnd], info) -> list[BoardShare]:
     """Each board's samples (journaled ones included, by the board the journal names) and latency."""
+    by_name = {end.name: end for end in ends}
+    earlier = sorted({r.board for r in records if r.board and r.board not in by_name})  # before a resume
     shares = []
-    for end in ends:
-        mine = [r for r in records if r.board == end.name]
+    for name in [*by_name, *earlier]:
+        mine = [r for r in records if r.board == name]
+        end = by_name.get(name, BoardEnd(name))
         latency = _latency(request, mine, end.info or info) if mine else None
         shares.append(
-            BoardShare(name=end.name, samples=len(mine), latency=latency, link=end.stats or {}, failure=end.failure)
+            BoardShare(name=name, samples=len(mine), latency=latency, link=end.stats or {}, failure=end.failure)
         )
     return shares
 

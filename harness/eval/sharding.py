@@ -125,27 +125,30 @@ class ShardedStream:
 
     def _serve(self, member: FleetMember) -> None:
         end = self.ends[member.name]
-        started = False
+        stage = "starting"  # then "running", then "ended" once its last result is in (before the board stops)
         try:
             with member.driver.session() as client:
                 end.info, end.firmware = client.info, client.firmware
                 end.port = getattr(client.port, "port", None)
-                started = True
+                stage = "running"
                 self._messages.put(("ready", member.name, client.info))
                 self._go.wait()
                 try:
                     self._run(member.name, client, end)
                 finally:
                     end.stats = vars(client.stats).copy()
+                stage = "ended"
+                self._messages.put(("ended", member.name, None))
         except BOARD_FAILURES as exc:
+            if stage == "ended":
+                return  # stopping the board failed after its work was done: nothing is lost
             self._dealer.give_back(member.name)
             end.failure = str(exc) or type(exc).__name__
-            self._messages.put(("failed", member.name, exc) if started else ("error", member.name, exc))
+            self._messages.put(("failed", member.name, exc) if stage == "running" else ("error", member.name, exc))
         except BaseException as exc:  # anything else stops the run: the caller raises it
             self._dealer.give_back(member.name)
-            self._messages.put(("error", member.name, exc))
-        else:
-            self._messages.put(("ended", member.name, None))
+            if stage != "ended":
+                self._messages.put(("error", member.name, exc))
 
     def _run(self, name: str, client: DeviceSession, end: BoardEnd) -> None:
         while self._dealer.more_work():
