@@ -51,6 +51,9 @@ def test_four_boards_give_the_one_board_results_sample_for_sample(tmp_path, one_
     boards = pq.read_table(Path(summary["run_dir"]) / "samples.parquet").column("board").to_pylist()
     assert set(boards) == set(shares)
     assert summary["samples"] == LIMIT and summary["bit_exact"]["tflm"] == LIMIT
+    report = tmp_path / "report.html"
+    subprocess.run([sys.executable, "-m", "harness", "report", summary["run_dir"], "--out", str(report)], check=True)
+    assert "4 boards shared the samples" in report.read_text() and "<td>sim#4</td>" in report.read_text()
 
 
 def _sim_boards(harness: subprocess.Popen, count: int) -> list[int]:
