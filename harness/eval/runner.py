@@ -351,7 +351,14 @@ def _board_shares(request: EvalRequest, records: list[SampleRecord], ends: list[
         end = by_name.get(name, BoardEnd(name))
         latency = _latency(request, mine, end.info or info) if mine else None
         shares.append(
-            BoardShare(name=name, samples=len(mine), latency=latency, link=end.stats or {}, failure=end.failure)
+            BoardShare(
+                name=name,
+                usb_serial_number=usb_serial_number(end.port),
+                samples=len(mine),
+                latency=latency,
+                link=end.stats or {},
+                failure=end.failure,
+            )
         )
     return shares
 

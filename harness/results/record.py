@@ -371,6 +371,7 @@ class BoardShare:
     """One board's part of a run dealt over several (harness/eval/sharding.py)."""
 
     name: str  # its port, USB serial number or labgrid place; `sim#2` for the second board harness started
+    usb_serial_number: str | None = None  # a board on this machine's USB, whatever named it
     samples: int = 0
     latency: Latency | None = None
     link: dict[str, Any] = field(default_factory=dict)
