@@ -294,6 +294,8 @@ class DeviceClient(DeviceSession):
                 self.port.open()
                 break
             except (serial.SerialException, OSError) as exc:
+                if not self.reconnect_seconds:
+                    raise LinkError(f"the board's port went away ({exc}): its board stopped") from None
                 if time.monotonic() > deadline:
                     raise LinkError(
                         f"the port {getattr(self.port, 'port', '')} did not come back within "

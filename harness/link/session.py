@@ -51,6 +51,8 @@ class DeviceSession(ABC):
 
     def __init__(self, port):
         self.port = port  # the open link (a pyserial port)
+        # How long a port that went away is waited for; 0 where it cannot return (a started board's own).
+        self.reconnect_seconds = 30.0
         self.stats = LinkStats()
         self.info: DeviceInfo | None = None  # set by hello()
         self.firmware: dict | None = None  # how harness built the firmware, where it did (QEMU boards)

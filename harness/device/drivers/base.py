@@ -53,6 +53,7 @@ class Endpoint:
     reset: Callable[[], None] | None = None  # reset the device (the fault proxy's reset-every)
     firmware: dict | None = None  # how harness built the firmware it runs
     switch_baudrate: int = 0  # after the handshake, move the link to this rate (0: stay)
+    comes_back: bool = True  # a port that goes away may return (USB, network); not a started board's own
 
 
 class Driver(ABC):
@@ -113,6 +114,8 @@ class Driver(ABC):
         """A session that has said hello to the started device, through the fault proxy when asked."""
         with self.start() as endpoint, _through_faults(endpoint, self.options.faults) as (link, counts):
             client = self.session_type.over(link, self.model, endpoint.switch_baudrate)
+            if not endpoint.comes_back:
+                client.reconnect_seconds = 0.0
             client.stats.faults_injected = counts
             client.firmware = endpoint.firmware
             yield client
@@ -123,15 +126,17 @@ class Driver(ABC):
         with self.session() as client:
             return client.info
 
-    def _open(self, url: str, board: Board | None = None, reset=None) -> AbstractContextManager[Endpoint]:
-        return _opened(url, board or self.board, reset)
+    def _open(
+        self, url: str, board: Board | None = None, reset=None, comes_back: bool = True
+    ) -> AbstractContextManager[Endpoint]:
+        return _opened(url, board or self.board, reset, comes_back)
 
 
 @contextmanager
-def _opened(url: str, board: Board, reset) -> Iterator[Endpoint]:
+def _opened(url: str, board: Board, reset, comes_back: bool) -> Iterator[Endpoint]:
     link = open_link(url, board.link.baudrate, board.link.reset_on_connect)
     try:
-        yield Endpoint(link, reset, switch_baudrate=board.link.switch_baudrate)
+        yield Endpoint(link, reset, switch_baudrate=board.link.switch_baudrate, comes_back=comes_back)
     finally:
         link.close()
 

@@ -20,4 +20,4 @@ class EmulatedDriver(Driver):
         frontend = read_tflite(self.options.frontend) if self.options.frontend else None
         firmware = build_firmware(self.board, self.model, self.options.tflm, frontend)
         with qemu_link(self.board, firmware.elf) as link:
-            yield Endpoint(link, firmware=firmware.provenance())
+            yield Endpoint(link, firmware=firmware.provenance(), comes_back=False)  # QEMU is gone with its socket

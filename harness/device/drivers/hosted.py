@@ -17,6 +17,6 @@ class HostedDriver(Driver):
     def start(self) -> Iterator[Endpoint]:
         with (
             hosted_board_process(self.board, self.model.path if self.model else None) as pty,
-            self._open(pty) as endpoint,
+            self._open(pty, comes_back=False) as endpoint,  # its pty ends with its process
         ):
             yield endpoint

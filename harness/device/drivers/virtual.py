@@ -77,7 +77,7 @@ class VirtualDriver(Driver):
         model_path = self.model.path if self.model else None
         with (
             sim_board_process(board, model_path, self.options.protocol, self.options.frontend) as pty,
-            self._open(pty, board, lambda: os.kill(pty.pid, signal.SIGUSR1)) as endpoint,
+            self._open(pty, board, lambda: os.kill(pty.pid, signal.SIGUSR1), comes_back=False) as endpoint,
         ):
             yield endpoint
 
