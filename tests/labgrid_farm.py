@@ -220,16 +220,24 @@ def ser2net_port(path: str, baud: int = 115200) -> Iterator[int]:
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + START_SECONDS
-        while True:
-            with suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
+        while not _listening(port):  # not probed with a connection: ser2net would open the device for it
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise RuntimeError(f"ser2net did not serve {path} on port {port}")
             time.sleep(0.05)
-        time.sleep(0.2)  # the probe's own connection, closing
         yield port
     finally:
         _stop(proc)
+
+
+def _listening(port: int) -> bool:
+    """A TCP port in LISTEN state (IPv4 or IPv6: ser2net listens on both), as /proc/net shows it."""
+    for table in ("tcp", "tcp6"):
+        with suppress(OSError):
+            for line in Path("/proc/net", table).read_text().splitlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                    return True
+    return False
 
 
 def _tail(path: Path) -> str:

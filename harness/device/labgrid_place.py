@@ -8,6 +8,7 @@ dies without doing so. A place someone else holds is waited for, up to HARNESS_L
 and in the guard."""
 
 import asyncio
+import logging
 import os
 import subprocess
 import sys
@@ -40,6 +41,9 @@ def _labgrid():
         raise UserError(
             f"{setting('labgrid_place')} needs labgrid: `pip install labgrid`, and LG_COORDINATOR set"
         ) from None
+    root = logging.getLogger()
+    if not root.handlers:  # labgrid logs its connection trouble on the root logger; harness words the error
+        root.addHandler(logging.NullHandler())
     return grpc, ClientSession, TAG_KEY, TAG_VAL, pb2, pb2_grpc, proxymanager
 
 

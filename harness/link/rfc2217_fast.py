@@ -26,7 +26,12 @@ class Serial(rfc2217.Serial):
         with self._ready:
             self._buffer.clear()
             self._ended = False
-        super().open()
+        try:
+            super().open()
+        except OSError as exc:  # the server hung up while the options were negotiated (pyserial lets it out)
+            if isinstance(exc, SerialException):
+                raise
+            raise SerialException(f"the server closed the connection ({exc.strerror or exc})") from None
 
     def _reconfigure_port(self):
         # pyserial refuses any write_timeout for RFC 2217; its writes are bounded by the socket's own
@@ -82,47 +87,55 @@ class Serial(rfc2217.Serial):
                     break
                 if not data:
                     break
-                received = bytearray()
-                i, n = 0, len(data)
-                while i < n:
-                    if mode == rfc2217.M_NORMAL:
-                        j = data.find(rfc2217.IAC, i)
-                        end = n if j < 0 else j
-                        if suboption is not None:
-                            suboption += data[i:end]
-                        else:
-                            received += data[i:end]
-                        if j < 0:
-                            break
-                        mode, i = rfc2217.M_IAC_SEEN, j + 1
-                        continue
-                    byte = data[i : i + 1]
-                    i += 1
-                    if mode == rfc2217.M_IAC_SEEN:
-                        mode = rfc2217.M_NORMAL
-                        if byte == rfc2217.IAC:  # a doubled IAC: the data byte 0xFF
-                            if suboption is not None:
-                                suboption += byte
-                            else:
-                                received += byte
-                        elif byte == rfc2217.SB:
-                            suboption = bytearray()
-                        elif byte == rfc2217.SE:
-                            if suboption is not None:
-                                self._telnet_process_subnegotiation(bytes(suboption))
-                            suboption = None
-                        elif byte in (rfc2217.DO, rfc2217.DONT, rfc2217.WILL, rfc2217.WONT):
-                            command, mode = byte, rfc2217.M_NEGOTIATE
-                        else:
-                            self._telnet_process_command(byte)
-                    else:  # M_NEGOTIATE: the option after DO, DONT, WILL or WONT
-                        self._telnet_negotiate_option(command, byte)
-                        mode = rfc2217.M_NORMAL
-                if received:
-                    with self._ready:
-                        self._buffer += received
-                        self._ready.notify_all()
+                try:
+                    mode, suboption, command = self._take(data, mode, suboption, command)
+                except OSError:  # an answer to the server could not be sent: the connection is gone
+                    break
         finally:
             with self._ready:
                 self._ended = True
                 self._ready.notify_all()
+
+    def _take(self, data: bytes, mode: int, suboption: bytearray | None, command: bytes | None):
+        """Data runs to the buffer, Telnet commands to pyserial's handlers; returns the parser's state."""
+        received = bytearray()
+        i, n = 0, len(data)
+        while i < n:
+            if mode == rfc2217.M_NORMAL:
+                j = data.find(rfc2217.IAC, i)
+                end = n if j < 0 else j
+                if suboption is not None:
+                    suboption += data[i:end]
+                else:
+                    received += data[i:end]
+                if j < 0:
+                    break
+                mode, i = rfc2217.M_IAC_SEEN, j + 1
+                continue
+            byte = data[i : i + 1]
+            i += 1
+            if mode == rfc2217.M_IAC_SEEN:
+                mode = rfc2217.M_NORMAL
+                if byte == rfc2217.IAC:  # a doubled IAC: the data byte 0xFF
+                    if suboption is not None:
+                        suboption += byte
+                    else:
+                        received += byte
+                elif byte == rfc2217.SB:
+                    suboption = bytearray()
+                elif byte == rfc2217.SE:
+                    if suboption is not None:
+                        self._telnet_process_subnegotiation(bytes(suboption))
+                    suboption = None
+                elif byte in (rfc2217.DO, rfc2217.DONT, rfc2217.WILL, rfc2217.WONT):
+                    command, mode = byte, rfc2217.M_NEGOTIATE
+                else:
+                    self._telnet_process_command(byte)
+            else:  # M_NEGOTIATE: the option after DO, DONT, WILL or WONT
+                self._telnet_negotiate_option(command, byte)
+                mode = rfc2217.M_NORMAL
+        if received:
+            with self._ready:
+                self._buffer += received
+                self._ready.notify_all()
+        return mode, suboption, command

@@ -22,7 +22,7 @@ pytestmark = needs_labgrid
 
 MODEL = "wv_quality_k_2_c_3"
 BOARD = "lab_sim"
-PLACE, SPARE = "lab-1", "lab-2"
+PLACE, SPARE, EMPTY = "lab-1", "lab-2", "lab-3"  # the virtual board; a bare pty; a port with no device
 INVOKE_MS = 40  # each sample takes this long at least: a run is still going when a test stops it
 
 BOARD_FILE = f"""
@@ -78,7 +78,8 @@ def farm(private_cache, boards_dir):
         with (
             pty_board_process(command, "the virtual board", 30) as pty,
             labgrid_farm(
-                {PLACE: pty, SPARE: os.ttyname(spare)}, {PLACE: {"board": BOARD}, SPARE: {"board": BOARD}}
+                {PLACE: pty, SPARE: os.ttyname(spare), EMPTY: "/dev/pts/no-such-pty"},
+                {PLACE: {"board": BOARD}, SPARE: {"board": BOARD}},
             ) as lab,
         ):
             yield lab
@@ -182,6 +183,17 @@ def test_a_place_that_does_not_exist_is_refused(farm, boards_dir, tmp_path):
     assert done.returncode == 2, done.stderr
     (line,) = error_lines(done)
     assert "has no place 'nowhere'" in line and "lab-1" in line, line
+
+
+def test_a_place_whose_port_does_not_open_is_a_link_error_and_is_released(farm, boards_dir, tmp_path):
+    command = [sys.executable, "-m", "harness", "link-test", "--board", BOARD, "--labgrid-place", EMPTY]
+    done = _run(command, _env(farm, boards_dir), tmp_path)
+    assert done.returncode == 1, done.stderr
+    (line,) = error_lines(done)
+    assert (
+        line.startswith("harness: link error: labgrid place lab-3's serial port (rfc2217://") and "did not open" in line
+    )
+    assert farm.holder(EMPTY) is None
 
 
 def test_reserved_places_by_tag_then_cancelled(farm, monkeypatch):
