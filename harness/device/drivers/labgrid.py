@@ -2,6 +2,7 @@
 place is acquired for the connection, its NetworkSerialPort opened over RFC 2217 (harness's client,
 harness/link/rfc2217_fast.py), and released after."""
 
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
@@ -10,6 +11,9 @@ from harness.device.labgrid_place import labgrid_port
 from harness.errors import LinkError, UserError, setting
 from harness.link.protocol import DeviceInfo
 from harness.link.session import Unsupported
+
+OPEN_SECONDS = 8
+RETRY_SECONDS = 0.5
 
 
 class LabgridDriver(Driver):
@@ -30,13 +34,20 @@ class LabgridDriver(Driver):
     def start(self) -> Iterator[Endpoint]:
         place = self.options.labgrid_place
         with labgrid_port(place) as url, ExitStack() as stack:
-            try:
-                endpoint = stack.enter_context(self._open(url))
-            except UserError as exc:  # the farm gave this port: no port of the user's to fix
-                raise LinkError(
-                    f"labgrid place {place}'s serial port ({url}) did not open: {exc.__cause__ or exc}; check that "
-                    "the board is attached to the place's exporter"
-                ) from None
+            # The exporter starts ser2net as the place is acquired; on a busy host it may not answer yet.
+            deadline = time.monotonic() + OPEN_SECONDS
+            while True:
+                try:
+                    endpoint = stack.enter_context(self._open(url))
+                    break
+                except UserError as exc:  # the farm gave this port: no port of the user's to fix
+                    if time.monotonic() < deadline:
+                        time.sleep(RETRY_SECONDS)
+                        continue
+                    raise LinkError(
+                        f"labgrid place {place}'s serial port ({url}) did not open within {OPEN_SECONDS} s: "
+                        f"{exc.__cause__ or exc}; check that the board is attached to the place's exporter"
+                    ) from None
             yield endpoint
 
     def flash(self, project=None) -> DeviceInfo | None:
