@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
+from harness import console
 from harness.errors import LinkError, UserError, setting
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"  # labgrid's own default
@@ -141,6 +142,7 @@ class _Session:
         was ours already (acquired with labgrid-client, as labgrid's tools expect): harness uses it and
         leaves it acquired."""
         deadline = time.monotonic() + wait
+        told = wait == 0  # a notice on its own line, once, when harness starts to wait
         while True:
             place = self.place(name)
             if place.acquired == self.name:
@@ -167,6 +169,13 @@ class _Session:
                     f"labgrid place {name} is held by {holder}: still after {wait:g} s; wait for them to release it, "
                     f"pick another place for {setting('labgrid_place')}, or set {WAIT_ENV} to wait longer"
                 )
+            if not told:
+                told = True
+                if not console.QUIET:
+                    print(
+                        f"harness: waiting for labgrid place {name}, held by {holder} (up to {wait:g} s)",
+                        file=sys.stderr,
+                    )
             await asyncio.sleep(POLL_SECONDS)
 
     async def serial_url(self, name: str) -> str:
@@ -249,15 +258,13 @@ def release(places: list[str], user: str, tokens: list[str] = ()) -> list[str]:
 
 
 class _Guard:
-    """`python -m harness.device.labgrid_guard`, in a session of its own (Ctrl-C does not reach it): when the
-    pipe from harness closes without RELEASED, harness died, and the guard releases what it held."""
+    """`python -m harness.device.labgrid_guard`, in a session of its own (Ctrl-C does not reach it), told over
+    a pipe what to undo: each place before harness tries to acquire it, each reservation as it is made.
+    When the pipe closes without RELEASED, harness died, and the guard releases and cancels them."""
 
-    def __init__(self, user: str, places: list[str], tokens: list[str] = ()):
-        command = [sys.executable, "-m", "harness.device.labgrid_guard", "--user", user]
-        command += [arg for place in places for arg in ("--place", place)]
-        command += [arg for token in tokens for arg in ("--token", token)]
+    def __init__(self, user: str):
         self.proc = subprocess.Popen(
-            command,
+            [sys.executable, "-m", "harness.device.labgrid_guard", "--user", user],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -265,8 +272,19 @@ class _Guard:
             env={**os.environ, "LG_COORDINATOR": coordinator_address()},
         )
 
+    def _say(self, line: str) -> None:
+        with suppress(OSError):
+            self.proc.stdin.write(line.encode() + b"\n")
+            self.proc.stdin.flush()
+
+    def place(self, name: str) -> None:
+        self._say(f"place {name}")
+
+    def token(self, token: str) -> None:
+        self._say(f"token {token}")
+
     def done(self) -> None:
-        """harness released everything itself: the guard ends without a call."""
+        """harness released everything itself (or holds nothing): the guard ends without a call."""
         with suppress(OSError):
             self.proc.stdin.write(RELEASED)
             self.proc.stdin.close()
@@ -284,28 +302,35 @@ def _release_or_raise(places: list[str], user: str, tokens: list[str] = ()) -> N
 def labgrid_port(place: str) -> Iterator[str]:
     """The pyserial URL of the place's serial port, with the place acquired for the block (and released
     after it however the block ends: on an exception, Ctrl-C, or by the guard if harness is killed)."""
+    guard = None
     with _Session() as session:
         user = session.name
-        acquired = session.run(session.acquire(place, wait_seconds()))
-        guard = _Guard(user, [place]) if acquired else None
         try:
+            if session.place(place).acquired != user:
+                # The guard knows the place before the acquire is asked for: harness killed at any moment
+                # after leaves nothing held (the guard's release only takes the place from this user).
+                guard = _Guard(user)
+                guard.place(place)
+            if not session.run(session.acquire(place, wait_seconds())) and guard:
+                guard.done()  # another process of this user acquired it meanwhile: theirs to release
+                guard = None
             url = session.run(session.serial_url(place))
         except BaseException:
-            _release_quietly(acquired, place, user, guard)
+            _release_quietly(guard, place, user)
             raise
     try:
         yield url
     except BaseException:
-        _release_quietly(acquired, place, user, guard)
+        _release_quietly(guard, place, user)
         raise
-    if acquired:
+    if guard:
         _release_or_raise([place], user)
         guard.done()
 
 
-def _release_quietly(acquired: bool, place: str, user: str, guard: _Guard | None) -> None:
+def _release_quietly(guard: _Guard | None, place: str, user: str) -> None:
     """On the way out with an error already: release, and if that fails too, leave it to the guard."""
-    if acquired and not release([place], user):
+    if guard and not release([place], user):
         guard.done()
 
 
@@ -320,6 +345,7 @@ def reserved_places(tags: dict[str, str], count: int = 1, wait: float | None = N
         raise UserError(f"reserve at least one labgrid place, not {count}")
     wait = wait_seconds() if wait is None else wait
     tokens: list[str] = []
+    guard = None
     with _Session() as session:
         wanted = _checked_tags(session, tags)
         matching = sorted(n for n, p in session.session.places.items() if wanted.items() <= p.tags.items())
@@ -335,15 +361,19 @@ def reserved_places(tags: dict[str, str], count: int = 1, wait: float | None = N
         async def reserve():
             return await session.session.stub.CreateReservation(request, timeout=CONNECT_SECONDS)
 
+        guard = _Guard(user)
         try:
             for _ in range(count):
                 tokens.append(session.run(reserve()).reservation.token)
-        except session.grpc.aio.AioRpcError as exc:
-            release([], user, tokens)
-            raise LinkError(
-                f"the labgrid coordinator refused a reservation for {_tag_text(wanted)}: {exc.details()}"
-            ) from None
-    guard = _Guard(user, [], tokens)
+                guard.token(tokens[-1])
+        except BaseException as exc:
+            if not release([], user, tokens):
+                guard.done()
+            if isinstance(exc, session.grpc.aio.AioRpcError):
+                raise LinkError(
+                    f"the labgrid coordinator refused a reservation for {_tag_text(wanted)}: {exc.details()}"
+                ) from None
+            raise
     stop = threading.Event()
     try:
         places = _allocated(tokens, wanted, matching, wait)

@@ -168,7 +168,8 @@ def test_a_place_held_by_someone_else_is_a_link_error_naming_them(farm, boards_d
         farm.client("-p", PLACE, "release", user="alice")
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
-    (line,) = error_lines(done)
+    notice, line = error_lines(done)  # a notice as harness starts to wait, then the error
+    assert notice.startswith("harness: waiting for labgrid place lab-1, held by ") and "/alice" in notice, notice
     assert line.startswith("harness: link error: labgrid place lab-1 is held by ") and "/alice" in line, line
     assert "HARNESS_LABGRID_WAIT_SECONDS" in line
     assert not results.exists() or not any(results.iterdir())
