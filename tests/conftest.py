@@ -33,7 +33,7 @@ needs_tflm_tree = pytest.mark.skipif(
 
 # Tests are grouped by layer: tests/unit/<package>/ and tests/e2e/<tier>/ (docs/architecture.md). Every e2e test
 # is slow; the qemu and platformio tiers carry their marker; a test elsewhere that runs QEMU says so itself.
-TIER_MARKERS = {"qemu": ("qemu",), "platformio": ("platformio",)}
+TIER_MARKERS = {"qemu": ("qemu",), "platformio": ("platformio",), "labgrid": ("labgrid",)}
 
 
 def pytest_collection_modifyitems(config, items):

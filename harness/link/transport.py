@@ -1,4 +1,5 @@
-"""Open a link to a device: a serial device path or any pyserial URL (socket://, rfc2217://, loop://).
+"""Open a link to a device: a serial device path or any pyserial URL (socket://, rfc2217://, loop://);
+rfc2217:// opens with harness's faster client (harness/link/rfc2217_fast.py).
 
 A transport of your own is a pyserial URL handler: a module `<package>.protocol_<scheme>` with a `Serial`
 class (pyserial's `serial_for_url` finds it by the URL's scheme); HARNESS_URL_HANDLERS names the packages
@@ -11,6 +12,7 @@ import time
 import serial
 
 from harness.errors import UserError, setting
+from harness.link import rfc2217_fast
 
 POLL_SECONDS = 0.05
 ESP32_RESET_SECONDS = 0.1
@@ -26,7 +28,12 @@ def _add_url_handlers() -> None:
 def open_link(url: str, baudrate: int = 115200, reset_on_connect: str | None = None) -> serial.SerialBase:
     _add_url_handlers()
     try:
-        port = serial.serial_for_url(url, baudrate=baudrate, timeout=POLL_SECONDS, write_timeout=10, do_not_open=True)
+        settings = {"baudrate": baudrate, "timeout": POLL_SECONDS, "write_timeout": 10}
+        if url.startswith("rfc2217://"):
+            port = rfc2217_fast.Serial(**settings)  # pyserial's own RFC 2217 client is slower than a fast UART
+            port.port = url
+        else:
+            port = serial.serial_for_url(url, **settings, do_not_open=True)
         if reset_on_connect == "esp32":
             port.dtr = False  # applied as the port opens: neither EN nor IO0 is pulled
             port.rts = False

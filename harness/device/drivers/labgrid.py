@@ -1,14 +1,19 @@
 """A real board reached through a labgrid place (--labgrid-place NAME; harness/device/labgrid_place.py): the
-place is acquired for the connection, its NetworkSerialPort opened over RFC 2217, and released after."""
+place is acquired for the connection, its NetworkSerialPort opened over RFC 2217 (harness's client,
+harness/link/rfc2217_fast.py), and released after."""
 
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from harness.device.drivers.base import Driver, Endpoint
 from harness.device.labgrid_place import labgrid_port
-from harness.errors import UserError, setting
+from harness.errors import LinkError, UserError, setting
 from harness.link.protocol import DeviceInfo
 from harness.link.session import Unsupported
+
+OPEN_SECONDS = 8
+RETRY_SECONDS = 0.5
 
 
 class LabgridDriver(Driver):
@@ -27,7 +32,22 @@ class LabgridDriver(Driver):
 
     @contextmanager
     def start(self) -> Iterator[Endpoint]:
-        with labgrid_port(self.options.labgrid_place) as url, self._open(url) as endpoint:
+        place = self.options.labgrid_place
+        with labgrid_port(place) as url, ExitStack() as stack:
+            # The exporter starts ser2net as the place is acquired; on a busy host it may not answer yet.
+            deadline = time.monotonic() + OPEN_SECONDS
+            while True:
+                try:
+                    endpoint = stack.enter_context(self._open(url))
+                    break
+                except UserError as exc:  # the farm gave this port: no port of the user's to fix
+                    if time.monotonic() < deadline:
+                        time.sleep(RETRY_SECONDS)
+                        continue
+                    raise LinkError(
+                        f"labgrid place {place}'s serial port ({url}) did not open within {OPEN_SECONDS} s: "
+                        f"{exc.__cause__ or exc}; check that the board is attached to the place's exporter"
+                    ) from None
             yield endpoint
 
     def flash(self, project=None) -> DeviceInfo | None:

@@ -1,0 +1,222 @@
+"""`harness eval --labgrid-place` through a real labgrid farm on loopback (tests/labgrid_farm.py): a coordinator,
+an exporter serving the virtual board's pseudo-terminal through ser2net (RFC 2217), and places. The board is
+the virtual board run as a standalone process and described by a user board file of kind "device" (its
+figures stay `sim`: they come from a virtual board)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from harness.device.drivers.virtual import sim_build_id
+from harness.device.processes import pty_board_process
+from tests.conftest import error_lines, fixture_model
+from tests.labgrid_farm import labgrid_farm, needs_labgrid
+
+pytestmark = needs_labgrid
+
+MODEL = "wv_quality_k_2_c_3"
+BOARD = "lab_sim"
+PLACE, SPARE, EMPTY = "lab-1", "lab-2", "lab-3"  # the virtual board; a bare pty; a port with no device
+INVOKE_MS = 40  # each sample takes this long at least: a run is still going when a test stops it
+
+BOARD_FILE = f"""
+id = "{BOARD}"
+name = "The virtual board, exported through a labgrid farm like a real board (tests)"
+kind = "device"
+latency_source = "sim"  # its timings are this machine's: the virtual board's
+core = "host"
+
+[memory]
+flash_bytes = 67108864
+ram_bytes = 67108864
+
+[link]
+baudrate = 921600
+
+[firmware]
+family = "arduino_cortex_m"
+cmsis_core = "cortex-m7"
+arena_bytes = 8388608
+rx_frame_bytes = 8204
+tx_frame_bytes = 4108
+rx_buffer_bytes = 16384
+
+[platformio]
+platform = "platformio/ststm32@19.6.0"
+board = "nucleo_h743zi"
+framework = "arduino"
+upload_protocol = "stlink"
+
+[tflm]
+kernels = "cmsis_nn"
+target = "cortex_m_generic"
+target_arch = "cortex-m7"
+"""
+
+
+@pytest.fixture(scope="module")
+def boards_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("boards")
+    (folder / f"{BOARD}.toml").write_text(BOARD_FILE)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def farm(private_cache, boards_dir):
+    model = fixture_model(f"wake_vision_zoo/{MODEL}.tflite")
+    command = [sys.executable, "-m", "harness.device.sim_board", "--model", str(model), "--arena", "8388608"]
+    command += ["--board-id", BOARD, "--build-id", sim_build_id(), "--rx-frame", "8204", "--tx-frame", "4108"]
+    command += ["--rx-buffer", "16384", "--max-baud", "4000000", "--emulate-invoke-ms", str(INVOKE_MS)]
+    spare_master, spare = os.openpty()  # a second place's port, for reservations
+    try:
+        with (
+            pty_board_process(command, "the virtual board", 30) as pty,
+            labgrid_farm(
+                {PLACE: pty, SPARE: os.ttyname(spare), EMPTY: "/dev/pts/no-such-pty"},
+                {PLACE: {"board": BOARD}, SPARE: {"board": BOARD}},
+            ) as lab,
+        ):
+            yield lab
+    finally:
+        os.close(spare)
+        os.close(spare_master)
+
+
+def _env(farm, boards_dir, **extra) -> dict[str, str]:
+    return farm.env | {"HARNESS_BOARDS_DIR": str(boards_dir), "HARNESS_LABGRID_WAIT_SECONDS": "2"} | extra
+
+
+def _eval_command(results: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "harness", "eval", "--model", MODEL, "--results", str(results), *args]
+
+
+def _run(command, env, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def _outputs(results: Path) -> dict[str, bytes]:
+    (run,) = [p for p in results.iterdir() if not p.name.startswith(".")]
+    return {row["sample_id"]: row["device_output"] for row in pq.read_table(run / "samples.parquet").to_pylist()}
+
+
+def _wait_for_holder(farm, place: str, seconds: float = 60) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if holder := farm.holder(place):
+            return holder
+        time.sleep(0.1)
+    raise AssertionError(f"nobody acquired {place} within {seconds} s")
+
+
+def test_eval_through_a_place_matches_the_virtual_board(farm, boards_dir, tmp_path):
+    env = _env(farm, boards_dir)
+    done = _run(
+        _eval_command(tmp_path / "lab", "--board", BOARD, "--labgrid-place", PLACE, "--limit", "8"), env, tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert farm.holder(PLACE) is None
+    sim = _run(_eval_command(tmp_path / "sim", "--board", "sim", "--limit", "8"), env, tmp_path)
+    assert sim.returncode == 0, sim.stderr
+    lab, reference = _outputs(tmp_path / "lab"), _outputs(tmp_path / "sim")
+    assert len(lab) == 8 and lab == reference
+    rows = pq.read_table(next((tmp_path / "lab").iterdir()) / "samples.parquet").to_pylist()
+    assert all(row["latency_source"] == "sim" for row in rows)
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
+def test_a_stopped_eval_leaves_the_place_free(farm, boards_dir, tmp_path, how):
+    env = _env(farm, boards_dir)
+    command = _eval_command(tmp_path / "stopped", "--board", BOARD, "--labgrid-place", PLACE, "--limit", "40")
+    harness = subprocess.Popen(
+        command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        _wait_for_holder(farm, PLACE)
+        time.sleep(0.5)  # into the samples
+        assert harness.poll() is None, harness.communicate()[1]
+        harness.send_signal(getattr(signal, how))
+        _, err = harness.communicate(timeout=60)
+    finally:
+        harness.kill()
+    if how == "SIGINT":
+        assert harness.returncode == 130, err
+        assert "Traceback" not in err
+    assert farm.wait_released(PLACE), f"{PLACE} is still held by {farm.holder(PLACE)}; {err}\n{farm.logs()}"
+    again = _run(
+        _eval_command(tmp_path / "again", "--board", BOARD, "--labgrid-place", PLACE, "--limit", "2"), env, tmp_path
+    )
+    assert again.returncode == 0, again.stderr
+
+
+def test_a_place_held_by_someone_else_is_a_link_error_naming_them(farm, boards_dir, tmp_path):
+    farm.client("-p", PLACE, "acquire", user="alice")
+    try:
+        results = tmp_path / "results"
+        done = _run(
+            _eval_command(results, "--board", BOARD, "--labgrid-place", PLACE, "--limit", "2"),
+            _env(farm, boards_dir),
+            tmp_path,
+        )
+        assert farm.holder(PLACE).endswith("/alice")
+    finally:
+        farm.client("-p", PLACE, "release", user="alice")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    notice, line = error_lines(done)  # a notice as harness starts to wait, then the error
+    assert notice.startswith("harness: waiting for labgrid place lab-1, held by ") and "/alice" in notice, notice
+    assert line.startswith("harness: link error: labgrid place lab-1 is held by ") and "/alice" in line, line
+    assert "HARNESS_LABGRID_WAIT_SECONDS" in line
+    assert not results.exists() or not any(results.iterdir())
+
+
+def test_a_place_that_does_not_exist_is_refused(farm, boards_dir, tmp_path):
+    done = _run(
+        _eval_command(tmp_path / "r", "--board", BOARD, "--labgrid-place", "nowhere", "--limit", "2"),
+        _env(farm, boards_dir),
+        tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = error_lines(done)
+    assert "has no place 'nowhere'" in line and "lab-1" in line, line
+
+
+def test_a_place_whose_port_does_not_open_is_a_link_error_and_is_released(farm, boards_dir, tmp_path):
+    command = [sys.executable, "-m", "harness", "link-test", "--board", BOARD, "--labgrid-place", EMPTY]
+    done = _run(command, _env(farm, boards_dir), tmp_path)
+    assert done.returncode == 1, done.stderr
+    (line,) = error_lines(done)
+    assert (
+        line.startswith("harness: link error: labgrid place lab-3's serial port (rfc2217://") and "did not open" in line
+    )
+    assert farm.holder(EMPTY) is None
+
+
+def test_reserved_places_by_tag_then_cancelled(farm, monkeypatch):
+    from harness.device.labgrid_place import labgrid_port, reserved_places
+    from harness.errors import LinkError, UserError
+
+    monkeypatch.setenv("LG_COORDINATOR", farm.coordinator)
+    with reserved_places({"board": BOARD}, 2, wait=10) as places:
+        assert sorted(places) == [PLACE, SPARE]
+        (mine,) = {r.owner for r in farm.reservations()}
+        with labgrid_port(SPARE) as url:
+            assert url.startswith("rfc2217://127.0.0.1:")
+            assert farm.holder(SPARE) == mine
+        assert farm.holder(SPARE) is None
+    assert farm.reservations() == []
+
+    farm.client("-p", SPARE, "acquire", user="alice")
+    try:
+        with pytest.raises(LinkError, match="alice"), reserved_places({"board": BOARD}, 2, wait=1):
+            pass
+    finally:
+        farm.client("-p", SPARE, "release", user="alice")
+    assert farm.reservations() == []
+    with pytest.raises(UserError, match="board=elsewhere"), reserved_places({"board": "elsewhere"}, 1):
+        pass
