@@ -65,6 +65,12 @@ def wait_seconds() -> float:
     return value
 
 
+# One session at a time in this process: the coordinator tells clients apart by their TCP peer, and gRPC
+# gives every channel of a process to one address the same connection, so a second concurrent session is
+# refused. A sharded run's boards (threads) acquire their places one after another.
+_ONE_SESSION = threading.Lock()
+
+
 class _Session:
     """A labgrid ClientSession on a private event loop, for the calls that need one (acquire, reserve:
     the coordinator names the caller by its session). The session sees place and resource updates
@@ -84,10 +90,14 @@ class _Session:
                 raise
             return session
 
+        _ONE_SESSION.acquire()
         try:
             self.session = self.loop.run_until_complete(start())
-        except Exception as exc:
+        except BaseException as exc:
             self.loop.close()
+            _ONE_SESSION.release()
+            if not isinstance(exc, Exception):
+                raise
             raise LinkError(
                 f"cannot reach the labgrid coordinator at {self.address} ({_detail(exc)}); start it, or point "
                 "LG_COORDINATOR at it"
@@ -98,9 +108,12 @@ class _Session:
         return self.loop.run_until_complete(coroutine)
 
     def close(self) -> None:
-        with suppress(Exception):
-            self.run(_stopped(self.session))
-        self.loop.close()
+        try:
+            with suppress(Exception):
+                self.run(_stopped(self.session))
+            self.loop.close()
+        finally:
+            _ONE_SESSION.release()
 
     def __enter__(self):
         return self

@@ -3,7 +3,6 @@ an exporter serving the virtual board's pseudo-terminal through ser2net (RFC 221
 the virtual board run as a standalone process and described by a user board file of kind "device" (its
 figures stay `sim`: they come from a virtual board)."""
 
-import os
 import signal
 import subprocess
 import sys
@@ -22,7 +21,7 @@ pytestmark = needs_labgrid
 
 MODEL = "wv_quality_k_2_c_3"
 BOARD = "lab_sim"
-PLACE, SPARE, EMPTY = "lab-1", "lab-2", "lab-3"  # the virtual board; a bare pty; a port with no device
+PLACE, SPARE, EMPTY = "lab-1", "lab-2", "lab-3"  # two virtual boards; a port with no device
 INVOKE_MS = 40  # each sample takes this long at least: a run is still going when a test stops it
 
 BOARD_FILE = f"""
@@ -73,19 +72,15 @@ def farm(private_cache, boards_dir):
     command = [sys.executable, "-m", "harness.device.sim_board", "--model", str(model), "--arena", "8388608"]
     command += ["--board-id", BOARD, "--build-id", sim_build_id(), "--rx-frame", "8204", "--tx-frame", "4108"]
     command += ["--rx-buffer", "16384", "--max-baud", "4000000", "--emulate-invoke-ms", str(INVOKE_MS)]
-    spare_master, spare = os.openpty()  # a second place's port, for reservations
-    try:
-        with (
-            pty_board_process(command, "the virtual board", 30) as pty,
-            labgrid_farm(
-                {PLACE: pty, SPARE: os.ttyname(spare), EMPTY: "/dev/pts/no-such-pty"},
-                {PLACE: {"board": BOARD}, SPARE: {"board": BOARD}},
-            ) as lab,
-        ):
-            yield lab
-    finally:
-        os.close(spare)
-        os.close(spare_master)
+    with (
+        pty_board_process(command, "the virtual board", 30) as pty,
+        pty_board_process(command, "the second virtual board", 30) as second,  # sharded runs, reservations
+        labgrid_farm(
+            {PLACE: pty, SPARE: second, EMPTY: "/dev/pts/no-such-pty"},
+            {PLACE: {"board": BOARD}, SPARE: {"board": BOARD}},
+        ) as lab,
+    ):
+        yield lab
 
 
 def _env(farm, boards_dir, **extra) -> dict[str, str]:
@@ -220,3 +215,17 @@ def test_reserved_places_by_tag_then_cancelled(farm, monkeypatch):
     assert farm.reservations() == []
     with pytest.raises(UserError, match="board=elsewhere"), reserved_places({"board": "elsewhere"}, 1):
         pass
+
+
+@pytest.mark.parametrize("boards", [("--labgrid-place", f"{PLACE},{SPARE}"), ("--labgrid-tags", f"board={BOARD}")])
+def test_one_eval_sharded_over_two_places(farm, boards_dir, tmp_path, boards):
+    env = _env(farm, boards_dir)
+    count = ("--boards", "2") if boards[0] == "--labgrid-tags" else ()
+    done = _run(_eval_command(tmp_path / "lab", "--board", BOARD, *boards, *count, "--limit", "12"), env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert farm.holder(PLACE) is None and farm.holder(SPARE) is None and farm.reservations() == []
+    sim = _run(_eval_command(tmp_path / "sim", "--board", "sim", "--limit", "12"), env, tmp_path)
+    assert sim.returncode == 0, sim.stderr
+    assert _outputs(tmp_path / "lab") == _outputs(tmp_path / "sim")
+    rows = pq.read_table(next((tmp_path / "lab").iterdir()) / "samples.parquet").to_pylist()
+    assert {row["board"] for row in rows} <= {PLACE, SPARE} and len(rows) == 12
