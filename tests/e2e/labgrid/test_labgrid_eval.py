@@ -12,66 +12,29 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harness.device.drivers.virtual import sim_build_id
 from harness.device.processes import pty_board_process
 from tests.conftest import error_lines, fixture_model
 from tests.labgrid_farm import labgrid_farm, needs_labgrid
+from tests.sim_device import BOARD, sim_board_command, write_board_file
 
 pytestmark = needs_labgrid
 
 MODEL = "wv_quality_k_2_c_3"
-BOARD = "lab_sim"
 PLACE, SPARE, EMPTY = "lab-1", "lab-2", "lab-3"  # two virtual boards; a port with no device
 INVOKE_MS = 40  # each sample takes this long at least: a run is still going when a test stops it
-
-BOARD_FILE = f"""
-id = "{BOARD}"
-name = "The virtual board, exported through a labgrid farm like a real board (tests)"
-kind = "device"
-latency_source = "sim"  # its timings are this machine's: the virtual board's
-core = "host"
-
-[memory]
-flash_bytes = 67108864
-ram_bytes = 67108864
-
-[link]
-baudrate = 921600
-
-[firmware]
-family = "arduino_cortex_m"
-cmsis_core = "cortex-m7"
-arena_bytes = 8388608
-rx_frame_bytes = 8204
-tx_frame_bytes = 4108
-rx_buffer_bytes = 16384
-
-[platformio]
-platform = "platformio/ststm32@19.6.0"
-board = "nucleo_h743zi"
-framework = "arduino"
-upload_protocol = "stlink"
-
-[tflm]
-kernels = "cmsis_nn"
-target = "cortex_m_generic"
-target_arch = "cortex-m7"
-"""
 
 
 @pytest.fixture(scope="module")
 def boards_dir(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("boards")
-    (folder / f"{BOARD}.toml").write_text(BOARD_FILE)
+    write_board_file(folder)
     return folder
 
 
 @pytest.fixture(scope="module")
 def farm(private_cache, boards_dir):
     model = fixture_model(f"wake_vision_zoo/{MODEL}.tflite")
-    command = [sys.executable, "-m", "harness.device.sim_board", "--model", str(model), "--arena", "8388608"]
-    command += ["--board-id", BOARD, "--build-id", sim_build_id(), "--rx-frame", "8204", "--tx-frame", "4108"]
-    command += ["--rx-buffer", "16384", "--max-baud", "4000000", "--emulate-invoke-ms", str(INVOKE_MS)]
+    command = sim_board_command(model, INVOKE_MS)
     with (
         pty_board_process(command, "the virtual board", 30) as pty,
         pty_board_process(command, "the second virtual board", 30) as second,  # sharded runs, reservations
