@@ -192,3 +192,23 @@ def test_one_eval_sharded_over_two_places(farm, boards_dir, tmp_path, boards):
     assert _outputs(tmp_path / "lab") == _outputs(tmp_path / "sim")
     rows = pq.read_table(next((tmp_path / "lab").iterdir()) / "samples.parquet").to_pylist()
     assert {row["board"] for row in rows} <= {PLACE, SPARE} and len(rows) == 12
+
+
+def test_a_killed_sharded_run_leaves_no_place_held_and_no_reservation(farm, boards_dir, tmp_path):
+    env = _env(farm, boards_dir)
+    command = _eval_command(tmp_path / "killed", "--board", BOARD, "--labgrid-tags", f"board={BOARD}", "--boards", "2")
+    harness = subprocess.Popen(
+        [*command, "--limit", "40"], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        _wait_for_holder(farm, PLACE)
+        _wait_for_holder(farm, SPARE)
+        harness.send_signal(signal.SIGKILL)
+        _, err = harness.communicate(timeout=60)
+    finally:
+        harness.kill()
+    assert farm.wait_released(PLACE) and farm.wait_released(SPARE), f"{err}\n{farm.logs()}"
+    deadline = time.monotonic() + 20
+    while farm.reservations() and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert farm.reservations() == []
