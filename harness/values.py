@@ -54,6 +54,7 @@ U32 = (1 << 32) - 1
 non_negative_int = whole_number(0, U32, "a whole number of at least 0")
 seed_number = whole_number(0, (1 << 63) - 1, "a seed: a whole number of at least 0")
 baud_rate = whole_number(0, U32, "a baud rate: a whole number of at least 0 (0: unpaced or stay)")
+serial_baud = whole_number(1, U32, "a baud rate: a whole number of at least 1")
 milliseconds = whole_number(0, U32, "a number of milliseconds of at least 0")
 invoke_ms = real_number(0, 3_600_000, "a number of milliseconds from 0 to 3600000")
 fraction = real_number(0, 1e6, "a relative change of at least 0 (e.g. 0.02 for 2 %)")

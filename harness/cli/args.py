@@ -80,4 +80,11 @@ def link_options() -> argparse.ArgumentParser:
 def board_with_link_options(args):
     from harness.device.launch import with_link_options
 
-    return with_link_options(get_board(args.board), args.link_baud, args.emulate_invoke_ms, args.switch_baud)
+    return with_link_options(
+        get_board(args.board),
+        args.link_baud,
+        args.emulate_invoke_ms,
+        args.switch_baud,
+        baud=args.baud,
+        protocol=getattr(args, "protocol", "harness"),
+    )

@@ -72,15 +72,17 @@ def _timed(args, measure, uses: tuple[str, ...]):
     """(board, card, what `measure(client, board, input)` returns) on the board running the model, with the
     dataset's first input. `uses`: the session members `measure` calls, refused before the board starts
     where the protocol has none."""
-    from harness.device.launch import ConnectOptions, connect
+    from harness.device.launch import ConnectOptions, connect, with_link_options
     from harness.eval.perf import require_image_card, sample_input
     from harness.model.card import load_card
 
-    board = get_board(args.board)
+    board = with_link_options(get_board(args.board), protocol=args.protocol)
     require_image_card(load_card(args.model))
     card, model = model_for(args, board)
     data = sample_input(card, model, load_dataset(args.dataset))
-    options = ConnectOptions(port=args.port, tflm=emulated_tflm_tree(args, board), protocol=args.protocol, uses=uses)
+    options = ConnectOptions(
+        port=args.port, tflm=emulated_tflm_tree(args, board), protocol=args.protocol, uses=uses, eembc=card.eembc
+    )
     with connect(board, model, options) as client:
         return board, card, measure(client, board, data)
 

@@ -6,6 +6,7 @@ from contextlib import AbstractContextManager
 from harness.boards import Board
 from harness.device.drivers import DRIVERS, ConnectOptions, driver_for
 from harness.errors import UserError, setting
+from harness.link.eembc import REFERENCE_BAUD
 from harness.link.session import DeviceSession
 from harness.model.tflite_file import TfliteModel
 
@@ -22,10 +23,30 @@ def connect(
 
 
 def with_link_options(
-    board: Board, link_baud: int | None = None, emulate_invoke_ms: float | None = None, switch_baud: int | None = None
+    board: Board,
+    link_baud: int | None = None,
+    emulate_invoke_ms: float | None = None,
+    switch_baud: int | None = None,
+    baud: int | None = None,
+    protocol: str = "harness",
 ) -> Board:
     """The board with command-line link settings applied: the virtual board's emulated baud rate (also
-    the rate the link starts at) and inference time, and the rate to switch to after the handshake."""
+    the rate the link starts at) and inference time, the rate to switch to after the handshake, and a real
+    board's serial rate (`baud`; with the eembc protocol 115200 unless given: MLPerf Tiny firmware sets
+    its own rate, not the board file's)."""
+    if baud is not None and board.kind != "device":
+        raise UserError(
+            f"{setting('baud')} sets a real board's serial rate: harness opens the link of {board.id} "
+            f"({board.kind} board) itself; drop it (the virtual board's emulated rate is {setting('link_baud')})"
+        )
+    if board.kind == "device" and (baud is not None or protocol == "eembc"):
+        rate = baud if baud is not None else REFERENCE_BAUD
+        if rate in board.link.forbidden_baudrates:
+            raise UserError(
+                f"{setting('baud')} {rate} is a rate {board.id}'s USB bridge takes as a command "
+                "(its forbidden_baudrates); choose another"
+            )
+        board = board.with_link(baudrate=rate)
     emulation = {"link_baud": link_baud, "emulate_invoke_ms": emulate_invoke_ms}
     emulation = {name: value for name, value in emulation.items() if value is not None}
     if emulation:

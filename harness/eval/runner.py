@@ -152,6 +152,7 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         labgrid_place=settings.labgrid_place,
         tflm=request.tflm,
         uses=("run_stream",),
+        eembc=request.card.eembc,
     )
     fleet = FleetRequest(settings.boards, settings.labgrid_tags)
     with (

@@ -28,6 +28,7 @@ from harness.values import (
     positive_int,
     reference_names,
     seed_number,
+    serial_baud,
 )
 
 
@@ -104,6 +105,11 @@ class EvalSettings:
         "harness",
         choices=("harness", "eembc"),
     )
+    baud: int | None = option(
+        "real board: open its serial port at this baud rate (default: the board file's; with --protocol eembc, "
+        "115200, the MLPerf Tiny reference firmware's)",
+        type=serial_baud,
+    )
     link_baud: int | None = option(
         "virtual board: pace its link like a UART at this baud rate (0: unpaced)", type=baud_rate
     )
@@ -162,7 +168,7 @@ class EvalSettings:
 _ADAPTER = pydantic.TypeAdapter(EvalSettings)
 
 # The settings of the link, which `harness link-test` takes too.
-LINK_SETTINGS = ("link_baud", "emulate_invoke_ms", "switch_baud", "labgrid_place", "faults")
+LINK_SETTINGS = ("baud", "link_baud", "emulate_invoke_ms", "switch_baud", "labgrid_place", "faults")
 
 
 def add_arguments(parser: argparse.ArgumentParser, names: tuple[str, ...] | None = None) -> None:

@@ -7,6 +7,11 @@ model hash and no tensor layout: the host takes them from the model it was given
 manifest says they were not verified. What the protocol cannot do (operator profiles, audio streaming,
 the link test's echo and PERF workload, a baud switch, recovering from a damaged link) the session's
 members refuse with Unsupported, and commands refuse before they start (DeviceSession.refuse).
+
+Checked against mlcommons/tiny at UPSTREAM_COMMIT (benchmark/api/internally_implemented.cpp and the reference
+submissions' th_load_tensor, th_results and th_timestamp): nothing sent is a command the reference parser
+cannot take (a bare `%` gives strtok's NULL to strncmp), and the reference's refusals that are plain lines
+without `e-` (a `db load` over MAX_DB_INPUT_SIZE, th_load_tensor's size mismatch) stop the run.
 """
 
 import re
@@ -21,13 +26,41 @@ from harness.link.protocol import DeviceInfo, InvokeResult, StreamChunkResult, T
 from harness.link.session import DeviceSession
 from harness.tensors import TensorSpec
 
+UPSTREAM_COMMIT = "1afd2c9820f795965a6134facd0b4dfae41ef23f"  # mlcommons/tiny, what this driver was checked against
 CHUNK_BYTES = 31  # the MLPerf Tiny runner's: `db ` + 62 hex digits + `%` stays under the 80-char buffer
 READY = "m-ready"
 US_WRAP = 1 << 32  # the DUT's m-lap-us counter is 32 bits wide
+REFERENCE_BAUD = 115200  # the reference firmware's th_serialport_initialize (9600 in energy mode)
+ENERGY_BANNER = "m-timestamp-mode-energy"  # th_timestamp_initialize's line when EE_CFG_ENERGY_MODE is 1
+# The reference firmware's refusals that are plain lines, without `e-` (internally_implemented.cpp's
+# ee_buffer_parse; every reference submission's th_load_tensor, which then keeps its previous input).
+OVER_MAXIMUM = re.compile(r"Supplied buffer size (\d+) exceeds maximum of (\d+)")
+WRONG_SIZE = re.compile(r"Input db has (\d+) element\w*, expected (\d+)")
+# What each reference DUT's th_load_tensor takes: the MLPerf Tiny runner's input files for the benchmark.
+REFERENCE_INPUTS = {
+    "vww01": (27648, "96x96x3 uint8"),
+    "kws01": (490, "49x10 int8"),
+    "ic01": (3072, "32x32x3 uint8"),
+    "ad01": (2560, "640 float32"),
+}
+ENERGY_MODE = (
+    "the DUT runs MLPerf Tiny energy-mode firmware (EE_CFG_ENERGY_MODE 1: it marks each timestamp with a "
+    "GPIO pulse for an energy monitor and prints no m-lap-us- lines); harness times inferences by those "
+    "lines: flash the performance-mode build (EE_CFG_ENERGY_MODE 0, 115200 baud) and measure energy with "
+    f"{setting('meter')} (docs/energy.md)"
+)
 
 
 class EembcError(LinkError):
     """The DUT answered with an e- line."""
+
+
+class DutInputMismatch(UserError):
+    """The DUT's firmware takes another input than the one the model card gives (a plain-line refusal)."""
+
+
+class EnergyModeFirmware(UserError):
+    """The DUT runs the reference's energy-mode build: no timestamps on the serial line."""
 
 
 NO_MODEL = f"{setting('protocol')} eembc needs a model: the DUT reports no tensor layout, the model gives it"
@@ -69,6 +102,7 @@ class EembcClient(DeviceSession):
         self._pending = b""
         self._slowest_inference = 0.0
         self._arrivals: list[float] = []  # host monotonic time each line of the last command was read
+        self.uint8_input = False  # the DUT takes the int8 input as uint8 (v + 128): see expect()
 
     @classmethod
     def over(cls, port, model=None, switch_baudrate: int = 0) -> "EembcClient":
@@ -82,12 +116,18 @@ class EembcClient(DeviceSession):
         return client
 
     def hello(self) -> DeviceInfo:
-        """`name` and `profile`, after a bare `%` that ends whatever the DUT half-received."""
+        """`name` (twice: the first ends whatever the DUT half-received, its answer is not read), `profile`,
+        then `timestamp`, which a performance-mode DUT answers with an m-lap-us- line and an energy-mode one
+        with a GPIO pulse. Never a bare `%`: the reference parser passes strtok's NULL to strncmp."""
+        waiting = self.port.read(self.port.in_waiting) if self.port.in_waiting else b""
         self.port.reset_input_buffer()
         self._pending = b""
-        self.command("", tolerate_errors=True)
+        if ENERGY_BANNER.encode() in waiting:
+            raise EnergyModeFirmware(ENERGY_MODE)
+        self._energy_check(self.command("name", tolerate_errors=True))
         name = _field(self.command("name"), "m-name-dut-")
         model = _field(self.command("profile"), "m-model-")
+        self._energy_check(self.command("timestamp"), probe=True)
         # Protocol version 0 and no model hash: nothing here is reported by the DUT but its name and model.
         self.info = DeviceInfo(
             0,
@@ -112,7 +152,16 @@ class EembcClient(DeviceSession):
     def load_input(self, data: bytes) -> None:
         if len(data) != self.input_spec.bytes:
             raise LinkError(f"input is {len(data)} bytes, the model expects {self.input_spec.bytes}")
+        if self.uint8_input:
+            data = (np.frombuffer(data, np.uint8) ^ 0x80).tobytes()  # int8 v as the uint8 v + 128
         expecting = self.command(f"db load {len(data)}")
+        for line in expecting:
+            over = OVER_MAXIMUM.fullmatch(line)
+            if over:  # the reference has taken the size anyway: no byte may follow
+                raise DutInputMismatch(
+                    f"the DUT holds at most {over[2]} input bytes (its MAX_DB_INPUT_SIZE) and refused the "
+                    f"model's {len(data)}: {self._input_fix(int(over[2]))}"
+                )
         if f"m-[Expecting {len(data)} bytes]" not in expecting:
             raise LinkError(f"the DUT did not accept `db load {len(data)}`: {expecting}")
         for offset in range(0, len(data), self.chunk_bytes):
@@ -129,11 +178,14 @@ class EembcClient(DeviceSession):
         started = time.monotonic()
         lines = self.command(f"infer {count} {warmups}", timeout=self._infer_wait(count + warmups))
         answered = time.monotonic()
+        self._check_infer_answer(lines)
         self._slowest_inference = max(self._slowest_inference, (answered - started) / (count + warmups))
         try:
             laps = [(int(x.removeprefix("m-lap-us-")), i) for i, x in enumerate(lines) if x.startswith("m-lap-us-")]
         except ValueError:
             raise LinkError(f"`infer` answered a timestamp that is not a number: {lines}") from None
+        if not laps:
+            raise EnergyModeFirmware(ENERGY_MODE)
         if len(laps) != 2 or "m-infer-done" not in lines:
             raise LinkError(f"`infer {count} {warmups}` answered without two timestamps and m-infer-done: {lines}")
         total_us = (laps[1][0] - laps[0][0]) % US_WRAP
@@ -199,10 +251,66 @@ class EembcClient(DeviceSession):
                 return lines
             lines.append(line)
             self._arrivals.append(time.monotonic())
+        baud = getattr(self.port, "baudrate", 0)
         raise LinkError(
-            f"no m-ready after `{text[:40]}%` within {wait:.1f} s; check the port, the baud rate and that "
-            "the board runs MLPerf Tiny firmware"
+            f"no m-ready after `{text[:40]}%` within {wait:.1f} s at {baud} baud; check the port, that the board "
+            f"runs MLPerf Tiny firmware and its rate (the reference talks {REFERENCE_BAUD}, 9600 in energy "
+            f"mode): {setting('baud')} sets it"
         )
+
+    def expect(self, model: str | None = None, uint8_input: bool = False) -> None:
+        """On MLPerf Tiny firmware (a real board): what the model card says of the DUT (its [eembc] table),
+        the model `profile` names and whether it takes an int8 input as uint8 (the reference VWW and IC
+        th_load_tensor subtract 128), and the input size of the benchmark it names, checked before any
+        sample: a reference th_load_tensor given more bytes than it takes uses the first ones silently."""
+        reported = self.info.build_id.removeprefix("eembc:") if self.info else ""
+        if model and reported != model:
+            raise DutInputMismatch(
+                f"the DUT runs {reported} (its `profile` answer) but the model card is for {model}; "
+                f"pass the card of the firmware's model to {setting('model')}"
+            )
+        if reported == "ad01":
+            raise DutInputMismatch(
+                "the DUT runs ad01, whose m-results is its anomaly score (the reconstruction's mean squared "
+                "error), not the model's output that harness compares with the host's; harness cannot "
+                "evaluate it"
+            )
+        if reported in REFERENCE_INPUTS and self.input_spec.bytes != REFERENCE_INPUTS[reported][0]:
+            takes, layout = REFERENCE_INPUTS[reported]
+            raise DutInputMismatch(
+                f"the DUT runs {reported}, whose input is {layout} ({takes} bytes, what the MLPerf Tiny "
+                f"runner sends), but the model's input is {self.input_spec.bytes} bytes: {self._input_fix(takes)}"
+            )
+        self.uint8_input = uint8_input
+
+    def _input_fix(self, takes: int) -> str:
+        cards = {"vww01": "mlperf_tiny_vww01"}
+        model = self.info.build_id.removeprefix("eembc:") if self.info else ""
+        named = f"; for {model} firmware: {setting('model')} {cards[model]}" if model in cards else ""
+        return (
+            f"pass {setting('model')} a card whose input the firmware's th_load_tensor takes ({takes} bytes)"
+            f"{named} (docs/eembc.md)"
+        )
+
+    def _check_infer_answer(self, lines: list[str]) -> None:
+        """`infer` answers m- lines; a plain line is the firmware saying something went wrong."""
+        for line in lines:
+            wrong = WRONG_SIZE.fullmatch(line)
+            if wrong:
+                raise DutInputMismatch(
+                    f"the DUT's th_load_tensor took {wrong[1]} input elements where it expects {wrong[2]} and "
+                    f"kept its previous input, so no result of this run would be the sample's: "
+                    f"{self._input_fix(int(wrong[2]))}"
+                )
+            if line == ENERGY_BANNER:
+                raise EnergyModeFirmware(ENERGY_MODE)
+        plain = [x for x in lines if not x.startswith(("m-", "e-"))]
+        if plain:
+            raise LinkError(f"the DUT printed `{plain[0][:80]}` while it inferred; its result is not trusted")
+
+    def _energy_check(self, lines: list[str], probe: bool = False) -> None:
+        if ENERGY_BANNER in lines or (probe and not any(x.startswith("m-lap-us-") for x in lines)):
+            raise EnergyModeFirmware(ENERGY_MODE)
 
     def _line(self) -> str | None:
         while b"\n" not in self._pending:

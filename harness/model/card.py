@@ -68,6 +68,18 @@ class OutputMeaning:
 
 
 @dataclass(frozen=True)
+class EembcDut:
+    """What MLPerf Tiny / EEMBC DUT firmware running this model reports and takes (`--protocol eembc`)."""
+
+    model: str  # what its `profile` answers as m-model-[…]: vww01, kws01, ic01, ad01
+    input: str = "model"  # "model": the model's input tensor as is; "uint8": an int8 input sent as v + 128
+    # (the reference VWW and IC th_load_tensor subtract 128 from the bytes they are sent)
+
+
+EEMBC_INPUTS = ("model", "uint8")
+
+
+@dataclass(frozen=True)
 class ModelCard:
     name: str
     title: str
@@ -83,6 +95,7 @@ class ModelCard:
     notes: str = ""
     caveat: str = ""  # what results with this card cannot claim; printed and stored with every run
     streaming: dict | None = None  # keyword streaming: the recognizer's settings (harness/stream)
+    eembc: EembcDut | None = None  # the MLPerf Tiny DUT firmware of this model, where there is one
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -302,6 +315,16 @@ def _streaming(data: dict, labels: tuple[str, ...]) -> dict | None:
     return streaming
 
 
+def _eembc(data: dict) -> EembcDut | None:
+    table = _table(data, "eembc", required=False)
+    if table is None:
+        return None
+    model = _text(table, "model", "eembc.")
+    if not SAFE_NAME.fullmatch(model):
+        raise _Bad("eembc.model", f"is {model!r}; write the name the DUT's `profile` reports, e.g. 'vww01'")
+    return EembcDut(model, _choice(table, "input", EEMBC_INPUTS, "eembc.", "model"))
+
+
 def _caveat(data: dict) -> str:
     return " ".join(_text(data, "caveat", "", "").split())
 
@@ -343,6 +366,7 @@ def _parse(path: Path) -> ModelCard:
             notes=_text(data, "notes", "", ""),
             caveat=_caveat(data),
             streaming=_streaming(data, output.labels) if task == "keyword_spotting" else None,
+            eembc=_eembc(data),
         )
     except _Bad as bad:  # one line naming the card, the field and the fix
         raise UserError(f"model card {path}: {bad.field} {bad.fix}") from None
@@ -372,6 +396,11 @@ def check_card_model(card: ModelCard, model, own_file: bool = True) -> None:
             raise UserError(
                 f"model card {card.card_path}: preprocessing.size {list(pre.size)} and color {pre.color!r} "
                 f"give {list(pre.size)}x{channels} but {model.path.name} takes {list(shape)}; match the model"
+            )
+        if card.eembc and card.eembc.input == "uint8" and model.input.dtype_name != "int8":
+            raise UserError(
+                f"model card {card.card_path}: eembc.input 'uint8' sends an int8 input as uint8 but "
+                f"{model.path.name} takes {model.input.dtype_name}; write input = 'model'"
             )
         if own_file and model.input.dtype_name != pre.dtype:
             raise UserError(

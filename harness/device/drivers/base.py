@@ -25,6 +25,7 @@ from harness.link.faults import FaultProxy, FaultSpec
 from harness.link.protocol import DeviceInfo
 from harness.link.session import DeviceSession
 from harness.link.transport import open_link
+from harness.model.card import EembcDut
 from harness.model.tflite_file import TfliteModel
 
 # The wire protocols a board may speak (--protocol), each a DeviceSession.
@@ -43,6 +44,7 @@ class ConnectOptions:
     tflm: TflmTree | None = None  # the TFLM tree QEMU firmware is built with
     frontend: Path | None = None  # keyword streaming: the audio frontend model the board runs beside the model
     uses: tuple[str, ...] = ()  # DeviceSession members the command needs: refused up front where missing
+    eembc: EembcDut | None = None  # --protocol eembc: the model card's DUT firmware (its model name, its input)
 
 
 @dataclass
@@ -114,6 +116,10 @@ class Driver(ABC):
         """A session that has said hello to the started device, through the fault proxy when asked."""
         with self.start() as endpoint, _through_faults(endpoint, self.options.faults) as (link, counts):
             client = self.session_type.over(link, self.model, endpoint.switch_baudrate)
+            # The card's DUT is the reference firmware on a real board; the virtual board serves harness's own.
+            if isinstance(client, EembcClient) and self.board.kind == "device":
+                dut = self.options.eembc
+                client.expect(dut.model if dut else None, bool(dut and dut.input == "uint8"))
             if not endpoint.comes_back:
                 client.reconnect_seconds = 0.0
             client.stats.faults_injected = counts

@@ -157,7 +157,7 @@ CASES = [
     Case(
         "eval-sim-with-port",
         ("eval", "--board", "sim", "--port", "/dev/null", "--results", "results"),
-        ("sim is a virtual board", "no port", "drop --port /dev/null"),
+        ("sim (virtual board)", "no port", "drop --port /dev/null"),
     ),
     Case(
         "eval-resume-empty",
@@ -340,6 +340,55 @@ c(
     "eval",
     "--link-baud",
     "fast",
+    "--results",
+    "r",
+)
+c(
+    "eval-baud-zero",
+    ("--baud", "expected a baud rate: a whole number of at least 1", "'0'"),
+    "eval",
+    "--baud",
+    "0",
+    "--results",
+    "r",
+)
+c(
+    "eval-baud-text",
+    ("--baud", "expected a baud rate", "'fast'"),
+    "eval",
+    "--protocol",
+    "eembc",
+    "--baud",
+    "fast",
+    "--results",
+    "r",
+)
+c(
+    "eval-baud-on-virtual",
+    ("--baud sets a real board's serial rate", "sim (virtual board)", "drop it", "--link-baud"),
+    "eval",
+    "--baud",
+    "9600",
+    "--results",
+    "r",
+)
+c(
+    "link-test-baud-on-qemu",
+    ("--baud sets a real board's serial rate", "qemu_m4 (emulated board)", "drop it"),
+    "link-test",
+    "--board",
+    "qemu_m4",
+    "--baud",
+    "115200",
+)
+c(
+    "eval-baud-forbidden",
+    ("--baud 1200", "nano33ble's USB bridge takes as a command", "choose another"),
+    "eval",
+    "--board",
+    "nano33ble",
+    "--baud",
+    "1200",
     "--results",
     "r",
 )

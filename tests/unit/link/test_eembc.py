@@ -97,7 +97,8 @@ def test_host_driver_runs_samples_and_checks_every_answer():
         results = list(client.run_stream([data, data[::-1]]))
         assert [r.output for r in results] == [expected_output(data, 3), expected_output(data[::-1], 3)]
         assert all(r.timing.seconds >= 0.03 for r in results)
-        assert client.stats.frames_sent == 3 + 2 * (1 + 7 + 1)  # resync, name, profile; load, 7 chunks, infer
+        # name twice (the first ends a half-received command), profile, timestamp; load, 7 chunks, infer
+        assert client.stats.frames_sent == 4 + 2 * (1 + 7 + 1)
         with pytest.raises(LinkError, match="input is 5 bytes"):
             client.load_input(bytes(5))
         with pytest.raises(EembcError, match="Unknown command"):

@@ -213,3 +213,38 @@ def test_card_that_does_not_fit_its_model_is_refused_before_the_run(
     done, results = _eval(tmp_path, card, limit="2")
     assert_refused_in_one_line(done, expected)
     assert not results.exists() or not any(results.iterdir())
+
+
+def test_the_vww01_card_is_the_reference_duts_model_and_input():
+    from types import SimpleNamespace
+
+    from harness.link.eembc import REFERENCE_INPUTS, UPSTREAM_COMMIT
+    from harness.model.card import EembcDut, check_card_model
+    from harness.tensors import TensorSpec
+
+    card = load_card("mlperf_tiny_vww01")
+    assert card.eembc == EembcDut("vww01", "uint8") and card.preprocessing.dtype == "int8"
+    assert UPSTREAM_COMMIT in card.source["url"] and card.output.labels[card.output.positive_index] == "person"
+    assert REFERENCE_INPUTS["vww01"][0] == 96 * 96 * 3
+    # The upstream file's layout (read from mlcommons/tiny at UPSTREAM_COMMIT; it is not among the fixtures).
+    int8_in = TensorSpec(9, (1, 96, 96, 3), 1 / 255, -128, 27648)
+    model = SimpleNamespace(input=int8_in, output=TensorSpec(9, (1, 2), 1 / 256, -128, 2), path=Path("m.tflite"))
+    check_card_model(card, model)
+    model.input = TensorSpec(1, (1, 96, 96, 3), 0.0, 0, 110592)
+    with pytest.raises(UserError, match=re.escape("eembc.input 'uint8' sends an int8 input as uint8 but m.tflite")):
+        check_card_model(card, model, own_file=False)
+
+
+@pytest.mark.parametrize(
+    "table, expected",
+    [
+        ('[eembc]\ninput = "uint8"\n', "eembc.model is missing"),
+        ('[eembc]\nmodel = "vww01"\ninput = "int16"\n', "eembc.input is 'int16'; use one of model, uint8"),
+        ('[eembc]\nmodel = "../x"\n', "eembc.model is '../x'"),
+    ],
+)
+def test_a_wrong_eembc_table_is_one_line(tmp_path, table, expected):
+    path = tmp_path / "card.toml"
+    path.write_text(_base_text() + "\n" + table)
+    with pytest.raises(UserError, match=re.escape(expected)):
+        load_card(str(path))

@@ -1,0 +1,170 @@
+"""A stand-in for the MLPerf Tiny reference DUT firmware, on a pseudo-terminal: what mlcommons/tiny's
+benchmark/api/internally_implemented.cpp and reference_submissions/person_detection/submitter_implemented.cpp
+do (at harness.link.eembc.UPSTREAM_COMMIT), including what they do wrong:
+
+- the parser gives strtok's first token to strncmp unchecked: a command of no token (a bare `%`) would
+  crash the firmware, so here the DUT goes silent for good and `crashed` is set;
+- `db load N` over MAX_DB_INPUT_SIZE prints a plain line without `e-` (and takes N anyway);
+- th_load_tensor given fewer bytes than it takes prints a plain line and keeps its previous input; given
+  more, it takes the first ones (ee_get_buffer copies min(loaded, expected));
+- energy mode (EE_CFG_ENERGY_MODE 1) prints m-timestamp-mode-energy and no m-lap-us- lines.
+
+Its model (vww01): two int8 outputs from the int8 input the firmware makes by subtracting 128 from the
+uint8 bytes it is sent; th_results prints them dequantized with `%0.3f` and a trailing comma, as the
+reference does (nresults 3 for 2 classes).
+"""
+
+import os
+import pty
+import threading
+import time
+import tty
+
+import numpy as np
+
+CMD_SIZE = 80  # EE_CMD_SIZE
+OUTPUT_SCALE, OUTPUT_ZERO = 1 / 256, -128
+TICKS_PER_INFERENCE_US = 1500
+
+
+def reference_outputs(values: np.ndarray) -> np.ndarray:
+    """The stand-in model: int8 input in, two int8 outputs (the reference model's shape and quantization)."""
+    total = int(values.astype(np.int64).sum())
+    first = (total % 256) - 128
+    return np.array([first, -1 - first], np.int8)
+
+
+class ReferenceDut:
+    def __init__(self, model: str = "vww01", input_size: int = 96 * 96 * 3, energy: bool = False):
+        self.model, self.input_size, self.max_db = model, input_size, input_size  # MAX_DB_INPUT_SIZE
+        self.energy = energy
+        self.crashed = False
+        self.commands: list[str] = []  # every command the DUT parsed, as received
+        self._buffer = bytearray(self.max_db)
+        self._size = self._pos = 0
+        self._input = np.zeros(input_size, np.int8)  # what th_load_tensor last set
+        self._clock_us = 1_000_000
+        self._cmd = bytearray()
+        self._master, slave = pty.openpty()
+        tty.setraw(slave)
+        self.path = os.ttyname(slave)
+        self._slave = slave
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self) -> "ReferenceDut":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        os.close(self._master)
+        os.close(self._slave)
+
+    def boot(self) -> None:
+        """ee_benchmark_initialize's banner (th_timestamp_initialize, th_final_initialize, m-init-done)."""
+        mode = "energy" if self.energy else "performance"
+        self._print(f"m-timestamp-mode-{mode}\r\n")
+        self._timestamp()
+        self._print("m-init-done\r\nm-ready\r\n")
+
+    # --- the firmware -------------------------------------------------------------------------------------
+    def _serve(self) -> None:
+        import select
+
+        while not self._stop.is_set():
+            if not select.select([self._master], [], [], 0.02)[0]:
+                continue
+            try:
+                data = os.read(self._master, 4096)
+            except OSError:
+                return
+            for byte in data:
+                if self.crashed:
+                    continue  # a segfaulted board answers nothing, ever
+                if byte == ord("%"):  # ee_serial_callback
+                    command, self._cmd = self._cmd.decode("ascii", "replace"), bytearray()
+                    self._parse(command)
+                elif len(self._cmd) < CMD_SIZE:
+                    self._cmd.append(byte)
+                else:
+                    self._cmd[-1] = byte
+
+    def _print(self, text: str) -> None:
+        os.write(self._master, text.encode())
+
+    def _timestamp(self) -> None:
+        if not self.energy:  # energy mode: a GPIO pulse, nothing on the serial line
+            self._print(f"m-lap-us-{self._clock_us % (1 << 32)}\r\n")
+
+    def _parse(self, command: str) -> None:
+        self.commands.append(command)
+        tokens = command.split(" ")
+        tokens = [t for t in tokens if t]  # strtok skips runs of delimiters
+        if not tokens:
+            self.crashed = True  # strncmp(NULL, ...): the reference segfaults
+            return
+        tok, rest = tokens[0], tokens[1:]
+        if tok == "name":
+            self._print("m-name-dut-[unspecified]\r\n")
+        elif tok == "timestamp":
+            self._timestamp()
+        elif tok == "profile":
+            self._print(f"m-profile-[ULPMark for tinyML Firmware V0.0.1]\r\nm-model-[{self.model}]\r\n")
+        elif tok == "db":
+            self._db(rest)
+        elif tok == "infer":
+            n = int(rest[0]) if rest else 1
+            w = int(rest[1]) if len(rest) > 1 else 10
+            self._infer(n, w)
+        elif tok == "results":
+            self._results()
+        else:
+            self._print(f"e-[Unknown command: {tok}]\r\n")
+        self._print("m-ready\r\n")
+
+    def _db(self, rest: list[str]) -> None:
+        if not rest:
+            self._print("e-[Command 'db' requires a subcommand]\r\n")
+        elif rest[0] == "load":
+            size = int(rest[1]) if len(rest) > 1 and rest[1].isdigit() else 0
+            self._size, self._pos = size, 0
+            if size > self.max_db:
+                self._print(f"Supplied buffer size {size} exceeds maximum of {self.max_db}\n")
+            else:
+                self._print(f"m-[Expecting {size} bytes]\r\n")
+        else:
+            digits = rest[0][:CMD_SIZE]
+            if len(digits) % 2:
+                self._print("e-[Insufficent number of hex digits]\r\n")
+                return
+            for i in range(0, len(digits), 2):
+                try:
+                    value = int(digits[i : i + 2], 16)
+                except ValueError:
+                    self._print(f"e-[Invalid hex digit '{digits[i : i + 2]}']\r\n")
+                    return
+                self._buffer[self._pos % self.max_db] = value  # the reference overruns; this one wraps
+                self._pos += 1
+                if self._pos == self._size:
+                    self._print("m-load-done\r\n")
+                    return
+
+    def _infer(self, n: int, w: int) -> None:
+        got = min(self.input_size, self._pos)  # ee_get_buffer
+        if got != self.input_size:
+            self._print(f"Input db has {got} elemented, expected {self.input_size}\n")
+        else:
+            self._input = (np.frombuffer(bytes(self._buffer[:got]), np.uint8).astype(np.int16) - 128).astype(np.int8)
+        self._print(f"m-warmup-start-{w}\r\nm-warmup-done\r\nm-infer-start-{n}\r\n")
+        self._timestamp()
+        time.sleep(0.001)
+        self._clock_us += n * TICKS_PER_INFERENCE_US
+        self._timestamp()
+        self._print("m-infer-done\r\n")
+        self._results()
+
+    def _results(self) -> None:
+        values = (reference_outputs(self._input).astype(np.float64) - OUTPUT_ZERO) * OUTPUT_SCALE
+        self._print("m-results-[" + "".join(f"{v:0.3f}," for v in values) + "]\r\n")
