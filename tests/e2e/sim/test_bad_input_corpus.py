@@ -157,7 +157,7 @@ CASES = [
     Case(
         "eval-sim-with-port",
         ("eval", "--board", "sim", "--port", "/dev/null", "--results", "results"),
-        ("sim (virtual board)", "no port", "drop --port /dev/null"),
+        ("sim is a virtual board", "no port", "drop --port /dev/null"),
     ),
     Case(
         "eval-resume-empty",
