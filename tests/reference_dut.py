@@ -35,9 +35,15 @@ def reference_outputs(values: np.ndarray) -> np.ndarray:
 
 
 class ReferenceDut:
-    def __init__(self, model: str = "vww01", input_size: int = 96 * 96 * 3, energy: bool = False):
+    def __init__(
+        self, model: str = "vww01", input_size: int = 96 * 96 * 3, energy: bool = False, network=None, output=None
+    ):
+        """`network`: int8 input values to int8 outputs (default: reference_outputs); `output`: its output
+        (scale, zero point)."""
         self.model, self.input_size, self.max_db = model, input_size, input_size  # MAX_DB_INPUT_SIZE
         self.energy = energy
+        self.network = network or reference_outputs
+        self.output_scale, self.output_zero = output or (OUTPUT_SCALE, OUTPUT_ZERO)
         self.crashed = False
         self.commands: list[str] = []  # every command the DUT parsed, as received
         self._buffer = bytearray(self.max_db)
@@ -166,5 +172,5 @@ class ReferenceDut:
         self._results()
 
     def _results(self) -> None:
-        values = (reference_outputs(self._input).astype(np.float64) - OUTPUT_ZERO) * OUTPUT_SCALE
+        values = (self.network(self._input).astype(np.float64) - self.output_zero) * self.output_scale
         self._print("m-results-[" + "".join(f"{v:0.3f}," for v in values) + "]\r\n")

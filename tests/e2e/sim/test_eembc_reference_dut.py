@@ -2,8 +2,11 @@
 (tests/reference_dut.py on a pseudo-terminal, named with --port): the float32 card a user tried is refused
 before any sample, in one line naming the card to use, and nothing harness sent crashed the DUT."""
 
+import json
 import subprocess
 import sys
+
+import pytest
 
 from tests.conftest import fixture_model
 from tests.reference_dut import ReferenceDut
@@ -34,3 +37,80 @@ def test_energy_mode_reference_firmware_is_named(tmp_path):
     assert done.returncode == 2, done.stderr
     assert "energy-mode firmware" in done.stderr and "EE_CFG_ENERGY_MODE 0" in done.stderr
     assert "--meter" in done.stderr and not dut.crashed
+
+
+CARD = """
+name = "ref_vww01_test"
+task = "image_classification"
+[file]
+name = "m.tflite"
+[source]
+kind = "path"
+path = "m.tflite"
+[preprocessing]
+pipeline = "mlperf-vww"
+size = [96, 96]
+color = "rgb"
+scaling = "unit"
+dtype = "int8"
+[output]
+kind = "softmax"
+positive_index = 1
+labels = ["notperson", "person"]
+[eembc]
+model = "vww01"
+input = "uint8"
+"""
+
+
+def _int8_vww_shaped_model() -> bytes:
+    """A small int8 model of the reference vww01 layout: 96x96x3 int8 in (pixels / 255), 2 int8 softmax out."""
+    import numpy as np
+    import tensorflow as tf
+
+    tf.keras.utils.set_random_seed(1)
+    inputs = tf.keras.Input((96, 96, 3))
+    x = tf.keras.layers.AveragePooling2D(8)(inputs)
+    x = tf.keras.layers.Flatten()(x)
+    outputs = tf.keras.layers.Dense(2, activation="softmax")(x)
+    model = tf.keras.Model(inputs, outputs)
+    rng = np.random.default_rng(0)
+
+    def representative():
+        for _ in range(8):
+            yield [rng.integers(0, 256, (1, 96, 96, 3)).astype(np.float32) / 255]
+
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = representative
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    converter.inference_input_type = converter.inference_output_type = tf.int8
+    return converter.convert()
+
+
+@pytest.mark.slow
+def test_a_vww01_card_sends_the_reference_its_uint8_pixels_and_gets_the_hosts_results(tmp_path):
+    """The card's [eembc] table on a real board: `db load 27648`, each int8 value sent plus 128 (the DUT
+    subtracts 128), and the DUT's %0.3f results quantized back to the host's outputs bit for bit."""
+    from harness.model.tflite_file import read_tflite
+    from harness.model.tflm import make_interpreter
+
+    model = tmp_path / "m.tflite"
+    model.write_bytes(_int8_vww_shaped_model())
+    (tmp_path / "card.toml").write_text(CARD)
+    spec = read_tflite(model)
+    assert (spec.input.dtype_name, spec.input.zero_point, spec.input.bytes) == ("int8", -128, 27648)
+    interpreter = make_interpreter(model.read_bytes(), 64 * 1024)
+
+    def network(values):
+        interpreter.set_input(values.reshape(1, 96, 96, 3), 0)
+        interpreter.invoke()
+        return interpreter.get_output(0).reshape(-1)
+
+    output = (spec.output.scale, spec.output.zero_point)
+    with ReferenceDut(network=network, output=output) as dut:
+        done = _eval(tmp_path, dut, "--model", str(tmp_path / "card.toml"), "--references", "tflm", "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["samples"] == 2 and summary["bit_exact"]["tflm"] == 2
+    assert dut.commands.count("db load 27648") == 2 and not dut.crashed
