@@ -249,13 +249,13 @@ static void run_command(ee_dut *dut, char *cmd) {
   const char *tok = next_token(&rest);
   if (!tok) tok = ""; /* the reference passes strtok's NULL on to strncmp here */
   if (strcmp(tok, "name") == 0) {
-    snprintf(text, sizeof text, "m-name-dut-[%.*s]", EE_CMD_SIZE, dut->cfg.name);
+    snprintf(text, sizeof text, "m-name-dut-[%.*s]", (int)EE_CMD_SIZE, dut->cfg.name);
     line(dut, text);
   } else if (strcmp(tok, "timestamp") == 0) {
     timestamp(dut);
   } else if (strcmp(tok, "profile") == 0) {
     line(dut, "m-profile-[" EE_FW_VERSION "]");
-    snprintf(text, sizeof text, "m-model-[%.*s]", EE_CMD_SIZE, dut->cfg.model);
+    snprintf(text, sizeof text, "m-model-[%.*s]", (int)EE_CMD_SIZE, dut->cfg.model);
     line(dut, text);
   } else if (strcmp(tok, "help") == 0) {
     for (size_t i = 0; i < sizeof HELP / sizeof *HELP; ++i) line(dut, HELP[i]);
