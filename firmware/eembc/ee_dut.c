@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EE_LINE 128u
+#define EE_LINE 160u /* holds "e-[Unknown command: %s]" with an EE_CMD_SIZE token */
 
 static void put(ee_dut *dut, const char *text) {
   uint32_t len = (uint32_t)strlen(text);
@@ -41,6 +41,36 @@ static int hex_value(char c) {
   return -1;
 }
 
+/* strtok(NULL, " ") without its hidden state: skips spaces, cuts the next token off, NULL at the end. */
+static char *next_token(char **cursor) {
+  char *p = *cursor;
+  while (*p == ' ') ++p;
+  if (!*p) {
+    *cursor = p;
+    return NULL;
+  }
+  char *token = p;
+  while (*p && *p != ' ') ++p;
+  if (*p) *p++ = '\0';
+  *cursor = p;
+  return token;
+}
+
+/* The reference's atoi on its 32-bit targets, where strtol saturates at LONG_MAX = INT32_MAX; no
+ * overflow here, so `infer 99999999999` neither wraps nor is undefined. */
+static int32_t ee_atoi(const char *s) {
+  while (*s == ' ' || (*s >= '\t' && *s <= '\r')) ++s;
+  int negative = *s == '-';
+  if (*s == '-' || *s == '+') ++s;
+  int64_t value = 0;
+  for (; *s >= '0' && *s <= '9'; ++s) {
+    value = value * 10 + (*s - '0');
+    if (value > (int64_t)INT32_MAX + 1) value = (int64_t)INT32_MAX + 1;
+  }
+  if (negative) return value > (int64_t)INT32_MAX ? INT32_MIN : (int32_t)-value;
+  return value > INT32_MAX ? INT32_MAX : (int32_t)value;
+}
+
 static void db_hex(ee_dut *dut, const char *hex) {
   char text[EE_LINE];
   size_t len = strlen(hex);
@@ -55,37 +85,59 @@ static void db_hex(ee_dut *dut, const char *hex) {
       line(dut, text);
       return;
     }
-    if (dut->loaded >= dut->expected) {
+    if (dut->loaded >= dut->expected) { /* the reference writes on past its buffer here */
       line(dut, "e-[More bytes than db load announced]");
       return;
     }
     dut->cfg.buffer[dut->loaded++] = (uint8_t)(hi << 4 | lo);
+    if (dut->loaded == dut->expected) {
+      line(dut, "m-load-done"); /* the rest of the digits disregarded, as the reference */
+      return;
+    }
   }
-  if (len && dut->loaded == dut->expected) line(dut, "m-load-done");
 }
 
-static void db(ee_dut *dut, const char *args) {
+/* ee_buffer_parse */
+static void db(ee_dut *dut, char **args) {
   char text[EE_LINE];
-  if (strncmp(args, "load ", 5) == 0) {
-    unsigned long n = strtoul(args + 5, NULL, 10);
-    if (n == 0 || n > dut->cfg.buffer_cap) {
-      snprintf(text, sizeof text, "e-[db load %lu: the buffer holds %lu bytes]", n, (unsigned long)dut->cfg.buffer_cap);
-      line(dut, text);
+  char *sub = next_token(args);
+  if (!sub) {
+    line(dut, "e-[Command 'db' requires a subcommand]");
+  } else if (strcmp(sub, "load") == 0) {
+    char *count = next_token(args);
+    if (!count) {
+      line(dut, "e-[Command 'db load' requires the # of bytes]");
+      return;
+    }
+    int32_t n = ee_atoi(count);
+    dut->expected = 0;
+    if (n == 0) {
+      line(dut, "e-[Command 'db load' must be >0 bytes]");
+      return;
+    }
+    dut->loaded = 0;
+    if ((uint32_t)n > dut->cfg.buffer_cap) {
+      /* The reference's text and bare "\n"; it keeps the size and overruns on the next db, ours
+       * accepts no bytes until a db load that fits. */
+      snprintf(text, sizeof text, "Supplied buffer size %ld exceeds maximum of %lu\n", (long)n,
+               (unsigned long)dut->cfg.buffer_cap);
+      put(dut, text);
       return;
     }
     dut->expected = (uint32_t)n;
-    dut->loaded = 0;
-    snprintf(text, sizeof text, "m-[Expecting %lu bytes]", n);
+    snprintf(text, sizeof text, "m-[Expecting %lu bytes]", (unsigned long)n);
     line(dut, text);
-  } else if (strcmp(args, "print") == 0) {
-    for (uint32_t i = 0; i < dut->loaded; i += 8) {
-      int at = snprintf(text, sizeof text, "m-buffer");
-      for (uint32_t j = i; j < i + 8 && j < dut->loaded; ++j)
-        at += snprintf(text + at, sizeof text - (size_t)at, "-%02x", dut->cfg.buffer[j]);
-      line(dut, text);
+  } else if (strcmp(sub, "print") == 0) {
+    uint32_t i = 0;
+    for (; i < dut->expected; ++i) {
+      if (i % 8 == 0) put(dut, "m-buffer-");
+      snprintf(text, sizeof text, "%02x", dut->cfg.buffer[i]);
+      put(dut, text);
+      put(dut, (i + 1) % 8 == 0 || i + 1 == dut->expected ? "\r\n" : "-");
     }
+    if (i % 8 != 0) put(dut, "\r\n"); /* the reference's empty line after a short last row */
   } else {
-    db_hex(dut, args);
+    db_hex(dut, sub);
   }
 }
 
@@ -116,18 +168,35 @@ static void results(ee_dut *dut) {
   line(dut, "]");
 }
 
-static void infer(ee_dut *dut, const char *args) {
+static void infer(ee_dut *dut, char **args) {
   char text[EE_LINE];
-  char *end;
-  unsigned long n = strtoul(args, &end, 10);
-  unsigned long w = *end ? strtoul(end, NULL, 10) : EE_DEFAULT_WARMUPS;
+  uint32_t n = 1, w = EE_DEFAULT_WARMUPS;
+  char *arg = next_token(args);
+  if (arg) {
+    int32_t i = ee_atoi(arg);
+    if (i <= 0) {
+      line(dut, "e-[Inference iterations must be >0]");
+      return;
+    }
+    n = (uint32_t)i;
+    if ((arg = next_token(args)) != NULL) {
+      i = ee_atoi(arg);
+      if (i < 0) {
+        line(dut, "e-[Inference warmup must be >=0]");
+        return;
+      }
+      w = (uint32_t)i;
+    }
+  }
+  if (n > EE_MAX_INFERENCES || w > EE_MAX_INFERENCES) {
+    snprintf(text, sizeof text, "e-[Inference %s must be <=%lu]", n > EE_MAX_INFERENCES ? "iterations" : "warmup",
+             (unsigned long)EE_MAX_INFERENCES);
+    line(dut, text);
+    return;
+  }
   const hp_runner *runner = dut->cfg.runner;
   if (dut->runner_status != 0) {
     line(dut, "e-[The model failed to load]");
-    return;
-  }
-  if (n == 0) {
-    line(dut, "e-[infer needs a count of at least 1]");
     return;
   }
   if (dut->loaded != dut->model.input.bytes || dut->expected != dut->loaded) {
@@ -138,14 +207,14 @@ static void infer(ee_dut *dut, const char *args) {
   }
   memcpy(runner->input(runner->ctx), dut->cfg.buffer, dut->loaded); /* th_load_tensor */
   int32_t status = 0;
-  snprintf(text, sizeof text, "m-warmup-start-%lu", w);
+  snprintf(text, sizeof text, "m-warmup-start-%lu", (unsigned long)w);
   line(dut, text);
-  for (unsigned long i = 0; i < w && status == 0; ++i) status = runner->invoke(runner->ctx);
+  for (uint32_t i = 0; i < w && status == 0; ++i) status = runner->invoke(runner->ctx);
   line(dut, "m-warmup-done");
-  snprintf(text, sizeof text, "m-infer-start-%lu", n);
+  snprintf(text, sizeof text, "m-infer-start-%lu", (unsigned long)n);
   line(dut, text);
   timestamp(dut);
-  for (unsigned long i = 0; i < n && status == 0; ++i) status = runner->invoke(runner->ctx);
+  for (uint32_t i = 0; i < n && status == 0; ++i) status = runner->invoke(runner->ctx);
   timestamp(dut);
   if (status != 0) {
     dut->have_results = 0;
@@ -157,27 +226,47 @@ static void infer(ee_dut *dut, const char *args) {
   results(dut);
 }
 
+static const char *const HELP[] = {
+    EE_FW_VERSION,
+    "",
+    "help         : Print this information",
+    "name         : Print the name of the device",
+    "timestsamp   : Generate a timetsamp",
+    "db SUBCMD    : Manipulate a generic byte buffer",
+    "  load N     : Allocate N bytes and set load counter",
+    "  db HH[HH]* : Load 8-bit hex byte(s) until N bytes",
+    "  print [N=16] [offset=0]",
+    "             : Print N bytes at offset as hex",
+    "infer N [W=0]: Load input, execute N inferences after W warmup loops",
+    "results      : Return the result fp32 vector",
+};
+
+/* ee_serial_command_parser_callback and ee_profile_parse: the first space-separated token picks
+ * the command, later tokens are its arguments and any beyond those are ignored. */
 static void run_command(ee_dut *dut, char *cmd) {
   char text[EE_LINE];
-  if (strcmp(cmd, "name") == 0) {
-    snprintf(text, sizeof text, "m-name-dut-[%s]", dut->cfg.name);
+  char *rest = cmd;
+  const char *tok = next_token(&rest);
+  if (!tok) tok = ""; /* the reference passes strtok's NULL on to strncmp here */
+  if (strcmp(tok, "name") == 0) {
+    snprintf(text, sizeof text, "m-name-dut-[%.*s]", (int)EE_CMD_SIZE, dut->cfg.name);
     line(dut, text);
-  } else if (strcmp(cmd, "profile") == 0) {
-    line(dut, "m-profile-[ULPMark for tinyML Firmware V0.0.1]");
-    snprintf(text, sizeof text, "m-model-[%s]", dut->cfg.model);
-    line(dut, text);
-  } else if (strcmp(cmd, "help") == 0) {
-    line(dut, "name, profile, timestamp, db load N, db HEX, db print, infer N W, results");
-  } else if (strcmp(cmd, "timestamp") == 0) {
+  } else if (strcmp(tok, "timestamp") == 0) {
     timestamp(dut);
-  } else if (strncmp(cmd, "db ", 3) == 0) {
-    db(dut, cmd + 3);
-  } else if (strncmp(cmd, "infer ", 6) == 0 || strcmp(cmd, "infer") == 0) {
-    infer(dut, cmd + (cmd[5] ? 6 : 5));
-  } else if (strcmp(cmd, "results") == 0) {
+  } else if (strcmp(tok, "profile") == 0) {
+    line(dut, "m-profile-[" EE_FW_VERSION "]");
+    snprintf(text, sizeof text, "m-model-[%.*s]", (int)EE_CMD_SIZE, dut->cfg.model);
+    line(dut, text);
+  } else if (strcmp(tok, "help") == 0) {
+    for (size_t i = 0; i < sizeof HELP / sizeof *HELP; ++i) line(dut, HELP[i]);
+  } else if (strcmp(tok, "db") == 0) {
+    db(dut, &rest);
+  } else if (strcmp(tok, "infer") == 0) {
+    infer(dut, &rest);
+  } else if (strcmp(tok, "results") == 0) {
     results(dut);
-  } else if (cmd[0]) {
-    snprintf(text, sizeof text, "e-[Unknown command: %.60s]", cmd);
+  } else {
+    snprintf(text, sizeof text, "e-[Unknown command: %s]", tok);
     line(dut, text);
   }
   line(dut, "m-ready");
@@ -187,6 +276,8 @@ int32_t ee_dut_init(ee_dut *dut, const ee_dut_config *cfg) {
   memset(dut, 0, sizeof *dut);
   if (!cfg->buffer || !cfg->buffer_cap) return -1;
   dut->cfg = *cfg;
+  if (!dut->cfg.name || !dut->cfg.name[0]) dut->cfg.name = EE_DEFAULT_NAME;
+  if (!dut->cfg.model || !dut->cfg.model[0]) dut->cfg.model = EE_DEFAULT_MODEL;
   dut->runner_status = cfg->runner->setup(cfg->runner->ctx, &dut->model);
   line(dut, "m-timestamp-mode-performance");
   timestamp(dut);
@@ -206,9 +297,7 @@ int32_t ee_dut_poll(ee_dut *dut, uint32_t timeout_ms) {
       run_command(dut, dut->cmd);
     } else if (dut->cmd_len < EE_CMD_SIZE) {
       dut->cmd[dut->cmd_len++] = c;
-    } else {
-      dut->cmd[EE_CMD_SIZE - 1] = c; /* the reference overwrites the last slot */
-    }
+    } /* else dropped: the reference overwrites slot EE_CMD_SIZE, which the '%' then ends */
   }
   return got < 0 ? got : 0;
 }

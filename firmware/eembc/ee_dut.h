@@ -2,8 +2,9 @@
  *
  * Commands end with '%' (no CR/LF), answers are "\r\n"-terminated lines, every command ends with
  * "m-ready". It follows mlcommons/tiny benchmark/api/internally_implemented.cpp: name, profile,
- * timestamp, db load N, db <hex>, db print, infer N [W], results. See docs/eembc.md for where it
- * deliberately differs (oversized loads and incomplete inputs are refused with an e- line).
+ * timestamp, db load N, db <hex>, db print, infer [N [W]], results, tokenised as its
+ * ee_serial_command_parser_callback. See docs/eembc.md, "harness's DUT and the upstream grammar", for
+ * where it deliberately differs (overruns, incomplete inputs and endless counts are refused).
  */
 #ifndef EE_DUT_H
 #define EE_DUT_H
@@ -16,14 +17,19 @@
 extern "C" {
 #endif
 
-#define EE_CMD_SIZE 80u          /* as the reference firmware: a longer command overwrites its last slot */
-#define EE_DEFAULT_WARMUPS 10u   /* `infer N` without W, as the reference (its help text says 0) */
+#define EE_CMD_SIZE 80u        /* as the reference: a longer command keeps its first 80 characters */
+#define EE_DEFAULT_WARMUPS 10u /* `infer` and `infer N` without W, as the reference (its help text says 0) */
+/* Not in the reference, which runs any count up to INT32_MAX (days): larger N or W are refused. */
+#define EE_MAX_INFERENCES 1000000u
+#define EE_FW_VERSION "ULPMark for tinyML Firmware V0.0.1"
+#define EE_DEFAULT_NAME "unspecified" /* the reference's TH_VENDOR_NAME_STRING */
+#define EE_DEFAULT_MODEL "vww01"      /* one of the names the reference runner has tests for */
 
 typedef struct {
   const hp_hal *hal;
   const hp_runner *runner;
-  const char *name;  /* m-name-dut-[name] */
-  const char *model; /* m-model-[model], e.g. vww01 */
+  const char *name;  /* m-name-dut-[name]; NULL or "": EE_DEFAULT_NAME */
+  const char *model; /* m-model-[model], the runner's test key (ad01, ic01, kws01, vww01); NULL or "": EE_DEFAULT_MODEL */
   uint8_t *buffer;   /* the db buffer (MAX_DB_INPUT_SIZE in the reference) */
   uint32_t buffer_cap;
 } ee_dut_config;

@@ -206,7 +206,7 @@ uint8_t *sim_board_output(sim_board *board) { return board->output; }
 /* Serve the EEMBC DUT protocol from now on (prints its boot banner). Returns 0, or -1. */
 int32_t sim_board_use_eembc(sim_board *board, const char *name, const char *model, uint32_t buffer_bytes) {
   board->eembc = calloc(1, sizeof *board->eembc);
-  board->eembc_buffer = malloc(buffer_bytes ? buffer_bytes : 1);
+  board->eembc_buffer = calloc(1, buffer_bytes ? buffer_bytes : 1); /* db print shows unloaded bytes */
   if (!board->eembc || !board->eembc_buffer) return -1;
   ee_dut_config cfg = {&board->hal, &board->runner, name, model, board->eembc_buffer, buffer_bytes};
   return ee_dut_init(board->eembc, &cfg);

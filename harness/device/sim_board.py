@@ -21,6 +21,7 @@ from harness.native import SIM_INVOKE, SIM_SETUP, ModelInfo, TensorInfo, device_
 from harness.tensors import DTYPE_CODES
 
 EEMBC_BUFFER_BYTES = 27648  # MAX_DB_INPUT_SIZE of the MLPerf Tiny reference firmware (96x96x3)
+EEMBC_DEFAULT_MODEL = "vww01"  # one the MLPerf Tiny runner has tests for (firmware/eembc/ee_dut.h)
 RUNNER_OK = 0
 RUNNER_SETUP_FAILED = 1
 RUNNER_NO_MODEL = 2  # as firmware/app/runner.h's HARNESS_RUNNER_NO_MODEL
@@ -278,7 +279,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rx-buffer", type=int, default=4096)
     parser.add_argument("--link-baud", type=int, default=0, help="pace the link like a UART at this rate")
     parser.add_argument("--max-baud", type=int, default=0, help="the highest rate SET_BAUD accepts (0: any)")
-    parser.add_argument("--eembc-model", help="speak the MLPerf Tiny / EEMBC DUT protocol, reporting this model")
+    parser.add_argument(
+        "--eembc-model",
+        nargs="?",
+        const=EEMBC_DEFAULT_MODEL,
+        help="speak the MLPerf Tiny / EEMBC DUT protocol, reporting this model as m-model-[…]: the MLPerf Tiny "
+        f"runner's test name (ad01, ic01, kws01, vww01; {EEMBC_DEFAULT_MODEL} without a value)",
+    )
     parser.add_argument("--emulate-invoke-ms", type=float, default=0.0, help="the least time an invoke takes")
     serve(parser.parse_args(argv))
 
