@@ -93,7 +93,8 @@ def closed_port() -> int:
 def fixture_model(relative: str) -> Path:
     path = FIXTURE_MODELS / relative
     if not path.is_file():
-        pytest.skip(f"needs ../shared/fixtures/models/{relative} (the shared fixtures are absent in a fresh clone)")
+        why = "the shared fixtures hold no such file" if FIXTURE_MODELS.is_dir() else "the shared fixtures are absent"
+        pytest.skip(f"needs ../shared/fixtures/models/{relative} ({why})")
     return path
 
 
