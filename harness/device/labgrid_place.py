@@ -20,7 +20,8 @@ from contextlib import contextmanager, suppress
 from harness import console
 from harness.errors import LinkError, UserError, setting
 
-DEFAULT_COORDINATOR = "127.0.0.1:20408"  # labgrid's own default
+COORDINATOR_PORT = 20408  # labgrid's own default
+DEFAULT_COORDINATOR = f"127.0.0.1:{COORDINATOR_PORT}"
 WAIT_SECONDS = 300  # a place or reservation someone else holds: how long harness waits for it
 WAIT_ENV = "HARNESS_LABGRID_WAIT_SECONDS"
 CONNECT_SECONDS = 10  # reaching the coordinator, and each call to it
@@ -78,7 +79,7 @@ class _Session:
 
     def __init__(self):
         self.grpc, ClientSession, self.TAG_KEY, self.TAG_VAL, self.pb2, _, proxymanager = _labgrid()
-        self.address = proxymanager.get_grpc_address(coordinator_address(), default_port=20408)
+        self.address = _grpc_address(proxymanager)
         self.loop = asyncio.new_event_loop()
 
         async def start():
@@ -243,10 +244,14 @@ def _detail(exc: BaseException) -> str:
     return str(exc).removeprefix("Error: ") or type(exc).__name__
 
 
+def _grpc_address(proxymanager) -> str:
+    """LG_COORDINATOR as gRPC dials it (labgrid's proxy settings applied)."""
+    return proxymanager.get_grpc_address(coordinator_address(), default_port=COORDINATOR_PORT)
+
+
 def _stub():
     grpc, _, _, _, pb2, pb2_grpc, proxymanager = _labgrid()
-    address = proxymanager.get_grpc_address(coordinator_address(), default_port=20408)
-    channel = grpc.insecure_channel(address)
+    channel = grpc.insecure_channel(_grpc_address(proxymanager))
     return channel, pb2_grpc.CoordinatorStub(channel), pb2, grpc
 
 

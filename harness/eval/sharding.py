@@ -208,7 +208,7 @@ class ShardedStream:
 
 def _naming(exc: BaseException, board: str, boards: int) -> BaseException:
     """With several boards, an error says which board it came from."""
-    if boards == 1 or not isinstance(exc, LinkError | OSError | serial.SerialException):
+    if boards == 1 or not isinstance(exc, BOARD_FAILURES):
         return exc
     named = LinkError(f"board {board}: {exc}")
     named.__cause__ = exc

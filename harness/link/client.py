@@ -134,6 +134,9 @@ class DeviceClient(DeviceSession):
             client.switch_baud(switch_baudrate)
         return client
 
+    def meet_firmware_of(self, dut) -> None:
+        """Our firmware reports the model's hash in HELLO, which the commands check against the model."""
+
     def hello(self) -> DeviceInfo:
         self.port.reset_input_buffer()
         self._decoder.reset()

@@ -258,12 +258,20 @@ class EembcClient(DeviceSession):
             f"mode): {setting('baud')} sets it"
         )
 
+    def meet_firmware_of(self, dut) -> None:
+        self.expect(dut.model if dut else None, bool(dut and dut.input == "uint8"))
+
+    @property
+    def dut_model(self) -> str:
+        """The model the DUT's `profile` names (vww01, kws01, …), as its build id keeps it."""
+        return self.info.build_id.removeprefix("eembc:") if self.info else ""
+
     def expect(self, model: str | None = None, uint8_input: bool = False) -> None:
         """On MLPerf Tiny firmware (a real board): what the model card says of the DUT (its [eembc] table),
         the model `profile` names and whether it takes an int8 input as uint8 (the reference VWW and IC
         th_load_tensor subtract 128), and the input size of the benchmark it names, checked before any
         sample: a reference th_load_tensor given more bytes than it takes uses the first ones silently."""
-        reported = self.info.build_id.removeprefix("eembc:") if self.info else ""
+        reported = self.dut_model
         if model and reported != model:
             raise DutInputMismatch(
                 f"the DUT runs {reported} (its `profile` answer) but the model card is for {model}; "
@@ -284,9 +292,11 @@ class EembcClient(DeviceSession):
         self.uint8_input = uint8_input
 
     def _input_fix(self, takes: int) -> str:
-        cards = {"vww01": "mlperf_tiny_vww01"}
-        model = self.info.build_id.removeprefix("eembc:") if self.info else ""
-        named = f"; for {model} firmware: {setting('model')} {cards[model]}" if model in cards else ""
+        from harness.model.card import all_cards
+
+        model = self.dut_model
+        cards = [name for name, card in all_cards().items() if model and card.eembc and card.eembc.model == model]
+        named = f"; for {model} firmware: {setting('model')} {' or '.join(cards)}" if cards else ""
         return (
             f"pass {setting('model')} a card whose input the firmware's th_load_tensor takes ({takes} bytes)"
             f"{named} (docs/eembc.md)"

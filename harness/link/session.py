@@ -17,6 +17,7 @@ from harness.errors import UserError, setting
 from harness.link.protocol import DeviceInfo, InvokeResult, StreamChunkResult, Timing
 
 if TYPE_CHECKING:
+    from harness.model.card import EembcDut
     from harness.model.tflite_file import TfliteModel
 
 
@@ -69,6 +70,11 @@ class DeviceSession(ABC):
     @abstractmethod
     def hello(self) -> DeviceInfo:
         """The handshake: what the device runs, its frames, its timer and its tensors."""
+
+    @abstractmethod
+    def meet_firmware_of(self, dut: "EembcDut | None") -> None:
+        """On firmware the user flashed (a real board): check, before any sample, that it is the firmware the
+        model card describes (`dut`: the card's [eembc] table, None when it has none)."""
 
     # --- what the commands use --------------------------------------------------------------------------
     @abstractmethod

@@ -64,6 +64,7 @@ class Driver(ABC):
     emulates: ClassVar[frozenset[str]] = frozenset()  # the link emulation options it takes (--link-baud, …)
     injects_faults: ClassVar[bool] = True  # a fault proxy can sit in its link
     takes_port: ClassVar[bool] = False  # its link is a port the user may name (a real board's)
+    runs_users_firmware: ClassVar[bool] = False  # flashed by the user (a real board), not started by harness
 
     @classmethod
     def refuse_port(cls, board: Board, port: str | None) -> None:
@@ -116,10 +117,8 @@ class Driver(ABC):
         """A session that has said hello to the started device, through the fault proxy when asked."""
         with self.start() as endpoint, _through_faults(endpoint, self.options.faults) as (link, counts):
             client = self.session_type.over(link, self.model, endpoint.switch_baudrate)
-            # The card's DUT is the reference firmware on a real board; the virtual board serves harness's own.
-            if isinstance(client, EembcClient) and self.board.kind == "device":
-                dut = self.options.eembc
-                client.expect(dut.model if dut else None, bool(dut and dut.input == "uint8"))
+            if self.runs_users_firmware:  # the virtual board serves harness's own DUT, whatever the card says
+                client.meet_firmware_of(self.options.eembc)
             if not endpoint.comes_back:
                 client.reconnect_seconds = 0.0
             client.stats.faults_injected = counts

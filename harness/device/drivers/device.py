@@ -13,6 +13,7 @@ from harness.link.protocol import DeviceInfo
 class SerialDeviceDriver(Driver):
     kind = "device"
     protocols = ("harness", "eembc")
+    runs_users_firmware = True
     takes_port = True
 
     @property

@@ -19,6 +19,7 @@ RETRY_SECONDS = 0.5
 class LabgridDriver(Driver):
     kind = "labgrid"
     protocols = ("harness", "eembc")
+    runs_users_firmware = True
 
     @classmethod
     def refuse_port(cls, board, port) -> None:

@@ -182,23 +182,23 @@ def _dut():
             port.close()
 
 
-def _ask(port, command: bytes) -> tuple[bytes, float]:
-    """Send one command; the bytes up to its m-ready and how long they took (ANSWER_SECONDS at most)."""
-    started = time.monotonic()
+def _ask(port, command: bytes) -> bytes:
+    """Send one command; the bytes that came up to its m-ready, read for ANSWER_SECONDS at most (a reply
+    that is not whole by then fails the caller's check of its bytes)."""
+    deadline = time.monotonic() + ANSWER_SECONDS
     port.write(command)
     got = b""
-    while not got.endswith(b"m-ready\r\n") and time.monotonic() - started < ANSWER_SECONDS:
+    while not got.endswith(b"m-ready\r\n") and time.monotonic() < deadline:
         got += port.read(4096)
-    return got, time.monotonic() - started
+    return got
 
 
 @pytest.mark.parametrize("steps", CASES.values(), ids=CASES.keys())
 def test_each_command_gets_the_reply_upstream_gives(steps):
     with _dut() as port:
         for command, expected in steps:
-            got, seconds = _ask(port, command)
+            got = _ask(port, command)
             assert _pattern(expected).fullmatch(got), (command, got)
-            assert seconds < ANSWER_SECONDS
 
 
 def test_no_command_of_the_table_or_a_mix_of_its_tokens_makes_the_dut_hang():
@@ -209,6 +209,5 @@ def test_no_command_of_the_table_or_a_mix_of_its_tokens_makes_the_dut_hang():
     commands += [b" ".join(mix.choices(tokens, k=mix.randint(0, 5))) + b"%" for _ in range(200)]
     with _dut() as port:
         for command in commands:
-            got, seconds = _ask(port, command)
+            got = _ask(port, command)
             assert got.endswith(b"m-ready\r\n") and got.count(b"m-ready") == 1, (command, got)
-            assert seconds < ANSWER_SECONDS, command
