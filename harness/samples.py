@@ -45,4 +45,4 @@ class Preparation:
 
     key: str
     spec: TensorSpec
-    tensor_of: Callable[[Path], np.ndarray]
+    tensor_of: Callable[[Sample], np.ndarray]

@@ -4,9 +4,7 @@ silence class for `_silence_`, its unknown class for any other word."""
 
 import csv
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 from harness.audio.demo import RECIPE_VERSION, SILENCE, build_keyword_demo
 from harness.errors import UserError
@@ -49,44 +47,3 @@ def load_keyword_dataset(spec: str, card: ModelCard) -> Dataset:
         for row in rows
     )
     return Dataset(name, labels, hashlib.sha256(labels.read_bytes()).hexdigest(), samples)
-
-
-@dataclass(frozen=True)
-class KeywordSubset:
-    """`all`, or one class: its clips are the members (accuracy there is the class's recall), the
-    clips of every other class its negatives (for precision and F1)."""
-
-    name: str
-    index: int | None
-    family: str = "keyword"
-    split: str | None = None
-    rate_f1: ClassVar[bool] = False  # f1_wv is Wake Vision's; keyword classes report f1_counts
-
-    @property
-    def positive_label(self) -> int | None:
-        return self.index
-
-    def label(self, sample: Sample) -> int:
-        return sample.flags["label"]
-
-    def contains(self, sample: Sample) -> bool:
-        return self.index is None or sample.flags["label"] == self.index
-
-    def is_positive(self, sample: Sample) -> bool:
-        return self.index is not None and self.contains(sample)
-
-    def is_negative(self, sample: Sample) -> bool:
-        return self.index is not None and not self.contains(sample)
-
-
-def keyword_subsets(spec: str, card: ModelCard) -> list[KeywordSubset]:
-    available = {"all": KeywordSubset("all", None)} | {
-        label: KeywordSubset(label, i) for i, label in enumerate(card.output.labels)
-    }
-    names = [name.strip() for name in spec.split(",") if name.strip()]
-    unknown = [name for name in names if name not in available]
-    if unknown or not names:
-        raise UserError(
-            f"unknown subset {', '.join(unknown) or repr(spec)} for {card.name}; valid: {', '.join(available)}"
-        )
-    return [available[name] for name in dict.fromkeys(names)]

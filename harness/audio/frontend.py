@@ -10,7 +10,7 @@ from harness.audio.clips import read_clip
 from harness.errors import UserError
 from harness.model.card import AudioPreprocessing, ModelCard
 from harness.paths import cache_dir
-from harness.samples import Preparation
+from harness.samples import Preparation, Sample
 from harness.tensors import TensorSpec
 
 
@@ -106,8 +106,9 @@ def keyword_preparation(card: ModelCard, spec: TensorSpec) -> Preparation:
     pre = card.preprocessing
     frontend = make_frontend(card)
 
-    def tensor_of(path: Path) -> np.ndarray:
-        return features_to_tensor(frontend.features(read_clip(path, pre.sample_rate, pre.clip_samples)), spec)
+    def tensor_of(sample: Sample) -> np.ndarray:
+        clip = read_clip(sample.image_path, pre.sample_rate, pre.clip_samples)
+        return features_to_tensor(frontend.features(clip), spec)
 
     frontend_sha = hashlib.sha256(frontend.model_data).hexdigest()
     return Preparation(f"{pre}|frontend {frontend_sha}|{spec}", spec, tensor_of)

@@ -11,7 +11,6 @@ import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 from PIL.Image import DecompressionBombError
@@ -36,18 +35,18 @@ class Inputs:
 
 
 def image_preparation(pre: Preprocessing, spec: TensorSpec) -> Preparation:
-    def tensor_of(path: Path) -> np.ndarray:
-        return image_tensor(path, pre, spec)
+    def tensor_of(sample: Sample) -> np.ndarray:
+        return image_tensor(sample.image_path, pre, spec)
 
     return Preparation(f"{pre}|{spec}", spec, tensor_of)
 
 
-def _prepare_into(out: np.ndarray, paths: list[Path], first: int, preparation: Preparation) -> dict[int, str]:
+def _prepare_into(out: np.ndarray, samples: list[Sample], first: int, preparation: Preparation) -> dict[int, str]:
     """Writes samples first.. into `out` in place; returns {index: why} for those that cannot be read."""
     unreadable = {}
-    for offset, path in enumerate(paths):
+    for offset, sample in enumerate(samples):
         try:
-            out[first + offset] = preparation.tensor_of(path)
+            out[first + offset] = preparation.tensor_of(sample)
         except (OSError, ValueError, SyntaxError, DecompressionBombError) as exc:  # missing, bad, huge
             unreadable[first + offset] = f"{type(exc).__name__}: {exc}"
     return unreadable
@@ -99,14 +98,13 @@ def prepare_inputs(dataset: Dataset, samples: list[Sample], preparation: Prepara
 def _decode(samples: list[Sample], preparation: Preparation) -> Inputs:
     spec = preparation.spec
     out = np.empty((len(samples), *spec.shape), spec.numpy_dtype)  # filled in place: no copy to stack
-    paths = [s.image_path for s in samples]
     starts = range(0, len(samples), CHUNK)
     workers = min(os.cpu_count() or 1, len(starts))
     if workers > 1:  # threads: the JPEG decoder and numpy release the GIL, and nothing is pickled
         with ThreadPoolExecutor(workers) as pool:
-            parts = list(pool.map(lambda i: _prepare_into(out, paths[i : i + CHUNK], i, preparation), starts))
+            parts = list(pool.map(lambda i: _prepare_into(out, samples[i : i + CHUNK], i, preparation), starts))
     else:
-        parts = [_prepare_into(out, paths, 0, preparation)]
+        parts = [_prepare_into(out, samples, 0, preparation)]
     unreadable = {index: why for part in parts for index, why in part.items()}
     if unreadable:
         keep = np.array([i not in unreadable for i in range(len(samples))])

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from harness.errors import UserError
+from harness.model.card import ModelCard
 from harness.samples import Sample
 
 PERSON, NON_PERSON = 1, 0
@@ -104,3 +105,45 @@ def select_samples(samples, subsets: list[Subset], limit: int | None = None, poo
         return chosen
     kept = {id(s) for s in chosen}
     return [s for s in samples if id(s) in kept or any(sub.is_negative(s) for sub in subsets)]
+
+
+# Multi-class tasks (keyword spotting, classification): `all`, or one class by its label.
+@dataclass(frozen=True)
+class ClassSubset:
+    """`all`, or one class: its samples are the members (accuracy there is the class's recall), the
+    samples of every other class its negatives (for precision and F1)."""
+
+    name: str
+    index: int | None
+    family: str = "class"
+    split: str | None = None
+    rate_f1: ClassVar[bool] = False  # f1_wv is Wake Vision's; classes report f1_counts
+
+    @property
+    def positive_label(self) -> int | None:
+        return self.index
+
+    def label(self, sample: Sample) -> int:
+        return sample.flags["label"]
+
+    def contains(self, sample: Sample) -> bool:
+        return self.index is None or sample.flags["label"] == self.index
+
+    def is_positive(self, sample: Sample) -> bool:
+        return self.index is not None and self.contains(sample)
+
+    def is_negative(self, sample: Sample) -> bool:
+        return self.index is not None and not self.contains(sample)
+
+
+def class_subsets(spec: str, card: ModelCard) -> list[ClassSubset]:
+    available = {"all": ClassSubset("all", None)} | {
+        label: ClassSubset(label, i) for i, label in enumerate(card.output.labels)
+    }
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    unknown = [name for name in names if name not in available]
+    if unknown or not names:
+        raise UserError(
+            f"unknown subset {', '.join(unknown) or repr(spec)} for {card.name}; valid: {', '.join(available)}"
+        )
+    return [available[name] for name in dict.fromkeys(names)]

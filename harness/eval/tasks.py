@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from harness.eval.dataset import load_dataset
 from harness.eval.inputs import image_preparation
 from harness.eval.outputs import predict, predict_class
-from harness.eval.subsets import PERSON, parse_subsets
+from harness.eval.runner_files import load_runner_dataset, runner_file_preparation
+from harness.eval.subsets import PERSON, class_subsets, parse_subsets
 from harness.model.card import ModelCard
 from harness.samples import Dataset, Preparation
 from harness.tensors import TensorSpec
@@ -39,25 +40,19 @@ class PersonDetection:
 
 
 @dataclass(frozen=True)
-class KeywordSpotting:
-    """Speech Commands style: 1 s clips, a subset per class, the top class's index."""
+class Classification:
+    """Top-1 over the card's classes, on the MLPerf Tiny runner's files (kws01, ic01): a subset per class."""
 
     card: ModelCard
 
     def load_dataset(self, spec: str, splits: list[str] | None, subsets: list, limit: int | None) -> Dataset:
-        from harness.audio.dataset import load_keyword_dataset
-
-        return load_keyword_dataset(spec, self.card)
+        return load_runner_dataset(spec, self.card)
 
     def subsets(self, spec: str) -> list:
-        from harness.audio.dataset import keyword_subsets
-
-        return keyword_subsets(spec, self.card)
+        return class_subsets(spec, self.card)
 
     def preparation(self, spec: TensorSpec) -> Preparation:
-        from harness.audio.frontend import keyword_preparation
-
-        return keyword_preparation(self.card, spec)
+        return runner_file_preparation(self.card.eembc, spec)
 
     def predict(self, raw: bytes, spec: TensorSpec) -> tuple[int, float]:
         return predict_class(raw, spec, self.card.output)
@@ -66,5 +61,27 @@ class KeywordSpotting:
         return "every class" if subset.index is None else self.card.output.labels[subset.index]
 
 
-def task_for(card: ModelCard) -> PersonDetection | KeywordSpotting:
-    return KeywordSpotting(card) if card.task == "keyword_spotting" else PersonDetection(card)
+@dataclass(frozen=True)
+class KeywordSpotting(Classification):
+    """Speech Commands style: 1 s clips through the card's frontend, a subset per class, the top class."""
+
+    def load_dataset(self, spec: str, splits: list[str] | None, subsets: list, limit: int | None) -> Dataset:
+        from harness.audio.dataset import load_keyword_dataset
+
+        return load_keyword_dataset(spec, self.card)
+
+    def preparation(self, spec: TensorSpec) -> Preparation:
+        from harness.audio.frontend import keyword_preparation
+
+        return keyword_preparation(self.card, spec)
+
+
+TASK_TYPES = {
+    "image_classification": PersonDetection,
+    "keyword_spotting": KeywordSpotting,
+    "classification": Classification,
+}
+
+
+def task_for(card: ModelCard) -> PersonDetection | KeywordSpotting | Classification:
+    return TASK_TYPES[card.task](card)

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserError
-from harness.model.pipelines import AUDIO_PIPELINES, DECODERS, IMAGE_PIPELINES, SCALINGS
+from harness.model.pipelines import AUDIO_PIPELINES, DECODERS, FILE_PIPELINES, IMAGE_PIPELINES, SCALINGS
 from harness.paths import models_dir
 
 DEFAULT_MODEL = "mlperf_tiny_vww"
 OUTPUT_KINDS = ("softmax", "logits", "sigmoid")
-TASKS = ("image_classification", "keyword_spotting")
+TASKS = ("image_classification", "keyword_spotting", "classification")
+# image_classification: person detection (Wake Vision); classification: top-1 over the card's classes
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,13 @@ class AudioPreprocessing:
 
 
 @dataclass(frozen=True)
+class FilePreprocessing:
+    """Inputs already made: each dataset file holds what the DUT takes (FILE_PIPELINES)."""
+
+    pipeline: str  # "mlperf-tiny-files"
+
+
+@dataclass(frozen=True)
 class OutputMeaning:
     kind: str
     positive_index: int
@@ -89,7 +97,7 @@ class ModelCard:
     sha256: str | None
     source: dict
     mirror_path: str | None
-    preprocessing: Preprocessing | AudioPreprocessing
+    preprocessing: Preprocessing | AudioPreprocessing | FilePreprocessing
     output: OutputMeaning
     card_path: Path
     notes: str = ""
@@ -278,6 +286,17 @@ def _audio_preprocessing(pre: dict, frontend: dict | None) -> AudioPreprocessing
     return audio
 
 
+def _file_preprocessing(pre: dict, eembc: "EembcDut | None") -> FilePreprocessing:
+    extra = sorted(set(pre) - {"pipeline"})
+    if extra:
+        raise _Bad(
+            f"preprocessing.{extra[0]}", "means nothing to a files pipeline, whose files are the inputs; remove it"
+        )
+    if eembc is None:
+        raise _Bad("[eembc]", "is missing: the files are what MLPerf Tiny DUT firmware takes; add its model and input")
+    return FilePreprocessing(pre["pipeline"])
+
+
 def _output(out: dict) -> OutputMeaning:
     where = "output."
     kind = _choice(out, "kind", OUTPUT_KINDS, where)
@@ -346,8 +365,13 @@ def _parse(path: Path) -> ModelCard:
         file = _table(data, "file")
         source, mirror_path = _source(data)
         pre = _table(data, "preprocessing")
-        if task == "keyword_spotting":
+        eembc = _eembc(data)
+        if pre.get("pipeline") in FILE_PIPELINES:
+            preprocessing = _file_preprocessing(pre, eembc)
+        elif task == "keyword_spotting":
             preprocessing = _audio_preprocessing(pre, _frontend(data))
+        elif task == "classification":
+            raise _Bad("preprocessing.pipeline", f"of a classification card must be one of {', '.join(FILE_PIPELINES)}")
         else:
             preprocessing = _image_preprocessing(pre)
         output = _output(_table(data, "output"))
@@ -366,7 +390,7 @@ def _parse(path: Path) -> ModelCard:
             notes=_text(data, "notes", "", ""),
             caveat=_caveat(data),
             streaming=_streaming(data, output.labels) if task == "keyword_spotting" else None,
-            eembc=_eembc(data),
+            eembc=eembc,
         )
     except _Bad as bad:  # one line naming the card, the field and the fix
         raise UserError(f"model card {path}: {bad.field} {bad.fix}") from None
@@ -389,6 +413,11 @@ def check_card_model(card: ModelCard, model, own_file: bool = True) -> None:
             f"model card {card.card_path}: output.labels names {len(out.labels)} classes but {model.path.name} "
             f"has {outputs} outputs; list one label per output"
         )
+    if card.eembc and card.eembc.input == "uint8" and model.input.dtype_name != "int8":
+        raise UserError(
+            f"model card {card.card_path}: eembc.input 'uint8' sends an int8 input as uint8 but "
+            f"{model.path.name} takes {model.input.dtype_name}; write input = 'model'"
+        )
     pre = card.preprocessing
     if isinstance(pre, Preprocessing):
         channels = 1 if pre.color == "grayscale" else 3
@@ -396,11 +425,6 @@ def check_card_model(card: ModelCard, model, own_file: bool = True) -> None:
             raise UserError(
                 f"model card {card.card_path}: preprocessing.size {list(pre.size)} and color {pre.color!r} "
                 f"give {list(pre.size)}x{channels} but {model.path.name} takes {list(shape)}; match the model"
-            )
-        if card.eembc and card.eembc.input == "uint8" and model.input.dtype_name != "int8":
-            raise UserError(
-                f"model card {card.card_path}: eembc.input 'uint8' sends an int8 input as uint8 but "
-                f"{model.path.name} takes {model.input.dtype_name}; write input = 'model'"
             )
         if own_file and model.input.dtype_name != pre.dtype:
             raise UserError(

@@ -68,6 +68,13 @@ AUDIO_PIPELINES = {
 }
 
 
+# Inputs that are already what the DUT takes: files read byte for byte (harness/eval/runner_files.py).
+FILE_PIPELINES = {
+    "mlperf-tiny-files": "the MLPerf Tiny runner's dataset files (a folder with y_labels.csv and the .bin "
+    "files its benchmark/evaluation/datasets names), sent byte for byte",
+}
+
+
 def image_pipeline(name: str) -> ImagePipeline:
     if name not in IMAGE_PIPELINES:
         raise UserError(f"preprocessing pipeline {name!r} is unknown; use one of {', '.join(IMAGE_PIPELINES)}")

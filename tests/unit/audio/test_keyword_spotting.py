@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 from harness.audio.clips import read_clip, write_clip
-from harness.audio.dataset import keyword_subsets, load_keyword_dataset
+from harness.audio.dataset import load_keyword_dataset
 from harness.audio.demo import KEYWORDS, OTHER_WORDS, SILENCE_CLIPS
 from harness.errors import UserError
+from harness.eval.subsets import class_subsets
 from harness.model.card import load_card
+from harness.samples import Sample
 from tests.conftest import SHARED, fixture_model
 
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="the keyword demo set needs espeak-ng")
@@ -52,7 +54,7 @@ def test_the_deployed_frontend_feeds_micro_speech_its_reference_clips(word):
     fixture_model("tflm/audio_preprocessor_int8.tflite")
     card = load_card("tflm_micro_speech")
     model = read_tflite(obtain_model(card))
-    tensor = keyword_preparation(card, model.input).tensor_of(clip)
+    tensor = keyword_preparation(card, model.input).tensor_of(Sample(clip.name, clip, {}))
     assert tensor.shape == (1, 1960) and tensor.dtype == np.int8
     scores = np.frombuffer(TflmReference(model).run(tensor), np.int8)
     assert card.output.labels[int(np.argmax(scores))] == word
@@ -92,7 +94,7 @@ def test_keyword_dataset_bad_inputs(tmp_path):
     with pytest.raises(UserError, match="lacks the columns filename, label"):
         load_keyword_dataset(str(tmp_path), card)
     with pytest.raises(UserError, match="valid: all, silence, unknown, yes, no"):
-        keyword_subsets("all,maybe", card)
+        class_subsets("all,maybe", card)
 
 
 def test_a_clip_in_the_wrong_format_is_unreadable_not_resampled(tmp_path):
