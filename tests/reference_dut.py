@@ -9,9 +9,10 @@ do (at harness.link.eembc.UPSTREAM_COMMIT), including what they do wrong:
   more, it takes the first ones (ee_get_buffer copies min(loaded, expected));
 - energy mode (EE_CFG_ENERGY_MODE 1) prints m-timestamp-mode-energy and no m-lap-us- lines.
 
-Its model (vww01): two int8 outputs from the int8 input the firmware makes by subtracting 128 from the
-uint8 bytes it is sent; th_results prints them dequantized with `%0.3f` and a trailing comma, as the
-reference does (nresults 3 for 2 classes).
+Its model (vww01 by default): two int8 outputs from the int8 input the firmware makes by subtracting 128
+from the uint8 bytes it is sent; th_results prints them dequantized with `%0.3f` and a trailing comma, as the
+reference does (nresults 3 for 2 classes). As `model` kws01 or ic01 it takes and prints as those reference
+submissions do (reference_submissions/keyword_spotting, image_classification: see results_text).
 """
 
 import os
@@ -25,6 +26,7 @@ import numpy as np
 CMD_SIZE = 80  # EE_CMD_SIZE
 OUTPUT_SCALE, OUTPUT_ZERO = 1 / 256, -128
 TICKS_PER_INFERENCE_US = 1500
+SUBTRACT_128 = ("vww01", "ic01")  # the reference th_load_tensor makes int8 of uint8 bytes; kws01 takes int8
 
 
 def reference_outputs(values: np.ndarray) -> np.ndarray:
@@ -162,7 +164,8 @@ class ReferenceDut:
         if got != self.input_size:
             self._print(f"Input db has {got} elemented, expected {self.input_size}\n")
         else:
-            self._input = (np.frombuffer(bytes(self._buffer[:got]), np.uint8).astype(np.int16) - 128).astype(np.int8)
+            received = np.frombuffer(bytes(self._buffer[:got]), np.uint8)
+            self._input = (received ^ 0x80 if self.model in SUBTRACT_128 else received).view(np.int8)
         self._print(f"m-warmup-start-{w}\r\nm-warmup-done\r\nm-infer-start-{n}\r\n")
         self._timestamp()
         time.sleep(0.001)
@@ -172,5 +175,24 @@ class ReferenceDut:
         self._results()
 
     def _results(self) -> None:
-        values = (self.network(self._input).astype(np.float64) - self.output_zero) * self.output_scale
-        self._print("m-results-[" + "".join(f"{v:0.3f}," for v in values) + "]\r\n")
+        self._print("m-results-[" + results_text(self.model, self.network(self._input), self.output) + "]\r\n")
+
+    @property
+    def output(self) -> tuple[float, int]:
+        return self.output_scale, self.output_zero
+
+
+def results_text(model: str, outputs: np.ndarray, output: tuple[float, int]) -> str:
+    """What each reference th_results prints between `m-results-[` and `]`, from DequantizeInt8ToFloat's
+    float: vww01 `%0.3f,` per value (nresults 3 for 2 classes: a comma after the last), ic01 `%0.3f`
+    joined by commas, kws01 three digits cut off, not rounded (`0.%d` then `%d` `%d` of x10, x100, x1000)."""
+    scale, zero = np.float32(output[0]), output[1]
+    values = [np.float32(np.float32(int(q) - zero) * scale) for q in outputs]
+    if model == "kws01":
+        return ",".join(
+            f"0.{int(v * np.float32(10))}{int(v * np.float32(100)) % 10}{int(v * np.float32(1000)) % 10}"
+            for v in values
+        )
+    if model == "ic01":
+        return ",".join(f"{float(v):0.3f}" for v in values)
+    return "".join(f"{float(v):0.3f}," for v in values)

@@ -248,3 +248,36 @@ def test_a_wrong_eembc_table_is_one_line(tmp_path, table, expected):
     path.write_text(_base_text() + "\n" + table)
     with pytest.raises(UserError, match=re.escape(expected)):
         load_card(str(path))
+
+
+FILES_CARD = (models_dir() / "mlperf_tiny_kws01.toml").read_text()
+
+
+@pytest.mark.parametrize(
+    "pattern, replacement, expected",
+    [
+        (
+            r'^pipeline = "mlperf-tiny-files"',
+            'pipeline = "mlperf-tiny-files"\nsize = [49, 10]',
+            "preprocessing.size means",
+        ),
+        (r"(?s)\[eembc\].*", "", "[eembc] is missing: the files are what MLPerf Tiny DUT firmware takes"),
+        (r'^pipeline = "mlperf-tiny-files"', 'pipeline = "mlperf-vww"', "of a classification card must be one of"),
+        (r'^input = "model"', 'input = "float16"', "eembc.input is 'float16'"),
+    ],
+)
+def test_a_wrong_files_card_is_one_line(tmp_path, pattern, replacement, expected):
+    path = _card(tmp_path, pattern, replacement, text=FILES_CARD)
+    with pytest.raises(UserError, match=re.escape(expected)):
+        load_card(str(path))
+
+
+def test_the_kws01_and_ic01_cards_are_the_reference_duts_models_and_inputs():
+    from harness.link.eembc import UPSTREAM_COMMIT
+    from harness.model.card import EembcDut
+
+    kws, ic = load_card("mlperf_tiny_kws01"), load_card("mlperf_tiny_ic01")
+    assert kws.eembc == EembcDut("kws01", "model") and ic.eembc == EembcDut("ic01", "uint8")
+    assert all(UPSTREAM_COMMIT in card.source["url"] for card in (kws, ic))
+    assert kws.output.labels[:3] == ("down", "go", "left") and len(kws.output.labels) == 12  # kws_model_settings.cc
+    assert ic.output.labels[9] == "truck" and len(ic.output.labels) == 10
