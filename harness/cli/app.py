@@ -115,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         timed.add_argument("--dataset", default=DEMO, help="where the input comes from (its first image)")
         timed.add_argument("--tflm", help=TFLM_HELP)
         add_protocol_option(timed)
+        add_eval_settings(timed, ("baud",))
         timed.set_defaults(handler=handler)
         if name == "perf":
             timed.add_argument("--runs", type=positive_int, default=50, help="timed invokes (default: 50)")

@@ -7,7 +7,6 @@ from harness.boards import all_boards, get_board, user_boards_dir
 from harness.cli.args import board_with_link_options, emulated_tflm_tree, model_for, tflm_tree
 from harness.console import print_json, stdout_console
 from harness.errors import UserError
-from harness.eval.dataset import load_dataset
 from harness.model.card import load_card
 from harness.model.deployable import require_deployable
 from harness.model.fetch import obtain_model
@@ -73,13 +72,14 @@ def _timed(args, measure, uses: tuple[str, ...]):
     dataset's first input. `uses`: the session members `measure` calls, refused before the board starts
     where the protocol has none."""
     from harness.device.launch import ConnectOptions, connect, with_link_options
-    from harness.eval.perf import require_image_card, sample_input
+    from harness.eval.perf import sample_input
+    from harness.eval.tasks import task_for
     from harness.model.card import load_card
 
-    board = with_link_options(get_board(args.board), protocol=args.protocol)
-    require_image_card(load_card(args.model))
+    board = with_link_options(get_board(args.board), baud=args.baud, protocol=args.protocol)
+    dataset = task_for(load_card(args.model)).load_dataset(args.dataset, None, [], None)  # before a model is fetched
     card, model = model_for(args, board)
-    data = sample_input(card, model, load_dataset(args.dataset))
+    data = sample_input(card, model, dataset)
     options = ConnectOptions(
         port=args.port, tflm=emulated_tflm_tree(args, board), protocol=args.protocol, uses=uses, eembc=card.eembc
     )

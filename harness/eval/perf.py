@@ -7,7 +7,7 @@ import numpy as np
 from harness.boards import Board
 from harness.device.figures import Figure, latency_figure
 from harness.errors import UserError, setting
-from harness.eval.preprocess import image_tensor
+from harness.eval.tasks import task_for
 from harness.link.client import DeviceError
 from harness.link.protocol import ErrorCode
 from harness.link.session import DeviceSession
@@ -19,21 +19,12 @@ MLPERF_WINDOWS = 5
 MLPERF_WINDOW_SECONDS = 10.0
 
 
-def require_image_card(card: ModelCard) -> None:
-    """perf and profile time one image: refused for another task before any model is fetched."""
-    if card.task != "image_classification":
-        raise UserError(
-            f"card {card.name} is a {card.task} card; perf and profile time one image of {setting('dataset')}, "
-            f"so pass an image classification card to {setting('model')}"
-        )
-
-
 def sample_input(card: ModelCard, model: TfliteModel, dataset: Dataset) -> bytes:
-    """The first dataset image through the card's preprocessing: a real input, not zeros."""
-    require_image_card(card)
+    """The dataset's first sample as the card's task makes its input (an image preprocessed, a clip through
+    the frontend, a runner file as it is): a real input, not zeros."""
     if not dataset.samples:
         raise UserError(f"dataset {dataset.name} is empty; pass another {setting('dataset')}")
-    return image_tensor(dataset.samples[0].image_path, card.preprocessing, model.input).tobytes()
+    return task_for(card).preparation(model.input).tensor_of(dataset.samples[0]).tobytes()
 
 
 @dataclass

@@ -171,3 +171,20 @@ def test_a_files_card_without_its_dataset_folder_is_one_line_naming_the_option(t
     done = _eval(tmp_path, "--board", "sim", "--model", str(_test_card(tmp_path, "kws01")))
     assert_refused_in_one_line(done, "takes the runner's files: pass --dataset the folder with y_labels.csv")
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
+
+
+def test_perf_times_the_first_runner_file_on_a_reference_dut_at_the_baud_given(tmp_path):
+    card, folder = _test_card(tmp_path, "kws01"), _dataset(tmp_path, "kws01")
+    received = []
+
+    def network(values):
+        received.append(values.tobytes())
+        return np.zeros(12, np.int8)
+
+    with ReferenceDut(model="kws01", input_size=490, network=network) as dut:
+        command = [sys.executable, "-m", "harness", "perf", "--board", "nucleo_h743", "--port", dut.path]
+        command += ["--protocol", "eembc", "--baud", "9600", "--model", str(card), "--dataset", str(folder)]
+        done = subprocess.run([*command, "--runs", "3", "--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["runs"]) == 3
+    assert received and set(received) == {(folder / "f0.bin").read_bytes()}
