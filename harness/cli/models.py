@@ -204,5 +204,5 @@ def cmd_subsets(args) -> int:
     for subset in SUBSETS.values():
         column = subset.flag or "(every labelled image)"
         console.print(f"{subset.name:22} column={column:26} family={subset.family}")
-    console.print("keyword-spotting cards: all, and one subset per class of the card (e.g. yes, no, silence)")
+    console.print("keyword-spotting and classification cards: all, and a subset per class of the card (e.g. yes, cat)")
     return 0
