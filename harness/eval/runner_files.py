@@ -13,8 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.errors import UserError, setting
-from harness.link.eembc import REFERENCE_INPUTS
-from harness.model.card import EembcDut, ModelCard
+from harness.model.card import REFERENCE_INPUTS, EembcDut, ModelCard
 from harness.samples import Dataset, Preparation, Sample
 from harness.tensors import TensorSpec
 
@@ -107,14 +106,13 @@ def runner_file_preparation(dut: EembcDut, spec: TensorSpec) -> Preparation:
     less 128 as the reference th_load_tensor makes it, which the EEMBC client sends back as the byte."""
 
     def tensor_of(sample: Sample) -> np.ndarray:
-        offset = sample.flags.get("offset", 0)
+        windowed = "offset" in sample.flags  # a window reads the model's input from its offset; a file is whole
         with open(sample.image_path, "rb") as f:
-            f.seek(offset)
-            data = f.read(spec.bytes)
+            f.seek(sample.flags.get("offset", 0))
+            data = f.read(spec.bytes if windowed else -1)
         if len(data) != spec.bytes:
-            raise ValueError(
-                f"{sample.image_path.name} holds {len(data)} bytes from {offset}, the model takes {spec.bytes}"
-            )
+            what = f"from byte {sample.flags['offset']}" if windowed else "in all"
+            raise ValueError(f"{sample.image_path.name} holds {len(data)} bytes {what}; the model takes {spec.bytes}")
         values = np.frombuffer(data, np.uint8)
         if dut.input == "uint8":
             values = values ^ 0x80

@@ -24,6 +24,7 @@ import numpy as np
 from harness.errors import LinkError, UserError, setting
 from harness.link.protocol import DeviceInfo, InvokeResult, StreamChunkResult, TickKind, Timing
 from harness.link.session import DeviceSession
+from harness.model.card import REFERENCE_INPUTS
 from harness.tensors import TensorSpec
 
 UPSTREAM_COMMIT = "1afd2c9820f795965a6134facd0b4dfae41ef23f"  # mlcommons/tiny, what this driver was checked against
@@ -36,13 +37,6 @@ ENERGY_BANNER = "m-timestamp-mode-energy"  # th_timestamp_initialize's line when
 # ee_buffer_parse; every reference submission's th_load_tensor, which then keeps its previous input).
 OVER_MAXIMUM = re.compile(r"Supplied buffer size (\d+) exceeds maximum of (\d+)")
 WRONG_SIZE = re.compile(r"Input db has (\d+) element\w*, expected (\d+)")
-# What each reference DUT's th_load_tensor takes: the MLPerf Tiny runner's input files for the benchmark.
-REFERENCE_INPUTS = {
-    "vww01": (27648, "96x96x3 uint8"),
-    "kws01": (490, "49x10 int8"),
-    "ic01": (3072, "32x32x3 uint8"),
-    "ad01": (2560, "640 float32"),
-}
 ENERGY_MODE = (
     "the DUT runs MLPerf Tiny energy-mode firmware (EE_CFG_ENERGY_MODE 1: it marks each timestamp with a "
     "GPIO pulse for an energy monitor and prints no m-lap-us- lines); harness times inferences by those "

@@ -85,6 +85,13 @@ class EembcDut:
 
 
 EEMBC_INPUTS = ("model", "uint8")
+# What each reference DUT's th_load_tensor takes: the MLPerf Tiny runner's input files for the benchmark.
+REFERENCE_INPUTS = {
+    "vww01": (27648, "96x96x3 uint8"),
+    "kws01": (490, "49x10 int8"),
+    "ic01": (3072, "32x32x3 uint8"),
+    "ad01": (2560, "640 float32"),
+}
 
 
 @dataclass(frozen=True)
@@ -419,6 +426,12 @@ def check_card_model(card: ModelCard, model, own_file: bool = True) -> None:
             f"{model.path.name} takes {model.input.dtype_name}; write input = 'model'"
         )
     pre = card.preprocessing
+    takes = REFERENCE_INPUTS.get(card.eembc.model) if card.eembc else None
+    if isinstance(pre, FilePreprocessing) and takes and model.input.bytes != takes[0]:
+        raise UserError(
+            f"model card {card.card_path}: its files are {card.eembc.model}'s input, {takes[1]} ({takes[0]} bytes), "
+            f"but {model.path.name} takes {model.input.bytes} bytes; pass that benchmark's model"
+        )
     if isinstance(pre, Preprocessing):
         channels = 1 if pre.color == "grayscale" else 3
         if len(shape) == 4 and tuple(shape[1:]) != (*pre.size, channels):

@@ -70,6 +70,15 @@ def test_a_wrong_row_is_one_line_naming_it(tmp_path, rows, sizes, expected):
         load_runner_dataset(str(folder), load_card("mlperf_tiny_kws01"))
 
 
+def test_a_file_is_the_whole_input_never_its_first_bytes(tmp_path):
+    """A model of another benchmark (--model-file) takes none of a file, not the part it fits."""
+    folder = _folder(tmp_path, ["a.bin,12,1"], {"a.bin": 490})
+    sample = load_runner_dataset(str(folder), load_card("mlperf_tiny_kws01")).samples[0]
+    smaller = TensorSpec(9, (1, 100), 0.5, 0, 100)
+    with pytest.raises(ValueError, match=re.escape("a.bin holds 490 bytes in all; the model takes 100")):
+        runner_file_preparation(load_card("mlperf_tiny_kws01").eembc, smaller).tensor_of(sample)
+
+
 def test_a_folder_without_y_labels_says_what_the_card_takes(tmp_path):
     with pytest.raises(UserError, match=re.escape("takes the runner's files: pass")):
         load_runner_dataset(str(tmp_path), load_card("mlperf_tiny_kws01"))

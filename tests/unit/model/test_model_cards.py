@@ -218,8 +218,8 @@ def test_card_that_does_not_fit_its_model_is_refused_before_the_run(
 def test_the_vww01_card_is_the_reference_duts_model_and_input():
     from types import SimpleNamespace
 
-    from harness.link.eembc import REFERENCE_INPUTS, UPSTREAM_COMMIT
-    from harness.model.card import EembcDut, check_card_model
+    from harness.link.eembc import UPSTREAM_COMMIT
+    from harness.model.card import REFERENCE_INPUTS, EembcDut, check_card_model
     from harness.tensors import TensorSpec
 
     card = load_card("mlperf_tiny_vww01")
@@ -281,3 +281,18 @@ def test_the_kws01_and_ic01_cards_are_the_reference_duts_models_and_inputs():
     assert all(UPSTREAM_COMMIT in card.source["url"] for card in (kws, ic))
     assert kws.output.labels[:3] == ("down", "go", "left") and len(kws.output.labels) == 12  # kws_model_settings.cc
     assert ic.output.labels[9] == "truck" and len(ic.output.labels) == 10
+
+
+def test_a_files_card_with_another_benchmarks_model_is_refused_before_the_run(tmp_path):
+    from types import SimpleNamespace
+
+    from harness.model.card import check_card_model
+    from harness.tensors import TensorSpec
+
+    card = load_card("mlperf_tiny_kws01")
+    scores = TensorSpec(9, (1, 12), 1 / 256, -128, 12)
+    model = SimpleNamespace(input=TensorSpec(9, (1, 49, 10, 1), 0.58, 83, 490), output=scores, path=Path("m.tflite"))
+    check_card_model(card, model, own_file=False)
+    model.input = TensorSpec(9, (1, 32, 32, 3), 1.0, -128, 3072)
+    with pytest.raises(UserError, match=re.escape("its files are kws01's input, 49x10 int8 (490 bytes), but m.tflite")):
+        check_card_model(card, model, own_file=False)
