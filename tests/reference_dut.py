@@ -12,8 +12,16 @@ do (at harness.link.eembc.UPSTREAM_COMMIT), including what they do wrong:
 Its model (vww01): two int8 outputs from the int8 input the firmware makes by subtracting 128 from the
 uint8 bytes it is sent; th_results prints them dequantized with `%0.3f` and a trailing comma, as the
 reference does (nresults 3 for 2 classes).
+
+As ad01 (reference_submissions/anomaly_detection/submitter_implemented.cpp): th_load_tensor takes 640
+float32 features (its own size check: `Input db has N elemented, expected 640`) and quantizes each with
+util/quantization_helpers.h's QuantizeFloatToInt8 (float32 `round(v / scale) + zero_point`, C's round,
+clamped); th_results prints `m-results-[%0.3f]` of calculate_result, the mean of (dequantized output -
+feature)^2 summed in float32 one feature after another. Written here element by element, apart from
+harness's own (harness/model/dut.py), so each checks the other.
 """
 
+import math
 import os
 import pty
 import threading
@@ -25,6 +33,7 @@ import numpy as np
 CMD_SIZE = 80  # EE_CMD_SIZE
 OUTPUT_SCALE, OUTPUT_ZERO = 1 / 256, -128
 TICKS_PER_INFERENCE_US = 1500
+AD01_INPUT, AD01_OUTPUT = (0.391, 89), (0.3645, 96)  # ad01_int8.tflite's (scale, zero point)
 
 
 def reference_outputs(values: np.ndarray) -> np.ndarray:
@@ -43,12 +52,16 @@ class ReferenceDut:
         self.model, self.input_size, self.max_db = model, input_size, input_size  # MAX_DB_INPUT_SIZE
         self.energy = energy
         self.network = network or reference_outputs
-        self.output_scale, self.output_zero = output or (OUTPUT_SCALE, OUTPUT_ZERO)
+        self.anomaly = model == "ad01"  # float32 features in, the reconstruction's error out
+        default = AD01_OUTPUT if self.anomaly else (OUTPUT_SCALE, OUTPUT_ZERO)
+        self.output_scale, self.output_zero = output or default
+        elements = input_size // 4 if self.anomaly else input_size
+        self._features = [np.float32(0)] * elements  # ad01: input_float, the static array th_load_tensor fills
         self.crashed = False
         self.commands: list[str] = []  # every command the DUT parsed, as received
         self._buffer = bytearray(self.max_db)
         self._size = self._pos = 0
-        self._input = np.zeros(input_size, np.int8)  # what th_load_tensor last set
+        self._input = np.zeros(elements, np.int8)  # what th_load_tensor last set
         self._clock_us = 1_000_000
         self._cmd = bytearray()
         self._master, slave = pty.openpty()
@@ -159,7 +172,9 @@ class ReferenceDut:
 
     def _infer(self, n: int, w: int) -> None:
         got = min(self.input_size, self._pos)  # ee_get_buffer
-        if got != self.input_size:
+        if self.anomaly:
+            self._load_features(got)
+        elif got != self.input_size:
             self._print(f"Input db has {got} elemented, expected {self.input_size}\n")
         else:
             self._input = (np.frombuffer(bytes(self._buffer[:got]), np.uint8).astype(np.int16) - 128).astype(np.int8)
@@ -171,6 +186,27 @@ class ReferenceDut:
         self._print("m-infer-done\r\n")
         self._results()
 
+    def _load_features(self, got: int) -> None:
+        """The AD th_load_tensor: float32 features, each through QuantizeFloatToInt8."""
+        if got // 4 != self.input_size // 4:
+            self._print(f"Input db has {got // 4} elemented, expected {self.input_size // 4}\n")
+            return
+        self._features = list(np.frombuffer(bytes(self._buffer[:got]), np.float32))
+        scale, zero = np.float32(AD01_INPUT[0]), AD01_INPUT[1]
+        quantized = []
+        for v in self._features:
+            ratio = float(v / scale)  # float / float: float32
+            rounded = math.copysign(math.floor(abs(ratio) + 0.5), ratio)  # C's round: halves away from zero
+            quantized.append(min(127, max(-128, int(rounded) + zero)))
+        self._input = np.array(quantized, np.int8)
+
     def _results(self) -> None:
+        if self.anomaly:  # calculate_result, then th_printf("m-results-[%0.3f]\r\n", result)
+            scale, zero, total = np.float32(self.output_scale), self.output_zero, np.float32(0)
+            for q, v in zip(self.network(self._input), self._features, strict=True):
+                diff = np.float32(np.float32(int(q) - zero) * scale) - v
+                total = np.float32(total + np.float32(diff * diff))
+            self._print(f"m-results-[{float(total / np.float32(len(self._features))):0.3f}]\r\n")
+            return
         values = (self.network(self._input).astype(np.float64) - self.output_zero) * self.output_scale
         self._print("m-results-[" + "".join(f"{v:0.3f}," for v in values) + "]\r\n")
