@@ -14,7 +14,7 @@ uint8 bytes it is sent; th_results prints them dequantized with `%0.3f` and a tr
 reference does (nresults 3 for 2 classes).
 
 As ad01 (reference_submissions/anomaly_detection/submitter_implemented.cpp): th_load_tensor takes 640
-float32 features (its own size check: `Input db has N elemented, expected 640`) and quantizes each with
+float32 features (its own size check after the copy: `Input db has N elemented, expected 640`) and quantizes each with
 util/quantization_helpers.h's QuantizeFloatToInt8 (float32 `round(v / scale) + zero_point`, C's round,
 clamped); th_results prints `m-results-[%0.3f]` of calculate_result, the mean of (dequantized output -
 feature)^2 summed in float32 one feature after another. Written here element by element, apart from
@@ -187,11 +187,12 @@ class ReferenceDut:
         self._results()
 
     def _load_features(self, got: int) -> None:
-        """The AD th_load_tensor: float32 features, each through QuantizeFloatToInt8."""
+        """The AD th_load_tensor: ee_get_buffer copies into input_float before the size check (a short load
+        replaces the first features and keeps the old quantized input), then QuantizeFloatToInt8 each."""
+        self._features[: got // 4] = list(np.frombuffer(bytes(self._buffer[: got // 4 * 4]), np.float32))
         if got // 4 != self.input_size // 4:
             self._print(f"Input db has {got // 4} elemented, expected {self.input_size // 4}\n")
             return
-        self._features = list(np.frombuffer(bytes(self._buffer[:got]), np.float32))
         scale, zero = np.float32(AD01_INPUT[0]), AD01_INPUT[1]
         quantized = []
         for v in self._features:

@@ -163,6 +163,7 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         eembc=request.card.eembc,
         computation=request.computation,
     )
+    computation = options.computation  # what the device computes; each host reference computes the same
     fleet = FleetRequest(settings.boards, settings.labgrid_tags)
     with (
         board_fleet(request.board, request.model, options, fleet) as members,
@@ -179,7 +180,7 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
                 tensor = inputs.tensors[index]
                 if metering:
                     metering.record(arrival.last_invoke, arrival.last_device_window)
-                hosts = {ref.name: request.computation.result(ref.run, tensor) for ref in references}
+                hosts = {ref.name: computation.result(ref.run, tensor) for ref in references}
                 instructions = emulated_instructions(result.timing.ticks, result.timing.tick_hz, request.board)
                 record = SampleRecord(
                     inputs.samples[index], result.output, result.timing, hosts, instructions, arrival.board
