@@ -56,6 +56,8 @@ def test_ad01_on_the_virtual_boards_c_dut(tmp_path):
     done = _eval(tmp_path, "--board", "sim", "--model", str(card), "--dataset", str(dataset))
     assert done.returncode == 0, done.stderr
     summary = _check_run(tmp_path, 4, 4 * WINDOWS)
+    manifest = json.loads((_run_folder(tmp_path) / "manifest.json").read_text())
+    assert manifest["device"]["firmware_build_id"] == "eembc:ad01"  # the sim's profile: the card's [eembc] model
     assert summary["anomaly"]["device"]["auc"] == 1.0  # the anomalous files are louder: all rank above
     assert "AUC" in done.stdout and "Top-1" in done.stdout and "anomaly detection over files" in done.stdout
     report = tmp_path / "report.html"

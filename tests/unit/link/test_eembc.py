@@ -169,3 +169,14 @@ def test_the_c_dut_scores_float_features_as_the_reference_ad_submission(tmp_path
     with eembc_dut(TflmRunner(data, 1 << 20), computation=computation) as (port, _):
         _raw(port, "db load 4%"), _raw(port, "db 00000000%")  # the model's 4 int8 values would not do: 4 floats
         assert "e-[Loaded 4 bytes, the input tensor needs 2560]" in _raw(port, "infer 1 0%")
+
+
+def test_the_c_dut_refuses_to_score_a_model_that_is_no_int8_autoencoder():
+    from harness.model.dut import ReconstructionError
+
+    runner = ChecksumRunner(4, 2)  # uint8, 4 in and 2 out: no reconstruction of its input
+    spec = TensorSpec(9, (1, 4), 0.5, 0, 4)
+    with eembc_dut(runner, computation=ReconstructionError(spec, spec)) as (port, _):
+        assert _raw(port, "db load 16%")[0] == "m-[Expecting 16 bytes]"
+        assert _raw(port, "db " + "00" * 16 + "%")[0] == "m-load-done"
+        assert _raw(port, "infer 1 0%") == ["e-[The model failed to load]", "m-ready"]
