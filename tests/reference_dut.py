@@ -13,8 +13,16 @@ Its model (vww01 by default): two int8 outputs from the int8 input the firmware 
 from the uint8 bytes it is sent; th_results prints them dequantized with `%0.3f` and a trailing comma, as the
 reference does (nresults 3 for 2 classes). As `model` kws01 or ic01 it takes and prints as those reference
 submissions do (reference_submissions/keyword_spotting, image_classification: see results_text).
+
+As ad01 (reference_submissions/anomaly_detection/submitter_implemented.cpp): th_load_tensor takes 640
+float32 features (its own size check after the copy: `Input db has N elemented, expected 640`) and quantizes each with
+util/quantization_helpers.h's QuantizeFloatToInt8 (float32 `round(v / scale) + zero_point`, C's round,
+clamped); th_results prints `m-results-[%0.3f]` of calculate_result, the mean of (dequantized output -
+feature)^2 summed in float32 one feature after another. Written here element by element, apart from
+harness's own (harness/model/dut.py), so each checks the other.
 """
 
+import math
 import os
 import pty
 import threading
@@ -27,6 +35,7 @@ CMD_SIZE = 80  # EE_CMD_SIZE
 OUTPUT_SCALE, OUTPUT_ZERO = 1 / 256, -128
 TICKS_PER_INFERENCE_US = 1500
 SUBTRACT_128 = ("vww01", "ic01")  # the reference th_load_tensor makes int8 of uint8 bytes; kws01 takes int8
+AD01_INPUT, AD01_OUTPUT = (0.391, 89), (0.3645, 96)  # ad01_int8.tflite's (scale, zero point)
 
 
 def reference_outputs(values: np.ndarray) -> np.ndarray:
@@ -45,12 +54,16 @@ class ReferenceDut:
         self.model, self.input_size, self.max_db = model, input_size, input_size  # MAX_DB_INPUT_SIZE
         self.energy = energy
         self.network = network or reference_outputs
-        self.output_scale, self.output_zero = output or (OUTPUT_SCALE, OUTPUT_ZERO)
+        self.anomaly = model == "ad01"  # float32 features in, the reconstruction's error out
+        default = AD01_OUTPUT if self.anomaly else (OUTPUT_SCALE, OUTPUT_ZERO)
+        self.output_scale, self.output_zero = output or default
+        elements = input_size // 4 if self.anomaly else input_size
+        self._features = [np.float32(0)] * elements  # ad01: input_float, the static array th_load_tensor fills
         self.crashed = False
         self.commands: list[str] = []  # every command the DUT parsed, as received
         self._buffer = bytearray(self.max_db)
         self._size = self._pos = 0
-        self._input = np.zeros(input_size, np.int8)  # what th_load_tensor last set
+        self._input = np.zeros(elements, np.int8)  # what th_load_tensor last set
         self._clock_us = 1_000_000
         self._cmd = bytearray()
         self._master, slave = pty.openpty()
@@ -161,7 +174,9 @@ class ReferenceDut:
 
     def _infer(self, n: int, w: int) -> None:
         got = min(self.input_size, self._pos)  # ee_get_buffer
-        if got != self.input_size:
+        if self.anomaly:
+            self._load_features(got)
+        elif got != self.input_size:
             self._print(f"Input db has {got} elemented, expected {self.input_size}\n")
         else:
             received = np.frombuffer(bytes(self._buffer[:got]), np.uint8)
@@ -174,7 +189,29 @@ class ReferenceDut:
         self._print("m-infer-done\r\n")
         self._results()
 
+    def _load_features(self, got: int) -> None:
+        """The AD th_load_tensor: ee_get_buffer copies into input_float before the size check (a short load
+        replaces the first features and keeps the old quantized input), then QuantizeFloatToInt8 each."""
+        self._features[: got // 4] = list(np.frombuffer(bytes(self._buffer[: got // 4 * 4]), np.float32))
+        if got // 4 != self.input_size // 4:
+            self._print(f"Input db has {got // 4} elemented, expected {self.input_size // 4}\n")
+            return
+        scale, zero = np.float32(AD01_INPUT[0]), AD01_INPUT[1]
+        quantized = []
+        for v in self._features:
+            ratio = float(v / scale)  # float / float: float32
+            rounded = math.copysign(math.floor(abs(ratio) + 0.5), ratio)  # C's round: halves away from zero
+            quantized.append(min(127, max(-128, int(rounded) + zero)))
+        self._input = np.array(quantized, np.int8)
+
     def _results(self) -> None:
+        if self.anomaly:  # calculate_result, then th_printf("m-results-[%0.3f]\r\n", result)
+            scale, zero, total = np.float32(self.output_scale), self.output_zero, np.float32(0)
+            for q, v in zip(self.network(self._input), self._features, strict=True):
+                diff = np.float32(np.float32(int(q) - zero) * scale) - v
+                total = np.float32(total + np.float32(diff * diff))
+            self._print(f"m-results-[{float(total / np.float32(len(self._features))):0.3f}]\r\n")
+            return
         self._print("m-results-[" + results_text(self.model, self.network(self._input), self.output) + "]\r\n")
 
     @property

@@ -152,6 +152,48 @@ static float output_value(const ee_dut *dut, const uint8_t *out, uint32_t i) {
   return t->scale ? (float)(q - t->zero_point) * t->scale : (float)q;
 }
 
+static float feature(const ee_dut *dut, uint32_t i) {
+  float f;
+  memcpy(&f, dut->cfg.buffer + 4 * i, 4);
+  return f;
+}
+
+/* C's round on a float (halves away from zero), without libm: the integer part is exact below 2^23, and
+ * the fraction x - trunc(x) is exact too; from 2^23 on (and for NaN) x is its own rounding. */
+static float round_half_away(float x) {
+  if (!(x > -8388608.0f && x < 8388608.0f)) return x;
+  float t = (float)(int32_t)x;
+  float frac = x - t;
+  if (frac >= 0.5f) return t + 1.0f;
+  if (frac <= -0.5f) return t - 1.0f;
+  return t;
+}
+
+/* th_load_tensor of the reference AD submission: QuantizeFloatToInt8 of each feature (NaN as the zero
+ * point, where the reference's conversion is undefined). */
+static void quantize_features(const ee_dut *dut, uint8_t *input) {
+  const hp_tensor_info *t = &dut->model.input;
+  for (uint32_t i = 0; i < t->bytes; ++i) {
+    float r = round_half_away(feature(dut, i) / t->scale);
+    if (r != r) r = 0.0f;
+    r += (float)t->zero_point;
+    if (r < -128.0f) r = -128.0f;
+    if (r > 127.0f) r = 127.0f;
+    input[i] = (uint8_t)(int8_t)(int32_t)r;
+  }
+}
+
+/* calculate_result of the reference AD submission: float32 throughout, in feature order. */
+static float reconstruction_mse(const ee_dut *dut, const uint8_t *out) {
+  const hp_tensor_info *t = &dut->model.output;
+  float sum = 0.0f;
+  for (uint32_t i = 0; i < t->bytes; ++i) {
+    float diff = (float)((int32_t)(int8_t)out[i] - t->zero_point) * t->scale - feature(dut, i);
+    sum += diff * diff;
+  }
+  return sum / (float)t->bytes;
+}
+
 static void results(ee_dut *dut) {
   char text[32];
   if (!dut->have_results) {
@@ -159,6 +201,11 @@ static void results(ee_dut *dut) {
     return;
   }
   const uint8_t *out = dut->cfg.runner->output(dut->cfg.runner->ctx);
+  if (dut->cfg.computation == EE_COMPUTE_RECONSTRUCTION_MSE) {
+    snprintf(text, sizeof text, "m-results-[%0.3f]", (double)reconstruction_mse(dut, out));
+    line(dut, text);
+    return;
+  }
   uint32_t count = dut->model.output.dtype == 1 ? dut->model.output.bytes / 4 : dut->model.output.bytes;
   put(dut, "m-results-[");
   for (uint32_t i = 0; i < count; ++i) {
@@ -199,13 +246,17 @@ static void infer(ee_dut *dut, char **args) {
     line(dut, "e-[The model failed to load]");
     return;
   }
-  if (dut->loaded != dut->model.input.bytes || dut->expected != dut->loaded) {
+  if (dut->loaded != dut->input_bytes || dut->expected != dut->loaded) {
     snprintf(text, sizeof text, "e-[Loaded %lu bytes, the input tensor needs %lu]", (unsigned long)dut->loaded,
-             (unsigned long)dut->model.input.bytes);
+             (unsigned long)dut->input_bytes);
     line(dut, text);
     return;
   }
-  memcpy(runner->input(runner->ctx), dut->cfg.buffer, dut->loaded); /* th_load_tensor */
+  if (dut->cfg.computation == EE_COMPUTE_RECONSTRUCTION_MSE) { /* th_load_tensor */
+    quantize_features(dut, runner->input(runner->ctx));
+  } else {
+    memcpy(runner->input(runner->ctx), dut->cfg.buffer, dut->loaded);
+  }
   int32_t status = 0;
   snprintf(text, sizeof text, "m-warmup-start-%lu", (unsigned long)w);
   line(dut, text);
@@ -279,6 +330,14 @@ int32_t ee_dut_init(ee_dut *dut, const ee_dut_config *cfg) {
   if (!dut->cfg.name || !dut->cfg.name[0]) dut->cfg.name = EE_DEFAULT_NAME;
   if (!dut->cfg.model || !dut->cfg.model[0]) dut->cfg.model = EE_DEFAULT_MODEL;
   dut->runner_status = cfg->runner->setup(cfg->runner->ctx, &dut->model);
+  dut->input_bytes = dut->model.input.bytes;
+  if (cfg->computation == EE_COMPUTE_RECONSTRUCTION_MSE) {
+    const hp_tensor_info *in = &dut->model.input, *out = &dut->model.output;
+    /* int8 in and out, one output per input, quantized: anything else cannot be scored */
+    if (in->dtype != 9 || out->dtype != 9 || in->bytes != out->bytes || in->scale == 0.0f || out->scale == 0.0f)
+      dut->runner_status = -1;
+    dut->input_bytes = 4u * in->bytes;
+  }
   line(dut, "m-timestamp-mode-performance");
   timestamp(dut);
   line(dut, "m-init-done");

@@ -25,6 +25,16 @@ extern "C" {
 #define EE_DEFAULT_NAME "unspecified" /* the reference's TH_VENDOR_NAME_STRING */
 #define EE_DEFAULT_MODEL "vww01"      /* one of the names the reference runner has tests for */
 
+/* What the DUT computes from the bytes it is sent, as the reference submissions' th_load_tensor and
+ * th_results do (harness/model/dut.py computes the same on the host). */
+typedef enum {
+  EE_COMPUTE_MODEL = 0, /* the input tensor's bytes as sent; m-results: each output value, %f (vww01, kws01, ic01) */
+  /* ad01: float32 features, each quantized to the int8 input as QuantizeFloatToInt8 (float32
+   * round(v / scale) + zero point, halves away from zero, clamped); m-results: one value, %0.3f, the mean
+   * over the features of (dequantized output - feature)^2, summed in float32 in feature order. */
+  EE_COMPUTE_RECONSTRUCTION_MSE = 1,
+} ee_computation;
+
 typedef struct {
   const hp_hal *hal;
   const hp_runner *runner;
@@ -32,6 +42,7 @@ typedef struct {
   const char *model; /* m-model-[model], the runner's test key (ad01, ic01, kws01, vww01); NULL or "": EE_DEFAULT_MODEL */
   uint8_t *buffer;   /* the db buffer (MAX_DB_INPUT_SIZE in the reference) */
   uint32_t buffer_cap;
+  ee_computation computation;
 } ee_dut_config;
 
 typedef struct {
@@ -40,7 +51,8 @@ typedef struct {
   int32_t runner_status;
   char cmd[EE_CMD_SIZE + 1];
   uint32_t cmd_len;
-  uint32_t expected; /* bytes announced by db load */
+  uint32_t input_bytes; /* what th_load_tensor takes: the input tensor's bytes, or 4 per feature */
+  uint32_t expected;    /* bytes announced by db load */
   uint32_t loaded;
   uint8_t have_results;
 } ee_dut;

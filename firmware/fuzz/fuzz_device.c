@@ -6,7 +6,8 @@
  *
  * Mode bit 8 turns the input into well-formed frames first (type, sequence, payload length and
  * payload taken from the input, CRC computed), so the fuzzer reaches every request handler rather
- * than stopping at the CRC check.
+ * than stopping at the CRC check. Mode bit 16 (with bit 4, the EEMBC DUT) makes the model an int8
+ * autoencoder the DUT scores as ad01's reference does (EE_COMPUTE_RECONSTRUCTION_MSE).
  * Besides memory errors (AddressSanitizer) it checks that everything the core sends back is a
  * well-formed frame: a response to a request type, an ERROR, or a BOOT notice.
  */
@@ -30,7 +31,7 @@ typedef struct {
   int checking;
 } fuzz_link;
 
-static uint8_t input[INPUT_BYTES], output[OUTPUT_BYTES];
+static uint8_t input[INPUT_BYTES], output[INPUT_BYTES]; /* OUTPUT_BYTES written; all read by an autoencoder */
 static int invoke_pending;
 static uint32_t invokes; /* per input: `infer 4000000000 0` would otherwise run for hours */
 
@@ -71,11 +72,14 @@ static uint32_t link_set_baud(void *ctx, uint32_t baud) {
   return baud == 115200u ? 9600u : 115200u;
 }
 
+static int autoencoder; /* mode bit 16: int8 out, one value per input value */
+
 static int32_t setup(void *ctx, hp_model_info *info) {
   (void)ctx;
   memset(info, 0, sizeof *info);
   info->input = (hp_tensor_info){9, 2, {1, INPUT_BYTES}, 0.5f, -3, INPUT_BYTES};
-  info->output = (hp_tensor_info){3, 2, {1, OUTPUT_BYTES}, 0.25f, 7, OUTPUT_BYTES};
+  info->output = autoencoder ? (hp_tensor_info){9, 2, {1, INPUT_BYTES}, 0.25f, 7, INPUT_BYTES}
+                             : (hp_tensor_info){3, 2, {1, OUTPUT_BYTES}, 0.25f, 7, OUTPUT_BYTES};
   return 0;
 }
 
@@ -134,6 +138,7 @@ static size_t make_frames(const uint8_t *in, size_t len, uint8_t *out, size_t ca
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 2) return 0;
   uint8_t mode = data[0];
+  autoencoder = (mode & 4) && (mode & 16); /* set every run: no state carried from the one before */
   static uint8_t framed[1 << 16];
   invokes = 0;
   fuzz_link link = {data + 1, size - 1, 0, 0, {0}, {0}, 0};
@@ -150,9 +155,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     runner.invoke_poll = invoke_poll;
   }
   if (mode & 4) { /* the EEMBC DUT */
-    static uint8_t buffer[INPUT_BYTES];
+    static uint8_t buffer[4 * INPUT_BYTES]; /* float32 features for the autoencoder */
     ee_dut dut;
-    ee_dut_config cfg = {&hal, &runner, "fuzz", "vww01", buffer, sizeof buffer};
+    ee_computation computation = autoencoder ? EE_COMPUTE_RECONSTRUCTION_MSE : EE_COMPUTE_MODEL;
+    ee_dut_config cfg = {&hal, &runner, "fuzz", "vww01", buffer, sizeof buffer, computation};
     if (ee_dut_init(&dut, &cfg) != 0) __builtin_trap();
     while (ee_dut_poll(&dut, 1) >= 0) {
     }

@@ -22,6 +22,8 @@ from harness.tensors import DTYPE_CODES
 
 EEMBC_BUFFER_BYTES = 27648  # MAX_DB_INPUT_SIZE of the MLPerf Tiny reference firmware (96x96x3)
 EEMBC_DEFAULT_MODEL = "vww01"  # one the MLPerf Tiny runner has tests for (firmware/eembc/ee_dut.h)
+# What the EEMBC DUT computes (harness/model/dut.py kinds), as firmware/eembc/ee_dut.h's ee_computation.
+EEMBC_COMPUTATIONS = {"model": 0, "reconstruction_mse": 1}
 RUNNER_OK = 0
 RUNNER_SETUP_FAILED = 1
 RUNNER_NO_MODEL = 2  # as firmware/app/runner.h's HARNESS_RUNNER_NO_MODEL
@@ -143,9 +145,11 @@ class SimBoard:
         rx_buffer: int,
         emulation: "LinkEmulation | None" = None,
         eembc_model: str | None = None,
+        eembc_computation: str = "model",
         frontend=None,
     ):
-        """eembc_model set (e.g. "vww01"): the board speaks the MLPerf Tiny / EEMBC DUT protocol."""
+        """eembc_model set (e.g. "vww01"): the board speaks the MLPerf Tiny / EEMBC DUT protocol, computing
+        eembc_computation (a key of EEMBC_COMPUTATIONS) as that benchmark's reference DUT does."""
         self._lib = device_core()
         self._runner = runner
         self._master, self._slave = os.openpty()
@@ -182,7 +186,8 @@ class SimBoard:
         if eembc_model is not None:
             self._eembc_ids = (board_id.encode(), eembc_model.encode())  # must outlive the board
             buffer = max(runner.model_info.input.bytes, EEMBC_BUFFER_BYTES)
-            if self._lib.sim_board_use_eembc(self._board, *self._eembc_ids, buffer) != 0:
+            computation = EEMBC_COMPUTATIONS[eembc_computation]
+            if self._lib.sim_board_use_eembc(self._board, *self._eembc_ids, buffer, computation) != 0:
                 self.close()
                 raise RuntimeError("could not set up the EEMBC DUT")
         runner.input_ptr = self._lib.sim_board_input(self._board)
@@ -255,6 +260,7 @@ def serve(args: argparse.Namespace) -> None:
         rx_buffer=args.rx_buffer,
         emulation=LinkEmulation(args.link_baud, args.max_baud, args.emulate_invoke_ms),
         eembc_model=args.eembc_model,
+        eembc_computation=args.eembc_computation,
     )
     stopping, resets = [], []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
@@ -285,6 +291,13 @@ def main(argv: list[str] | None = None) -> None:
         const=EEMBC_DEFAULT_MODEL,
         help="speak the MLPerf Tiny / EEMBC DUT protocol, reporting this model as m-model-[…]: the MLPerf Tiny "
         f"runner's test name (ad01, ic01, kws01, vww01; {EEMBC_DEFAULT_MODEL} without a value)",
+    )
+    parser.add_argument(
+        "--eembc-computation",
+        choices=tuple(EEMBC_COMPUTATIONS),
+        default="model",
+        help="with --eembc-model: what the DUT computes from what it is sent (model: the model's tensors; "
+        "reconstruction_mse: float32 features quantized, the reconstruction's mean squared error, as ad01's)",
     )
     parser.add_argument("--emulate-invoke-ms", type=float, default=0.0, help="the least time an invoke takes")
     serve(parser.parse_args(argv))

@@ -21,8 +21,9 @@ def class_scores(raw: bytes, spec: TensorSpec, meaning: OutputMeaning) -> np.nda
 
 
 def predict(raw: bytes, spec: TensorSpec, meaning: OutputMeaning) -> tuple[int, float]:
-    """(1 if the positive class was predicted else 0, the positive class's score)."""
-    if meaning.kind == "sigmoid":
+    """(1 if the positive class was predicted else 0, the positive class's score). A single score (a sigmoid,
+    an anomaly score) predicts positive above the card's threshold."""
+    if meaning.kind in ("sigmoid", "reconstruction_mse"):
         score = float(dequantize(raw, spec)[0])
         return int(score > meaning.threshold), score
     values = class_scores(raw, spec, meaning)

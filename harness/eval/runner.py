@@ -15,6 +15,7 @@ from harness.device.launch import ConnectOptions
 from harness.device.qemu import emulated_instructions
 from harness.energy.metering import EvalMetering
 from harness.errors import InterruptedRun, LinkError, UserError
+from harness.eval.anomaly import anomaly_score
 from harness.eval.inputs import Inputs, prepare_inputs
 from harness.eval.metrics import pool_size, score
 from harness.eval.order import shuffle_in_groups
@@ -28,11 +29,13 @@ from harness.firmware.tflm_tree import TflmTree
 from harness.link.protocol import DeviceInfo, TickKind, Timing
 from harness.model.card import ModelCard
 from harness.model.deployable import require_tflm_kernels
+from harness.model.dut import DutComputation, dut_computation
 from harness.model.references import load_references
 from harness.model.tflite_file import TfliteModel
 from harness.results.journal import Journal, load_origin, require_same_origin, save_origin, save_request
 from harness.results.provenance import usb_serial_number
 from harness.results.record import (
+    Anomaly,
     Arena,
     BoardProvenance,
     BoardShare,
@@ -74,6 +77,11 @@ class EvalRequest:
     run_id: str | None = None  # set: resume this unfinished run from its journal
     converted_from: dict | None = None  # a float card's source model: its file and sha256 (harness convert)
 
+    @property
+    def computation(self) -> DutComputation:
+        """What the device computes with the model: what it is sent and what it answers (harness/model/dut.py)."""
+        return dut_computation(self.card, self.model)
+
 
 @dataclass
 class SampleRecord:
@@ -90,7 +98,7 @@ class SampleRecord:
         return None if self.instructions is not None else self.timing.micros
 
 
-def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, board: Board) -> None:
+def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, computation: DutComputation, board: Board) -> None:
     if info.runner_status != 0:
         require_tflm_kernels(model)  # names the operators when that is why
         raise UserError(f"the model failed to load on {board.id} (runner status {info.runner_status})")
@@ -99,10 +107,10 @@ def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, board: Board)
             f"{board.id} runs model {info.model_sha256_prefix}…, not {model.sha256[:16]}… "
             f"({model.path.name}): run `harness flash --board {board.id}` with this model first"
         )
-    if not (info.input.same_layout(model.input) and info.output.same_layout(model.output)):
+    if not (info.input.same_layout(computation.input) and info.output.same_layout(computation.output)):
         raise UserError(
             f"{board.id} reports tensors {info.input.describe()} -> {info.output.describe()}, the model has "
-            f"{model.input.describe()} -> {model.output.describe()}: reflash the board"
+            f"{computation.input.describe()} -> {computation.output.describe()}: reflash the board"
         )
 
 
@@ -153,7 +161,9 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         tflm=request.tflm,
         uses=("run_stream",),
         eembc=request.card.eembc,
+        computation=request.computation,
     )
+    computation = options.computation  # what the device computes; each host reference computes the same
     fleet = FleetRequest(settings.boards, settings.labgrid_tags)
     with (
         board_fleet(request.board, request.model, options, fleet) as members,
@@ -161,7 +171,7 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
     ):
         infos = shards.ready()
         info = _check_same_firmware(infos)
-        _check_device_runs_model(info, request.model, request.board)
+        _check_device_runs_model(info, request.model, request.computation, request.board)
         _check_firmware_origin(journal.path.parent, origin, info.build_id)
         with metering or nullcontext(), progress(len(todo), f"eval {request.board.id}") as advance:
             shards.go()  # after the meter's idle measurement
@@ -170,7 +180,7 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
                 tensor = inputs.tensors[index]
                 if metering:
                     metering.record(arrival.last_invoke, arrival.last_device_window)
-                hosts = {ref.name: ref.run(tensor) for ref in references}
+                hosts = {ref.name: computation.result(ref.run, tensor) for ref in references}
                 instructions = emulated_instructions(result.timing.ticks, result.timing.tick_hz, request.board)
                 record = SampleRecord(
                     inputs.samples[index], result.output, result.timing, hosts, instructions, arrival.board
@@ -261,10 +271,10 @@ class Readings:
 
 
 def _read_outputs(request: EvalRequest, records: list[SampleRecord], names: list[str]) -> Readings:
-    model, task = request.model, task_for(request.card)
+    computed, task = request.computation, task_for(request.card)
 
     def read(outputs):
-        pairs = [task.predict(raw, model.output) for raw in outputs]
+        pairs = [task.predict(raw, computed.output) for raw in outputs]
         return np.array([p for p, _ in pairs]), np.array([s for _, s in pairs])
 
     return Readings(
@@ -272,7 +282,7 @@ def _read_outputs(request: EvalRequest, records: list[SampleRecord], names: list
         host={n: read(r.host_outputs[n] for r in records) for n in names},
         diffs={
             n: np.array(
-                [diff_steps(r.device_output, r.host_outputs[n], model.output, model.output_step) for r in records]
+                [diff_steps(r.device_output, r.host_outputs[n], computed.output, computed.step) for r in records]
             )
             for n in names
         },
@@ -280,7 +290,7 @@ def _read_outputs(request: EvalRequest, records: list[SampleRecord], names: list
 
 
 def _summarise(request: EvalRequest, run: "OpenRun", streamed: "Streamed", readings: Readings, refs, inputs, metering):
-    model, records, info = request.model, streamed.records, streamed.info
+    computed, records, info = request.computation, streamed.records, streamed.info
     names = [ref.name for ref in refs.references]
     device_pred = readings.device[0]
     host_pred = {n: readings.host[n][0] for n in names}
@@ -313,7 +323,7 @@ def _summarise(request: EvalRequest, run: "OpenRun", streamed: "Streamed", readi
         subsets=subsets,
         primary_reference=names[0] if names else None,
         bit_exact={n: int(sum(r.device_output == r.host_outputs[n] for r in records)) for n in names},
-        output_diff_unit=diff_unit(model.output, model.output_step),
+        output_diff_unit=diff_unit(computed.output, computed.step),
         latency=_latency(request, records, info),
         # 0 from a DUT means it did not report the figure: no model runs in an empty arena.
         arena=Arena(source=source, configured=info.arena_configured or None, used=info.arena_used or None),
@@ -322,12 +332,21 @@ def _summarise(request: EvalRequest, run: "OpenRun", streamed: "Streamed", readi
         confusion=_confusion(request, samples, device_pred, host_pred)
         if request.card.task != "image_classification"
         else None,
+        anomaly=_anomaly(samples, readings) if request.card.task == "anomaly_detection" else None,
         run_id=run.id,
         link=streamed.link,
         unreadable_images=Unreadable(count=len(inputs.unreadable), first=inputs.unreadable[:20]),
         inputs_from_cache=inputs.from_cache,
         energy=parse(Energy, metering.summary()) if metering else None,
         boards=_board_shares(request, records, streamed.boards, info) if len(streamed.boards) > 1 else [],
+    )
+
+
+def _anomaly(samples: list[Sample], readings: Readings) -> Anomaly:
+    """Each source's window scores over files: AUC and the runner's Top-1."""
+    return Anomaly(
+        device=anomaly_score(samples, readings.device[1]),
+        host={name: anomaly_score(samples, scores) for name, (_, scores) in readings.host.items()},
     )
 
 
@@ -526,7 +545,7 @@ def run_eval(request: EvalRequest) -> EvalOutcome:
     meter = request.settings.meter
     metering = EvalMetering(meter) if meter else None  # a bad meter fails before the board starts
     # Before the board starts: a card that does not fit the model fails here, and images decode once.
-    preparation = task_for(request.card).preparation(request.model.input)
+    preparation = task_for(request.card).preparation(request.computation.input)
     inputs = prepare_inputs(request.dataset, samples, preparation, request.settings.strict)
     refs = load_references(request.model, request.settings.references)
     run = _open_run(request, inputs)

@@ -76,12 +76,23 @@ class KeywordSpotting(Classification):
         return keyword_preparation(self.card, spec)
 
 
+@dataclass(frozen=True)
+class AnomalyDetection(Classification):
+    """MLPerf Tiny ad01: the runner's spectrogram files in windows, one anomaly score a window (the DUT's
+    reconstruction error), scored per file over its windows (harness/eval/anomaly.py): AUC and Top-1.
+    A window's prediction is its score above the card's output.threshold; subsets are normal and anomaly."""
+
+    def predict(self, raw: bytes, spec: TensorSpec) -> tuple[int, float]:
+        return predict(raw, spec, self.card.output)
+
+
 TASK_TYPES = {
     "image_classification": PersonDetection,
     "keyword_spotting": KeywordSpotting,
     "classification": Classification,
+    "anomaly_detection": AnomalyDetection,
 }
 
 
-def task_for(card: ModelCard) -> PersonDetection | KeywordSpotting | Classification:
+def task_for(card: ModelCard) -> PersonDetection | KeywordSpotting | Classification | AnomalyDetection:
     return TASK_TYPES[card.task](card)

@@ -25,6 +25,7 @@ from harness.errors import LinkError, UserError, setting
 from harness.link.protocol import DeviceInfo, InvokeResult, StreamChunkResult, TickKind, Timing
 from harness.link.session import DeviceSession
 from harness.model.card import REFERENCE_INPUTS
+from harness.model.dut import DutComputation, ModelOutputs, ReconstructionError, as_computation
 from harness.tensors import TensorSpec
 
 UPSTREAM_COMMIT = "1afd2c9820f795965a6134facd0b4dfae41ef23f"  # mlcommons/tiny, what this driver was checked against
@@ -77,6 +78,7 @@ class EembcClient(DeviceSession):
     }
 
     NEEDS_MODEL = True
+    COMPUTES = (ModelOutputs.kind, ReconstructionError.kind)  # the reference AD DUT prints its anomaly score
 
     def __init__(
         self,
@@ -84,12 +86,15 @@ class EembcClient(DeviceSession):
         input_spec: TensorSpec,
         output_spec: TensorSpec,
         *,
+        computation: DutComputation | None = None,
         timeout: float = 5.0,
         infer_timeout: float = 30.0,
         chunk_bytes: int = CHUNK_BYTES,
     ):
         super().__init__(port)
         self.input_spec, self.output_spec = input_spec, output_spec
+        # How m-results becomes the output: the model's tensor, or the DUT's own score (harness/model/dut.py).
+        self.computation = computation or ModelOutputs(input_spec, output_spec)
         self.timeout = timeout
         self.infer_timeout = infer_timeout
         self.chunk_bytes = chunk_bytes
@@ -100,12 +105,14 @@ class EembcClient(DeviceSession):
 
     @classmethod
     def over(cls, port, model=None, switch_baudrate: int = 0) -> "EembcClient":
-        """`name` and `profile`; the tensor layout is the model's, since the DUT reports none."""
+        """`name` and `profile`; the tensor layout is the model's (or what its DUT computes), since the DUT
+        reports none."""
         if model is None:
             raise UserError(NO_MODEL)
         if switch_baudrate:
             cls.refuse("switch_baud")
-        client = cls(port, model.input, model.output)
+        computation = as_computation(model)
+        client = cls(port, computation.input, computation.output, computation=computation)
         client.hello()
         return client
 
@@ -271,12 +278,6 @@ class EembcClient(DeviceSession):
                 f"the DUT runs {reported} (its `profile` answer) but the model card is for {model}; "
                 f"pass the card of the firmware's model to {setting('model')}"
             )
-        if reported == "ad01":
-            raise DutInputMismatch(
-                "the DUT runs ad01, whose m-results is its anomaly score (the reconstruction's mean squared "
-                "error), not the model's output that harness compares with the host's; harness cannot "
-                "evaluate it"
-            )
         if reported in REFERENCE_INPUTS and self.input_spec.bytes != REFERENCE_INPUTS[reported][0]:
             takes, layout = REFERENCE_INPUTS[reported]
             raise DutInputMismatch(
@@ -331,20 +332,16 @@ class EembcClient(DeviceSession):
         return self.timeout + inferences * per
 
     def _output_bytes(self, line: str) -> bytes:
-        """The dequantized floats back to the output tensor's bytes (exact for 8-bit outputs)."""
+        """The printed values as the output: the output tensor's bytes (exact for 8-bit outputs), or the score."""
         try:
             values = [float(v) for v in line.removeprefix("m-results-[").rstrip("]").split(",") if v.strip()]
         except ValueError:
             raise LinkError(f"m-results holds something other than numbers: {line[:80]}") from None
-        spec = self.output_spec
-        count = spec.bytes // spec.numpy_dtype.itemsize
+        count = self.computation.values
         if len(values) != count:
-            raise LinkError(f"m-results has {len(values)} values, the model's output has {count}")
-        if not spec.is_quantized:
-            return np.asarray(values, dtype=spec.numpy_dtype).tobytes()
-        info = np.iinfo(spec.numpy_dtype)
-        q = np.rint(np.asarray(values) / spec.scale + spec.zero_point)
-        return np.clip(q, info.min, info.max).astype(spec.numpy_dtype).tobytes()
+            what = "the model's output has" if self.computation.kind == ModelOutputs.kind else "the DUT's result has"
+            raise LinkError(f"m-results has {len(values)} values, {what} {count}")
+        return self.computation.from_printed(values)
 
 
 def _field(lines: list[str], prefix: str) -> str:

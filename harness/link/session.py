@@ -49,6 +49,9 @@ class DeviceSession(ABC):
     # link cannot be recovered from (no resends), so the fault proxy is refused.
     UNSUPPORTED: ClassVar[Mapping[str, str]] = {}
     NEEDS_MODEL: ClassVar[bool] = False  # the device reports no tensor layout: the model gives it
+    # What its device may compute from what it is sent (harness/model/dut.py kinds): harness firmware
+    # answers the model's output tensor; MLPerf Tiny DUT firmware may answer a score of its own.
+    COMPUTES: ClassVar[tuple[str, ...]] = ("model",)
 
     def __init__(self, port):
         self.port = port  # the open link (a pyserial port)
@@ -65,7 +68,9 @@ class DeviceSession(ABC):
     @classmethod
     @abstractmethod
     def over(cls, port, model: "TfliteModel | None", switch_baudrate: int = 0) -> Self:
-        """A session on an open link that has said hello (and switched the link's rate, where asked)."""
+        """A session on an open link that has said hello (and switched the link's rate, where asked).
+        `model` gives the tensors sent and answered: the model, or what its DUT computes with it
+        (harness/model/dut.py), each with `input` and `output`."""
 
     @abstractmethod
     def hello(self) -> DeviceInfo:

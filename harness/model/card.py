@@ -12,9 +12,12 @@ from harness.model.pipelines import AUDIO_PIPELINES, DECODERS, FILE_PIPELINES, I
 from harness.paths import models_dir
 
 DEFAULT_MODEL = "mlperf_tiny_vww"
-OUTPUT_KINDS = ("softmax", "logits", "sigmoid")
-TASKS = ("image_classification", "keyword_spotting", "classification")
-# image_classification: person detection (Wake Vision); classification: top-1 over the card's classes
+OUTPUT_KINDS = ("softmax", "logits", "sigmoid", "reconstruction_mse")
+# reconstruction_mse: the result is one score, the mean squared error of an autoencoder's reconstruction
+# of its float input (MLPerf Tiny ad01; harness/model/dut.py computes it as the reference DUT does)
+TASKS = ("image_classification", "keyword_spotting", "classification", "anomaly_detection")
+# image_classification: person detection (Wake Vision); classification: top-1 over the card's classes;
+# anomaly_detection: a score per file over its windows, AUC and the MLPerf Tiny runner's Top-1
 
 
 @dataclass(frozen=True)
@@ -81,10 +84,11 @@ class EembcDut:
 
     model: str  # what its `profile` answers as m-model-[…]: vww01, kws01, ic01, ad01
     input: str = "model"  # "model": the model's input tensor as is; "uint8": an int8 input sent as v + 128
-    # (the reference VWW and IC th_load_tensor subtract 128 from the bytes they are sent)
+    # (the reference VWW and IC th_load_tensor subtract 128 from the bytes they are sent); "float32": float
+    # features the DUT quantizes itself (the reference AD th_load_tensor), with output kind reconstruction_mse
 
 
-EEMBC_INPUTS = ("model", "uint8")
+EEMBC_INPUTS = ("model", "uint8", "float32")
 # What each reference DUT's th_load_tensor takes: the MLPerf Tiny runner's input files for the benchmark.
 REFERENCE_INPUTS = {
     "vww01": (27648, "96x96x3 uint8"),
@@ -351,6 +355,21 @@ def _eembc(data: dict) -> EembcDut | None:
     return EembcDut(model, _choice(table, "input", EEMBC_INPUTS, "eembc.", "model"))
 
 
+def _check_reconstruction(task: str, output: OutputMeaning, eembc: EembcDut | None) -> None:
+    """A reconstruction score is what an anomaly-detection DUT computes from float features, and only that."""
+    scored = output.kind == "reconstruction_mse"
+    if scored and task != "anomaly_detection":
+        raise _Bad("output.kind", f"reconstruction_mse is an anomaly score; write task 'anomaly_detection', not {task}")
+    if task == "anomaly_detection" and not scored:
+        raise _Bad("output.kind", f"is {output.kind!r}; an anomaly_detection card's result is 'reconstruction_mse'")
+    if scored and len(output.labels) != 2:
+        raise _Bad("output.labels", f"is {list(output.labels)}; an anomaly score has two classes, e.g. normal, anomaly")
+    if scored and (eembc is None or eembc.input != "float32"):
+        raise _Bad("eembc.input", "must be 'float32': the DUT computing reconstruction_mse quantizes float features")
+    if eembc is not None and eembc.input == "float32" and not scored:
+        raise _Bad("eembc.input", "'float32' is the anomaly DUT's input; write output.kind 'reconstruction_mse'")
+
+
 def _caveat(data: dict) -> str:
     return " ".join(_text(data, "caveat", "", "").split())
 
@@ -377,11 +396,13 @@ def _parse(path: Path) -> ModelCard:
             preprocessing = _file_preprocessing(pre, eembc)
         elif task == "keyword_spotting":
             preprocessing = _audio_preprocessing(pre, _frontend(data))
-        elif task == "classification":
-            raise _Bad("preprocessing.pipeline", f"of a classification card must be one of {', '.join(FILE_PIPELINES)}")
+        elif task in ("classification", "anomaly_detection"):
+            files = ", ".join(FILE_PIPELINES)
+            raise _Bad("preprocessing.pipeline", f"of a card with task {task!r} must be one of {files}")
         else:
             preprocessing = _image_preprocessing(pre)
         output = _output(_table(data, "output"))
+        _check_reconstruction(task, output, eembc)
         card = ModelCard(
             name=name,
             title=_text(data, "title", "", name),
@@ -410,6 +431,9 @@ def check_card_model(card: ModelCard, model, own_file: bool = True) -> None:
     type must be the card's dtype."""
     shape, outputs = model.input.shape, int(math.prod(model.output.shape))
     out = card.output
+    if out.kind == "reconstruction_mse":
+        _check_autoencoder(card, model)
+        return
     if out.kind == "sigmoid" and outputs != 1:
         raise UserError(
             f"model card {card.card_path}: output.kind is sigmoid but {model.path.name} has {outputs} outputs; "
@@ -444,6 +468,18 @@ def check_card_model(card: ModelCard, model, own_file: bool = True) -> None:
                 f"model card {card.card_path}: preprocessing.dtype is {pre.dtype!r} but {model.path.name} "
                 f"takes {model.input.dtype_name}; write dtype = {model.input.dtype_name!r}"
             )
+
+
+def _check_autoencoder(card: ModelCard, model) -> None:
+    """A reconstruction: int8 in and out, one output value per input value."""
+    inputs, outputs = int(math.prod(model.input.shape)), int(math.prod(model.output.shape))
+    types = (model.input.dtype_name, model.output.dtype_name)
+    if types != ("int8", "int8") or inputs != outputs or not (model.input.scale and model.output.scale):
+        raise UserError(
+            f"model card {card.card_path}: output.kind reconstruction_mse needs a quantized int8 autoencoder (as "
+            f"many outputs as inputs), but {model.path.name} takes {model.input.describe()} and gives "
+            f"{model.output.describe()}; pass the card of this model"
+        )
 
 
 def all_cards() -> dict[str, ModelCard]:

@@ -11,7 +11,7 @@ from harness.errors import UserError, setting
 from harness.files import write_atomically
 from harness.results import stream_report
 from harness.results.plots import FIGURES, STREAM_FIGURES
-from harness.results.report import pool_note
+from harness.results.report import anomaly_rows, pool_note
 from harness.results.runs import EvalHeadline, Run, headline
 
 
@@ -62,6 +62,7 @@ def write_report(runs: list[Run], out: Path) -> Path:
         leaderboard=_leaderboard(runs),
         pct=percent,
         pool_note=pool_note,
+        anomaly_rows=anomaly_rows,
         stream=stream_report,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,

@@ -328,6 +328,25 @@ StoredConfusion = Annotated[
 
 
 @dataclass(frozen=True, kw_only=True)
+class AnomalyScore:
+    """Anomaly detection over files, each scored by the mean of its windows (harness/eval/anomaly.py)."""
+
+    files: int = 0
+    anomalous_files: int = 0
+    windows: int = 0
+    auc: float | None = None  # None without both normal and anomalous files
+    top1_percent: float | None = None  # the MLPerf Tiny runner's "Top 1%": its best (precision + recall) / 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class Anomaly:
+    """Anomaly-detection runs: the device's file-level figures and each host reference's."""
+
+    device: AnomalyScore
+    host: dict[str, AnomalyScore] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Unreadable:
     count: int = 0
     first: list[tuple[str, str]] = field(default_factory=list)  # (sample id, why)
@@ -395,6 +414,7 @@ class EvalSummary:
     references: References = References()
     task: str = "image_classification"
     confusion: StoredConfusion = None
+    anomaly: Anomaly | None = None  # anomaly_detection: AUC and Top-1 over files
     run_id: str | None = None
     link: dict[str, Any] = field(default_factory=dict)  # the link's counters (harness/link/client.py)
     unreadable_images: Unreadable = Unreadable()

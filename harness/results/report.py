@@ -5,7 +5,7 @@ from pathlib import Path
 from rich.table import Table
 
 from harness.console import percent, stdout_console
-from harness.results.record import Arena, Confusion, Energy, EvalSummary, SubsetResult, parse
+from harness.results.record import Anomaly, AnomalyScore, Arena, Confusion, Energy, EvalSummary, SubsetResult, parse
 
 
 def print_summary(summary: EvalSummary, run_dir: Path | str) -> None:
@@ -58,6 +58,8 @@ def print_summary(summary: EvalSummary, run_dir: Path | str) -> None:
     console.print(arena_line(summary.arena), highlight=False)
     if summary.confusion:
         console.print(_confusion_table(summary.confusion))
+    if summary.anomaly:
+        console.print(_anomaly_table(summary.anomaly))
     note = pool_note(summary.subsets)
     if note:
         console.print(note, highlight=False)
@@ -110,6 +112,22 @@ def _confusion_table(confusion: Confusion) -> Table:
         table.add_column(label, justify="right")
     for label, row in zip(confusion.labels, confusion.matrices["device"], strict=True):
         table.add_row(label, *(str(n) for n in row))
+    return table
+
+
+def anomaly_rows(anomaly: Anomaly) -> list[tuple[str, AnomalyScore]]:
+    """The device's file-level figures, then each host reference's."""
+    return [("device", anomaly.device), *anomaly.host.items()]
+
+
+def _anomaly_table(anomaly: Anomaly) -> Table:
+    table = Table(title="anomaly detection over files (mean of each file's windows)", title_justify="left")
+    for column in ("source", "files (anomalous)", "windows", "AUC", "Top-1 %"):
+        table.add_column(column, justify="left" if column == "source" else "right")
+    for source, score in anomaly_rows(anomaly):
+        auc = "n/a" if score.auc is None else f"{score.auc:.3f}"
+        top1 = "n/a" if score.top1_percent is None else f"{score.top1_percent:.1f}"
+        table.add_row(source, f"{score.files} ({score.anomalous_files})", str(score.windows), auc, top1)
     return table
 
 

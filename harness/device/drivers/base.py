@@ -26,6 +26,7 @@ from harness.link.protocol import DeviceInfo
 from harness.link.session import DeviceSession
 from harness.link.transport import open_link
 from harness.model.card import EembcDut
+from harness.model.dut import DutComputation
 from harness.model.tflite_file import TfliteModel
 
 # The wire protocols a board may speak (--protocol), each a DeviceSession.
@@ -45,6 +46,7 @@ class ConnectOptions:
     frontend: Path | None = None  # keyword streaming: the audio frontend model the board runs beside the model
     uses: tuple[str, ...] = ()  # DeviceSession members the command needs: refused up front where missing
     eembc: EembcDut | None = None  # --protocol eembc: the model card's DUT firmware (its model name, its input)
+    computation: DutComputation | None = None  # what the device computes with the model (None: its own tensors)
 
 
 @dataclass
@@ -103,6 +105,12 @@ class Driver(ABC):
             raise UserError(
                 f"{setting('protocol')} {options.protocol} needs a model: its device reports no tensor layout"
             )
+        computes = options.computation.kind if options.computation else "model"
+        if computes not in self.session_type.COMPUTES:
+            raise UserError(
+                f"the model card's result is {computes}, which MLPerf Tiny DUT firmware computes and "
+                f"{options.protocol} firmware does not: use {setting('protocol')} eembc"
+            )
         self.refuse_faults(options.faults)
         link = ["faults"] if options.faults else []
         link += ["switch_baud"] if self.board.link.switch_baudrate else []
@@ -116,7 +124,7 @@ class Driver(ABC):
     def session(self) -> Iterator[DeviceSession]:
         """A session that has said hello to the started device, through the fault proxy when asked."""
         with self.start() as endpoint, _through_faults(endpoint, self.options.faults) as (link, counts):
-            client = self.session_type.over(link, self.model, endpoint.switch_baudrate)
+            client = self.session_type.over(link, self.options.computation or self.model, endpoint.switch_baudrate)
             if self.runs_users_firmware:  # the virtual board serves harness's own DUT, whatever the card says
                 client.meet_firmware_of(self.options.eembc)
             if not endpoint.comes_back:

@@ -16,10 +16,11 @@ from harness.boards import Board
 from harness.device.drivers.base import Driver, Endpoint
 from harness.device.processes import BoardPty, pty_board_process
 from harness.link.protocol import DeviceInfo
+from harness.model.card import EembcDut
 
 SIM_START_SECONDS = 60
-# What the virtual board's EEMBC DUT reports as m-model-[…]: the MLPerf Tiny runner picks its test by
-# this name (tests_*.yaml: ad01, ic01, kws01, vww01) and fails on any other.
+# What the virtual board's EEMBC DUT reports as m-model-[…] for a card without an [eembc] table: the MLPerf
+# Tiny runner picks its test by this name (tests_*.yaml: ad01, ic01, kws01, vww01) and fails on any other.
 EEMBC_SIM_MODEL = "vww01"
 
 
@@ -31,11 +32,18 @@ def sim_build_id() -> str:
 
 @contextmanager
 def sim_board_process(
-    board: Board, model_path: Path | None, protocol: str = "harness", frontend: Path | None = None
+    board: Board,
+    model_path: Path | None,
+    protocol: str = "harness",
+    frontend: Path | None = None,
+    eembc: EembcDut | None = None,
+    computation: str = "model",
 ) -> Iterator[BoardPty]:
     """Run the virtual board for the duration of the block; yields its pseudo-terminal path.
-    Without a model it runs as self-test firmware does: HELLO, LINK_TEST and PERF only."""
+    Without a model it runs as self-test firmware does: HELLO, LINK_TEST and PERF only. With the eembc
+    protocol it is the card's DUT (`eembc`: its [eembc] table) computing `computation` (harness/model/dut.py)."""
     fw = board.firmware
+    dut = ["--eembc-model", eembc.model if eembc else EEMBC_SIM_MODEL, "--eembc-computation", computation]
     command = [
         sys.executable,
         "-m",
@@ -59,7 +67,7 @@ def sim_board_process(
         str(board.sim.max_baudrate),
         "--emulate-invoke-ms",
         str(board.sim.emulate_invoke_ms),
-        *(["--eembc-model", EEMBC_SIM_MODEL] if protocol == "eembc" else []),
+        *(dut if protocol == "eembc" else []),
         *(["--frontend", str(frontend)] if frontend else []),
     ]
     with pty_board_process(command, "the virtual board", SIM_START_SECONDS) as path:
@@ -77,8 +85,10 @@ class VirtualDriver(Driver):
         if board.sim.link_baud:  # the emulated link starts where the host's port does
             board = board.with_link(baudrate=board.sim.link_baud)
         model_path = self.model.path if self.model else None
+        options = self.options
+        computation = options.computation.kind if options.computation else "model"
         with (
-            sim_board_process(board, model_path, self.options.protocol, self.options.frontend) as pty,
+            sim_board_process(board, model_path, options.protocol, options.frontend, options.eembc, computation) as pty,
             self._open(pty, board, lambda: os.kill(pty.pid, signal.SIGUSR1), comes_back=False) as endpoint,
         ):
             yield endpoint

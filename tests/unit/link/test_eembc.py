@@ -21,7 +21,8 @@ from tests.fake_runner import UINT8, ChecksumRunner, expected_output
 
 
 @contextmanager
-def eembc_dut(runner, emulation=None):
+def eembc_dut(runner, emulation=None, computation=None):
+    """The C DUT serving `runner`; `computation` (harness/model/dut.py): what it computes, else the model's."""
     with SimBoard(
         runner,
         board_id="test-dut",
@@ -30,16 +31,20 @@ def eembc_dut(runner, emulation=None):
         tx_frame=524,
         rx_buffer=4096,
         emulation=emulation,
-        eembc_model="vww01",
+        eembc_model="ad01" if computation else "vww01",
+        eembc_computation=computation.kind if computation else "model",
     ) as board:
         stop = threading.Event()
         thread = threading.Thread(target=lambda: [board.poll(20) for _ in iter(stop.is_set, True)], daemon=True)
         thread.start()
         port = serial.Serial(board.pty_path, baudrate=115200, timeout=0.05)
         try:
-            size_in, size_out = runner.model_info.input.bytes, runner.model_info.output.bytes
-            specs = (TensorSpec(UINT8, (1, n), 1.0, 0, n) for n in (size_in, size_out))
-            yield port, EembcClient(port, *specs, timeout=1.0, infer_timeout=2.0)
+            if computation:
+                specs = (computation.input, computation.output)
+            else:
+                size_in, size_out = runner.model_info.input.bytes, runner.model_info.output.bytes
+                specs = (TensorSpec(UINT8, (1, n), 1.0, 0, n) for n in (size_in, size_out))
+            yield port, EembcClient(port, *specs, computation=computation, timeout=1.0, infer_timeout=2.0)
         finally:
             stop.set()
             thread.join()
@@ -135,3 +140,43 @@ def test_eval_over_the_eembc_protocol_gives_the_device_results_of_ours(tmp_path,
     (run,) = (tmp_path / "eembc").iterdir()
     summary = json.loads((run / "summary.json").read_text())
     assert summary["arena"]["used"] is None and summary["arena"]["configured"] is None
+
+
+def test_the_c_dut_scores_float_features_as_the_reference_ad_submission(tmp_path):
+    """Quantized as QuantizeFloatToInt8 (halves away from zero, clamped), scored as calculate_result and
+    printed with %0.3f: the C DUT's m-results equals harness/model/dut.py's score on the host's TFLM."""
+    import numpy as np
+
+    from harness.device.sim_board import TflmRunner
+    from harness.model.dut import ReconstructionError
+    from harness.model.references import TflmReference
+    from harness.model.tflite_file import read_tflite
+    from tests.autoencoder_model import autoencoder_model
+
+    data = autoencoder_model(input_quant=(0.5, 1))  # v / 0.5 is exact: quarter steps give exact halves
+    (tmp_path / "m.tflite").write_bytes(data)
+    model = read_tflite(tmp_path / "m.tflite")
+    computation, reference = ReconstructionError(model.input, model.output), TflmReference(model)
+    rng = np.random.default_rng(4)
+    halves = (rng.integers(-300, 300, 640) * 0.5 + 0.25).astype(np.float32).reshape(1, 640)
+    huge = rng.choice([-1e6, 1e6, 0.25, -0.25], 640).astype(np.float32).reshape(1, 640)
+    with eembc_dut(TflmRunner(data, 1 << 20), computation=computation) as (_, client):
+        client.hello()
+        for features in (halves, huge, rng.normal(0, 20, (1, 640)).astype(np.float32)):
+            assert client.run(features.tobytes()).output == computation.result(reference.run, features)
+    to_even = np.clip(np.round(halves / np.float32(0.5)) + 1, -128, 127).astype(np.int8)
+    assert not np.array_equal(to_even, computation.quantize(halves))  # halves told apart: the check can fail
+    with eembc_dut(TflmRunner(data, 1 << 20), computation=computation) as (port, _):
+        _raw(port, "db load 4%"), _raw(port, "db 00000000%")  # the model's 4 int8 values would not do: 4 floats
+        assert "e-[Loaded 4 bytes, the input tensor needs 2560]" in _raw(port, "infer 1 0%")
+
+
+def test_the_c_dut_refuses_to_score_a_model_that_is_no_int8_autoencoder():
+    from harness.model.dut import ReconstructionError
+
+    runner = ChecksumRunner(4, 2)  # uint8, 4 in and 2 out: no reconstruction of its input
+    spec = TensorSpec(9, (1, 4), 0.5, 0, 4)
+    with eembc_dut(runner, computation=ReconstructionError(spec, spec)) as (port, _):
+        assert _raw(port, "db load 16%")[0] == "m-[Expecting 16 bytes]"
+        assert _raw(port, "db " + "00" * 16 + "%")[0] == "m-load-done"
+        assert _raw(port, "infer 1 0%") == ["e-[The model failed to load]", "m-ready"]

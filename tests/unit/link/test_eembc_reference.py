@@ -1,6 +1,7 @@
 """The host driver against a DUT that behaves as the MLPerf Tiny reference firmware does (tests/reference_dut.py):
 nothing it sends crashes the reference parser, a load the firmware refuses in a plain line stops the run,
-energy-mode firmware is named, and vww01's uint8 input is sent as the reference takes it."""
+energy-mode firmware is named, vww01's uint8 input is sent as the reference takes it, and ad01's float
+features go out as they are and its printed anomaly score comes back as the host computes it."""
 
 import time
 from contextlib import contextmanager
@@ -10,6 +11,7 @@ import pytest
 import serial
 
 from harness.link.eembc import DutInputMismatch, EembcClient, EnergyModeFirmware
+from harness.model.dut import ReconstructionError
 from harness.tensors import TensorSpec
 from tests.reference_dut import ReferenceDut, reference_outputs
 
@@ -19,14 +21,14 @@ VWW_OUT = TensorSpec(INT8, (1, 2), 1 / 256, -128, 2)
 
 
 @contextmanager
-def connected(dut: ReferenceDut, input_spec=VWW_IN, output_spec=VWW_OUT, boot_first=False):
+def connected(dut: ReferenceDut, input_spec=VWW_IN, output_spec=VWW_OUT, boot_first=False, computation=None):
     with dut:
         port = serial.Serial(dut.path, baudrate=115200, timeout=0.05)
         try:
             if boot_first:  # the board resets as the port opens: its banner waits in the port
                 dut.boot()
                 time.sleep(0.1)
-            yield EembcClient(port, input_spec, output_spec, timeout=1.0, infer_timeout=2.0)
+            yield EembcClient(port, input_spec, output_spec, computation=computation, timeout=1.0, infer_timeout=2.0)
         finally:
             port.close()
 
@@ -95,12 +97,57 @@ def test_energy_mode_firmware_is_named_from_its_banner_or_its_silent_timestamp()
             client.hello()
 
 
-def test_the_dut_model_must_be_the_cards_and_ad01_is_refused():
+def test_the_dut_model_must_be_the_cards():
     with connected(ReferenceDut(model="ic01", input_size=3072)) as client:
         client.hello()
         with pytest.raises(DutInputMismatch, match=r"runs ic01 .* card is for vww01"):
             client.expect("vww01")
-    with connected(ReferenceDut(model="ad01", input_size=2560)) as client:
+
+
+def _autoencoder(tmp_path):
+    from harness.model.references import TflmReference
+    from harness.model.tflite_file import read_tflite
+    from tests.autoencoder_model import autoencoder_model
+
+    path = tmp_path / "ad01_test.tflite"
+    path.write_bytes(autoencoder_model())
+    model = read_tflite(path)
+    return model, TflmReference(model)
+
+
+def test_ad01_is_sent_its_float_features_and_its_printed_score_equals_the_hosts(tmp_path):
+    model, reference = _autoencoder(tmp_path)
+    computation = ReconstructionError(model.input, model.output)
+
+    def network(values: np.ndarray) -> np.ndarray:  # the DUT's th_infer: the int8 model
+        return np.frombuffer(reference.run(values.reshape(1, 640)), np.int8)
+
+    dut = ReferenceDut(model="ad01", input_size=2560, network=network)
+    rng = np.random.default_rng(8)
+    with connected(dut, computation.input, computation.output, computation=computation) as client:
         client.hello()
-        with pytest.raises(DutInputMismatch, match="anomaly score"):
+        client.expect("ad01")
+        for spread in (2.0, 25.0, 300.0):
+            features = rng.normal(35, spread, (1, 640)).astype(np.float32)
+            result = client.run(features.tobytes())
+            assert bytes(dut._buffer[:2560]) == features.tobytes()  # the float32 bytes, as they are
+            assert result.output == computation.result(reference.run, features)
+            assert len(result.output) == 4 and np.frombuffer(result.output, np.float32)[0] > 0
+    assert "db load 2560" in dut.commands and not dut.crashed
+
+
+def test_an_int8_card_on_ad01_firmware_is_refused_before_any_sample(tmp_path):
+    model, _ = _autoencoder(tmp_path)
+    with connected(ReferenceDut(model="ad01", input_size=2560), model.input, model.output) as client:
+        client.hello()
+        with pytest.raises(DutInputMismatch, match=r"runs ad01, whose input is 640 float32 \(2560 bytes.*640 bytes"):
             client.expect(None)
+
+
+def test_a_short_load_on_ad01_is_its_th_load_tensor_refusal(tmp_path):
+    small = TensorSpec(FLOAT32, (1, 100), 0.0, 0, 400)
+    dut = ReferenceDut(model="ad01", input_size=2560, network=lambda v: v)
+    with connected(dut, small, TensorSpec(FLOAT32, (1,), 0.0, 0, 4)) as client:
+        client.hello()
+        with pytest.raises(DutInputMismatch, match="took 100 input elements where it expects 640"):
+            client.run(bytes(400))

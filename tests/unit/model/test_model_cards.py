@@ -262,7 +262,11 @@ FILES_CARD = (models_dir() / "mlperf_tiny_kws01.toml").read_text()
             "preprocessing.size means",
         ),
         (r"(?s)\[eembc\].*", "", "[eembc] is missing: the files are what MLPerf Tiny DUT firmware takes"),
-        (r'^pipeline = "mlperf-tiny-files"', 'pipeline = "mlperf-vww"', "of a classification card must be one of"),
+        (
+            r'^pipeline = "mlperf-tiny-files"',
+            'pipeline = "mlperf-vww"',
+            "of a card with task 'classification' must be one of",
+        ),
         (r'^input = "model"', 'input = "float16"', "eembc.input is 'float16'"),
     ],
 )

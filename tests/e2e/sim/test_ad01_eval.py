@@ -1,0 +1,110 @@
+"""`harness eval --protocol eembc` of an ad01-shaped card end to end: on the virtual board, whose C DUT
+(firmware/eembc/ee_dut.c) quantizes the float features and prints the reconstruction error as the reference
+AD submission does, and on a real-board port served by tests/reference_dut.py as ad01. Device and host
+scores agree byte for byte, samples.parquet has a row per window, AUC and Top-1 are over files."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from harness.eval.anomaly import auc, top1
+from tests.autoencoder_model import write_ad01_setup
+from tests.conftest import assert_refused_in_one_line
+from tests.reference_dut import ReferenceDut
+
+pytestmark = pytest.mark.slow
+WINDOWS = 196
+
+
+def _eval(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "harness", "eval", "--protocol", "eembc", "--results", str(tmp_path / "r"), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+
+
+def _run_folder(tmp_path):
+    (folder,) = (tmp_path / "r").glob("*/summary.json")
+    return folder.parent
+
+
+def _check_run(tmp_path, files: int, windows: int) -> dict:
+    folder = _run_folder(tmp_path)
+    summary = json.loads((folder / "summary.json").read_text())
+    table = pq.read_table(folder / "samples.parquet").to_pydict()
+    assert len(table["sample_id"]) == windows == summary["samples"]  # one row per window
+    assert table["flag_offset"][:3] == [0, 512, 1024]
+    assert summary["bit_exact"]["tflm"] == windows  # the DUT's printed score is the host's, byte for byte
+    device = np.array(table["device_score"])
+    assert np.array_equal(device, np.array(table["tflm_score"]))
+    assert all(f"{v:0.3f}" == f"{np.float32(v):0.3f}" for v in device)  # 3 decimals, as printed
+    # The file-level figures, recomputed from the rows: each file the mean of its windows.
+    per_file = device.reshape(files, -1).mean(axis=1)
+    labels = np.array(table["label"]).reshape(files, -1)[:, 0]
+    anomaly = summary["anomaly"]
+    assert anomaly["device"]["files"] == files and anomaly["device"]["windows"] == windows
+    assert anomaly["device"]["auc"] == pytest.approx(auc(labels, per_file))
+    assert anomaly["device"]["top1_percent"] == pytest.approx(top1(labels, per_file))
+    assert anomaly["host"]["tflm"] == anomaly["device"]
+    return summary
+
+
+def test_ad01_on_the_virtual_boards_c_dut(tmp_path):
+    card, dataset = write_ad01_setup(tmp_path, files=4)
+    done = _eval(tmp_path, "--board", "sim", "--model", str(card), "--dataset", str(dataset))
+    assert done.returncode == 0, done.stderr
+    summary = _check_run(tmp_path, 4, 4 * WINDOWS)
+    manifest = json.loads((_run_folder(tmp_path) / "manifest.json").read_text())
+    assert manifest["device"]["firmware_build_id"] == "eembc:ad01"  # the sim's profile: the card's [eembc] model
+    assert summary["anomaly"]["device"]["auc"] == 1.0  # the anomalous files are louder: all rank above
+    assert "AUC" in done.stdout and "Top-1" in done.stdout and "anomaly detection over files" in done.stdout
+    report = tmp_path / "report.html"
+    made = subprocess.run(
+        [sys.executable, "-m", "harness", "report", str(_run_folder(tmp_path)), "--out", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert made.returncode == 0, made.stderr
+    assert "Anomaly detection over files" in report.read_text()
+
+
+def test_ad01_on_a_reference_dut_port(tmp_path):
+    from harness.model.references import TflmReference
+    from harness.model.tflite_file import read_tflite
+
+    card, dataset = write_ad01_setup(tmp_path, files=2)
+    reference = TflmReference(read_tflite(tmp_path / "ad01_test.tflite"))
+    dut = ReferenceDut(
+        model="ad01", input_size=2560, network=lambda v: np.frombuffer(reference.run(v.reshape(1, 640)), np.int8)
+    )
+    with dut:
+        done = _eval(
+            tmp_path, "--board", "nucleo_h743", "--port", dut.path, "--model", str(card), "--dataset", str(dataset)
+        )
+    assert done.returncode == 0, done.stderr
+    _check_run(tmp_path, 2, 2 * WINDOWS)
+    assert dut.commands.count("db load 2560") == 2 * WINDOWS and not dut.crashed
+
+
+def test_the_ad01_card_needs_the_eembc_protocol(tmp_path):
+    card, dataset = write_ad01_setup(tmp_path, files=1)
+    command = [
+        sys.executable,
+        "-m",
+        "harness",
+        "eval",
+        "--board",
+        "sim",
+        "--model",
+        str(card),
+        "--dataset",
+        str(dataset),
+    ]
+    command += ["--results", str(tmp_path / "r")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert_refused_in_one_line(done, "reconstruction_mse", "--protocol eembc")
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
