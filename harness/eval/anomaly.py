@@ -65,5 +65,5 @@ def anomaly_score(samples: list[Sample], scores) -> AnomalyScore:
         anomalous_files=int(np.sum(labels == 1)),
         windows=len(samples),
         auc=auc(labels, per_file),
-        top1_percent=top1(labels, per_file) if len(per_file) else None,
+        top1_percent=top1(labels, per_file) if len(set(labels.tolist())) == 2 else None,  # as AUC: both classes
     )

@@ -20,11 +20,19 @@ def class_scores(raw: bytes, spec: TensorSpec, meaning: OutputMeaning) -> np.nda
     return values
 
 
+NO_DECISION = -1  # the prediction of a task that gives scores, not classes (anomaly detection's windows)
+
+
+def score_of(raw: bytes, spec: TensorSpec) -> float:
+    """A single-value output (a sigmoid, an anomaly score) as a number."""
+    return float(dequantize(raw, spec)[0])
+
+
 def predict(raw: bytes, spec: TensorSpec, meaning: OutputMeaning) -> tuple[int, float]:
-    """(1 if the positive class was predicted else 0, the positive class's score). A single score (a sigmoid,
-    an anomaly score) predicts positive above the card's threshold."""
-    if meaning.kind in ("sigmoid", "reconstruction_mse"):
-        score = float(dequantize(raw, spec)[0])
+    """(1 if the positive class was predicted else 0, the positive class's score). A sigmoid predicts
+    positive above the card's threshold."""
+    if meaning.kind == "sigmoid":
+        score = score_of(raw, spec)
         return int(score > meaning.threshold), score
     values = class_scores(raw, spec, meaning)
     return int(int(np.argmax(values)) == meaning.positive_index), float(values[meaning.positive_index])

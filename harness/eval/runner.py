@@ -50,6 +50,7 @@ from harness.results.record import (
     ModelProvenance,
     References,
     RunRecord,
+    Score,
     Stats,
     SubsetResult,
     Unreadable,
@@ -296,18 +297,21 @@ def _summarise(request: EvalRequest, run: "OpenRun", streamed: "Streamed", readi
     host_pred = {n: readings.host[n][0] for n in names}
     diffs = readings.diffs
     samples = [r.sample for r in records]
+    task = task_for(request.card)
     subsets = {}
     for subset in request.subsets:
         members = np.array([subset.contains(sample) for sample in samples], dtype=bool)
         pool = pool_size(subset, request.dataset.samples)  # over the whole dataset, not just this run
         subsets[subset.name] = SubsetResult(
             n=int(members.sum()),
-            positive_class=task_for(request.card).class_name(subset),
-            device=score(subset, samples, device_pred, pool),
-            host={n: score(subset, samples, host_pred[n], pool) for n in names},
+            positive_class=task.class_name(subset),
+            device=score(subset, samples, device_pred, pool) if task.decides_samples else Score(),
+            host={n: score(subset, samples, host_pred[n], pool) if task.decides_samples else Score() for n in names},
             versus={
                 n: Versus(
-                    agreement=float(np.mean(device_pred[members] == host_pred[n][members])) if members.any() else None,
+                    agreement=float(np.mean(device_pred[members] == host_pred[n][members]))
+                    if members.any() and task.decides_samples
+                    else None,
                     max_diff_steps=float(diffs[n][members].max()) if members.any() else None,
                 )
                 for n in names
@@ -329,10 +333,8 @@ def _summarise(request: EvalRequest, run: "OpenRun", streamed: "Streamed", readi
         arena=Arena(source=source, configured=info.arena_configured or None, used=info.arena_used or None),
         references=References(used=names, refused=refs.refused),
         task=request.card.task,
-        confusion=_confusion(request, samples, device_pred, host_pred)
-        if request.card.task != "image_classification"
-        else None,
-        anomaly=_anomaly(samples, readings) if request.card.task == "anomaly_detection" else None,
+        confusion=_confusion(request, samples, device_pred, host_pred) if task.confusion else None,
+        anomaly=_anomaly(samples, readings) if task.scores_files else None,
         run_id=run.id,
         link=streamed.link,
         unreadable_images=Unreadable(count=len(inputs.unreadable), first=inputs.unreadable[:20]),

@@ -2,10 +2,11 @@
 how a file becomes an input tensor, and how an output is read."""
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from harness.eval.dataset import load_dataset
 from harness.eval.inputs import image_preparation
-from harness.eval.outputs import predict, predict_class
+from harness.eval.outputs import NO_DECISION, predict, predict_class, score_of
 from harness.eval.runner_files import load_runner_dataset, runner_file_preparation
 from harness.eval.subsets import PERSON, class_subsets, parse_subsets
 from harness.model.card import ModelCard
@@ -18,6 +19,9 @@ class PersonDetection:
     """Wake Vision: images, the fine-grained subsets, person (1) or not (0)."""
 
     card: ModelCard
+    decides_samples: ClassVar[bool] = True  # each sample gets a class: accuracy and F1 per subset
+    confusion: ClassVar[bool] = False  # two classes: the F1 columns say it all
+    scores_files: ClassVar[bool] = False  # AUC and Top-1 over files of windows (harness/eval/anomaly.py)
 
     def load_dataset(self, spec: str, splits: list[str] | None, subsets: list, limit: int | None) -> Dataset:
         if spec.startswith("hf:"):  # streamed into a one-split folder first
@@ -44,6 +48,9 @@ class Classification:
     """Top-1 over the card's classes, on the MLPerf Tiny runner's files (kws01, ic01): a subset per class."""
 
     card: ModelCard
+    decides_samples: ClassVar[bool] = True
+    confusion: ClassVar[bool] = True
+    scores_files: ClassVar[bool] = False
 
     def load_dataset(self, spec: str, splits: list[str] | None, subsets: list, limit: int | None) -> Dataset:
         return load_runner_dataset(spec, self.card)
@@ -80,10 +87,15 @@ class KeywordSpotting(Classification):
 class AnomalyDetection(Classification):
     """MLPerf Tiny ad01: the runner's spectrogram files in windows, one anomaly score a window (the DUT's
     reconstruction error), scored per file over its windows (harness/eval/anomaly.py): AUC and Top-1.
-    A window's prediction is its score above the card's output.threshold; subsets are normal and anomaly."""
+    The benchmark sets no threshold, so no window is called normal or anomalous (NO_DECISION): the
+    per-subset table compares the scores of device and host, not accuracies."""
+
+    decides_samples: ClassVar[bool] = False
+    confusion: ClassVar[bool] = False
+    scores_files: ClassVar[bool] = True
 
     def predict(self, raw: bytes, spec: TensorSpec) -> tuple[int, float]:
-        return predict(raw, spec, self.card.output)
+        return NO_DECISION, score_of(raw, spec)
 
 
 TASK_TYPES = {

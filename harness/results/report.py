@@ -14,27 +14,31 @@ def print_summary(summary: EvalSummary, run_dir: Path | str) -> None:
     table = Table(title=f"{summary.model} on {summary.board} — {summary.dataset}", title_justify="left")
     table.add_column("subset", overflow="fold")
     table.add_column("n", justify="right", no_wrap=True)
-    table.add_column("device\nacc %", justify="right", no_wrap=True)
-    table.add_column("device\nF1 %", justify="right", no_wrap=True)
+    decided = summary.anomaly is None  # anomaly scores: no window gets a class, so no accuracy to show
+    if decided:
+        table.add_column("device\nacc %", justify="right", no_wrap=True)
+        table.add_column("device\nF1 %", justify="right", no_wrap=True)
     rate_f1 = summary.task == "image_classification"
     if rate_f1:
         table.add_column("device\nF1wv %", justify="right", no_wrap=True)
-    if references:
+    if references and decided:
         table.add_column(f"host acc %\n{' / '.join(references)}", justify="right", no_wrap=True)
     if primary:
-        table.add_column(f"agree\n{primary} %", justify="right", no_wrap=True)
-        table.add_column("max Δ\nsteps", justify="right", no_wrap=True)
+        if decided:
+            table.add_column(f"agree\n{primary} %", justify="right", no_wrap=True)
+        table.add_column("max Δ\nsteps" if decided else f"max Δ\n{summary.output_diff_unit}", justify="right")
     for subset, entry in summary.subsets.items():
         device = entry.device
-        row = [subset, str(entry.n), percent(device.accuracy), percent(device.f1_counts)]
+        row = [subset, str(entry.n)] + ([percent(device.accuracy), percent(device.f1_counts)] if decided else [])
         if rate_f1:
             row.append(percent(device.f1_wv))
-        if references:
+        if references and decided:
             row.append(" / ".join(percent(entry.host[name].accuracy) for name in references))
         if primary:
             versus = entry.versus[primary]
             steps = versus.max_diff_steps
-            row += [percent(versus.agreement), "n/a" if steps is None else f"{steps:g}"]
+            row += [percent(versus.agreement)] if decided else []
+            row.append("n/a" if steps is None else f"{steps:g}")
         table.add_row(*row)
     console = stdout_console()
     console.print(table)

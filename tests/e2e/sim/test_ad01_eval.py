@@ -48,6 +48,9 @@ def _check_run(tmp_path, files: int, windows: int) -> dict:
     assert anomaly["device"]["auc"] == pytest.approx(auc(labels, per_file))
     assert anomaly["device"]["top1_percent"] == pytest.approx(top1(labels, per_file))
     assert anomaly["host"]["tflm"] == anomaly["device"]
+    # No threshold in the benchmark: no window is given a class, so no accuracy, F1 or confusion is claimed.
+    assert set(table["device_prediction"]) == {-1} and summary["confusion"] is None
+    assert all(entry["device"]["accuracy"] is None for entry in summary["subsets"].values())
     return summary
 
 

@@ -174,3 +174,5 @@ def test_anomaly_score_counts_files_and_windows():
     score = anomaly_score(samples, [1.0, 1.0, 2.0, 2.0, 9.0, 9.0])
     assert (score.files, score.anomalous_files, score.windows) == (3, 1, 6)
     assert score.auc == 1.0 and score.top1_percent == pytest.approx(100.0, abs=1e-5)
+    normal_only = anomaly_score(samples[:4], [1.0, 1.0, 2.0, 2.0])
+    assert normal_only.auc is None and normal_only.top1_percent is None  # one class: neither figure exists
