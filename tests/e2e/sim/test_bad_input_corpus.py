@@ -145,14 +145,9 @@ CASES = [
         {"s.wav": _wav(seconds=2.0)},
     ),
     Case(
-        "perf-with-keyword-card",
-        ("perf", "--model", "tflm_micro_speech", "--dataset", "demo"),
-        ("tflm_micro_speech is a keyword_spotting card", "--dataset", "image classification card", "--model"),
-    ),
-    Case(
-        "profile-with-keyword-card",
-        ("profile", "--model", "tflm_micro_speech", "--dataset", "demo"),
-        ("tflm_micro_speech is a keyword_spotting card", "image classification card"),
+        "perf-with-a-files-card-and-no-folder",
+        ("perf", "--model", "mlperf_tiny_kws01", "--protocol", "eembc"),
+        ("card mlperf_tiny_kws01 takes the runner's files", "--dataset", "y_labels.csv"),
     ),
     Case(
         "eval-sim-with-port",

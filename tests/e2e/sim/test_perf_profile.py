@@ -27,6 +27,17 @@ def test_perf_on_the_virtual_board_reports_sim_figures(small_model):
     assert "µs (sim)" in text and "median" in text
 
 
+def test_perf_times_a_keyword_cards_first_clip_through_its_frontend():
+    """Any task's first sample, made as its task makes inputs: here a clip through the frontend model."""
+    from tests.conftest import fixture_model
+
+    fixture_model("tflm/micro_speech_quantized.tflite")
+    fixture_model("tflm/audio_preprocessor_int8.tflite")
+    done = _harness("perf", "--model", "tflm_micro_speech", "--runs", "3", "--warmups", "0", "--json")
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["runs"]) == 3
+
+
 def test_profile_on_the_virtual_board_says_why_not(small_model):
     done = _harness("profile", "--model", "wv_quality_k_2_c_3")
     assert done.returncode == 2 and done.stderr.count("\n") == 1
