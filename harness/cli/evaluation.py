@@ -210,6 +210,18 @@ def cmd_compare(args) -> int:
             f"(McNemar p = {s['mcnemar_p']:.3g}, {verdict})",
             highlight=False,
         )
+    if result["anomaly"]:
+        change = result["anomaly"]
+
+        def shown(value, form):
+            return "n/a" if value is None else format(value, form)
+
+        console.print(
+            f"  anomaly over files ({change['files_a']} → {change['files_b']}): AUC {shown(change['auc_a'], '.3f')} → "
+            f"{shown(change['auc_b'], '.3f')}, Top-1 {shown(change['top1_percent_a'], '.1f')} → "
+            f"{shown(change['top1_percent_b'], '.1f')} % (figures over files: no significance test)",
+            highlight=False,
+        )
     lat = result["latency"]
     sources = lat["source_a"] if lat["source_a"] == lat["source_b"] else f"{lat['source_a']} → {lat['source_b']}"
     if "median_a" not in lat:

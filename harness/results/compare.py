@@ -62,6 +62,22 @@ def _eval_summary(run: Run) -> EvalSummary:
     return summary
 
 
+def _anomaly_change(a: EvalSummary, b: EvalSummary) -> dict | None:
+    """The device's file-level AUC and Top-1 of two anomaly-detection runs, side by side (no test of
+    significance: these are figures over files, not paired per-window decisions)."""
+    if a.anomaly is None or b.anomaly is None:
+        return None
+    da, db = a.anomaly.device, b.anomaly.device
+    return {
+        "files_a": da.files,
+        "files_b": db.files,
+        "auc_a": da.auc,
+        "auc_b": db.auc,
+        "top1_percent_a": da.top1_percent,
+        "top1_percent_b": db.top1_percent,
+    }
+
+
 def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict:
     """Per subset accuracy deltas with McNemar's test on paired predictions; the latency median change
     with a bootstrap interval, significant only when the interval excludes zero and the change is larger
@@ -74,7 +90,8 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict
     a_pred = np.array([a.samples["device_prediction"][a_rows[i]] for i in ids])
     b_pred = np.array([b.samples["device_prediction"][b_rows[i]] for i in ids])
     subsets = {}
-    for name in summary_a.subsets:
+    decided = summary_a.anomaly is None and summary_b.anomaly is None  # anomaly windows get no class
+    for name in summary_a.subsets if decided else ():
         column = f"in_{name}"
         if name not in summary_b.subsets or column not in a.samples:
             continue
@@ -132,6 +149,7 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict
         "paired_samples": len(ids),
         "prediction_flips": int(np.sum(a_pred != b_pred)),
         "subsets": subsets,
+        "anomaly": _anomaly_change(summary_a, summary_b),
         "latency": latency,
         "arena_used_delta": arena["used_delta"],
         "arena": arena,

@@ -24,14 +24,18 @@ class Gate:
     baseline: bool = False  # compares with a baseline run
 
 
+# Kinds: eval (samples given a class), anomaly (eval runs of anomaly scores: AUC over files), stream.
 GATES = {
     "agreement": Gate(("min",), ("eval", "stream")),
     "accuracy_drop": Gate(("max",), ("eval",)),
     "f1_drop": Gate(("max",), ("eval",)),
     "accuracy_vs_baseline": Gate(("max_drop",), ("eval",), baseline=True),
-    "latency": Gate(("max_regression",), ("eval",), baseline=True),
-    "arena": Gate(("max_growth_bytes",), ("eval",), baseline=True),
-    "flash": Gate(("max_growth_bytes",), ("eval",), baseline=True),
+    "auc": Gate(("min",), ("anomaly",)),
+    "auc_drop": Gate(("max",), ("anomaly",)),
+    "auc_vs_baseline": Gate(("max_drop",), ("anomaly",), baseline=True),
+    "latency": Gate(("max_regression",), ("eval", "anomaly"), baseline=True),
+    "arena": Gate(("max_growth_bytes",), ("eval", "anomaly"), baseline=True),
+    "flash": Gate(("max_growth_bytes",), ("eval", "anomaly"), baseline=True),
     "recall": Gate(("min",), ("stream",)),
     "precision": Gate(("min",), ("stream",)),
     "false_alarms_per_hour": Gate(("max",), ("stream",)),
@@ -82,18 +86,25 @@ def load_gates(path: Path) -> dict:
     return gates
 
 
+def gate_kind(run: Run) -> str:
+    """The run's kind as the gates see it: an eval run of anomaly scores has AUC, not accuracies."""
+    if run.kind == "eval" and run.eval_summary.anomaly is not None:
+        return "anomaly"
+    return run.kind
+
+
 def require_applicable(gates: dict, run: Run, baseline: Run | None = None) -> None:
     """Every gate must judge a figure the run has, and a baseline must be a run of the same kind."""
-    kind = run.kind
+    kind = gate_kind(run)
     for name in gates:
         if kind not in GATES[name].kinds:
             raise UserError(
                 f"gate [{name}] judges a figure {kind} runs do not have ({run.id} is {_a(kind)} run); "
                 f"gates for {kind} runs: {_listed(kind)}"
             )
-    if baseline is not None and baseline.kind != kind:
+    if baseline is not None and gate_kind(baseline) != kind:
         raise UserError(
-            f"baseline {baseline.id} is {_a(baseline.kind)} run, {run.id} {_a(kind)} run: "
+            f"baseline {baseline.id} is {_a(gate_kind(baseline))} run, {run.id} {_a(kind)} run: "
             "gate against a run of the same kind"
         )
 
@@ -203,6 +214,30 @@ def _growth(name: str, current: tuple[int | None, str], previous: tuple[int | No
     return GateResult(name, used - used_before <= limit, detail)
 
 
+ONE_CLASS = "not evaluated: no AUC (the files evaluated hold one class only)"
+
+
+def _auc_gate(name: str, settings: dict, summary: EvalSummary, baseline: Run | None) -> GateResult:
+    """The device's AUC over files: a floor (auc), or how far under the primary host's (auc_drop) or the
+    baseline's (auc_vs_baseline) it is."""
+    device = summary.anomaly.device.auc
+    if name == "auc":
+        if device is None:
+            return GateResult(name, False, ONE_CLASS)
+        return GateResult(name, device >= settings["min"], f"device AUC {device:.4f}; min {settings['min']}")
+    if name == "auc_drop":
+        host = summary.anomaly.host.get(summary.primary_reference or "")
+        if host is None:
+            return GateResult(name, False, "not evaluated: the run has no host reference (eval --references)")
+        other, what, bound = host.auc, f"{summary.primary_reference} AUC", settings["max"]
+    else:
+        other, what, bound = baseline.eval_summary.anomaly.device.auc, "baseline AUC", settings["max_drop"]
+    if device is None or other is None:
+        return GateResult(name, False, ONE_CLASS)
+    drop = other - device
+    return GateResult(name, drop <= bound, f"{what} {other:.4f} - device {device:.4f} = {drop:+.4f}; max {bound}")
+
+
 def _eval_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> GateResult:
     summary = run.eval_summary
     reference = summary.primary_reference
@@ -223,6 +258,8 @@ def _eval_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> Gat
     if name == "accuracy_vs_baseline":
         values, skipped = _baseline_accuracy_drops(run, baseline)
         return _per_subset(name, values, skipped, maximum=settings["max_drop"])
+    if name.startswith("auc"):
+        return _auc_gate(name, settings, summary, baseline)
     if name == "latency":
         return _latency(run, baseline, settings["max_regression"])
     if name == "arena":

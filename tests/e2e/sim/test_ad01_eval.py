@@ -73,6 +73,12 @@ def test_ad01_on_the_virtual_boards_c_dut(tmp_path):
     )
     assert made.returncode == 0, made.stderr
     assert "Anomaly detection over files" in report.read_text()
+    run = str(_run_folder(tmp_path))
+    compared = subprocess.run(
+        [sys.executable, "-m", "harness", "compare", run, run], capture_output=True, text=True, timeout=300
+    )
+    assert compared.returncode == 0, compared.stderr
+    assert "anomaly over files (4 → 4): AUC 1.000 → 1.000" in compared.stdout and "accuracy" not in compared.stdout
 
 
 def test_ad01_on_a_reference_dut_port(tmp_path):

@@ -44,6 +44,7 @@ def _run(
     arena_used=168_368,
     arena_source="sim",
     firmware=None,
+    anomaly=None,
 ) -> Run:
     subsets = subsets if subsets is not None else {"all": _entry()}
     manifest = {
@@ -60,8 +61,18 @@ def _run(
         "primary_reference": reference,
         "latency": latency or _latency(),
         "arena": {"source": arena_source, "configured": 1 << 20 if arena_used else None, "used": arena_used},
+        "anomaly": anomaly,
     }
     return Run(Path(run_id), manifest, summary)
+
+
+def _anomaly_run(run_id="ad", device_auc=0.9, host_auc=0.9):
+    def score(auc):
+        return {"files": 4, "anomalous_files": 2, "windows": 8, "auc": auc, "top1_percent": 90.0 if auc else None}
+
+    entry = {"n": 8, "device": {}, "host": {"tflm": {}}, "versus": {"tflm": {"max_diff_steps": 0.0}}}
+    anomaly = {"device": score(device_auc), "host": {"tflm": score(host_auc)}}
+    return _run(run_id, subsets={"all": entry}, anomaly=anomaly)
 
 
 def _only(results):
@@ -231,3 +242,23 @@ def test_junit_to_an_unwritable_place_is_one_line(device_and_sim_runs):
     written = root / "new-folder" / "junit.xml"
     done = _harness("check", a, "--gates", str(gates), "--results", str(root), "--junit", str(written))
     assert done.returncode == 0 and written.is_file()
+
+
+def test_anomaly_runs_are_gated_on_their_auc():
+    run, baseline = _anomaly_run(device_auc=0.88, host_auc=0.9), _anomaly_run("base", device_auc=0.9)
+    assert _only(check_gates(run, {"auc": {"min": 0.85}})).passed
+    assert not _only(check_gates(run, {"auc": {"min": 0.89}})).passed
+    drop = _only(check_gates(run, {"auc_drop": {"max": 0.01}}))
+    assert not drop.passed and "tflm AUC 0.9000 - device 0.8800 = +0.0200" in drop.detail
+    assert _only(check_gates(run, {"auc_vs_baseline": {"max_drop": 0.03}}, baseline)).passed
+    one_class = _only(check_gates(_anomaly_run(device_auc=None), {"auc": {"min": 0.5}}))
+    assert not one_class.passed and "one class only" in one_class.detail
+
+
+@pytest.mark.parametrize("gate", ["agreement", "accuracy_drop", "accuracy_vs_baseline"])
+def test_accuracy_gates_are_refused_on_anomaly_runs_naming_theirs(gate):
+    settings = {"agreement": {"min": 0.9}, "accuracy_drop": {"max": 0.1}, "accuracy_vs_baseline": {"max_drop": 0.1}}
+    with pytest.raises(UserError, match=r"anomaly runs do not have .* gates for anomaly runs: \[auc\] min"):
+        check_gates(_anomaly_run(), {gate: settings[gate]}, _anomaly_run("base"))
+    with pytest.raises(UserError, match="baseline ad is an anomaly run, run an eval run"):
+        check_gates(_run(), {"latency": {"max_regression": 0.1}}, _anomaly_run())
