@@ -75,13 +75,21 @@ def _timed(args, measure, uses: tuple[str, ...]):
     from harness.eval.perf import sample_input
     from harness.eval.tasks import task_for
     from harness.model.card import load_card
+    from harness.model.dut import dut_computation
 
     board = with_link_options(get_board(args.board), baud=args.baud, protocol=args.protocol)
-    dataset = task_for(load_card(args.model)).load_dataset(args.dataset, None, [], None)  # before a model is fetched
+    task = task_for(load_card(args.model))
+    dataset = task.load_dataset(args.dataset, None, task.subsets("all"), 1)  # before a model is fetched
     card, model = model_for(args, board)
-    data = sample_input(card, model, dataset)
+    computation = dut_computation(card, model)  # what the device computes: the model's tensors, or its DUT's
+    data = sample_input(card, computation.input, dataset)
     options = ConnectOptions(
-        port=args.port, tflm=emulated_tflm_tree(args, board), protocol=args.protocol, uses=uses, eembc=card.eembc
+        port=args.port,
+        tflm=emulated_tflm_tree(args, board),
+        protocol=args.protocol,
+        uses=uses,
+        eembc=card.eembc,
+        computation=computation,
     )
     with connect(board, model, options) as client:
         return board, card, measure(client, board, data)

@@ -195,10 +195,9 @@ def cmd_compare(args) -> int:
         print_json(result)
         return 0
     console = stdout_console()
+    flips = "" if result["anomaly"] else f", {result['prediction_flips']} device prediction flips"
     console.print(
-        f"{result['run_a']} → {result['run_b']}: {result['paired_samples']} paired samples, "
-        f"{result['prediction_flips']} device prediction flips",
-        highlight=False,
+        f"{result['run_a']} → {result['run_b']}: {result['paired_samples']} paired samples{flips}", highlight=False
     )
     for name, s in result["subsets"].items():
         verdict = "SIGNIFICANT" if s["significant"] else "not significant"

@@ -9,7 +9,7 @@ summarize_result and calculate_accuracy at mlcommons/tiny 1afd2c9820f795965a6134
   ratio's denominator plus 1e-8 as the runner adds it.
 """
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 from scipy.stats import mannwhitneyu
@@ -23,15 +23,21 @@ THRESHOLD_STEP = 0.01  # the runner's np.arange(0.0, 1.0, .01): 100 thresholds
 
 
 def file_scores(samples: list[Sample], scores) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """(files in first-seen order, their labels, the mean of their windows' scores)."""
+    """(files in first-seen order, their labels, the mean of their windows' scores, each the printed
+    three-decimal value as the runner parses it)."""
     windows: dict[str, list[float]] = defaultdict(list)
     labels: dict[str, int] = {}
     for sample, value in zip(samples, scores, strict=True):
         name = file_of(sample)
-        windows[name].append(float(value))
+        windows[name].append(float(f"{float(value):.3f}"))
         labels[name] = sample.label
     files = list(windows)
     return files, np.array([labels[f] for f in files]), np.array([np.mean(windows[f]) for f in files])
+
+
+def windows_per_file(samples: list[Sample]) -> Counter:
+    """How many windows each file of a dataset has."""
+    return Counter(file_of(sample) for sample in samples)
 
 
 def auc(labels: np.ndarray, scores: np.ndarray) -> float | None:
@@ -57,13 +63,18 @@ def top1(labels: np.ndarray, scores: np.ndarray) -> float:
     return float(best)
 
 
-def anomaly_score(samples: list[Sample], scores) -> AnomalyScore:
-    """Files, AUC and Top-1 of one source's window scores."""
-    _, labels, per_file = file_scores(samples, scores)
+def anomaly_score(samples: list[Sample], scores, dataset_windows: Counter | None = None) -> AnomalyScore:
+    """Files, AUC and Top-1 of one source's window scores, over the files whose every window (of
+    `dataset_windows`) was evaluated: a file's score is the mean of all its windows, as the runner's."""
+    evaluated = Counter(file_of(sample) for sample in samples)
+    whole = {f for f, n in evaluated.items() if dataset_windows is None or n == dataset_windows[f]}
+    kept = [i for i, sample in enumerate(samples) if file_of(sample) in whole]
+    _, labels, per_file = file_scores([samples[i] for i in kept], [scores[i] for i in kept])
     return AnomalyScore(
         files=len(per_file),
         anomalous_files=int(np.sum(labels == 1)),
-        windows=len(samples),
+        windows=len(kept),
+        partial_files=len(evaluated) - len(whole),
         auc=auc(labels, per_file),
         top1_percent=top1(labels, per_file) if len(set(labels.tolist())) == 2 else None,  # as AUC: both classes
     )

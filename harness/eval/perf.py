@@ -12,19 +12,19 @@ from harness.link.client import DeviceError
 from harness.link.protocol import ErrorCode
 from harness.link.session import DeviceSession
 from harness.model.card import ModelCard
-from harness.model.tflite_file import TfliteModel
 from harness.samples import Dataset
+from harness.tensors import TensorSpec
 
 MLPERF_WINDOWS = 5
 MLPERF_WINDOW_SECONDS = 10.0
 
 
-def sample_input(card: ModelCard, model: TfliteModel, dataset: Dataset) -> bytes:
+def sample_input(card: ModelCard, spec: TensorSpec, dataset: Dataset) -> bytes:
     """The dataset's first sample as the card's task makes its input (an image preprocessed, a clip through
     the frontend, a runner file as it is): a real input, not zeros."""
     if not dataset.samples:
         raise UserError(f"dataset {dataset.name} is empty; pass another {setting('dataset')}")
-    return task_for(card).preparation(model.input).tensor_of(dataset.samples[0]).tobytes()
+    return task_for(card).preparation(spec).tensor_of(dataset.samples[0]).tobytes()
 
 
 @dataclass

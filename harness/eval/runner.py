@@ -15,7 +15,7 @@ from harness.device.launch import ConnectOptions
 from harness.device.qemu import emulated_instructions
 from harness.energy.metering import EvalMetering
 from harness.errors import InterruptedRun, LinkError, UserError
-from harness.eval.anomaly import anomaly_score
+from harness.eval.anomaly import anomaly_score, windows_per_file
 from harness.eval.inputs import Inputs, prepare_inputs
 from harness.eval.metrics import pool_size, score
 from harness.eval.order import shuffle_in_groups
@@ -334,7 +334,7 @@ def _summarise(request: EvalRequest, run: "OpenRun", streamed: "Streamed", readi
         references=References(used=names, refused=refs.refused),
         task=request.card.task,
         confusion=_confusion(request, samples, device_pred, host_pred) if task.confusion else None,
-        anomaly=_anomaly(samples, readings) if task.scores_files else None,
+        anomaly=_anomaly(samples, readings, request.dataset) if task.scores_files else None,
         run_id=run.id,
         link=streamed.link,
         unreadable_images=Unreadable(count=len(inputs.unreadable), first=inputs.unreadable[:20]),
@@ -344,11 +344,12 @@ def _summarise(request: EvalRequest, run: "OpenRun", streamed: "Streamed", readi
     )
 
 
-def _anomaly(samples: list[Sample], readings: Readings) -> Anomaly:
-    """Each source's window scores over files: AUC and the runner's Top-1."""
+def _anomaly(samples: list[Sample], readings: Readings, dataset: Dataset) -> Anomaly:
+    """Each source's window scores over files: AUC and the runner's Top-1, over whole files only."""
+    whole = windows_per_file(list(dataset.samples))
     return Anomaly(
-        device=anomaly_score(samples, readings.device[1]),
-        host={name: anomaly_score(samples, scores) for name, (_, scores) in readings.host.items()},
+        device=anomaly_score(samples, readings.device[1], whole),
+        host={name: anomaly_score(samples, scores, whole) for name, (_, scores) in readings.host.items()},
     )
 
 

@@ -40,8 +40,9 @@ def _row_numbers(path: Path, line: int, row: list[str], classes: int) -> tuple[i
     return numbers
 
 
-def load_runner_dataset(spec: str, card: ModelCard) -> Dataset:
-    """One sample per file, or per window of a windowed (ad01) row. For the reference benchmarks every
+def load_runner_dataset(spec: str, card: ModelCard, windows: bool = False) -> Dataset:
+    """One sample per file, or per window of a windowed row (`windows`: the runner windows only ad01's
+    files, scored over their windows). For the reference benchmarks every
     file's size is checked here, so a file the DUT would refuse (th_load_tensor's size check) stops the
     run before it starts; for others, each file is checked against the model as it is read."""
     root = Path(spec)
@@ -54,6 +55,7 @@ def load_runner_dataset(spec: str, card: ModelCard) -> Dataset:
         )
     classes = len(card.output.labels)
     samples: list[Sample] = []
+    fields = None  # every row as the first: whole files or windows, never both
     with open(labels, newline="", encoding="utf-8-sig") as f:
         for line, row in enumerate(csv.reader(f), start=1):
             row = [v.strip() for v in row]
@@ -64,6 +66,17 @@ def load_runner_dataset(spec: str, card: ModelCard) -> Dataset:
                     f"{labels} line {line}: {len(row)} fields; a row is file,classes,class "
                     "(or file,classes,class,window_bytes,stride_bytes)"
                 )
+            if len(row) == 5 and not windows:
+                raise UserError(
+                    f"{labels} line {line}: a windowed row (window_bytes, stride_bytes), which the runner "
+                    f"sends only to ad01; card {card.name} takes whole files: file,classes,class"
+                )
+            if fields is not None and len(row) != fields:
+                raise UserError(
+                    f"{labels} line {line}: {len(row)} fields where the rows before have {fields}; "
+                    "a dataset is whole files or windows, not both"
+                )
+            fields = len(row)
             numbers = _row_numbers(labels, line, row, classes)
             path = root / row[0]
             if not path.is_file():
@@ -91,14 +104,14 @@ def _file_samples(labels: Path, line: int, name: str, path: Path, size: int, num
             f"a window must be the model's input ({input_bytes or 'its input'} bytes) and fit in the file"
         )
     return [
-        Sample(f"{name}{WINDOW_MARK}{start}", path, {"label": label, "offset": start})
+        Sample(f"{name}{WINDOW_MARK}{start}", path, {"label": label, "offset": start, "window": window})
         for start in range(0, size - window + 1, stride)
     ]
 
 
 def file_of(sample: Sample) -> str:
     """The dataset file a sample comes from (a window's file for windowed rows)."""
-    return sample.id.split(WINDOW_MARK, 1)[0]
+    return sample.id.rsplit(WINDOW_MARK, 1)[0] if "offset" in sample.flags else sample.id
 
 
 def runner_file_preparation(dut: EembcDut, spec: TensorSpec) -> Preparation:
@@ -107,6 +120,8 @@ def runner_file_preparation(dut: EembcDut, spec: TensorSpec) -> Preparation:
 
     def tensor_of(sample: Sample) -> np.ndarray:
         windowed = "offset" in sample.flags  # a window reads the model's input from its offset; a file is whole
+        if windowed and sample.flags["window"] != spec.bytes:
+            raise ValueError(f"windows of {sample.flags['window']} bytes, the model takes {spec.bytes}")
         with open(sample.image_path, "rb") as f:
             f.seek(sample.flags.get("offset", 0))
             data = f.read(spec.bytes if windowed else -1)

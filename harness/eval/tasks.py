@@ -53,7 +53,7 @@ class Classification:
     scores_files: ClassVar[bool] = False
 
     def load_dataset(self, spec: str, splits: list[str] | None, subsets: list, limit: int | None) -> Dataset:
-        return load_runner_dataset(spec, self.card)
+        return load_runner_dataset(spec, self.card, windows=self.scores_files)
 
     def subsets(self, spec: str) -> list:
         return class_subsets(spec, self.card)

@@ -364,6 +364,8 @@ def _check_reconstruction(task: str, output: OutputMeaning, eembc: EembcDut | No
         raise _Bad("output.kind", f"is {output.kind!r}; an anomaly_detection card's result is 'reconstruction_mse'")
     if scored and len(output.labels) != 2:
         raise _Bad("output.labels", f"is {list(output.labels)}; an anomaly score has two classes, e.g. normal, anomaly")
+    if scored and output.positive_index != 1:  # y_labels.csv: 0 normal, 1 anomaly; AUC ranks class 1 high
+        raise _Bad("output.positive_index", f"is {output.positive_index}; the anomaly class is 1 (y_labels' class)")
     if scored and (eembc is None or eembc.input != "float32"):
         raise _Bad("eembc.input", "must be 'float32': the DUT computing reconstruction_mse quantizes float features")
     if eembc is not None and eembc.input == "float32" and not scored:
@@ -479,6 +481,12 @@ def _check_autoencoder(card: ModelCard, model) -> None:
             f"model card {card.card_path}: output.kind reconstruction_mse needs a quantized int8 autoencoder (as "
             f"many outputs as inputs), but {model.path.name} takes {model.input.describe()} and gives "
             f"{model.output.describe()}; pass the card of this model"
+        )
+    takes = REFERENCE_INPUTS.get(card.eembc.model)
+    if takes and 4 * inputs != takes[0]:  # the DUT is sent the float32 features of its model's input
+        raise UserError(
+            f"model card {card.card_path}: its files are {card.eembc.model}'s input, {takes[1]} ({takes[0]} bytes), "
+            f"but {model.path.name} reconstructs {inputs} features ({4 * inputs} bytes); pass that benchmark's model"
         )
 
 

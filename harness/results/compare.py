@@ -83,6 +83,9 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict
     with a bootstrap interval, significant only when the interval excludes zero and the change is larger
     than the tolerance (by default LATENCY_TOLERANCE for the runs' latency source)."""
     summary_a, summary_b = _eval_summary(a), _eval_summary(b)
+    if (summary_a.anomaly is None) != (summary_b.anomaly is None):
+        scored = a.id if summary_a.anomaly else b.id
+        raise UserError(f"{scored} holds anomaly scores and the other run classes: compare runs of one task")
     a_rows, b_rows = _paired(a, b)
     ids = list(a_rows)
     labels = np.array([a.samples["label"][a_rows[i]] for i in ids])

@@ -10,7 +10,7 @@ from harness.console import percent
 from harness.errors import UserError, setting
 from harness.files import write_atomically
 from harness.results import stream_report
-from harness.results.plots import FIGURES, STREAM_FIGURES
+from harness.results.plots import ANOMALY_FIGURES, FIGURES, STREAM_FIGURES
 from harness.results.report import anomaly_rows, pool_note
 from harness.results.runs import EvalHeadline, Run, headline
 
@@ -40,8 +40,13 @@ def _leaderboard(runs: list[Run]) -> dict | None:
 
 
 def _figures(run: Run) -> dict[str, str]:
-    figures = STREAM_FIGURES if run.kind == "stream" else FIGURES
-    return {title: draw(run) for title, draw in figures.items()}
+    return {title: draw(run) for title, draw in _figure_set(run).items()}
+
+
+def _figure_set(run: Run) -> dict:
+    if run.kind == "stream":
+        return STREAM_FIGURES
+    return ANOMALY_FIGURES if run.eval_summary.anomaly else FIGURES
 
 
 def require_writable(out: Path) -> None:

@@ -161,6 +161,12 @@ FIGURES = {
     "Prediction flips against the host's confidence": flips_against_margin,
     "Arena and flash": memory,
 }
+# Runs of anomaly scores give no window a class: no accuracies, confusion or prediction flips to draw.
+ANOMALY_FIGURES = {
+    "Latency distribution": latency,
+    "Device - host output differences": output_differences,
+    "Arena and flash": memory,
+}
 
 
 def detections_over_time(run: Run) -> str:

@@ -331,9 +331,10 @@ StoredConfusion = Annotated[
 class AnomalyScore:
     """Anomaly detection over files, each scored by the mean of its windows (harness/eval/anomaly.py)."""
 
-    files: int = 0
+    files: int = 0  # files scored: every window of theirs evaluated
     anomalous_files: int = 0
     windows: int = 0
+    partial_files: int = 0  # files left out: some of their windows not evaluated (--limit, unreadable)
     auc: float | None = None  # None without both normal and anomalous files
     top1_percent: float | None = None  # the MLPerf Tiny runner's "Top 1%": its best (precision + recall) / 2
 

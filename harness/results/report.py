@@ -132,6 +132,11 @@ def _anomaly_table(anomaly: Anomaly) -> Table:
         auc = "n/a" if score.auc is None else f"{score.auc:.3f}"
         top1 = "n/a" if score.top1_percent is None else f"{score.top1_percent:.1f}"
         table.add_row(source, f"{score.files} ({score.anomalous_files})", str(score.windows), auc, top1)
+    if anomaly.device.partial_files:
+        table.caption = (
+            f"{anomaly.device.partial_files} files left out: not every window of theirs was evaluated "
+            "(a file's score is the mean of all its windows; drop --limit)"
+        )
     return table
 
 

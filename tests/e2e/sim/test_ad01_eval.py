@@ -117,3 +117,24 @@ def test_the_ad01_card_needs_the_eembc_protocol(tmp_path):
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert_refused_in_one_line(done, "reconstruction_mse", "--protocol eembc")
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
+
+
+def test_perf_times_the_first_ad01_window_as_its_dut_takes_it(tmp_path):
+    """perf sends what the DUT computes from: the first window's 2,560 float32 bytes, not int8 tensor bytes."""
+    card, dataset = write_ad01_setup(tmp_path, files=2)
+    perf = [sys.executable, "-m", "harness", "perf", "--model", str(card), "--dataset", str(dataset), "--runs", "3"]
+    done = subprocess.run([*perf, "--protocol", "eembc", "--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["runs"]) == 3
+    refused = subprocess.run(perf, capture_output=True, text=True, timeout=300)  # harness firmware: no score
+    assert_refused_in_one_line(refused, "reconstruction_mse", "--protocol eembc")
+
+
+def test_a_limit_that_cuts_a_file_leaves_it_out_of_auc_and_says_so(tmp_path):
+    card, dataset = write_ad01_setup(tmp_path, files=4)
+    done = _eval(tmp_path, "--board", "sim", "--model", str(card), "--dataset", str(dataset), "--limit", "300")
+    assert done.returncode == 0, done.stderr
+    anomaly = json.loads((_run_folder(tmp_path) / "summary.json").read_text())["anomaly"]["device"]
+    assert (anomaly["files"], anomaly["partial_files"], anomaly["windows"]) == (1, 1, WINDOWS)
+    assert anomaly["auc"] is None  # one whole file, one class
+    assert "1 files left out: not every window of theirs was evaluated" in done.stdout

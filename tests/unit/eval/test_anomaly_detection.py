@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from harness.errors import UserError
-from harness.eval.anomaly import anomaly_score, auc, file_scores, top1
+from harness.eval.anomaly import anomaly_score, auc, file_scores, top1, windows_per_file
 from harness.eval.runner_files import file_of, load_runner_dataset, runner_file_preparation
 from harness.eval.tasks import AnomalyDetection, task_for
 from harness.model.card import check_card_model, load_card
@@ -68,7 +68,7 @@ def test_the_card_refuses_a_model_that_is_no_int8_autoencoder(tmp_path, small_mo
 def test_windowed_rows_give_one_sample_per_window_read_as_the_float_features(tmp_path):
     card_path, dataset = write_ad01_setup(tmp_path, files=2)
     card = load_card(str(card_path))
-    data = load_runner_dataset(str(dataset), card)
+    data = load_runner_dataset(str(dataset), card, windows=True)
     assert len(data.samples) == 2 * 196  # (102400 - 2560) / 512 + 1 windows a file
     first, last = data.samples[0], data.samples[195]
     assert (first.id.endswith("@0"), last.flags["offset"], file_of(last)) == (True, 195 * 512, file_of(first))
@@ -85,7 +85,7 @@ def test_a_window_that_is_not_the_reference_input_is_refused(tmp_path):
     labels = dataset / "y_labels.csv"
     labels.write_text(labels.read_text().replace(",2560,512", ",640,512"))
     with pytest.raises(UserError, match=r"windows of 640 every 512 bytes; a window must be the model's input \(2560"):
-        load_runner_dataset(str(dataset), load_card(str(card_path)))
+        load_runner_dataset(str(dataset), load_card(str(card_path)), windows=True)
 
 
 def _independent_score(features: np.ndarray, run_int8, in_q, out_q) -> str:
@@ -174,5 +174,7 @@ def test_anomaly_score_counts_files_and_windows():
     score = anomaly_score(samples, [1.0, 1.0, 2.0, 2.0, 9.0, 9.0])
     assert (score.files, score.anomalous_files, score.windows) == (3, 1, 6)
     assert score.auc == 1.0 and score.top1_percent == pytest.approx(100.0, abs=1e-5)
+    partial = anomaly_score(samples[:5], [1.0, 1.0, 2.0, 2.0, 9.0], windows_per_file(samples))
+    assert (partial.files, partial.partial_files, partial.windows) == (2, 1, 4)  # a1.bin lacks a window
     normal_only = anomaly_score(samples[:4], [1.0, 1.0, 2.0, 2.0])
     assert normal_only.auc is None and normal_only.top1_percent is None  # one class: neither figure exists

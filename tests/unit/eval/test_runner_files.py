@@ -42,12 +42,12 @@ def test_a_runner_folder_gives_a_sample_per_file_with_its_class(tmp_path):
 
 
 def test_windowed_rows_give_a_sample_per_window_of_their_file(tmp_path):
-    folder = _folder(tmp_path, ["a.bin,12,3,490,100"], {"a.bin": 890})
-    samples = load_runner_dataset(str(folder), load_card("mlperf_tiny_kws01")).samples
-    assert [s.id for s in samples] == ["a.bin@0", "a.bin@100", "a.bin@200", "a.bin@300", "a.bin@400"]
-    assert {file_of(s) for s in samples} == {"a.bin"}
+    folder = _folder(tmp_path, ["a@b.bin,12,3,490,100"], {"a@b.bin": 890})
+    samples = load_runner_dataset(str(folder), load_card("mlperf_tiny_kws01"), windows=True).samples
+    assert [s.id for s in samples] == [f"a@b.bin@{k}" for k in (0, 100, 200, 300, 400)]
+    assert {file_of(s) for s in samples} == {"a@b.bin"}  # a file name may hold the window mark
     tensor = runner_file_preparation(load_card("mlperf_tiny_kws01").eembc, KWS).tensor_of(samples[2])
-    assert tensor.tobytes() == (folder / "a.bin").read_bytes()[200:690]
+    assert tensor.tobytes() == (folder / "a@b.bin").read_bytes()[200:690]
 
 
 @pytest.mark.parametrize(
@@ -61,12 +61,19 @@ def test_windowed_rows_give_a_sample_per_window_of_their_file(tmp_path):
         (["a.bin,12,1"], {"a.bin": 3072}, "a.bin is 3072 bytes but the model takes 490"),
         (["a.bin,12,1,490,0"], {"a.bin": 490}, "a window must be the model's input"),
         (["a.bin,12,1,2560,512"], {"a.bin": 9000}, "a window must be the model's input (490 bytes)"),
+        (["a.bin,12,1,490,490", "b.bin,12,1"], {"a.bin": 980, "b.bin": 490}, "3 fields where the rows before have 5"),
         ([""], {}, "names no file"),
     ],
 )
 def test_a_wrong_row_is_one_line_naming_it(tmp_path, rows, sizes, expected):
     folder = _folder(tmp_path, rows, sizes)
     with pytest.raises(UserError, match=re.escape(expected)):
+        load_runner_dataset(str(folder), load_card("mlperf_tiny_kws01"), windows=True)
+
+
+def test_windows_are_refused_where_the_runner_sends_whole_files(tmp_path):
+    folder = _folder(tmp_path, ["a.bin,12,1,490,490"], {"a.bin": 980})
+    with pytest.raises(UserError, match=re.escape("which the runner sends only to ad01; card mlperf_tiny_kws01")):
         load_runner_dataset(str(folder), load_card("mlperf_tiny_kws01"))
 
 

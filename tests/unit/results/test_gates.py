@@ -262,3 +262,10 @@ def test_accuracy_gates_are_refused_on_anomaly_runs_naming_theirs(gate):
         check_gates(_anomaly_run(), {gate: settings[gate]}, _anomaly_run("base"))
     with pytest.raises(UserError, match="baseline ad is an anomaly run, run an eval run"):
         check_gates(_run(), {"latency": {"max_regression": 0.1}}, _anomaly_run())
+
+
+def test_compare_refuses_an_anomaly_run_against_a_classification_run():
+    from harness.results.compare import compare_runs
+
+    with pytest.raises(UserError, match="ad holds anomaly scores and the other run classes: compare runs of one task"):
+        compare_runs(_anomaly_run(), _run())
