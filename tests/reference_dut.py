@@ -218,6 +218,16 @@ class ReferenceDut:
     def output(self) -> tuple[float, int]:
         return self.output_scale, self.output_zero
 
+    @property
+    def baud(self) -> int:
+        """The rate the host set on the line (a pseudo-terminal keeps it, though it moves bytes at any)."""
+        import termios
+
+        speed = termios.tcgetattr(self._slave)[4]
+        return next(
+            int(n[1:]) for n in dir(termios) if n[1:].isdigit() and n[0] == "B" and getattr(termios, n) == speed
+        )
+
 
 def results_text(model: str, outputs: np.ndarray, output: tuple[float, int]) -> str:
     """What each reference th_results prints between `m-results-[` and `]`, from DequantizeInt8ToFloat's

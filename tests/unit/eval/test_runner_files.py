@@ -201,6 +201,8 @@ def test_perf_times_the_first_runner_file_on_a_reference_dut_at_the_baud_given(t
         command = [sys.executable, "-m", "harness", "perf", "--board", "nucleo_h743", "--port", dut.path]
         command += ["--protocol", "eembc", "--baud", "9600", "--model", str(card), "--dataset", str(folder)]
         done = subprocess.run([*command, "--runs", "3", "--json"], capture_output=True, text=True, timeout=300)
+        baud = dut.baud
     assert done.returncode == 0, done.stderr
+    assert baud == 9600
     assert len(json.loads(done.stdout)["runs"]) == 3
     assert received and set(received) == {(folder / "f0.bin").read_bytes()}
