@@ -435,13 +435,12 @@ def check_card_model(card: ModelCard, model, own_file: bool = True) -> None:
     out = card.output
     if out.kind == "reconstruction_mse":
         _check_autoencoder(card, model)
-        return
-    if out.kind == "sigmoid" and outputs != 1:
+    elif out.kind == "sigmoid" and outputs != 1:
         raise UserError(
             f"model card {card.card_path}: output.kind is sigmoid but {model.path.name} has {outputs} outputs; "
             "use softmax or logits"
         )
-    if out.kind != "sigmoid" and outputs != len(out.labels):
+    elif out.kind != "sigmoid" and outputs != len(out.labels):
         raise UserError(
             f"model card {card.card_path}: output.labels names {len(out.labels)} classes but {model.path.name} "
             f"has {outputs} outputs; list one label per output"
@@ -452,12 +451,8 @@ def check_card_model(card: ModelCard, model, own_file: bool = True) -> None:
             f"{model.path.name} takes {model.input.dtype_name}; write input = 'model'"
         )
     pre = card.preprocessing
-    takes = REFERENCE_INPUTS.get(card.eembc.model) if card.eembc else None
-    if isinstance(pre, FilePreprocessing) and takes and model.input.bytes != takes[0]:
-        raise UserError(
-            f"model card {card.card_path}: its files are {card.eembc.model}'s input, {takes[1]} ({takes[0]} bytes), "
-            f"but {model.path.name} takes {model.input.bytes} bytes; pass that benchmark's model"
-        )
+    if isinstance(pre, FilePreprocessing):
+        _check_reference_input(card, model)
     if isinstance(pre, Preprocessing):
         channels = 1 if pre.color == "grayscale" else 3
         if len(shape) == 4 and tuple(shape[1:]) != (*pre.size, channels):
@@ -482,11 +477,18 @@ def _check_autoencoder(card: ModelCard, model) -> None:
             f"many outputs as inputs), but {model.path.name} takes {model.input.describe()} and gives "
             f"{model.output.describe()}; pass the card of this model"
         )
+
+
+def _check_reference_input(card: ModelCard, model) -> None:
+    """A files card's model takes what its benchmark's files hold: the DUT is sent the model's input
+    tensor, or (eembc.input float32) a float32 feature per input value."""
     takes = REFERENCE_INPUTS.get(card.eembc.model)
-    if takes and 4 * inputs != takes[0]:  # the DUT is sent the float32 features of its model's input
+    values = int(math.prod(model.input.shape))
+    sent = 4 * values if card.eembc.input == "float32" else model.input.bytes
+    if takes and sent != takes[0]:
         raise UserError(
             f"model card {card.card_path}: its files are {card.eembc.model}'s input, {takes[1]} ({takes[0]} bytes), "
-            f"but {model.path.name} reconstructs {inputs} features ({4 * inputs} bytes); pass that benchmark's model"
+            f"but {model.path.name} takes {sent} bytes; pass that benchmark's model"
         )
 
 
