@@ -115,6 +115,7 @@ class TfCompatScore:
     conventions: list[Convention]
     changed_by: list[str]  # the conventions that changed the numbers against optimal in this run
     caveats: list[str]
+    skipped_lines: list[int] = field(default_factory=list)  # ledger lines TF's reader skips (not two fields)
 
 
 @dataclass

@@ -11,6 +11,7 @@ detection times, so a ledger in seconds silently scores every event near the sta
 """
 
 import csv
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,8 @@ class Ledger:
     path: str
     unit: str  # the unit the file was written in; events are always in ms
     events: tuple[Event, ...]
+    text: str | None = None  # the file as read, for readers with other rules (TF's: harness/stream/tf_ground_truth.py)
+    header_line: int | None = None
 
     @property
     def has_end_times(self) -> bool:
@@ -57,20 +60,27 @@ def _header_unit(header: list[str]) -> str | None:
     return None
 
 
-def _read_rows(path: Path) -> tuple[list[tuple[int, list[str]]], str | None]:
+@dataclass(frozen=True)
+class _Rows:
+    text: str
+    rows: list[tuple[int, list[str]]]  # (line, stripped cells) of the events
+    header_line: int | None
+    header_unit: str | None
+
+
+def _read_rows(path: Path) -> _Rows:
     try:
         with open(path, newline="") as f:
-            rows = [(n, [c.strip() for c in row]) for n, row in enumerate(csv.reader(f), start=1)]
+            text = f.read()
+        rows = [(n, [c.strip() for c in row]) for n, row in enumerate(csv.reader(io.StringIO(text, newline="")), 1)]
     except OSError as exc:
         raise UserError(f"cannot read ledger {path} ({exc.strerror})") from exc
     except (UnicodeDecodeError, csv.Error) as exc:
         raise UserError(f"ledger {path} is not a text CSV of label,start_ms[,end_ms] ({exc})") from exc
     rows = [(n, row) for n, row in rows if row and any(row) and not row[0].startswith("#")]
-    header_unit = None
     if rows and len(rows[0][1]) >= 2 and _number(rows[0][1][1]) is None:
-        header_unit = _header_unit(rows[0][1])
-        rows = rows[1:]
-    return rows, header_unit
+        return _Rows(text, rows[1:], rows[0][0], _header_unit(rows[0][1]))
+    return _Rows(text, rows, None, None)
 
 
 def _looks_like_seconds(values: list[float], duration_ms: int | None, path: Path) -> str | None:
@@ -79,7 +89,8 @@ def _looks_like_seconds(values: list[float], duration_ms: int | None, path: Path
         return (
             f"ledger {path} has a fractional time ({fractional:g}): it looks like seconds, but times must be whole "
             f"milliseconds ({fractional:g} s = {round(fractional * 1000)} ms); "
-            f"convert it or pass {setting('ledger_unit')} s"
+            f"convert it or pass {setting('ledger_unit')} s (or {setting('ledger_unit')} ms to round it to whole "
+            "milliseconds as TF's reader does)"
         )
     if duration_ms and values and max(values) > 0 and max(values) <= duration_ms / 1000:
         return (
@@ -94,13 +105,14 @@ def load_ledger(path: Path, duration_ms: int | None = None, unit: str | None = N
     path = Path(path)
     if unit is not None and unit not in UNITS:
         raise UserError(f"ledger unit {unit!r} is not one of {', '.join(UNITS)}")
-    rows, header_unit = _read_rows(path)
+    read = _read_rows(path)
+    header_unit = read.header_unit
     if unit and header_unit and unit != header_unit:
         raise UserError(f"ledger {path} declares {header_unit} in its header but {setting('ledger_unit')} says {unit}")
     # a header saying _ms is not trusted with the values: "start_ms" over seconds is exactly the mistake to catch
     unit = unit or ("s" if header_unit == "s" else None)
     parsed: list[tuple[int, str, float, float | None]] = []
-    for line, row in rows:
+    for line, row in read.rows:
         if len(row) not in (2, 3) or not row[0]:
             raise UserError(f"ledger {path} line {line}: expected label,start_ms[,end_ms], got {','.join(row)!r}")
         times = [_number(t) for t in row[1:] if t != ""]
@@ -119,8 +131,8 @@ def load_ledger(path: Path, duration_ms: int | None = None, unit: str | None = N
         event = Event(label, round(start * scale), None if end is None else round(end * scale), line)
         _check_event(event, duration_ms, path)
         events.append(event)
-    events.sort(key=lambda e: e.start_ms)
-    return Ledger(str(path), unit or "ms", tuple(events))
+    events.sort(key=lambda e: e.start_ms)  # stable: events sharing a time keep their file order, as in TF's sort
+    return Ledger(str(path), unit or "ms", tuple(events), read.text, read.header_line)
 
 
 def _check_event(event: Event, duration_ms: int | None, path: Path) -> None:

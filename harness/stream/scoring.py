@@ -30,6 +30,7 @@ from harness.results.stream_scores import (
 )
 from harness.stream.detections import Detections
 from harness.stream.ledger import Event, Ledger
+from harness.stream.tf_ground_truth import TfGroundTruth, line_ranges, read_tf_ground_truth
 
 POLICIES = ("optimal", "tf-compat", "mlperf-sww")
 SILENCE = "_silence_"
@@ -269,7 +270,8 @@ def _tf_scan(ground_truth: list[Event], found: list[Detection], tolerance_ms: in
 
 
 def score_tf_compat(ledger: Ledger, detections: Detections, duration_ms: int, tolerance_ms: int) -> TfCompatScore:
-    ground_truth = list(ledger.events)  # TF reads every annotation, _silence_/_unknown_ included
+    truth = read_tf_ground_truth(ledger)
+    ground_truth = list(truth.events)  # TF reads every annotation, _silence_/_unknown_ included
     found = [d for d in detections.detections if d.label != SILENCE]  # test_streaming_accuracy drops _silence_
     states, matched_times = _tf_scan(ground_truth, found, tolerance_ms)
     counts = Counter(state for state, _ in states)
@@ -286,15 +288,13 @@ def score_tf_compat(ledger: Ledger, detections: Detections, duration_ms: int, to
         )
         for d, (state, i) in zip(found, states, strict=True)
     ]
-    conventions = _conventions(ledger, detections, found, per_detection, matched_times, tolerance_ms, n)
-    caveats = []
+    conventions = _conventions(ledger, truth, detections, found, per_detection, matched_times, tolerance_ms)
+    caveats = _reading_caveats(ledger, truth)
     if detections.reference not in (None, "window-start"):
         caveats.append(
             f"these detections are stamped at the {detections.reference}; TF's evaluator stamps the window start, "
             "so its tool would have matched different times on the same audio"
         )
-    if ledger.has_end_times:
-        caveats.append("TF's ground-truth reader skips lines with an end time: give it label,start_ms only")
     return TfCompatScore(
         policy="tf-compat",
         tolerance_ms=tolerance_ms,
@@ -316,11 +316,34 @@ def score_tf_compat(ledger: Ledger, detections: Detections, duration_ms: int, to
         conventions=conventions,
         changed_by=[c.name for c in conventions if c.changed_numbers],
         caveats=caveats,
+        skipped_lines=list(truth.skipped_lines),
     )
 
 
-def _conventions(ledger, detections, found, per_detection, matched_times, tolerance_ms, n) -> list[Convention]:
+def _reading_caveats(ledger: Ledger, truth: TfGroundTruth) -> list[str]:
+    caveats = []
+    if truth.skipped_lines:
+        caveats.append(
+            f"TF's reader skips {len(truth.skipped_lines)} line(s) of {ledger.path} that do not split into exactly "
+            f"two fields at their commas (an end time, a trailing comma, a comma in quotes): lines "
+            f"{line_ranges(truth.skipped_lines)}, not scored here; write them as label,start_ms to score them"
+        )
+    if truth.header_line is not None:
+        caveats.append(
+            f"line {truth.header_line} of {ledger.path} is a header: harness skips it, TF's reader would stop on it "
+            "(float() fails); delete it before giving the file to TF's tool"
+        )
+    if ledger.unit == "s":
+        caveats.append(
+            "the ledger is in seconds and harness converted it to ms; TF's reader would have compared the raw "
+            "numbers with millisecond detection times"
+        )
+    return caveats
+
+
+def _conventions(ledger, truth, detections, found, per_detection, matched_times, tolerance_ms) -> list[Convention]:
     events, dets = _commands(ledger, detections)
+    n = len(truth.events)
     optimal_kind = iter(kind for kind, _ in _match(events, dets, tolerance_ms))
     kinds = [next(optimal_kind) if d.label not in NON_COMMAND_LABELS else "ignored" for d in detections.detections]
     kinds = [k for d, k in zip(detections.detections, kinds, strict=True) if d.label != SILENCE]  # TF's found
@@ -332,7 +355,7 @@ def _conventions(ledger, detections, found, per_detection, matched_times, tolera
     )
     repeats = len(matched_times) - len(set(matched_times))
     non_command = sum(1 for d in found if d.label in NON_COMMAND_LABELS) + sum(
-        1 for e in ledger.events if e.label in NON_COMMAND_LABELS
+        1 for e in truth.events if e.label in NON_COMMAND_LABELS
     )
     fps = sum(1 for t in per_detection if t.state == "False Positive")
     return [
@@ -367,6 +390,13 @@ def _conventions(ledger, detections, found, per_detection, matched_times, tolera
             "annotations are matched by start time only; the ledger's end times would have matched these",
             fp_but_matched,
             fp_but_matched > 0,
+        ),
+        Convention(
+            "two-field-lines-only",
+            "TF's reader skips every ledger line that does not split into exactly two fields at its commas, so "
+            "those events are no annotations",
+            len(truth.skipped_lines),
+            bool(truth.skipped_lines),
         ),
         Convention(
             "unknown-and-silence-scored",

@@ -1,11 +1,14 @@
-"""The millisecond ledger: seconds are refused with one line unless the unit is given; events lie in the audio."""
+"""The millisecond ledger: seconds are refused with one line unless the unit is given; events lie in the audio;
+tf-compat reads the file as TensorFlow's ground-truth reader does, or refuses the line it would misread."""
 
+import json
 import subprocess
 import sys
 
 import pytest
 
 from harness.errors import UserError
+from harness.stream.detections import Detections
 from harness.stream.ledger import load_ledger
 
 
@@ -107,3 +110,103 @@ def test_a_ledger_without_end_times_keeps_the_run_and_names_the_policy_it_cannot
     scores = _scores(request, ledger, [Detection("yes", 1500, 200.0, "decision")], 6000)
     assert "end time" in scores["mlperf-sww"]
     assert scores["optimal"].hits == 1 and scores["optimal"].misses == 1
+
+
+# ---------------------------------------------------------------- tf-compat reads the file as TF's reader does
+
+
+def _tf_read_ground_truth(path):
+    """StreamingAccuracyStats.read_ground_truth_file, transcribed from tensorflow/tensorflow
+    tensorflow/examples/speech_commands/accuracy_utils.py at 005057072380c8e14a17d76b5d8d3762bb48cb72."""
+    gt_occurrence = []
+    with open(path) as f:
+        for line in f:
+            line_split = line.strip().split(",")
+            if len(line_split) != 2:
+                continue
+            timestamp = round(float(line_split[1]))
+            label = line_split[0]
+            gt_occurrence.append([label, timestamp])
+    return sorted(gt_occurrence, key=lambda item: item[1])
+
+
+@pytest.mark.parametrize(
+    "text, skipped",
+    [
+        pytest.param("yes,1000,\nno,3000\n", (1,), id="trailing comma"),
+        pytest.param("yes,1000,2000\nno,3000\n", (1,), id="end time"),
+        pytest.param('"yes,no",1000\nno,3000\n', (1,), id="comma in quotes"),
+        pytest.param("yes, 1000\n  no,3000  \n", (), id="spaces after the comma and around the line"),
+        pytest.param("yes,1000\r\nno,3000\r\n", (), id="CRLF"),
+        pytest.param("yes,1000\rno,3000\r", (), id="CR"),
+        pytest.param("\nyes,1000\n\n   \nno,3000\n", (), id="blank lines"),
+        pytest.param("# recorded 2019\nyes,1000\n", (), id="comment without a comma"),
+        pytest.param("label,start_ms,end_ms\nyes,1000\n", (), id="three-column header"),
+        pytest.param("no,3000\nyes,1000\n", (), id="unsorted"),
+        pytest.param("a,1000.5\nb,999.5\nc,1001.5\nd,1000\n", (), id="round half to even, stable sort"),
+    ],
+)
+def test_tf_compat_reads_the_ledger_as_tf_reader_does(tmp_path, text, skipped):
+    from harness.stream.tf_ground_truth import read_tf_ground_truth
+
+    path = tmp_path / "ledger.csv"
+    path.write_bytes(text.encode())
+    truth = read_tf_ground_truth(load_ledger(path, 10_000, unit="ms"))  # ms: TF rounds, no seconds guess
+    assert [[e.label, e.start_ms] for e in truth.events] == _tf_read_ground_truth(path)
+    assert truth.skipped_lines == skipped
+
+
+def test_a_two_column_header_is_skipped_and_named_where_tf_reader_stops(tmp_path):
+    from harness.stream.tf_ground_truth import read_tf_ground_truth
+
+    path = _ledger(tmp_path, "label,start_ms\nyes,1000\n")
+    with pytest.raises(ValueError):
+        _tf_read_ground_truth(path)
+    truth = read_tf_ground_truth(load_ledger(path, 10_000))
+    assert ([(e.label, e.start_ms) for e in truth.events], truth.header_line) == ([("yes", 1000)], 1)
+
+
+@pytest.mark.parametrize(
+    "line, tf_reads, refusal",
+    [
+        ("yes ,1000", [["yes ", 1000]], "line 2: TF's reader keeps the spaces in the label 'yes '"),
+        ('"yes",1000', [['"yes"', 1000]], "line 2: TF's reader keeps the quotes in the label '\"yes\"'"),
+        ("#yes,1000", [["#yes", 1000]], "line 2: TF's reader has no comments and would read '#yes,1000' as an"),
+        ('yes,"1000"', None, "line 2: TF's reader cannot read the time '\"1000\"' (float() fails"),
+    ],
+)
+def test_tf_compat_refuses_lines_tf_reads_as_another_label(tmp_path, line, tf_reads, refusal):
+    from harness.stream.scoring import score_stream
+
+    path = _ledger(tmp_path, f"no,3000\n{line}\n")
+    if tf_reads is None:
+        with pytest.raises(ValueError):
+            _tf_read_ground_truth(path)
+    else:
+        assert _tf_read_ground_truth(path) == [*tf_reads, ["no", 3000]]
+    ledger = load_ledger(path, 10_000)
+    with pytest.raises(UserError) as refused:
+        score_stream("tf-compat", ledger, Detections(str(path), None, ()), 10_000)
+    assert refusal in str(refused.value)
+    assert score_stream("optimal", ledger, Detections(str(path), None, ()), 10_000).events >= 1  # CSV reading
+
+
+def test_a_fractional_time_offers_tf_rounding(tmp_path):
+    with pytest.raises(UserError, match=r"or 'ledger_unit' ms to round it to whole milliseconds as TF's reader"):
+        load_ledger(_ledger(tmp_path, "yes,1000.5\n"), 10_000)
+
+
+def test_stream_score_says_which_lines_tf_reader_skips(tmp_path, capsys):
+    from harness.cli.app import main
+
+    ledger = _ledger(tmp_path, "yes,1000,\nno,4000\nyes,6000,7000\n")
+    detections = tmp_path / "d.csv"
+    detections.write_text("label,time_ms,score,reference\nyes,1100,0.9,window-start\n")
+    common = ["stream-score", "--ledger", str(ledger), "--detections", str(detections), "--duration-ms", "10000"]
+    assert main([*common, "--policy", "tf-compat", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["ground_truth"], result["false_positives"], result["skipped_lines"]) == (1, 1, [1, 3])
+    assert "two-field-lines-only" in result["changed_by"]
+    assert main([*common, "--policy", "tf-compat"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"TF's reader skips 2 line(s) of {ledger}" in out and "lines 1, 3, not scored here" in out
