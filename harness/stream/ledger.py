@@ -8,6 +8,8 @@ A header is optional (TensorFlow's streaming tools write none); a time column na
 declares seconds. Unless seconds are declared (there or by the caller) the loader refuses a ledger that
 looks like seconds: TF's evaluator documents seconds but compares the raw number with millisecond
 detection times, so a ledger in seconds silently scores every event near the start of the stream.
+Rows are read as CSV (quotes, stripped cells, `#` comments); the tf-compat policy reads the same text
+as TF's reader does (harness/stream/tf_ground_truth.py).
 """
 
 import csv
