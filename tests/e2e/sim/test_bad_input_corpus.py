@@ -1147,6 +1147,20 @@ c(
     files={"l.csv": b"yes,300,200\n", "d.csv": b"1,yes\n"},
 )
 c(
+    "stream-score-tf-compat-quoted-label",
+    ("ledger l.csv line 1", "TF's reader keeps the quotes in the label '\"yes\"'", "write yes unquoted"),
+    "stream-score",
+    "--ledger",
+    "l.csv",
+    "--detections",
+    "d.csv",
+    "--duration-ms",
+    "1000",
+    "--policy",
+    "tf-compat",
+    files={"l.csv": b'"yes",100\n', "d.csv": b"label,time_ms,score,reference\n"},
+)
+c(
     "stream-score-detections-without-header",
     ("detections d.csv needs the columns label,time_ms,score,reference",),
     "stream-score",
