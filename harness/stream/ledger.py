@@ -39,10 +39,6 @@ class Ledger:
     text: str | None = None  # the file as read, for readers with other rules (TF's: harness/stream/tf_ground_truth.py)
     header_line: int | None = None
 
-    @property
-    def has_end_times(self) -> bool:
-        return any(e.end_ms is not None for e in self.events)
-
 
 def _number(text: str) -> float | None:
     """A finite number, or None (NaN and infinity are no times)."""
