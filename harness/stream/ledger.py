@@ -83,7 +83,9 @@ def _read_rows(path: Path) -> _Rows:
 
 def _looks_like_seconds(values: list[float], duration_ms: int | None, path: Path) -> str | None:
     fractional = next((v for v in values if v != int(v)), None)
-    if fractional is not None:
+    beyond_seconds = bool(duration_ms and values and max(values) > duration_ms / 1000)
+    if fractional is not None and not beyond_seconds:  # fractional ms past the audio's length in s: TF's own
+        # generate_streaming_test_wav.py writes times as %f milliseconds; they are rounded as its reader does
         return (
             f"ledger {path} has a fractional time ({fractional:g}): it looks like seconds, but times must be whole "
             f"milliseconds ({fractional:g} s = {round(fractional * 1000)} ms); "
@@ -145,13 +147,16 @@ def _check_event(event: Event, duration_ms: int | None, path: Path) -> None:
         )
 
 
+LEDGER_HEADER = "label,start_ms,end_ms"  # what write_ledger writes first
+
+
 def write_ledger(path: Path, events: list[Event]) -> None:
     from harness.files import write_atomically
 
     def write(partial: Path) -> None:
         with open(partial, "w", newline="") as f:
             out = csv.writer(f, lineterminator="\n")
-            out.writerow(["label", "start_ms", "end_ms"])
+            out.writerow(LEDGER_HEADER.split(","))
             for e in events:
                 out.writerow([e.label, e.start_ms, "" if e.end_ms is None else e.end_ms])
 

@@ -322,6 +322,11 @@ def score_tf_compat(ledger: Ledger, detections: Detections, duration_ms: int, to
 
 def _reading_caveats(ledger: Ledger, truth: TfGroundTruth) -> list[str]:
     caveats = []
+    if truth.converted:
+        caveats.append(
+            f"{ledger.path} is harness's ledger (label,start_ms,end_ms), which TF's reader cannot read: it is given "
+            "each event as `label, start_ms`, the labels file TF's generate_streaming_test_wav.py writes"
+        )
     if truth.skipped_lines:
         caveats.append(
             f"TF's reader skips {len(truth.skipped_lines)} line(s) of {ledger.path} that do not split into exactly "

@@ -12,7 +12,7 @@ import io
 from dataclasses import dataclass
 
 from harness.errors import UserError
-from harness.stream.ledger import Event, Ledger
+from harness.stream.ledger import LEDGER_HEADER, Event, Ledger
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class TfGroundTruth:
     events: tuple[Event, ...]  # TF's annotations, in TF's order (by time, file order within a time)
     skipped_lines: tuple[int, ...]  # lines the ledger reads as events and TF's reader skips
     header_line: int | None  # a two-field header: TF's reader would stop on it (float() fails)
+    converted: bool = False  # a ledger `stream build` wrote, given to TF as its generator's labels file
 
 
 def _lines(text: str):
@@ -35,10 +36,21 @@ def _label_problem(tf_label: str, label: str) -> str:
     return f"TF's reader reads the label as {tf_label!r}, not {label!r}; write {label} plainly"
 
 
+def _written_by_stream_build(ledger: Ledger) -> bool:
+    """harness's own ledger (write_ledger's header): it is no TF labels file, so TF's reader is given what
+    TF's generate_streaming_test_wav.py writes for the same events, `label, start_ms` per line."""
+    if ledger.header_line is None:
+        return False
+    header = next(line for number, line in _lines(ledger.text) if number == ledger.header_line)
+    return header.strip() == LEDGER_HEADER
+
+
 def read_tf_ground_truth(ledger: Ledger) -> TfGroundTruth:
     """TF's annotations from the ledger's file; a ledger built in code (no file) is taken as they are."""
     if ledger.text is None:
         return TfGroundTruth(ledger.events, (), None)
+    if _written_by_stream_build(ledger):
+        return TfGroundTruth(ledger.events, (), None, converted=True)
     by_line = {e.line: e for e in ledger.events}
     kept: set[int] = set()
     header_line = None

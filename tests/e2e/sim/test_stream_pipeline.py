@@ -201,9 +201,7 @@ def test_harness_stream_scores_a_minute_with_24_events_under_every_policy(tmp_pa
     assert summary["device_equals_host"] and summary["timing_reference"] == "decision"
     scores = summary["scores"]
     assert scores["optimal"]["events"] == 24 and scores["optimal"]["hits"] >= 12
-    # stream build's ledger has end times: TF's reader skips every such line, and tf-compat says which
-    assert scores["tf-compat"]["skipped_lines"] == list(range(2, 26))
-    assert scores["tf-compat"]["line"].startswith("No ground truth yet")
+    assert scores["tf-compat"]["line"].endswith("false positive")
     assert "True Positives" in scores["mlperf-sww"]["line"]
     run = tmp_path / summary["run_dir"]
     assert (run / "detections_device.csv").read_text() == (run / "detections_host.csv").read_text()

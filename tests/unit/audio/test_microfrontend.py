@@ -196,7 +196,5 @@ def test_mlperf_kws_streams_a_minute_of_ten_keywords_equal_to_the_host(tmp_path)
     scores = summary["scores"]
     assert scores["optimal"]["events"] == 24 and scores["optimal"]["hits"] >= 12
     assert len({d["label"] for d in summary["detections"]["device"]}) >= 5
-    # stream build's ledger has end times: TF's reader skips every such line, and tf-compat says which
-    assert scores["tf-compat"]["skipped_lines"] == list(range(2, 26))
-    assert scores["tf-compat"]["line"].startswith("No ground truth yet")
+    assert scores["tf-compat"]["line"].endswith("false positive")
     assert "True Positives" in scores["mlperf-sww"]["line"]

@@ -10,6 +10,7 @@ import pytest
 from harness.errors import UserError
 from harness.stream.detections import Detections
 from harness.stream.ledger import load_ledger
+from harness.stream.scoring import score_stream
 
 
 def _ledger(tmp_path, text):
@@ -176,7 +177,6 @@ def test_a_two_column_header_is_skipped_and_named_where_tf_reader_stops(tmp_path
     ],
 )
 def test_tf_compat_refuses_lines_tf_reads_as_another_label(tmp_path, line, tf_reads, refusal):
-    from harness.stream.scoring import score_stream
 
     path = _ledger(tmp_path, f"no,3000\n{line}\n")
     if tf_reads is None:
@@ -193,7 +193,25 @@ def test_tf_compat_refuses_lines_tf_reads_as_another_label(tmp_path, line, tf_re
 
 def test_a_fractional_time_offers_tf_rounding(tmp_path):
     with pytest.raises(UserError, match=r"or 'ledger_unit' ms to round it to whole milliseconds as TF's reader"):
-        load_ledger(_ledger(tmp_path, "yes,1000.5\n"), 10_000)
+        load_ledger(_ledger(tmp_path, "yes,1000.5\n"))  # without the audio's length: seconds or milliseconds?
+
+
+def test_tf_generators_labels_file_is_read_as_tf_reads_it(tmp_path):
+    """generate_streaming_test_wav.py writes `label, %f` milliseconds (tensorflow@0304934, its last lines)."""
+    path = _ledger(tmp_path, "yes, 1234.562500\nno, 4000.500000\n")
+    assert [e.start_ms for e in load_ledger(path, 10_000).events] == [round(1234.5625), round(4000.5)]
+    assert _tf_read_ground_truth(path) == [["yes", 1235], ["no", 4000]]
+
+
+def test_stream_builds_ledger_is_given_to_tf_as_its_generators_labels(tmp_path):
+    from harness.stream.ledger import Event, write_ledger
+
+    path = tmp_path / "built.csv"
+    write_ledger(path, [Event("yes", 1000, 2000), Event("no", 4000, 5000)])
+    assert _tf_read_ground_truth(path) == []  # TF's reader reads nothing of harness's three columns
+    result = score_stream("tf-compat", load_ledger(path, 10_000), Detections(str(path), None, ()), 10_000)
+    assert result.ground_truth == 2 and result.skipped_lines == []
+    assert any("generate_streaming_test_wav.py" in caveat for caveat in result.caveats)
 
 
 def test_stream_score_says_which_lines_tf_reader_skips(tmp_path, capsys):
