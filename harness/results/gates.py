@@ -256,8 +256,8 @@ def _ceiling(name: str, current: tuple[int | None, str], limit: int) -> Verdict:
         return _not_judged(f"{name} not reported by the DUT")
     if kind == "model file":
         return _not_judged(
-            f"no firmware image in this run (the virtual board runs the {used:,}-byte model file); flash is "
-            "judged on boards harness builds firmware for (the ELF's size)"
+            f"no firmware image in this run (the virtual board runs a {used:,}-byte model file); "
+            "flash_bytes judges the ELF of firmware harness builds"
         )
     where = "firmware image, from the ELF" if kind == "firmware image" else kind
     return _judged(used <= limit, f"{used:,} bytes ({where})")
