@@ -149,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--gates", required=True, help="gates TOML file (see docs/lab-ci.md)")
     check.add_argument("--baseline", help="run to compare latency, arena and flash against")
     check.add_argument("--junit", help="write JUnit XML with one test case per gate")
+    check.add_argument(
+        "--strict", action="store_true", help="fail a gate that cannot be judged (no baseline, no such figure)"
+    )
     check.add_argument("--results", default="results", help="results folder (default: results)")
     check.set_defaults(handler=cmd_check)
 

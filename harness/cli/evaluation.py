@@ -245,13 +245,15 @@ def cmd_compare(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from harness.results.gates import check_gates, junit_xml, load_gates
+    from harness.results.gates import check_gates, junit_xml
+    from harness.results.gates_file import load_gates
     from harness.results.runs import load_run
 
     results_root = Path(args.results)
     run = load_run(args.run, results_root)
     baseline = load_run(args.baseline, results_root) if args.baseline else None
-    results = check_gates(run, load_gates(Path(args.gates)), baseline)  # a gate the run cannot have: exit 2
+    gates = load_gates(Path(args.gates))
+    results = check_gates(run, gates, baseline, strict=args.strict)  # a gate the run cannot have: exit 2
     if args.junit:
         junit = Path(args.junit)
         try:
@@ -259,13 +261,16 @@ def cmd_check(args) -> int:
         except OSError as exc:
             raise UserError(f"cannot write --junit {junit} ({exc.strerror}); name a writable file") from exc
     if args.json:
-        print_json([vars(r) for r in results])
+        print_json([r.as_dict() for r in results])
     else:
         console = stdout_console()
         for r in results:
             if not args.quiet or not r.passed:
-                console.print(f"{'PASS' if r.passed else 'FAIL'} {r.name}: {r.detail}", highlight=False)
-    return 0 if all(r.passed for r in results) else 1
+                console.print(f"{VERDICTS[r.status]} {r.name}: {r.detail}", highlight=False)
+    return 1 if any(r.status == "failed" for r in results) else 0
+
+
+VERDICTS = {"passed": "PASS", "failed": "FAIL", "not judged": "NOT JUDGED"}
 
 
 def cmd_score(args) -> int:

@@ -1,89 +1,75 @@
-"""`harness check`: pass/fail gates over a run (and a baseline), with JUnit XML for lab CI.
+"""`harness check`: gates over a run (and a baseline), each passed, failed or not judged, with JUnit XML for
+lab CI.
 
-Eval runs are gated on agreement with the host reference, accuracy and F1 against the host, accuracy,
-latency, arena and flash against a baseline; stream runs on the agreement of device and host detections
-and on the optimal policy's recall, precision, false alarms and unwanted triggers per hour. A gate naming a
-figure the run's kind does not have is refused before any gate is judged."""
+Eval runs are gated on absolute floors and ceilings (accuracy and F1 per subset, latency in ms, arena and
+flash bytes), on agreement with the host reference and accuracy and F1 against the host, and on accuracy,
+latency, arena and flash against a baseline; stream runs on the agreement of device and host detections and
+on the optimal policy's recall, precision, false alarms and unwanted triggers per hour. A gate naming a
+figure the run's kind does not have is refused before any gate is judged. A gate whose figure the run (or
+the missing baseline) does not give is not judged, and says why; `strict` fails it."""
 
-import math
-import tomllib
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Literal
 
 from harness.errors import UserError
-from harness.results.record import EvalSummary, FirmwareBuild, StreamSummary
+from harness.results.gates_file import BASELINE_GATES, GATES, bound_text, listed
+from harness.results.record import EvalSummary, FirmwareBuild, Score, StreamSummary
 from harness.results.runs import Run
+
+Status = Literal["passed", "failed", "not judged"]
 
 
 @dataclass(frozen=True)
-class Gate:
-    settings: tuple[str, ...]
-    kinds: tuple[str, ...]  # the kinds of run that have the gate's figure
-    baseline: bool = False  # compares with a baseline run
+class Verdict:
+    """What a gate found: its figure (None when not judged) and a note (why not judged, what failed)."""
+
+    status: Status
+    figure: str | None
+    note: str = ""
 
 
-# Kinds: eval (samples given a class), anomaly (eval runs of anomaly scores: AUC over files), stream.
-GATES = {
-    "agreement": Gate(("min",), ("eval", "stream")),
-    "accuracy_drop": Gate(("max",), ("eval",)),
-    "f1_drop": Gate(("max",), ("eval",)),
-    "accuracy_vs_baseline": Gate(("max_drop",), ("eval",), baseline=True),
-    "auc": Gate(("min",), ("anomaly",)),
-    "auc_drop": Gate(("max",), ("anomaly",)),
-    "auc_vs_baseline": Gate(("max_drop",), ("anomaly",), baseline=True),
-    "latency": Gate(("max_regression",), ("eval", "anomaly"), baseline=True),
-    "arena": Gate(("max_growth_bytes",), ("eval", "anomaly"), baseline=True),
-    "flash": Gate(("max_growth_bytes",), ("eval", "anomaly"), baseline=True),
-    "recall": Gate(("min",), ("stream",)),
-    "precision": Gate(("min",), ("stream",)),
-    "false_alarms_per_hour": Gate(("max",), ("stream",)),
-    "unwanted_triggers_per_hour": Gate(("max",), ("stream",)),
-}
-BASELINE_GATES = {name for name, gate in GATES.items() if gate.baseline}
+def _judged(passed: bool, figure: str, note: str = "") -> Verdict:
+    return Verdict("passed" if passed else "failed", figure, note)
+
+
+def _not_judged(why: str) -> Verdict:
+    return Verdict("not judged", None, why)
 
 
 @dataclass(frozen=True)
 class GateResult:
     name: str
-    passed: bool
-    detail: str
+    status: Status
+    figure: str  # the figure judged, with its unit and source ("n/a" when not judged)
+    bound: str  # the gate's bounds as the gates file gives them
+    detail: str  # one line: figure and bound, or why it was not judged
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "passed": self.passed,
+            "figure": self.figure,
+            "bound": self.bound,
+            "detail": self.detail,
+        }
 
 
-def _listed(kind: str | None = None) -> str:
-    return ", ".join(
-        f"[{name}] {'/'.join(gate.settings)}" for name, gate in GATES.items() if kind is None or kind in gate.kinds
-    )
-
-
-def load_gates(path: Path) -> dict:
-    try:
-        gates = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise UserError(f"cannot read gates file {path} ({exc}); see docs/lab-ci.md for its format") from exc
-    if not gates:
-        raise UserError(f"gates file {path} has no gates; add at least one, e.g. [agreement] min = 0.99")
-    for name, settings in gates.items():
-        if name not in GATES or not isinstance(settings, dict):
-            raise UserError(f"gates file {path}: unknown gate [{name}]; valid: {_listed()}")
-        if unknown := sorted(set(settings) - set(GATES[name].settings)):
-            raise UserError(
-                f"gates file {path}: [{name}] has no setting {', '.join(unknown)}; "
-                f"it takes {', '.join(GATES[name].settings)}"
-            )
-        for key in GATES[name].settings:
-            if key not in settings:
-                raise UserError(f"gates file {path}: [{name}] needs `{key} = NUMBER`")
-            value = settings[key]
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise UserError(f"gates file {path}: [{name}] {key} must be a number, not {value!r}")
-            if not math.isfinite(value):
-                raise UserError(
-                    f"gates file {path}: [{name}] {key} must be a finite number, not {value}; a bound of {value} "
-                    "judges nothing"
-                )
-    return gates
+def _result(name: str, settings: dict, verdict: Verdict, strict: bool) -> GateResult:
+    bound = bound_text(name, settings)
+    if verdict.figure is None:
+        detail = f"not judged: {verdict.note}; {bound}"
+        if strict:
+            return GateResult(name, "failed", "n/a", bound, f"{detail} (--strict)")
+        return GateResult(name, "not judged", "n/a", bound, detail)
+    detail = f"{verdict.figure}; {bound}" + (f"; {verdict.note}" if verdict.note else "")
+    return GateResult(name, verdict.status, verdict.figure, bound, detail)
 
 
 def gate_kind(run: Run) -> str:
@@ -100,7 +86,7 @@ def require_applicable(gates: dict, run: Run, baseline: Run | None = None) -> No
         if kind not in GATES[name].kinds:
             raise UserError(
                 f"gate [{name}] judges a figure {kind} runs do not have ({run.id} is {_a(kind)} run); "
-                f"gates for {kind} runs: {_listed(kind)}"
+                f"gates for {kind} runs: {listed(kind)}"
             )
     if baseline is not None and gate_kind(baseline) != kind:
         raise UserError(
@@ -114,26 +100,65 @@ def _a(kind: str) -> str:
 
 
 def _per_subset(
-    name: str, values: dict[str, float | None], skipped: dict[str, str], minimum=None, maximum=None
-) -> GateResult:
-    """Judges the subsets with a value; `skipped` names those without one and why. With no value at all
-    the gate fails: nothing was checked."""
-    skipped = {subset: "no value" for subset, value in values.items() if value is None} | skipped
-    judged = {subset: value for subset, value in values.items() if value is not None}
-    not_evaluated = "not evaluated: " + "; ".join(f"{subset} ({why})" for subset, why in skipped.items())
+    settings: dict,
+    key: str,
+    values: dict[str, float | None],
+    skipped: dict[str, str],
+    which: dict[str, str] | None = None,
+) -> Verdict:
+    """Judges each subset with a value against its bound: its [gate.SUBSET] table's, else the gate's own for
+    every subset. `skipped` names subsets without a value and why; `which` names the figure judged where it
+    differs by subset. Subsets without a value beside judged ones are named; with none judged, not judged."""
+    every = settings.get(key)
+    own = {subset: bounds[key] for subset, bounds in settings.items() if isinstance(bounds, dict)}
+    present = dict.fromkeys([*values, *skipped])
+    names = [s for s in present if every is not None or s in own] + [s for s in own if s not in present]
+    skipped = {subset: "not in this run" for subset in own if subset not in present} | skipped
+    judged, failures, missing = [], [], {}
+    for subset in names:
+        value = values.get(subset)
+        if value is None:
+            missing[subset] = skipped.get(subset, "no value")
+            continue
+        bound = own.get(subset, every)
+        judged.append(f"{subset} {value:.4f}" + (f" ({which[subset]})" if which and subset in which else ""))
+        if (value < bound) if key == "min" else (value > bound):
+            failures.append(subset)
+    not_judged = "; ".join(f"{subset} ({why})" for subset, why in missing.items())
     if not judged:
-        return GateResult(name, False, not_evaluated if skipped else "not evaluated: the run has no subsets")
-    failures = [
-        f"{subset}: {value:.4f}"
-        for subset, value in judged.items()
-        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum)
-    ]
-    detail = "; ".join(failures) or "every evaluated subset within the limit"
-    return GateResult(name, not failures, f"{detail}; {not_evaluated}" if skipped else detail)
+        return _not_judged(not_judged or "the run has no subsets")
+    notes = [f"{'under' if key == 'min' else 'over'} the bound: {', '.join(failures)}"] if failures else []
+    notes += [f"not judged: {not_judged}"] if missing else []
+    return _judged(not failures, ", ".join(judged), "; ".join(notes))
 
 
 def _empty_subsets(summary: EvalSummary) -> dict[str, str]:
     return {subset: "n = 0" for subset, e in summary.subsets.items() if not e.n}
+
+
+def _f1(score: Score) -> tuple[float | None, str]:
+    """The F1 an F1 gate judges: the Wake Vision rate-based f1_wv where the subset has it, else f1_counts."""
+    return (score.f1_wv, "f1_wv") if score.f1_wv is not None else (score.f1_counts, "f1_counts")
+
+
+def _f1_missing(score: Score) -> str:
+    if score.pool_incomplete:
+        return f"F1 n/a: negative pool {score.pool_incomplete} evaluated; evaluate with --pools"
+    return "F1 n/a: no whole negative pool evaluated"
+
+
+def _absolute(name: str, settings: dict, summary: EvalSummary) -> Verdict:
+    """The device's accuracy or F1 per subset against floors."""
+    skipped = _empty_subsets(summary)
+    if name == "accuracy":
+        values = {subset: e.device.accuracy for subset, e in summary.subsets.items()}
+        return _per_subset(settings, "min", values, skipped)
+    picked = {subset: _f1(e.device) for subset, e in summary.subsets.items()}
+    skipped |= {
+        s: _f1_missing(e.device) for s, e in summary.subsets.items() if picked[s][0] is None and s not in skipped
+    }
+    values = {subset: value for subset, (value, _) in picked.items()}
+    return _per_subset(settings, "min", values, skipped, {subset: which for subset, (_, which) in picked.items()})
 
 
 def _drops(summary: EvalSummary, reference: str, metric: str) -> dict[str, float | None]:
@@ -170,24 +195,45 @@ def _content(run: Run) -> dict[str, str]:
 
 
 LATENCY_UNITS = {"instructions": "instructions", "cycles": "cycles", "micros": "µs"}
+SOURCE_NOTES = {"sim": "sim: this machine's wall-clock time", "device": "device: the board's timer"}
 
 
-def _latency(run: Run, baseline: Run, max_regression: float) -> GateResult:
+def _latency_ms(settings: dict, summary: EvalSummary) -> Verdict:
+    """The median and/or p90 latency in ms against ceilings, with the latency's source."""
+    latency = summary.latency
+    if latency.micros is None:
+        has = "instructions (QEMU -icount)" if latency.instructions else "cycles" if latency.cycles else "none"
+        return _not_judged(
+            f"no latency in ms in this run ({latency.source} latency: {has}); gate it against a baseline with "
+            "[latency] max_regression"
+        )
+    figures, failures = [], []
+    for key, stat in (("max_median", "median"), ("max_p90", "p90")):
+        ms = getattr(latency.micros, stat)
+        if key not in settings:
+            continue
+        if ms is None:
+            return _not_judged(f"the run's latency has no {stat} (a record of an earlier version)")
+        figures.append(f"{stat} {ms / 1000:,.3f} ms")
+        failures += [stat] if ms / 1000 > settings[key] else []
+    figure = f"{', '.join(figures)} ({SOURCE_NOTES.get(latency.source, latency.source)})"
+    return _judged(not failures, figure, f"over the bound: {', '.join(failures)}" if failures else "")
+
+
+def _latency(run: Run, baseline: Run, max_regression: float) -> Verdict:
     now, before = run.eval_summary.latency, baseline.eval_summary.latency
     if now.source != before.source:
-        return GateResult(
-            "latency", False, f"not comparable: {now.source} latency against the baseline's {before.source}"
-        )
+        return _not_judged(f"not comparable: {now.source} latency against the baseline's {before.source}")
     figures = [(unit, getattr(now, unit), getattr(before, unit)) for unit in LATENCY_UNITS]
     both = next(((u, a, b) for u, a, b in figures if a and b and b.median), None)
     if both is None:
-        return GateResult("latency", False, f"not comparable: no {now.source} latency figure both runs have")
+        return _not_judged(f"not comparable: no {now.source} latency figure both runs have")
     unit, current, previous = both
     change = current.median / previous.median - 1
-    detail = (
+    figure = (
         f"median {previous.median:,.1f} -> {current.median:,.1f} {LATENCY_UNITS[unit]} ({now.source}), {change:+.2%}"
     )
-    return GateResult("latency", change <= max_regression, detail)
+    return _judged(change <= max_regression, figure)
 
 
 def _arena(run: Run) -> tuple[int | None, str]:
@@ -203,68 +249,87 @@ def _flash(run: Run) -> tuple[int | None, str]:
     return manifest.model.bytes or None, "model file"
 
 
-def _growth(name: str, current: tuple[int | None, str], previous: tuple[int | None, str], limit: int) -> GateResult:
+def _ceiling(name: str, current: tuple[int | None, str], limit: int) -> Verdict:
+    """Arena or flash bytes against a ceiling; flash only as the firmware image's bytes from its ELF."""
+    used, kind = current
+    if used is None:
+        return _not_judged(f"{name} not reported by the DUT")
+    if kind == "model file":
+        return _not_judged(
+            f"no firmware image in this run (the virtual board runs a {used:,}-byte model file); "
+            "flash_bytes judges the ELF of firmware harness builds"
+        )
+    where = "firmware image, from the ELF" if kind == "firmware image" else kind
+    return _judged(used <= limit, f"{used:,} bytes ({where})")
+
+
+def _growth(name: str, current: tuple[int | None, str], previous: tuple[int | None, str], limit: int) -> Verdict:
     (used, kind), (used_before, kind_before) = current, previous
     if used is None or used_before is None:
         which = "this run" if used is None else "the baseline"
-        return GateResult(name, False, f"not comparable: {name} not reported by the DUT in {which}")
+        return _not_judged(f"not comparable: {name} not reported by the DUT in {which}")
     if kind != kind_before:
-        return GateResult(name, False, f"not comparable: {kind} bytes against the baseline's {kind_before} bytes")
-    detail = f"{used_before:,} -> {used:,} bytes ({kind}), {used - used_before:+,}"
-    return GateResult(name, used - used_before <= limit, detail)
+        return _not_judged(f"not comparable: {kind} bytes against the baseline's {kind_before} bytes")
+    return _judged(used - used_before <= limit, f"{used_before:,} -> {used:,} bytes ({kind}), {used - used_before:+,}")
 
 
-ONE_CLASS = "not evaluated: no AUC (the files evaluated hold one class only)"
+ONE_CLASS = "no AUC (the files evaluated hold one class only)"
 
 
-def _auc_gate(name: str, settings: dict, summary: EvalSummary, baseline: Run | None) -> GateResult:
+def _auc_gate(name: str, settings: dict, summary: EvalSummary, baseline: Run | None) -> Verdict:
     """The device's AUC over files: a floor (auc), or how far under the primary host's (auc_drop) or the
     baseline's (auc_vs_baseline) it is."""
     device = summary.anomaly.device.auc
     if name == "auc":
         if device is None:
-            return GateResult(name, False, ONE_CLASS)
-        return GateResult(name, device >= settings["min"], f"device AUC {device:.4f}; min {settings['min']}")
+            return _not_judged(ONE_CLASS)
+        return _judged(device >= settings["min"], f"device AUC {device:.4f}")
     if name == "auc_drop":
         host = summary.anomaly.host.get(summary.primary_reference or "")
         if host is None:
-            return GateResult(name, False, "not evaluated: the run has no host reference (eval --references)")
+            return _not_judged("the run has no host reference (eval --references)")
         other, what, bound = host.auc, f"{summary.primary_reference} AUC", settings["max"]
     else:
         other, what, bound = baseline.eval_summary.anomaly.device.auc, "baseline AUC", settings["max_drop"]
     if device is None or other is None:
-        return GateResult(name, False, ONE_CLASS)
+        return _not_judged(ONE_CLASS)
     drop = other - device
-    return GateResult(name, drop <= bound, f"{what} {other:.4f} - device {device:.4f} = {drop:+.4f}; max {bound}")
+    return _judged(drop <= bound, f"{what} {other:.4f} - device {device:.4f} = {drop:+.4f}")
 
 
-def _eval_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> GateResult:
+def _eval_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> Verdict:
     summary = run.eval_summary
     reference = summary.primary_reference
     if name in BASELINE_GATES and baseline is None:
-        return GateResult(name, False, "this gate compares with a baseline: pass --baseline RUN")
+        return _not_judged("this gate compares with a baseline: pass --baseline RUN")
     if name in ("agreement", "accuracy_drop", "f1_drop") and reference is None:
-        return GateResult(name, False, "not evaluated: the run has no host reference (eval --references)")
+        return _not_judged("the run has no host reference (eval --references)")
+    if name in ("accuracy", "f1"):
+        return _absolute(name, settings, summary)
     if name == "agreement":
         values = {subset: e.versus[reference].agreement for subset, e in summary.subsets.items()}
-        return _per_subset(name, values, _empty_subsets(summary), minimum=settings["min"])
+        return _per_subset(settings, "min", values, _empty_subsets(summary))
     if name in ("accuracy_drop", "f1_drop"):
         metric = "accuracy" if name == "accuracy_drop" else "f1_wv"
         values = _drops(summary, reference, metric)
         skipped = _empty_subsets(summary)
         if metric == "f1_wv":
             skipped |= {s: "no f1_wv: needs --pools" for s, v in values.items() if v is None and s not in skipped}
-        return _per_subset(name, values, skipped, maximum=settings["max"])
+        return _per_subset(settings, "max", values, skipped)
     if name == "accuracy_vs_baseline":
         values, skipped = _baseline_accuracy_drops(run, baseline)
-        return _per_subset(name, values, skipped, maximum=settings["max_drop"])
+        return _per_subset(settings, "max_drop", values, skipped)
     if name.startswith("auc"):
         return _auc_gate(name, settings, summary, baseline)
+    if name == "latency_ms":
+        return _latency_ms(settings, summary)
     if name == "latency":
         return _latency(run, baseline, settings["max_regression"])
-    if name == "arena":
-        return _growth(name, _arena(run), _arena(baseline), settings["max_growth_bytes"])
-    return _growth(name, _flash(run), _flash(baseline), settings["max_growth_bytes"])
+    if name in ("arena_bytes", "flash_bytes"):
+        measure = _arena if name == "arena_bytes" else _flash
+        return _ceiling(name.removesuffix("_bytes"), measure(run), settings["max"])
+    measure = _arena if name == "arena" else _flash
+    return _growth(name, measure(run), measure(baseline), settings["max_growth_bytes"])
 
 
 def _detection_agreement(summary: StreamSummary) -> tuple[float, str]:
@@ -283,19 +348,18 @@ STREAM_FIGURES = {  # gate: the optimal policy's figure, and the bound's directi
 }
 
 
-def _stream_gate(name: str, settings: dict, run: Run) -> GateResult:
+def _stream_gate(name: str, settings: dict, run: Run) -> Verdict:
     summary = run.stream_summary
     if name == "agreement":
         share, counted = _detection_agreement(summary)
-        return GateResult(name, share >= settings["min"], f"{share:.4f}: {counted}")
+        return _judged(share >= settings["min"], f"{share:.4f}: {counted}")
     figure, bound = STREAM_FIGURES[name]
     optimal = summary.optimal
     if optimal is None:
-        return GateResult(name, False, "not evaluated: the run was not scored (harness stream --ledger LEDGER)")
+        return _not_judged("the run was not scored (harness stream --ledger LEDGER)")
     value = getattr(optimal, figure)
     if value is None:
-        why = "no events in the ledger" if figure == "recall" else "no detections"
-        return GateResult(name, False, f"not evaluated: {why}")
+        return _not_judged("no events in the ledger" if figure == "recall" else "no detections")
     limit = settings[bound]
     passed = value >= limit if bound == "min" else value <= limit
     counts = {
@@ -305,25 +369,33 @@ def _stream_gate(name: str, settings: dict, run: Run) -> GateResult:
         "unwanted_triggers_per_hour": f"{optimal.unwanted_triggers} unwanted triggers",
     }[name]
     exposure = f" in {optimal.duration_ms / 1000:g} s" if name.endswith("per_hour") else ""
-    return GateResult(name, passed, f"{value:.4f} ({counts}{exposure}; optimal policy); {bound} {limit}")
+    return _judged(passed, f"{value:.4f} ({counts}{exposure}; optimal policy)")
 
 
-def check_gates(run: Run, gates: dict, baseline: Run | None = None) -> list[GateResult]:
+def check_gates(run: Run, gates: dict, baseline: Run | None = None, strict: bool = False) -> list[GateResult]:
+    """Every gate's result; `strict`: a gate not judged fails."""
     require_applicable(gates, run, baseline)
-    if run.kind == "stream":
-        return [_stream_gate(name, settings, run) for name, settings in gates.items()]
-    return [_eval_gate(name, settings, run, baseline) for name, settings in gates.items()]
+    judge = _stream_gate if run.kind == "stream" else lambda name, settings, r: _eval_gate(name, settings, r, baseline)
+    return [_result(name, settings, judge(name, settings, run), strict) for name, settings in gates.items()]
 
 
 def junit_xml(run: Run, results: list[GateResult]) -> str:
+    """One test case per gate, its figure and bound as properties; a gate not judged is skipped, with why."""
     suite = ET.Element(
         "testsuite",
         name=f"harness check {run.id}",
         tests=str(len(results)),
-        failures=str(sum(not r.passed for r in results)),
+        failures=str(sum(r.status == "failed" for r in results)),
+        skipped=str(sum(r.status == "not judged" for r in results)),
     )
     for result in results:
         case = ET.SubElement(suite, "testcase", classname=f"harness.gates.{run.board}.{run.model}", name=result.name)
-        if not result.passed:
+        properties = ET.SubElement(case, "properties")
+        for key in ("figure", "bound"):
+            ET.SubElement(properties, "property", name=key, value=getattr(result, key))
+        if result.status == "failed":
             ET.SubElement(case, "failure", message=result.detail).text = result.detail
+        elif result.status == "not judged":
+            ET.SubElement(case, "skipped", message=result.detail)
+        ET.SubElement(case, "system-out").text = result.detail
     return ET.tostring(suite, encoding="unicode", xml_declaration=True)

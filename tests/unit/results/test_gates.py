@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,24 +13,30 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.errors import UserError
-from harness.results.gates import check_gates, load_gates
+from harness.results.gates import check_gates, junit_xml
+from harness.results.gates_file import load_gates
 from harness.results.report import arena_line
 from harness.results.runs import Run, load_run
 
 
-def _entry(n=10, accuracy=0.9, host_accuracy=0.9, f1_wv=None, agreement=1.0):
+def _entry(n=10, accuracy=0.9, host_accuracy=0.9, f1_wv=None, agreement=1.0, f1_counts=None, pool_incomplete=None):
     return {
         "n": n,
-        "device": {"accuracy": accuracy if n else None, "f1_wv": f1_wv},
+        "device": {
+            "accuracy": accuracy if n else None,
+            "f1_wv": f1_wv,
+            "f1_counts": f1_counts,
+            "pool_incomplete": pool_incomplete,
+        },
         "host": {"tflm": {"accuracy": host_accuracy if n else None, "f1_wv": f1_wv}},
         "versus": {"tflm": {"agreement": agreement if n else None, "max_diff_steps": 0.0}},
     }
 
 
-def _latency(source="sim", micros=6000.0, instructions=None):
+def _latency(source="sim", micros=6000.0, instructions=None, p90=None):
     return {
         "source": source,
-        "micros": {"median": micros} if micros else None,
+        "micros": {"median": micros, "p90": p90} if micros else None,
         "cycles": None,
         "instructions": {"median": instructions} if instructions else None,
     }
@@ -80,17 +87,17 @@ def _only(results):
     return result
 
 
-def test_f1_drop_without_any_f1wv_fails_naming_the_subsets():
+def test_f1_drop_without_any_f1wv_is_not_judged_naming_the_subsets():
     run = _run(subsets={"distance_far": _entry(), "lighting_dark": _entry()})
     result = _only(check_gates(run, {"f1_drop": {"max": 0.0}}))
-    assert not result.passed
-    assert "not evaluated" in result.detail and "distance_far" in result.detail and "lighting_dark" in result.detail
+    assert result.status == "not judged"
+    assert "distance_far" in result.detail and "lighting_dark" in result.detail
 
 
 @pytest.mark.parametrize("gate", [{"agreement": {"min": 0.99}}, {"accuracy_drop": {"max": 0.01}}])
-def test_gates_over_empty_subsets_fail(gate):
+def test_gates_over_empty_subsets_are_not_judged(gate):
     result = _only(check_gates(_run(subsets={"distance_far": _entry(n=0)}), gate))
-    assert not result.passed and "not evaluated" in result.detail and "distance_far (n = 0)" in result.detail
+    assert result.status == "not judged" and "distance_far (n = 0)" in result.detail
 
 
 def test_an_empty_subset_beside_a_judged_one_is_named_but_does_not_fail():
@@ -269,3 +276,148 @@ def test_compare_refuses_an_anomaly_run_against_a_classification_run():
 
     with pytest.raises(UserError, match="ad holds anomaly scores and the other run classes: compare runs of one task"):
         compare_runs(_anomaly_run(), _run())
+
+
+def _gates_file(tmp_path, text: str) -> dict:
+    gates = tmp_path / "gates.toml"
+    gates.write_text(text)
+    return load_gates(gates)
+
+
+def test_absolute_accuracy_floors_pass_and_fail_overall_and_per_subset(tmp_path):
+    run = _run(subsets={"all": _entry(accuracy=0.92), "distance_far": _entry(accuracy=0.75)})
+    every = _only(check_gates(run, _gates_file(tmp_path, "[accuracy]\nmin = 0.9\n")))
+    assert every.status == "failed"
+    assert every.detail == "all 0.9200, distance_far 0.7500; min 0.9; under the bound: distance_far"
+
+    relaxed = _gates_file(tmp_path, "[accuracy]\nmin = 0.9\n[accuracy.distance_far]\nmin = 0.7\n")
+    assert relaxed == {"accuracy": {"min": 0.9, "distance_far": {"min": 0.7}}}
+    passed = _only(check_gates(run, relaxed))
+    assert passed.status == "passed" and passed.bound == "min 0.9; distance_far min 0.7", passed.detail
+
+    only_far = _only(check_gates(run, _gates_file(tmp_path, "[accuracy.distance_far]\nmin = 0.8\n")))
+    assert only_far.status == "failed" and only_far.figure == "distance_far 0.7500"
+    assert _only(check_gates(run, {"accuracy": {"all": {"min": 0.9}}})).status == "passed"
+    missing = _only(check_gates(run, {"accuracy": {"lighting_dark": {"min": 0.5}}}))
+    assert missing.status == "not judged" and "lighting_dark (not in this run)" in missing.detail
+
+
+def test_f1_floor_names_which_f1_and_does_not_judge_an_na_f1():
+    run = _run(
+        subsets={
+            "all": _entry(f1_wv=0.91, f1_counts=0.5),
+            "person": _entry(f1_counts=0.88),
+            "distance_far": _entry(pool_incomplete="3 of 40"),
+        }
+    )
+    result = _only(check_gates(run, {"f1": {"min": 0.85}}))
+    assert result.status == "passed"
+    assert result.figure == "all 0.9100 (f1_wv), person 0.8800 (f1_counts)"
+    assert "not judged: distance_far (F1 n/a: negative pool 3 of 40 evaluated; evaluate with --pools)" in result.detail
+    assert _only(check_gates(run, {"f1": {"min": 0.9}})).status == "failed"
+
+    only_na = _only(check_gates(run, {"f1": {"distance_far": {"min": 0.5}}}))
+    assert only_na.status == "not judged" and "F1 n/a" in only_na.detail
+    assert _only(check_gates(run, {"f1": {"distance_far": {"min": 0.5}}}, strict=True)).status == "failed"
+
+
+def test_latency_ceilings_in_ms_name_the_source():
+    sim = _run(latency=_latency("sim", micros=6000.0, p90=7500.0))
+    result = _only(check_gates(sim, {"latency_ms": {"max_median": 6.5, "max_p90": 8}}))
+    assert result.status == "passed"
+    assert result.detail == (
+        "median 6.000 ms, p90 7.500 ms (sim: this machine's wall-clock time); max_median 6.5 ms; max_p90 8 ms"
+    )
+    slow = _only(check_gates(sim, {"latency_ms": {"max_p90": 7}}))
+    assert slow.status == "failed" and "p90 7.500 ms (sim" in slow.detail and "over the bound: p90" in slow.detail
+
+    device = _run(latency=_latency("device", micros=5953.2))
+    assert "(device: the board's timer)" in _only(check_gates(device, {"latency_ms": {"max_median": 6}})).detail
+    emulated = _run(latency=_latency("emulated", micros=None, instructions=9.2e6))
+    counted = _only(check_gates(emulated, {"latency_ms": {"max_median": 6}}))
+    assert counted.status == "not judged" and "emulated latency: instructions" in counted.detail
+
+
+def test_arena_and_flash_ceilings_in_bytes_name_their_source():
+    run = _run(arena_used=168_368, arena_source="device", firmware={"flash_bytes": 412_000})
+    arena = _only(check_gates(run, {"arena_bytes": {"max": 200_000}}))
+    assert arena.status == "passed" and arena.detail == "168,368 bytes (device arena); max 200,000 bytes"
+    assert _only(check_gates(run, {"arena_bytes": {"max": 100_000}})).status == "failed"
+    flash = _only(check_gates(run, {"flash_bytes": {"max": 400_000}}))
+    assert (
+        flash.status == "failed" and flash.detail == "412,000 bytes (firmware image, from the ELF); max 400,000 bytes"
+    )
+
+    unreported = _only(check_gates(_run(arena_used=None), {"arena_bytes": {"max": 1}}))
+    assert unreported.status == "not judged" and "not reported by the DUT" in unreported.detail
+    virtual = _only(check_gates(_run(), {"flash_bytes": {"max": 1 << 20}}))
+    assert virtual.status == "not judged" and "no firmware image" in virtual.detail
+
+
+BASELINE_GATES = {
+    "accuracy_vs_baseline": {"max_drop": 0.02},
+    "latency": {"max_regression": 0.05},
+    "arena": {"max_growth_bytes": 0},
+    "flash": {"max_growth_bytes": 0},
+}
+
+
+def test_baseline_gates_without_a_baseline_are_not_judged_and_fail_only_when_strict():
+    results = check_gates(_run(), BASELINE_GATES)
+    assert {r.status for r in results} == {"not judged"}
+    assert all("pass --baseline RUN" in r.detail for r in results)
+    assert {r.status for r in check_gates(_run(), BASELINE_GATES, strict=True)} == {"failed"}
+    auc = _only(check_gates(_anomaly_run(), {"auc_vs_baseline": {"max_drop": 0.01}}))
+    assert auc.status == "not judged"
+
+
+def test_check_exits_0_on_gates_not_judged_and_1_when_strict(device_and_sim_runs, capsys):
+    from harness.cli.app import main
+
+    root, run, _ = device_and_sim_runs
+    gates = root / "gates.toml"
+    gates.write_text("[agreement]\nmin = 0.9\n[latency]\nmax_regression = 0.05\n[arena]\nmax_growth_bytes = 0\n")
+    check = ["check", run, "--gates", str(gates), "--results", str(root)]
+    assert main(check) == 0
+    printed = capsys.readouterr().out
+    assert "PASS agreement" in printed and "NOT JUDGED latency: not judged: this gate compares" in printed
+    assert main([*check, "--json"]) == 0
+    statuses = [(r["name"], r["status"]) for r in json.loads(capsys.readouterr().out)]
+    assert statuses == [("agreement", "passed"), ("latency", "not judged"), ("arena", "not judged")]
+    assert main([*check, "--strict"]) == 1
+    assert "FAIL latency" in capsys.readouterr().out
+
+
+def test_junit_carries_every_gates_figure_and_bound():
+    run = _run(subsets={"all": _entry(accuracy=0.92)}, latency=_latency("sim", micros=6000.0))
+    gates = {"accuracy": {"min": 0.95}, "latency_ms": {"max_median": 10}, "arena": {"max_growth_bytes": 0}}
+    suite = ET.fromstring(junit_xml(run, check_gates(run, gates)))
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
+    cases = {case.get("name"): case for case in suite.findall("testcase")}
+    figures = {name: {p.get("name"): p.get("value") for p in case.iter("property")} for name, case in cases.items()}
+    assert figures == {
+        "accuracy": {"figure": "all 0.9200", "bound": "min 0.95"},
+        "latency_ms": {"figure": "median 6.000 ms (sim: this machine's wall-clock time)", "bound": "max_median 10 ms"},
+        "arena": {"figure": "n/a", "bound": "max_growth_bytes 0 bytes"},
+    }
+    failure = cases["accuracy"].find("failure").get("message")
+    assert "all 0.9200" in failure and "min 0.95" in failure
+    assert cases["latency_ms"].find("failure") is None and cases["latency_ms"].find("skipped") is None
+    skipped = cases["arena"].find("skipped").get("message")
+    assert skipped.startswith("not judged: this gate compares with a baseline") and "max_growth_bytes 0" in skipped
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[accuracy]\n", r"\[accuracy\] needs `min = NUMBER` \(or \[accuracy.SUBSET\] tables of it\)"),
+        ("[accuracy.distance_far]\nmax = 0.8\n", r"\[accuracy.distance_far\] has no setting max; it takes min"),
+        ('[f1.distance_far]\nmin = "high"\n', r"\[f1.distance_far\] min must be a number"),
+        ("[latency_ms]\n", "needs one of `max_median = NUMBER`, `max_p90 = NUMBER`"),
+        ("[latency_ms]\nmax_p95 = 3\n", "has no setting max_p95; it takes max_median, max_p90"),
+        ("[agreement.all]\nmin = 0.9\n", r"\[agreement\] has no setting all; it takes min"),
+    ],
+)
+def test_malformed_absolute_gates_are_one_line_naming_the_fix(tmp_path, text, problem):
+    with pytest.raises(UserError, match=problem):
+        _gates_file(tmp_path, text)
