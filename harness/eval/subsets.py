@@ -38,7 +38,7 @@ class Subset:
 
     def contains(self, sample: Sample) -> bool:
         """Members by flag alone, as the reference selects them (harvard-edge/Wake_Vision_Quickstart d477361,
-        benchmark.py lines 54-56, 81-93, 131-134: `x[flag] == 1`; pp_ops.py lines 102-103 then drops
+        benchmark.py lines 54-56, 81-93, 132-134: `x[flag] == 1`; pp_ops.py lines 102-103 then drops
         person = -1 rows except in the far set). A member whose person label contradicts its flag
         (`contradicts`) stays a member with its own label."""
         if self.split is not None and sample.split != self.split:
