@@ -158,22 +158,19 @@ def test_plain_binary_labels_score(tmp_path):
 
 
 @pytest.mark.skipif(not CLEANED.is_file(), reason=f"needs the published cleaned labels {CLEANED} (../shared)")
-def test_the_published_cleaned_validation_labels_score():
-    import tempfile
-    from pathlib import Path
-
+def test_the_published_cleaned_validation_labels_score(tmp_path):
     dataset = score_labels(CLEANED)
-    rows = list(csv.DictReader(open(CLEANED, newline="")))
+    with open(CLEANED, newline="") as f:
+        rows = list(csv.DictReader(f))
     depictions = {r["filename"] for r in rows if r["clean_label"] == "-2"}
     assert len(dataset.samples) == len({r["filename"] for r in rows}) and depictions
     wrong = {s.id for s in dataset.samples[:100]}  # the first hundred predicted wrong, the rest right
-    with tempfile.TemporaryDirectory() as folder:
-        predictions = Path(folder) / "p.csv"
-        predictions.write_text(
-            "filename,prediction\n"
-            + "".join(f"{s.id},{1 - s.person if s.id in wrong else s.person}\n" for s in dataset.samples)
-        )
-        scored = score_file(dataset, predictions, [SUBSETS["all"]])["subsets"]["all"]
+    predictions = _write(
+        tmp_path / "p.csv",
+        "filename,prediction\n"
+        + "".join(f"{s.id},{1 - s.person if s.id in wrong else s.person}\n" for s in dataset.samples),
+    )
+    scored = score_file(dataset, predictions, [SUBSETS["all"]])["subsets"]["all"]
     assert scored["n"] == len(dataset.samples) and scored["accuracy"] == pytest.approx(1 - 100 / len(dataset.samples))
     assert scored["f1_wv"] is not None and scored["f1_counts"] is not None
     assert all(s.person == 0 for s in dataset.samples if s.id in depictions)
