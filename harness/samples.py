@@ -31,12 +31,25 @@ class Sample:
 
 
 @dataclass(frozen=True)
+class CleanLabels:
+    """Published cleaned labels put over a flag CSV's person column (harness/eval/label_files.py)."""
+
+    files: tuple[str, ...]
+    sha256: str
+    changed: int  # rows whose person label the clean files changed
+    depictions: int  # rows the clean files call a verified depiction (-2): non-person
+    excluded: int  # rows the clean files exclude (-1): left out of the dataset
+    not_listed: int  # flag rows the clean files do not list: they keep the flag CSV's label
+
+
+@dataclass(frozen=True)
 class Dataset:
     name: str
     csv_path: Path
     csv_sha256: str
     samples: tuple[Sample, ...]
     splits: tuple[str, ...] = ("test",)
+    clean_labels: CleanLabels | None = None
 
 
 @dataclass(frozen=True)

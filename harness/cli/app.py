@@ -20,7 +20,6 @@ from harness.errors import BuildError, InterruptedRun, LinkError, UserError
 from harness.eval.convert import DEFAULT_SPLIT_SEED
 from harness.eval.settings import TFLM_HELP
 from harness.eval.settings import add_arguments as add_eval_settings
-from harness.eval.subsets import SUBSETS
 from harness.model.card import DEFAULT_MODEL
 from harness.samples import DEMO
 from harness.values import decibels, fraction, milliseconds, non_negative_int, positive_int, seed_number
@@ -180,9 +179,19 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.set_defaults(handler=cmd_inspect)
 
     scorer = commands.add_parser("score", parents=[output], help="the eval metrics for predictions made elsewhere")
-    scorer.add_argument("--labels", required=True, help="label CSV in the Wake Vision layout")
+    scorer.add_argument(
+        "--labels",
+        required=True,
+        help="label CSV: the 20 Wake Vision columns, the cleaned filename,original_label,clean_label, or "
+        "filename,label (0/1)",
+    )
     scorer.add_argument("--predictions", required=True, help="CSV with filename,prediction[,score]")
-    scorer.add_argument("--subset", default=",".join(SUBSETS), help="comma-separated subsets (default: all of them)")
+    scorer.add_argument(
+        "--clean-labels", metavar="PATH", help="cleaned label CSVs whose clean_label replaces --labels' person label"
+    )
+    scorer.add_argument(
+        "--subset", help="comma-separated subsets (default: every subset the labels have the flags for)"
+    )
     scorer.set_defaults(handler=cmd_score)
 
     commands.add_parser("boards", parents=[output], help="list the boards").set_defaults(handler=cmd_boards)

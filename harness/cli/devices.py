@@ -79,7 +79,8 @@ def _timed(args, measure, uses: tuple[str, ...]):
 
     board = with_link_options(get_board(args.board), baud=args.baud, protocol=args.protocol)
     task = task_for(load_card(args.model))
-    dataset = task.load_dataset(args.dataset, None, task.subsets("all"), 1)  # before a model is fetched
+    # Before a model is fetched; one input is timed, so no F1 pool is streamed.
+    dataset = task.load_dataset(args.dataset, None, task.subsets("all"), 1, pools=False)
     card, model = model_for(args, board)
     computation = dut_computation(card, model)  # what the device computes: the model's tensors, or its DUT's
     data = sample_input(card, computation.input, dataset)

@@ -68,7 +68,7 @@ def eval_request(settings: EvalSettings, results_root: Path, run_id: str | None 
     task = task_for(card)
     subsets = task.subsets(settings.subset)
     splits = [x.strip() for x in settings.split.split(",") if x.strip()] if settings.split else None
-    dataset = task.load_dataset(settings.dataset, splits, subsets, settings.limit)
+    dataset = task.load_dataset(settings.dataset, splits, subsets, settings.limit, settings.clean_labels)
     model_path = Path(settings.model_file) if settings.model_file else obtain_model(card)
     converted_from = None
     own_file = not settings.model_file
@@ -92,6 +92,30 @@ def eval_request(settings: EvalSettings, results_root: Path, run_id: str | None 
     )
 
 
+def _warn_of_labels(dataset, subsets) -> int:
+    """Once a run, on stderr: what cleaned labels changed, and members whose flags contradict their label
+    (both are kept in the run's manifest). Returns the count of those members."""
+    from harness.eval.subsets import flag_contradictions
+
+    clean = dataset.clean_labels
+    if clean is not None:
+        print(
+            f"harness: clean labels from {', '.join(clean.files)} changed {clean.changed} person labels "
+            f"({clean.depictions} verified depictions are non-persons, {clean.excluded} rows excluded, "
+            f"{clean.not_listed} rows not listed keep their own)",
+            file=sys.stderr,
+        )
+    count = flag_contradictions(dataset.samples, subsets)
+    if count:
+        print(
+            f"harness: warning: {count} members of {', '.join(s.name for s in subsets)} have flags that contradict "
+            "their person label (e.g. far on a non-person, a depiction flag on a person); they are selected by "
+            "flag, as the reference evaluator does, and scored with their own label",
+            file=sys.stderr,
+        )
+    return count
+
+
 def cmd_eval(args) -> int:
     from harness.eval.runner import run_eval
     from harness.results.report import print_summary
@@ -100,7 +124,9 @@ def cmd_eval(args) -> int:
         root, run_id, settings = _unfinished_run(args)
     else:  # a drawn shuffle seed is kept with the settings, so a resumed run keeps the same order
         root, run_id, settings = Path(args.results), None, EvalSettings.from_args(args)
-    outcome = run_eval(eval_request(settings, root, run_id))
+    request = eval_request(settings, root, run_id)
+    _warn_of_labels(request.dataset, request.subsets)
+    outcome = run_eval(request)
     if args.json:
         print_json(outcome.as_json())
     elif args.quiet:
@@ -274,11 +300,14 @@ VERDICTS = {"passed": "PASS", "failed": "FAIL", "not judged": "NOT JUDGED"}
 
 
 def cmd_score(args) -> int:
-    from harness.eval.score_file import score_file
+    from harness.eval.score_file import default_subsets, score_file, score_labels
     from harness.results.record import Score, SubsetResult, parse
     from harness.results.report import pool_note
 
-    result = score_file(Path(args.labels), Path(args.predictions), parse_subsets(args.subset))
+    labels = score_labels(Path(args.labels), args.clean_labels)
+    subsets = parse_subsets(args.subset) if args.subset else default_subsets(labels)
+    result = score_file(labels, Path(args.predictions), subsets)
+    result["flag_contradictions"] = _warn_of_labels(labels, subsets)
     if args.json:
         print_json(result)
         return 0

@@ -4,17 +4,29 @@ Sources:
 - `demo`: the demo set, built offline on first use (docs/demo_dataset.md);
 - a folder in the published Wake Vision layout: `wake_vision_test.csv`, `wake_vision_validation.csv`
   (the 20 columns), images in `images/`, beside the CSVs, or in the published `*.tar.gz` shards
-  (the needed images are extracted once into the cache);
-- any folder with `labels.csv` and `images/` in the same layout (one split, called `test`).
+  (the needed images are extracted once into the cache). The published cleaned labels
+  `wv_{split}_cleaned.csv` beside a split's flag CSV are put over its person column; without the
+  flag CSV they are the split's labels on their own (overall subsets only);
+- any folder with `labels.csv` and `images/`, in any layout of harness/eval/label_files.py (one split,
+  called `test`).
+`--clean-labels` names cleaned-label files to put over any flag dataset's labels instead ('none': none).
 """
 
-import csv
 import hashlib
 import tarfile
 from pathlib import Path
 
 from harness.errors import UserError
 from harness.eval.demo_dataset import COLUMNS, RECIPE_VERSION, build_demo_dataset
+from harness.eval.label_files import (
+    CLEAN_FILE,
+    clean_files,
+    csv_header,
+    is_label_only,
+    join_clean_labels,
+    label_only_samples,
+    read_rows,
+)
 from harness.paths import cache_dir
 from harness.samples import DEMO, Dataset, Sample
 
@@ -28,40 +40,15 @@ def _demo_root() -> Path:
     return root
 
 
-def _rows(csv_path: Path) -> list[tuple[int, dict]]:
-    """(line number, row) for each row: every Wake Vision column present and filled, every file name once."""
-    try:
-        with open(csv_path, newline="", encoding="utf-8-sig") as f:  # a BOM (Excel's UTF-8 CSV) is dropped
-            reader = csv.DictReader(f)
-            missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
-            if missing:
-                raise UserError(f"{csv_path} lacks the Wake Vision columns {', '.join(missing)}")
-            header = list(reader.fieldnames)
-            rows = [(reader.line_num, row) for row in reader]
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{csv_path} is not a UTF-8 CSV ({exc.reason} at byte {exc.start}); save it as UTF-8") from exc
-    except csv.Error as exc:
-        raise UserError(f"{csv_path} is not a readable CSV ({exc})") from exc
-    first_line: dict[str, int] = {}
-    for line, row in rows:
-        if None in row or any(row[c] is None for c in header):  # csv marks extra fields None, missing ones too
-            fields = sum(row[c] is not None for c in header) + len(row.get(None, []))
-            raise UserError(f"{csv_path} line {line}: {fields} fields where the header has {len(header)}; fix that row")
-        if row["filename"] in first_line:
-            raise UserError(
-                f"{csv_path} line {line}: {row['filename']} is listed again (first on line "
-                f"{first_line[row['filename']]}); keep one row per file"
-            )
-        first_line[row["filename"]] = line
-    return rows
-
-
 FLAG_VALUES = (1, 0, -1)  # -1: unknown, as in the far-only rows (person -1, harness/eval/subsets.py)
 
 
 def _samples(csv_path: Path, image_dir: Path, split: str) -> list[Sample]:
+    if is_label_only(csv_header(csv_path)):
+        return label_only_samples(csv_path, image_dir, split)
     samples = []
-    for line, row in _rows(csv_path):
+    fix = "; or give labels alone: filename,label (0/1) or the cleaned filename,original_label,clean_label"
+    for line, row in read_rows(csv_path, COLUMNS, "the Wake Vision columns", fix):
         try:
             flags = {c: int(row[c]) for c in COLUMNS[1:]}
         except ValueError as exc:
@@ -76,10 +63,19 @@ def _samples(csv_path: Path, image_dir: Path, split: str) -> list[Sample]:
     return samples
 
 
-def _read(name: str, csv_path: Path, image_dir: Path) -> Dataset:
-    """A labels.csv folder: one split, `test` unless a SPLIT file beside the CSV names another."""
+def _split_of(csv_path: Path) -> str:
+    """A SPLIT file beside the CSV names it, else a published file name, else `test`."""
     marker = csv_path.parent / "SPLIT"
-    split = marker.read_text().strip() if marker.is_file() else "test"
+    if marker.is_file():
+        return marker.read_text().strip()
+    named = {CLEAN_FILE.format(split=split): split for split in PUBLISHED_SPLITS}
+    named |= {name: split for split, name in PUBLISHED_SPLITS.items()}
+    return named.get(csv_path.name, "test")
+
+
+def _read(name: str, csv_path: Path, image_dir: Path) -> Dataset:
+    """One label CSV: one split (`_split_of`)."""
+    split = _split_of(csv_path)
     return Dataset(name, csv_path, _sha256(csv_path), tuple(_samples(csv_path, image_dir, split)), (split,))
 
 
@@ -114,8 +110,11 @@ def _extract_from_shards(shards: list[Path], wanted: set[str], into: Path) -> No
                     missing.discard(name)
 
 
-def _published(root: Path, splits: list[str]) -> Dataset:
-    present = [s for s, name in PUBLISHED_SPLITS.items() if (root / name).is_file()]
+def _published(root: Path, splits: list[str]) -> tuple[Dataset, list[Path]]:
+    """The splits' flag CSVs (or, for a split without one, its cleaned labels alone), and the cleaned-label
+    files beside the flag CSVs."""
+    files = {split: (root / name, root / CLEAN_FILE.format(split=split)) for split, name in PUBLISHED_SPLITS.items()}
+    present = [split for split, pair in files.items() if any(path.is_file() for path in pair)]
     unknown = [s for s in splits if s not in present]
     if unknown:
         raise UserError(f"unknown split {', '.join(unknown)} in {root}; available splits: {', '.join(present)}")
@@ -124,10 +123,14 @@ def _published(root: Path, splits: list[str]) -> Dataset:
     image_dir = root / "images" if (root / "images").is_dir() else root
     digest = hashlib.sha256()
     samples: list[Sample] = []
+    beside: list[Path] = []
     for split in chosen:
-        csv_path = root / PUBLISHED_SPLITS[split]
+        flags_csv, cleaned_csv = files[split]
+        csv_path = flags_csv if flags_csv.is_file() else cleaned_csv
         digest.update(_sha256(csv_path).encode())
         samples += _samples(csv_path, image_dir, split)
+        if csv_path == flags_csv and cleaned_csv.is_file():
+            beside.append(cleaned_csv)
     seen: set[str] = set()
     for sample in samples:
         if sample.id in seen:
@@ -137,30 +140,55 @@ def _published(root: Path, splits: list[str]) -> Dataset:
         image_dir = cache_dir() / "datasets" / "extracted" / digest.hexdigest()[:16]
         samples = [Sample(s.id, image_dir / s.id, s.flags, s.split) for s in samples]
         _extract_from_shards(shards, {s.id for s in samples}, image_dir)
-    first_csv = root / PUBLISHED_SPLITS[chosen[0]]
-    return Dataset(f"{root.name} ({'+'.join(chosen)})", first_csv, digest.hexdigest(), tuple(samples), tuple(chosen))
+    first = files[chosen[0]][0] if files[chosen[0]][0].is_file() else files[chosen[0]][1]
+    dataset = Dataset(f"{root.name} ({'+'.join(chosen)})", first, digest.hexdigest(), tuple(samples), tuple(chosen))
+    return dataset, beside
 
 
-def load_dataset(spec: str = DEMO, splits: list[str] | None = None) -> Dataset:
-    """'demo', a folder in the published Wake Vision layout, or a folder with labels.csv and images/."""
+def _is_published(root: Path) -> bool:
+    names = [*PUBLISHED_SPLITS.values(), *(CLEAN_FILE.format(split=split) for split in PUBLISHED_SPLITS)]
+    return any((root / name).is_file() for name in names)
+
+
+def load_dataset(spec: str = DEMO, splits: list[str] | None = None, clean_labels: str | None = None) -> Dataset:
+    """'demo', a folder in the published Wake Vision layout, or a folder with labels.csv and images/.
+    `clean_labels`: cleaned-label files or folders (comma-separated) to put over the labels; None: those
+    beside a published layout's flag CSVs; 'none': no cleaned labels."""
     splits = splits or []
+    beside: list[Path] = []
     if spec == DEMO:
         root = _demo_root()
         dataset = _read(f"{DEMO} ({RECIPE_VERSION})", root / "labels.csv", root / "images")
     else:
         root = Path(spec)
-        if any((root / name).is_file() for name in PUBLISHED_SPLITS.values()):
-            return _published(root, splits)
-        if not (root / "labels.csv").is_file():
+        if _is_published(root):
+            dataset, beside = _published(root, splits)
+        elif not (root / "labels.csv").is_file():
             raise UserError(
                 f"dataset {spec!r} not found: pass 'demo', a folder with wake_vision_test.csv "
                 "(the published layout) or a folder holding labels.csv and images/"
             )
-        dataset = _read(root.name, root / "labels.csv", root / "images")
+        else:
+            dataset = _read(root.name, root / "labels.csv", root / "images")
     unknown = [s for s in splits if s not in dataset.splits]
     if unknown:
         raise UserError(f"unknown split {', '.join(unknown)}; {dataset.name} has: {', '.join(dataset.splits)}")
-    return dataset
+    if clean_labels is None:
+        return join_clean_labels(dataset, beside)
+    if clean_labels.strip().lower() == "none":
+        return dataset
+    return join_clean_labels(dataset, clean_files([Path(p.strip()) for p in clean_labels.split(",") if p.strip()]))
+
+
+def require_flags(dataset: Dataset, subsets) -> None:
+    """A fine-grained subset needs its flag on every sample: labels alone give the overall subsets only."""
+    for subset in subsets:
+        if subset.flag is not None and any(subset.flag not in s.flags for s in dataset.samples):
+            raise UserError(
+                f"subset {subset.name} needs the fine-grained flag {subset.flag}, which the labels of "
+                f"{dataset.name} lack (a cleaned or binary label file holds labels only): add the split's 20-column "
+                "flag CSV (wake_vision_{split}.csv) or choose all, test or validation"
+            )
 
 
 def describe_sources() -> list[dict]:
@@ -175,11 +203,17 @@ def describe_sources() -> list[dict]:
         },
         {
             "name": "FOLDER",
-            "kind": "published Wake Vision layout: wake_vision_{test,validation}.csv + images/ or *.tar.gz shards",
+            "kind": "published Wake Vision layout: wake_vision_{test,validation}.csv and/or the cleaned "
+            "wv_{test,validation}_cleaned.csv + images/ or *.tar.gz shards",
             "location": "any path",
             "ready": None,
         },
-        {"name": "FOLDER", "kind": "labels.csv (20 columns) + images/", "location": "any path", "ready": None},
+        {
+            "name": "FOLDER",
+            "kind": "labels.csv (20 columns, cleaned labels, or filename,label) + images/",
+            "location": "any path",
+            "ready": None,
+        },
         {
             "name": "hf:Harvard-Edge/Wake-Vision",
             "kind": "Wake Vision validation/test streamed from the Hugging Face hub (online; pip install datasets)",

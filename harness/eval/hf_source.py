@@ -1,6 +1,8 @@
 """Wake Vision from the Hugging Face hub (Harvard-Edge/Wake-Vision), streamed: the subset filter is
-applied while streaming, so `--subset distance_far --limit 200` reads only as far as it must.
-Needs the `datasets` package and network access to the hub; everything else in harness is offline.
+applied while streaming, so only the requested subsets' members (`--limit` of each) and their F1
+negative pools are kept, from every requested split. The pools are whole, so each split is read to
+its end; the folder is cached. Needs the `datasets` package and network access to the hub;
+everything else in harness is offline.
 """
 
 import csv
@@ -9,6 +11,7 @@ import importlib
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.eval.dataset import PUBLISHED_SPLITS
 from harness.eval.demo_dataset import COLUMNS
 from harness.paths import cache_dir
 
@@ -22,42 +25,59 @@ def _flags(row: dict) -> dict[str, int]:
     return {column: int(row[column]) for column in COLUMNS[1:]}
 
 
-def stream_to_folder(spec: str, split: str, subsets, limit: int | None) -> Path:
-    """Stream the split, keep rows in any of `subsets`, write images/ and labels.csv; returns the folder."""
+# Changes when what a folder holds for the same request changes (v2: the F1 pools, every split).
+LAYOUT = "v2"
+
+
+def _kept(rows, split: str, subsets, limit: int | None, pools: bool, images: Path) -> list[dict]:
+    """The split's rows in a subset (the first `limit` members of each) and, with `pools`, in a subset's F1
+    negative pool (every one: F1 is only given over a whole pool, so the split is read to its end)."""
+    from harness.samples import Sample
+
+    members = dict.fromkeys((s.name for s in subsets), 0)
+    kept = []
+    for row in rows:
+        sample = Sample(row["filename"], Path(row["filename"]), _flags(row), split)
+        wanted = [s.name for s in subsets if s.contains(sample) and (limit is None or members[s.name] < limit)]
+        if wanted or (pools and any(s.is_negative(sample) for s in subsets)):
+            for name in wanted:
+                members[name] += 1
+            row["image"].convert("RGB").save(images / row["filename"], quality=95)
+            kept.append({"filename": row["filename"], **sample.flags})
+        if not pools and limit is not None and min(members.values()) >= limit:
+            break  # every subset has its members and no pool is wanted: nothing further is kept
+    return kept
+
+
+def stream_to_folder(spec: str, splits: list[str], subsets, limit: int | None, pools: bool = True) -> Path:
+    """Stream each split, keep what `_kept` keeps, write images/ and one flag CSV per split in the published
+    layout (harness/eval/dataset.py reads it); returns the folder. Without `pools` (a single timed input,
+    `harness perf`) a subset's F1 from the folder would be wrong: evaluations always bring them."""
     try:
         datasets = importlib.import_module("datasets")
     except ImportError as exc:
         raise UserError("streaming from the Hugging Face hub needs `pip install datasets` (and network)") from exc
-    if split not in HF_SPLITS:
-        raise UserError(f"unknown split {split} for {spec}; the hub has: {', '.join(HF_SPLITS)}")
+    unknown = [split for split in splits if split not in HF_SPLITS]
+    if unknown:
+        raise UserError(f"unknown split {', '.join(unknown)} for {spec}; the hub has: {', '.join(HF_SPLITS)}")
     repo = spec.removeprefix(PREFIX) or DEFAULT_REPO
-    key = hashlib.sha256(f"{repo}|{split}|{[s.name for s in subsets]}|{limit}".encode()).hexdigest()[:16]
-    folder = cache_dir() / "datasets" / "hf" / key
-    if (folder / "labels.csv").is_file():
+    request = f"{LAYOUT}|{repo}|{sorted(set(splits))}|{sorted(s.name for s in subsets)}|{limit}|{pools}"
+    folder = cache_dir() / "datasets" / "hf" / hashlib.sha256(request.encode()).hexdigest()[:16]
+    if all((folder / PUBLISHED_SPLITS[split]).is_file() for split in splits):
         return folder
-    try:
-        rows = datasets.load_dataset(repo, split=split, streaming=True)
-    except Exception as exc:  # the hub client raises many kinds of errors when offline
-        raise UserError(
-            f"cannot stream {repo} from the Hugging Face hub ({type(exc).__name__}); are you online?"
-        ) from exc
-    from harness.samples import Sample
-
     partial = folder.with_name(folder.name + ".partial")
     (partial / "images").mkdir(parents=True, exist_ok=True)
-    kept = []
-    for row in rows:
-        sample = Sample(row["filename"], Path(row["filename"]), _flags(row), split)
-        if not any(subset.contains(sample) for subset in subsets):
-            continue
-        row["image"].convert("RGB").save(partial / "images" / row["filename"], quality=95)
-        kept.append({"filename": row["filename"], **sample.flags})
-        if limit is not None and len(kept) >= limit:
-            break
-    with open(partial / "labels.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(kept)
-    (partial / "SPLIT").write_text(split + "\n")
+    for split in dict.fromkeys(splits):
+        try:
+            rows = datasets.load_dataset(repo, split=split, streaming=True)
+        except Exception as exc:  # the hub client raises many kinds of errors when offline
+            raise UserError(
+                f"cannot stream {repo} from the Hugging Face hub ({type(exc).__name__}); are you online?"
+            ) from exc
+        kept = _kept(rows, split, subsets, limit, pools, partial / "images")
+        with open(partial / PUBLISHED_SPLITS[split], "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(kept)
     partial.rename(folder)
     return folder

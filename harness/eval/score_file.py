@@ -1,13 +1,16 @@
 """`harness score`: the eval metrics for predictions made elsewhere, through the same code path."""
 
 import csv
+import dataclasses
 import math
 from pathlib import Path
 
 from harness.errors import UserError
-from harness.eval.dataset import read_labels
+from harness.eval.dataset import read_labels, require_flags
+from harness.eval.label_files import clean_files, join_clean_labels
 from harness.eval.metrics import pool_size, score
-from harness.eval.subsets import Subset
+from harness.eval.subsets import SUBSETS, Subset
+from harness.samples import Dataset
 
 
 def read_predictions(path: Path, lines: dict[str, int] | None = None) -> dict[str, int]:
@@ -53,8 +56,23 @@ def read_predictions(path: Path, lines: dict[str, int] | None = None) -> dict[st
     return predicted
 
 
-def score_file(labels: Path, predictions: Path, subsets: list[Subset]) -> dict:
+def score_labels(labels: Path, clean_labels: str | None = None) -> Dataset:
+    """The labels file (any layout of harness/eval/label_files.py), with cleaned labels put over it if named."""
     dataset = read_labels(labels)
+    if clean_labels is None:
+        return dataset
+    return join_clean_labels(dataset, clean_files([Path(p.strip()) for p in clean_labels.split(",") if p.strip()]))
+
+
+def default_subsets(dataset: Dataset) -> list[Subset]:
+    """Every subset of the labels' splits that the labels have the flags for."""
+    flags = set.intersection(*(set(s.flags) for s in dataset.samples)) if dataset.samples else set()
+    return [s for s in SUBSETS.values() if (s.flag is None or s.flag in flags) and s.split in (None, *dataset.splits)]
+
+
+def score_file(dataset: Dataset, predictions: Path, subsets: list[Subset]) -> dict:
+    require_flags(dataset, subsets)
+    labels = dataset.csv_path
     lines: dict[str, int] = {}
     predicted = read_predictions(predictions, lines)
     missing = [s.id for s in dataset.samples if s.id not in predicted]
@@ -69,9 +87,11 @@ def score_file(labels: Path, predictions: Path, subsets: list[Subset]) -> dict:
             f"({len(unknown)} such rows); predict only the files the labels list"
         )
     values = [predicted[s.id] for s in samples]
+    clean = dataset.clean_labels
     return {
         "labels": str(labels),
         "predictions": str(predictions),
+        "clean_labels": None if clean is None else dataclasses.asdict(clean),
         "scored": len(samples),
         "without_prediction": len(missing),
         "subsets": {

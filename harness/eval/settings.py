@@ -87,6 +87,11 @@ class EvalSettings:
     )
     subset: str = option("comma-separated subsets (see `harness subsets`)", "all")
     split: str | None = option("split(s) of a published-layout dataset, e.g. test or test,validation")
+    clean_labels: str | None = option(
+        "cleaned label CSVs (wv_{split}_cleaned.csv, or folders holding them; comma-separated) whose clean_label "
+        "replaces the flag CSVs' person label (default: those beside a published layout's flag CSVs; 'none': none)",
+        metavar="PATH",
+    )
     limit: int | None = option(
         "evaluate at most this many subset members (--pools adds the whole pools)", type=positive_int
     )

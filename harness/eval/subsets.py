@@ -2,11 +2,11 @@
 
 Each subset has members (the images its accuracy is measured on) and, for F1, a positive class and
 a negative pool (../shared/reference/wake_vision_kws_lpirc_domain.md, section 1.3):
-- distance, perceived gender and age: members are person images with the flag; the negatives are
-  all non-person images;
+- distance, perceived gender and age: members are the images with the flag (persons, in the
+  published flags); the negatives are all non-person images;
 - lighting: members are all images with the flag; positives its persons, negatives its non-persons;
-- depiction (inverted): members are non-person images with the flag and non-person is the positive
-  class; the negatives are all person images;
+- depiction (inverted): members are the images with the flag (non-persons, in the published flags)
+  and non-person is the positive class; the negatives are all person images;
 - test, validation, all: every labelled image of that split (or of the loaded splits).
 Rows with person = -1 (far-only images) count as persons in distance_far and are dropped elsewhere.
 """
@@ -37,16 +37,21 @@ class Subset:
         return PERSON if sample.person == -1 and self.flag == "far" else sample.person
 
     def contains(self, sample: Sample) -> bool:
+        """Members by flag alone, as the reference selects them (harvard-edge/Wake_Vision_Quickstart d477361,
+        benchmark.py lines 54-56, 81-93, 132-134: `x[flag] == 1`; pp_ops.py lines 102-103 then drops
+        person = -1 rows except in the far set). A member whose person label contradicts its flag
+        (`contradicts`) stays a member with its own label."""
         if self.split is not None and sample.split != self.split:
             return False
         if self.flag is not None and sample.flags[self.flag] != 1:
             return False
-        label = self.label(sample)
-        if self.family in ("distance", "miap"):
-            return label == PERSON
-        if self.family == "depiction":
-            return label == NON_PERSON
-        return label >= 0
+        return self.label(sample) >= 0
+
+    def contradicts(self, sample: Sample) -> bool:
+        """A distance or MIAP member labelled non-person, or a depiction member labelled person."""
+        return self.family in ("distance", "miap", "depiction") and (
+            self.contains(sample) and self.label(sample) != self.positive_label
+        )
 
     def is_positive(self, sample: Sample) -> bool:
         return self.contains(sample) and self.label(sample) == self.positive_label
@@ -58,6 +63,12 @@ class Subset:
         if self.family == "depiction":
             return sample.person == PERSON
         return sample.person == NON_PERSON
+
+
+def flag_contradictions(samples, subsets) -> int:
+    """How many samples are members of one of the subsets against their person label."""
+    flagged = [sub for sub in subsets if isinstance(sub, Subset)]
+    return sum(1 for s in samples if any(sub.contradicts(s) for sub in flagged))
 
 
 SUBSETS = {

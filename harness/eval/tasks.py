@@ -4,7 +4,8 @@ how a file becomes an input tensor, and how an output is read."""
 from dataclasses import dataclass
 from typing import ClassVar
 
-from harness.eval.dataset import load_dataset
+from harness.errors import UserError
+from harness.eval.dataset import load_dataset, require_flags
 from harness.eval.inputs import image_preparation
 from harness.eval.outputs import NO_DECISION, predict, predict_class, score_of
 from harness.eval.runner_files import load_runner_dataset, runner_file_preparation
@@ -12,6 +13,11 @@ from harness.eval.subsets import PERSON, class_subsets, parse_subsets
 from harness.model.card import ModelCard
 from harness.samples import Dataset, Preparation
 from harness.tensors import TensorSpec
+
+
+def refuse_clean_labels(card: ModelCard, clean_labels: str | None) -> None:
+    if clean_labels is not None:
+        raise UserError(f"--clean-labels is for Wake Vision's labels; {card.name} is a {card.task} card: drop it")
 
 
 @dataclass(frozen=True)
@@ -23,12 +29,23 @@ class PersonDetection:
     confusion: ClassVar[bool] = False  # two classes: the F1 columns say it all
     scores_files: ClassVar[bool] = False  # AUC and Top-1 over files of windows (harness/eval/anomaly.py)
 
-    def load_dataset(self, spec: str, splits: list[str] | None, subsets: list, limit: int | None) -> Dataset:
-        if spec.startswith("hf:"):  # streamed into a one-split folder first
+    def load_dataset(
+        self,
+        spec: str,
+        splits: list[str] | None,
+        subsets: list,
+        limit: int | None,
+        clean_labels: str | None = None,
+        pools: bool = True,
+    ) -> Dataset:
+        if spec.startswith("hf:"):  # streamed into a folder in the published layout first
             from harness.eval.hf_source import stream_to_folder
 
-            return load_dataset(str(stream_to_folder(spec, (splits or ["test"])[0], subsets, limit)))
-        return load_dataset(spec, splits)
+            splits = splits or ["test"]
+            spec = str(stream_to_folder(spec, splits, subsets, limit, pools))
+        dataset = load_dataset(spec, splits, clean_labels)
+        require_flags(dataset, subsets)
+        return dataset
 
     def subsets(self, spec: str) -> list:
         return parse_subsets(spec)
@@ -52,7 +69,16 @@ class Classification:
     confusion: ClassVar[bool] = True
     scores_files: ClassVar[bool] = False
 
-    def load_dataset(self, spec: str, splits: list[str] | None, subsets: list, limit: int | None) -> Dataset:
+    def load_dataset(
+        self,
+        spec: str,
+        splits: list[str] | None,
+        subsets: list,
+        limit: int | None,
+        clean_labels: str | None = None,
+        pools: bool = True,
+    ) -> Dataset:
+        refuse_clean_labels(self.card, clean_labels)
         return load_runner_dataset(spec, self.card, windows=self.scores_files)
 
     def subsets(self, spec: str) -> list:
@@ -72,8 +98,18 @@ class Classification:
 class KeywordSpotting(Classification):
     """Speech Commands style: 1 s clips through the card's frontend, a subset per class, the top class."""
 
-    def load_dataset(self, spec: str, splits: list[str] | None, subsets: list, limit: int | None) -> Dataset:
+    def load_dataset(
+        self,
+        spec: str,
+        splits: list[str] | None,
+        subsets: list,
+        limit: int | None,
+        clean_labels: str | None = None,
+        pools: bool = True,
+    ) -> Dataset:
         from harness.audio.dataset import load_keyword_dataset
+
+        refuse_clean_labels(self.card, clean_labels)
 
         return load_keyword_dataset(spec, self.card)
 

@@ -26,6 +26,7 @@ from pydantic import AfterValidator, BeforeValidator, PlainSerializer
 from harness.errors import UserError
 from harness.results.provenance import harness_source, host_machine, subset_content_hashes
 from harness.results.stream_scores import Detection, MlperfSwwScore, OptimalScore, TfCompatScore
+from harness.samples import CleanLabels
 
 if TYPE_CHECKING:
     from harness.boards import Board
@@ -169,10 +170,14 @@ class DatasetProvenance:
     subset_content_sha256: dict[str, str] = field(default_factory=dict)
     limit: int | None = None
     order_seed: int | None = None
+    clean_labels: CleanLabels | None = None  # cleaned labels put over the flag CSVs' person label
+    flag_contradictions: int | None = None  # the dataset's members of the subsets against their person label
 
     @classmethod
     def of(cls, dataset: "Dataset", subsets: list, samples: list, limit: int | None, order_seed: int | None):
         """`samples`: the ones the run evaluated."""
+        from harness.eval.subsets import flag_contradictions
+
         return cls(
             name=dataset.name,
             labels=str(dataset.csv_path),
@@ -181,6 +186,8 @@ class DatasetProvenance:
             subset_content_sha256=subset_content_hashes(samples, subsets),
             limit=limit,
             order_seed=order_seed,
+            clean_labels=dataset.clean_labels,
+            flag_contradictions=flag_contradictions(dataset.samples, subsets),
         )
 
 

@@ -145,7 +145,7 @@ def test_dataset_build_labels_images_from_open_images_style_boxes(tmp_path, smal
     assert evaluated.returncode == 0 and json.loads(evaluated.stdout)["samples"] == 6
 
 
-def test_hub_streaming_filters_while_it_streams(tmp_path, monkeypatch):
+def test_hub_streaming_brings_the_pools_of_every_split(tmp_path, monkeypatch):
     """The hub is unreachable here: a stand-in for the `datasets` package yields rows as the hub would."""
     import sys
     import types
@@ -154,24 +154,39 @@ def test_hub_streaming_filters_while_it_streams(tmp_path, monkeypatch):
 
     from harness.eval.demo_dataset import COLUMNS
     from harness.eval.hf_source import stream_to_folder
+    from harness.eval.metrics import pool_size
     from harness.eval.subsets import SUBSETS
 
-    read = []
+    read = {"test": 0, "validation": 0}
 
-    def rows():
-        for i in range(1000):
-            flags = dict.fromkeys(COLUMNS[1:], 0) | {"person": i % 2, "far": i % 2}
-            read.append(i)
-            yield {"filename": f"wv_{i}.jpg", "image": Image.new("RGB", (8, 8)), **flags}
+    def rows(split):  # a far person, a non-person, a near person, in turn
+        for i in range(30):
+            kind = i % 3
+            flags = dict.fromkeys(COLUMNS[1:], 0) | {
+                "person": int(kind != 1),
+                "far": int(kind == 0),
+                "near": int(kind == 2),
+            }
+            read[split] += 1
+            yield {"filename": f"{split}_{i}.jpg", "image": Image.new("RGB", (8, 8)), **flags}
 
-    fake = types.SimpleNamespace(load_dataset=lambda repo, split, streaming: rows())
+    fake = types.SimpleNamespace(load_dataset=lambda repo, split, streaming: rows(split))
     monkeypatch.setitem(sys.modules, "datasets", fake)
-    folder = stream_to_folder("hf:Harvard-Edge/Wake-Vision", "validation", [SUBSETS["distance_far"]], limit=5)
-    dataset = load_dataset(str(folder))
-    assert [s.id for s in dataset.samples] == [f"wv_{i}.jpg" for i in (1, 3, 5, 7, 9)]
-    assert dataset.splits == ("validation",) and len(read) == 10  # stopped as soon as five were found
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    far = SUBSETS["distance_far"]
+    folder = stream_to_folder("hf:Harvard-Edge/Wake-Vision", ["test", "validation"], [far], limit=2)
+    dataset = load_dataset(str(folder), ["test", "validation"])
+    assert dataset.splits == ("test", "validation") and read == {"test": 30, "validation": 30}
+    for split in ("test", "validation"):
+        kept = [s for s in dataset.samples if s.split == split]
+        assert [s.id for s in kept if far.contains(s)] == [f"{split}_0.jpg", f"{split}_3.jpg"]  # --limit 2 of each
+        assert [s.id for s in kept if not far.contains(s)] == [f"{split}_{i}.jpg" for i in range(1, 30, 3)]  # the pool
+    assert pool_size(far, dataset.samples) == 20 and all(s.image_path.is_file() for s in dataset.samples)
+    read.update(test=0, validation=0)  # without pools (harness perf: one timed input), it stops at the members
+    stream_to_folder("hf:Harvard-Edge/Wake-Vision", ["validation"], [far], limit=2, pools=False)
+    assert read["validation"] == 4
     with pytest.raises(UserError, match="unknown split train"):
-        stream_to_folder("hf:Harvard-Edge/Wake-Vision", "train", [SUBSETS["all"]], None)
+        stream_to_folder("hf:Harvard-Edge/Wake-Vision", ["train"], [SUBSETS["all"]], None)
 
 
 def _labels_folder(tmp_path, lines: list[bytes]):

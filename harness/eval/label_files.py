@@ -1,0 +1,151 @@
+"""Reading Wake Vision label CSVs, in the three layouts harness takes:
+- the 20 flag columns (`wake_vision_{split}.csv`, read in harness/eval/dataset.py);
+- the published cleaned labels (`wv_{split}_cleaned.csv`: filename, original_label, clean_label), with
+  clean_label 1 person, 0 non-person, -2 a verified depiction (a non-person), -1 excluded
+  (harvard-edge/Wake_Vision cleaned_csvs/; no published row is -1);
+- plain binary labels: filename, label (1 person, 0 non-person).
+The last two carry no fine-grained flags: alone they give the overall subsets only; the cleaned labels
+can be put over a flag CSV's person column (`join_clean_labels`), where they win.
+"""
+
+import csv
+import hashlib
+from pathlib import Path
+
+from harness.errors import UserError
+from harness.samples import CleanLabels, Dataset, Sample
+
+CLEAN_COLUMNS = ("filename", "original_label", "clean_label")
+BINARY_COLUMNS = ("filename", "label")
+CLEAN_FILE = "wv_{split}_cleaned.csv"  # the published name
+CLEAN_PERSON = {"1": 1, "0": 0, "-2": 0, "-1": None}  # None: excluded
+
+
+def csv_header(csv_path: Path) -> list[str]:
+    try:
+        with open(csv_path, newline="", encoding="utf-8-sig") as f:  # a BOM (Excel's UTF-8 CSV) is dropped
+            return next(csv.reader(f), [])
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{csv_path} is not a UTF-8 CSV ({exc.reason} at byte {exc.start}); save it as UTF-8") from exc
+    except csv.Error as exc:
+        raise UserError(f"{csv_path} is not a readable CSV ({exc})") from exc
+
+
+def read_rows(csv_path: Path, columns, what: str, fix: str = "", repeats: bool = False) -> list[tuple[int, dict]]:
+    """(line number, row) for each row: every one of `columns` present and filled, every file name once
+    (with `repeats`, a row that repeats an earlier one exactly is dropped: the published cleaned validation
+    labels list 10 files twice, each time alike)."""
+    try:
+        with open(csv_path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in columns if c not in (reader.fieldnames or ())]
+            if missing:
+                raise UserError(f"{csv_path} lacks {what} {', '.join(missing)}{fix}")
+            header = list(reader.fieldnames)
+            rows = [(reader.line_num, row) for row in reader]
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{csv_path} is not a UTF-8 CSV ({exc.reason} at byte {exc.start}); save it as UTF-8") from exc
+    except csv.Error as exc:
+        raise UserError(f"{csv_path} is not a readable CSV ({exc})") from exc
+    first: dict[str, tuple[int, dict]] = {}
+    for line, row in rows:
+        if None in row or any(row[c] is None for c in header):  # csv marks extra fields None, missing ones too
+            fields = sum(row[c] is not None for c in header) + len(row.get(None, []))
+            raise UserError(f"{csv_path} line {line}: {fields} fields where the header has {len(header)}; fix that row")
+        if row["filename"] in first and not (repeats and first[row["filename"]][1] == row):
+            raise UserError(
+                f"{csv_path} line {line}: {row['filename']} is listed again (first on line "
+                f"{first[row['filename']][0]}); keep one row per file"
+            )
+        first.setdefault(row["filename"], (line, row))
+    return list(first.values())
+
+
+def is_label_only(header: list[str]) -> bool:
+    """A cleaned-label or binary-label header (no fine-grained flags)."""
+    return set(CLEAN_COLUMNS) <= set(header) or set(BINARY_COLUMNS) <= set(header)
+
+
+def clean_values(csv_path: Path) -> dict[str, str]:
+    """filename -> clean_label as written ("1", "0", "-2" or "-1")."""
+    values = {}
+    for line, row in read_rows(csv_path, CLEAN_COLUMNS, "the cleaned-label columns", repeats=True):
+        value = row["clean_label"].strip()
+        if value not in CLEAN_PERSON:
+            raise UserError(
+                f"{csv_path} line {line}: clean_label {value!r} for {row['filename']} is not 1, 0, -2 "
+                "(a depiction: non-person) or -1 (excluded)"
+            )
+        values[row["filename"]] = value
+    return values
+
+
+def label_only_samples(csv_path: Path, image_dir: Path, split: str) -> list[Sample]:
+    """A cleaned-label or binary-label file on its own: samples with a person label and no other flag."""
+    if set(CLEAN_COLUMNS) <= set(csv_header(csv_path)):
+        people = {name: CLEAN_PERSON[value] for name, value in clean_values(csv_path).items()}
+    else:
+        people = {}
+        for line, row in read_rows(csv_path, BINARY_COLUMNS, "the columns"):
+            value = row["label"].strip()
+            if value not in ("0", "1"):
+                raise UserError(f"{csv_path} line {line}: label {value!r} for {row['filename']} is not 1 (person) or 0")
+            people[row["filename"]] = int(value)
+    kept = {name: person for name, person in people.items() if person is not None}
+    return [Sample(name, image_dir / name, {"person": person}, split) for name, person in kept.items()]
+
+
+def clean_files(paths: list[Path]) -> list[Path]:
+    """The cleaned-label files named: each a file, or a folder holding wv_{split}_cleaned.csv files."""
+    found = []
+    for path in paths:
+        if path.is_dir():
+            inside = sorted(path.glob(CLEAN_FILE.format(split="*")))
+            if not inside:
+                raise UserError(f"{path} holds no {CLEAN_FILE}; name the cleaned label file itself")
+            found += inside
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise UserError(f"clean label file {path} does not exist")
+    return found
+
+
+def join_clean_labels(dataset: Dataset, files: list[Path]) -> Dataset:
+    """The dataset with each listed row's person label replaced by its clean_label (-2: non-person;
+    -1: the row is left out); rows the files do not list keep the flag CSV's label."""
+    if not files:
+        return dataset
+    values: dict[str, str] = {}
+    digest = hashlib.sha256(dataset.csv_sha256.encode())
+    for path in files:
+        values |= clean_values(path)
+        digest.update(hashlib.sha256(path.read_bytes()).hexdigest().encode())
+    if not any(s.id in values for s in dataset.samples):
+        raise UserError(
+            f"no file of {', '.join(str(f) for f in files)} is in {dataset.name}; are they for the same dataset?"
+        )
+    samples, changed, depictions, excluded = [], 0, 0, 0
+    for sample in dataset.samples:
+        value = values.get(sample.id)
+        if value is None:
+            samples.append(sample)
+            continue
+        person = CLEAN_PERSON[value]
+        depictions += value == "-2"
+        if person is None:
+            excluded += 1
+            continue
+        changed += person != sample.person
+        samples.append(Sample(sample.id, sample.image_path, sample.flags | {"person": person}, sample.split))
+    clean = CleanLabels(
+        files=tuple(str(f) for f in files),
+        sha256=digest.hexdigest(),
+        changed=changed,
+        depictions=depictions,
+        excluded=excluded,
+        not_listed=sum(1 for s in dataset.samples if s.id not in values),
+    )
+    return Dataset(
+        f"{dataset.name} (clean labels)", dataset.csv_path, clean.sha256, tuple(samples), dataset.splits, clean
+    )
