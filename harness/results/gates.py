@@ -253,7 +253,11 @@ def _eval_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> Gat
         values = _drops(summary, reference, metric)
         skipped = _empty_subsets(summary)
         if metric == "f1_wv":
-            skipped |= {s: "no f1_wv: needs --pools" for s, v in values.items() if v is None and s not in skipped}
+            skipped |= {
+                s: f"no f1_wv: {summary.subsets[s].device.f1_unavailable or 'needs --pools'}"
+                for s, v in values.items()
+                if v is None and s not in skipped
+            }
         return _per_subset(name, values, skipped, maximum=settings["max"])
     if name == "accuracy_vs_baseline":
         values, skipped = _baseline_accuracy_drops(run, baseline)
