@@ -1,15 +1,16 @@
 """Which samples a run evaluates: each subset's members, drawn to `--limit`, and the F1 negative pools.
 
-With a limit, each subset gets `limit` of its members (order "sampled"): drawn by a seeded generator of
-its own (so a subset's draw does not depend on which other subsets were asked for) and, where its
-members hold more than one class, in proportion to the classes' counts (largest-remainder rounding), so
-that its accuracy stays an estimate of the whole subset's. The run evaluates the union, in dataset order.
+With a limit, each subset gets `limit` of its members (order "sampled"), in proportion to its classes'
+counts where its members hold more than one (largest-remainder rounding), so that its accuracy stays an
+estimate of the whole subset's. The draw is one seeded random ranking of the whole dataset, each subset
+taking the first-ranked members of each class: a subset's draw does not depend on which other subsets
+were asked for, and where one subset holds another (`all` and `yes`) the smaller draw holds the larger's
+members of its classes, so the union adds no stray members. The run evaluates the union, in dataset order.
 Order "dataset" takes the first `limit` samples of the union, as harness did before it drew samples.
 
 A pool is added whole or not at all: F1 is only given over a whole pool (harness/eval/metrics.py).
 """
 
-import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,18 +39,14 @@ def class_quotas(counts: list[int], total: int) -> list[int]:
     return quotas.tolist()
 
 
-def _subset_rng(subset, seed: int) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(subset.name.encode())])
-
-
-def drawn_members(subset, samples: list[Sample], limit: int, seed: int) -> list[int]:
-    """Indices into `samples` of `limit` members of the subset, stratified by class (all members if fewer)."""
+def drawn_members(subset, samples: list[Sample], limit: int, rank: np.ndarray) -> list[int]:
+    """Indices into `samples` of `limit` members of the subset, stratified by class (all members if fewer):
+    of each class, the members that come first in `rank`."""
     members = [i for i, s in enumerate(samples) if subset.contains(s)]
     if len(members) <= limit:
         return members
-    shuffled = [members[i] for i in _subset_rng(subset, seed).permutation(len(members))]
     by_class: dict[int, list[int]] = {}
-    for i in shuffled:
+    for i in sorted(members, key=lambda i: rank[i]):
         by_class.setdefault(subset.label(samples[i]), []).append(i)
     classes = sorted(by_class)
     quotas = class_quotas([len(by_class[c]) for c in classes], limit)
@@ -73,7 +70,8 @@ def select(
         chosen = {i for i, s in enumerate(samples) if any(sub.contains(s) for sub in subsets)}
         chosen = set(sorted(chosen)[:limit])
     else:
-        chosen = {i for sub in subsets for i in drawn_members(sub, samples, limit, seed)}
+        rank = np.random.default_rng(seed).permutation(len(samples))
+        chosen = {i for sub in subsets for i in drawn_members(sub, samples, limit, rank)}
     added, left_out = {}, {}
     for sub in subsets:
         pool = {i for i, s in enumerate(samples) if sub.is_negative(s)} - chosen
