@@ -510,7 +510,7 @@ def _selection(request: EvalRequest) -> Selection:
     selection = select(
         request.dataset.samples, request.subsets, settings.limit, _order(request), settings.seed, settings.pools
     )
-    if not selection.samples:
+    if not any(subset.contains(sample) for sample in selection.samples for subset in request.subsets):
         names = ", ".join(s.name for s in request.subsets)
         raise UserError(f"dataset {request.dataset.name} has no samples in {names}; choose other subsets")
     if settings.order_seed is None:

@@ -75,11 +75,10 @@ def select(
     added, left_out = {}, {}
     for sub in subsets:
         pool = {i for i, s in enumerate(samples) if sub.is_negative(s)} - chosen
-        if not pool:
-            continue
-        if pools is None and limit is None and sum(added.values()) + len(pool) <= AUTO_POOL_SAMPLES:
-            pass
-        elif pools is not True:
+        if not pool or (pools is None and not any(sub.contains(samples[i]) for i in chosen)):
+            continue  # complete already, or no member to give an F1 for
+        auto = pools is None and limit is None and sum(added.values()) + len(pool) <= AUTO_POOL_SAMPLES
+        if not (pools is True or auto):
             left_out[sub.name] = _why_left_out(pools, limit, len(pool))
             continue
         chosen |= pool
