@@ -53,6 +53,9 @@ def read_predictions(path: Path, lines: dict[str, int] | None = None) -> dict[st
     return predicted
 
 
+_NO_PREDICTION = "the others have no prediction; predict every pool member"
+
+
 def score_file(labels: Path, predictions: Path, subsets: list[Subset]) -> dict:
     dataset = read_labels(labels)
     lines: dict[str, int] = {}
@@ -75,7 +78,7 @@ def score_file(labels: Path, predictions: Path, subsets: list[Subset]) -> dict:
         "scored": len(samples),
         "without_prediction": len(missing),
         "subsets": {
-            subset.name: score(subset, samples, values, pool_size(subset, dataset.samples)).as_dict()
+            subset.name: score(subset, samples, values, pool_size(subset, dataset.samples), _NO_PREDICTION).as_dict()
             for subset in subsets
         },
     }
