@@ -68,7 +68,10 @@ def eval_request(settings: EvalSettings, results_root: Path, run_id: str | None 
     task = task_for(card)
     subsets = task.subsets(settings.subset)
     splits = [x.strip() for x in settings.split.split(",") if x.strip()] if settings.split else None
-    dataset = task.load_dataset(settings.dataset, splits, subsets, settings.limit, settings.clean_labels)
+    streamed_pools = settings.pools is True  # hf: streams whole pools (every split to its end) only when asked
+    dataset = task.load_dataset(
+        settings.dataset, splits, subsets, settings.limit, settings.clean_labels, streamed_pools
+    )
     model_path = Path(settings.model_file) if settings.model_file else obtain_model(card)
     converted_from = None
     own_file = not settings.model_file

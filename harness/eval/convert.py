@@ -13,7 +13,8 @@ from harness.errors import UserError, setting
 from harness.eval.inputs import image_preparation, prepare_inputs
 from harness.eval.outputs import predict
 from harness.eval.preprocess import to_tensor
-from harness.eval.subsets import SUBSETS, select_samples
+from harness.eval.sampling import select_samples
+from harness.eval.subsets import SUBSETS
 from harness.files import write_atomically
 from harness.model.card import ModelCard
 from harness.model.convert import (

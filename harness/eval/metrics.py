@@ -3,10 +3,11 @@
 - f1_wv: the Wake Vision reference's rate-based F1, 2·TPR / (2·TPR + FPR + 1 - TPR), with TPR the
   accuracy on the subset's positives and FPR the error on its negative pool;
 - f1_counts: the plain count-based F1, 2·TP / (2·TP + FP + FN), over the same positives and pool.
-Both are given only when every member of the subset's negative pool in the whole dataset was evaluated
-(`harness eval --pools`). With part of the pool (none, or only the negatives other subsets or --limit
-happened to bring in) both are None and `pool_incomplete` says "k of N": an F1 over a partial pool
-depends on which other subsets were asked for, not on the model.
+Both are given only over a whole pool: when every member of the subset's negative pool in the whole
+dataset was evaluated, and the pool is not empty. Otherwise both are None and `f1_unavailable` says why:
+the dataset has no negatives for the subset, or only "k of N" were evaluated (`pool_incomplete`; none, or
+only those other subsets or --limit happened to bring in): an F1 over a partial pool depends on which
+other subsets were asked for, not on the model.
 """
 
 import math
@@ -36,9 +37,10 @@ def pool_size(subset, dataset_samples) -> int:
     return sum(1 for s in dataset_samples if subset.is_negative(s))
 
 
-def score(subset, samples, predictions, pool: int) -> Scores:
+def score(subset, samples, predictions, pool: int, left_out: str | None = None) -> Scores:
     """`predictions[i]` is 1 (person) or 0 for `samples[i]`; `pool` is the subset's negative-pool size
-    over the whole dataset (`pool_size`), so a partly evaluated pool is recognised."""
+    over the whole dataset (`pool_size`), so a partly evaluated pool is recognised; `left_out`: why the
+    run did not evaluate the whole pool (harness/eval/sampling.py), said with an incomplete pool's F1."""
     predictions = np.asarray(predictions)
     members = np.array([subset.contains(s) for s in samples], dtype=bool)
     labels = np.array([subset.label(s) for s in samples])
@@ -53,11 +55,13 @@ def score(subset, samples, predictions, pool: int) -> Scores:
     fpr = fp / (fp + tn) if fp + tn else None
     negatives = fp + tn
     complete = negatives == pool
+    unavailable = _whole_pool_missing(subset, pool, negatives, left_out)
     # The denominator is TPR + FPR + 1, never zero.
-    rated = complete and subset.rate_f1 and tpr is not None and fpr is not None
+    rated = unavailable is None and subset.rate_f1 and tpr is not None and fpr is not None
     f1_wv = 2 * tpr / (2 * tpr + fpr + 1 - tpr) if rated else None
-    f1_counts = 2 * tp / (2 * tp + fp + fn) if complete and (2 * tp + fp + fn) else None
-    incomplete = None if complete else f"{negatives} of {pool}"
+    f1_counts = 2 * tp / (2 * tp + fp + fn) if unavailable is None and (2 * tp + fp + fn) else None
+    if unavailable is None and f1_counts is None:
+        unavailable = "no positive sample and no false positive evaluated"
     accuracy = correct / n if n else None
     ci = wilson_interval(correct, n)
     return Scores(
@@ -72,5 +76,17 @@ def score(subset, samples, predictions, pool: int) -> Scores:
         tn=tn,
         negatives=negatives,
         pool_size=pool,
-        pool_incomplete=incomplete,
+        pool_incomplete=None if complete else f"{negatives} of {pool}",
+        f1_unavailable=unavailable,
     )
+
+
+def _whole_pool_missing(subset, pool: int, negatives: int, left_out: str | None) -> str | None:
+    if subset.positive_label is None:
+        return "no positive class: F1 is given per class"
+    if pool == 0:
+        return "the dataset has no negatives for this subset (its F1 pool is empty; hf: brings pools with --pools)"
+    if negatives < pool:
+        why = f" ({left_out})" if left_out else ""
+        return f"only {negatives} of the {pool} samples of its negative pool evaluated{why}"
+    return None

@@ -1,5 +1,6 @@
 """`harness eval`: stream a subset's samples to a board, run host references, score and store it all."""
 
+import dataclasses
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,9 +21,10 @@ from harness.eval.inputs import Inputs, prepare_inputs
 from harness.eval.metrics import pool_size, score
 from harness.eval.order import shuffle_in_groups
 from harness.eval.outputs import diff_steps, diff_unit
+from harness.eval.sampling import DATASET, Selection, select
 from harness.eval.settings import EvalSettings
 from harness.eval.sharding import BoardEnd, ShardedStream
-from harness.eval.subsets import Subset, select_samples
+from harness.eval.subsets import Subset
 from harness.eval.tasks import task_for
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
@@ -290,7 +292,9 @@ def _read_outputs(request: EvalRequest, records: list[SampleRecord], names: list
     )
 
 
-def _summarise(request: EvalRequest, run: "OpenRun", streamed: "Streamed", readings: Readings, refs, inputs, metering):
+def _summarise(
+    request: EvalRequest, run: "OpenRun", streamed: "Streamed", readings: Readings, refs, inputs, metering, selection
+):
     computed, records, info = request.computation, streamed.records, streamed.info
     names = [ref.name for ref in refs.references]
     device_pred = readings.device[0]
@@ -302,11 +306,15 @@ def _summarise(request: EvalRequest, run: "OpenRun", streamed: "Streamed", readi
     for subset in request.subsets:
         members = np.array([subset.contains(sample) for sample in samples], dtype=bool)
         pool = pool_size(subset, request.dataset.samples)  # over the whole dataset, not just this run
+        left_out = selection.pool_left_out.get(subset.name)
         subsets[subset.name] = SubsetResult(
             n=int(members.sum()),
             positive_class=task.class_name(subset),
-            device=score(subset, samples, device_pred, pool) if task.decides_samples else Score(),
-            host={n: score(subset, samples, host_pred[n], pool) if task.decides_samples else Score() for n in names},
+            device=score(subset, samples, device_pred, pool, left_out) if task.decides_samples else Score(),
+            host={
+                n: score(subset, samples, host_pred[n], pool, left_out) if task.decides_samples else Score()
+                for n in names
+            },
             versus={
                 n: Versus(
                     agreement=float(np.mean(device_pred[members] == host_pred[n][members]))
@@ -316,6 +324,7 @@ def _summarise(request: EvalRequest, run: "OpenRun", streamed: "Streamed", readi
                 )
                 for n in names
             },
+            pool_added=selection.pool_added.get(subset.name, 0),
         )
     source = request.board.latency_source
     return EvalSummary(
@@ -412,7 +421,13 @@ def _manifest(request: EvalRequest, run: "OpenRun", streamed: "Streamed", inputs
         board=BoardProvenance.of(request.board, streamed.board_serial),
         device=DeviceProvenance.of(streamed.info, streamed.firmware),
         dataset=DatasetProvenance.of(
-            request.dataset, request.subsets, inputs.samples, settings.limit, settings.order_seed
+            request.dataset,
+            request.subsets,
+            inputs.samples,
+            limit=settings.limit,
+            order=_order(request),
+            seed=settings.seed,
+            order_seed=settings.order_seed,
         ),
         references={r.name: r.description for r in refs.references} | {"refused": refs.refused},
         meter=MeterProvenance.of(settings.meter, metering.trace) if metering else None,
@@ -485,15 +500,23 @@ class EvalOutcome:
         return to_json(self.summary) | {"run_dir": str(self.run_dir)}
 
 
-def _samples(request: EvalRequest) -> list[Sample]:
+def _order(request: EvalRequest) -> str:
+    """Windows scored over whole files keep the dataset's order: a drawn window would cut every file."""
+    return DATASET if task_for(request.card).scores_files else request.settings.order
+
+
+def _selection(request: EvalRequest) -> Selection:
     settings = request.settings
-    samples = select_samples(request.dataset.samples, request.subsets, settings.limit, settings.pools)
-    if settings.order_seed is not None:
-        samples = [samples[i] for i in shuffle_in_groups(len(samples), settings.order_seed)]
-    if not samples:
+    selection = select(
+        request.dataset.samples, request.subsets, settings.limit, _order(request), settings.seed, settings.pools
+    )
+    if not any(subset.contains(sample) for sample in selection.samples for subset in request.subsets):
         names = ", ".join(s.name for s in request.subsets)
         raise UserError(f"dataset {request.dataset.name} has no samples in {names}; choose other subsets")
-    return samples
+    if settings.order_seed is None:
+        return selection
+    order = shuffle_in_groups(len(selection.samples), settings.order_seed)
+    return dataclasses.replace(selection, samples=[selection.samples[i] for i in order])
 
 
 def _open_run(request: EvalRequest, inputs: Inputs) -> OpenRun:
@@ -544,7 +567,8 @@ def _stream_journaled(request: EvalRequest, run: OpenRun, inputs: Inputs, refs, 
 
 
 def run_eval(request: EvalRequest) -> EvalOutcome:
-    samples = _samples(request)
+    selection = _selection(request)
+    samples = selection.samples
     meter = request.settings.meter
     metering = EvalMetering(meter) if meter else None  # a bad meter fails before the board starts
     # Before the board starts: a card that does not fit the model fails here, and images decode once.
@@ -556,7 +580,7 @@ def run_eval(request: EvalRequest) -> EvalOutcome:
     try:  # every sample is journaled: from here on, an interrupted run only has to be written
         readings = _read_outputs(request, streamed.records, [ref.name for ref in refs.references])
         manifest = _manifest(request, run, streamed, inputs, refs, metering)
-        summary = _summarise(request, run, streamed, readings, refs, inputs, metering)
+        summary = _summarise(request, run, streamed, readings, refs, inputs, metering, selection)
         if metering:
             run.folder.write_table("energy.parquet", metering.columns())
             run.folder.write_table("power.parquet", metering.power_columns())

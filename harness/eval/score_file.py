@@ -56,6 +56,9 @@ def read_predictions(path: Path, lines: dict[str, int] | None = None) -> dict[st
     return predicted
 
 
+_NO_PREDICTION = "the others have no prediction; predict every pool member"
+
+
 def score_labels(labels: Path, clean_labels: str | None = None) -> Dataset:
     """The labels file (any layout of harness/eval/label_files.py), with cleaned labels put over it if named."""
     dataset = read_labels(labels)
@@ -95,7 +98,7 @@ def score_file(dataset: Dataset, predictions: Path, subsets: list[Subset]) -> di
         "scored": len(samples),
         "without_prediction": len(missing),
         "subsets": {
-            subset.name: score(subset, samples, values, pool_size(subset, dataset.samples)).as_dict()
+            subset.name: score(subset, samples, values, pool_size(subset, dataset.samples), _NO_PREDICTION).as_dict()
             for subset in subsets
         },
     }

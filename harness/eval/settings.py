@@ -16,6 +16,7 @@ import pydantic
 
 from harness.boards import DEFAULT_BOARD
 from harness.errors import UserError
+from harness.eval.sampling import AUTO_POOL_SAMPLES
 from harness.link.faults import FaultSpec
 from harness.model.card import DEFAULT_MODEL
 from harness.model.references import DEFAULT_REFERENCES
@@ -45,11 +46,17 @@ class Flag:
     const: Any = None
     metavar: str | None = None
     given: Callable[[Any], Any] | None = None  # the command line's value as the run keeps it
+    negatable: bool = False  # a switch with a --no- form: True, False, or the default when neither is given
 
 
-def option(help: str, default: Any = None, **flag) -> Any:
-    """A field of EvalSettings with its command-line flag."""
-    return dataclasses.field(default=default, metadata={"flag": Flag(help, **flag)})
+_NOT_GIVEN = object()
+
+
+def option(help: str, default: Any = None, earlier: Any = _NOT_GIVEN, **flag) -> Any:
+    """A field of EvalSettings with its command-line flag. `earlier`: the value a run folder of an earlier
+    version, which lacks the setting, ran with, where that is not the default."""
+    metadata = {"flag": Flag(help, **flag)} | ({} if earlier is _NOT_GIVEN else {"earlier": earlier})
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 def _drawn_seed(value: int | None) -> int | None:
@@ -93,10 +100,21 @@ class EvalSettings:
         metavar="PATH",
     )
     limit: int | None = option(
-        "evaluate at most this many subset members (--pools adds the whole pools)", type=positive_int
+        "evaluate this many members of each subset, drawn by --seed in proportion to its classes (pools whole)",
+        type=positive_int,
     )
-    pools: bool = option(
-        "also evaluate each subset's whole F1 negative pool, as F1 needs (--limit never cuts it)", False, switch=True
+    order: str = option(
+        "sampled: --limit draws each subset's members; dataset: the first --limit samples in dataset order",
+        "sampled",
+        choices=("sampled", "dataset"),
+        earlier="dataset",  # runs of earlier versions took the first samples
+    )
+    seed: int = option("seed of the --limit draw (default: 0)", 0, type=seed_number)
+    pools: bool | None = option(
+        "evaluate each subset's whole F1 negative pool (--limit never cuts it); default: added when there is no "
+        f"--limit and the pools add at most {AUTO_POOL_SAMPLES:,} samples",
+        earlier=False,  # runs of earlier versions added no pool unless asked to
+        negatable=True,
     )
     strict: bool = option("stop at an unreadable image instead of skipping it", False, switch=True)
     references: tuple[str, ...] = option(
@@ -161,9 +179,10 @@ class EvalSettings:
     @classmethod
     def restored(cls, stored: dict, where: str = "request.json") -> "EvalSettings":
         """The settings a run kept. Run folders of earlier versions hold the same names (a setting they lack
-        takes its default; one no longer declared is ignored)."""
+        takes the value those versions ran with, else its default; one no longer declared is ignored)."""
+        earlier = {f.name: f.metadata["earlier"] for f in dataclasses.fields(cls) if "earlier" in f.metadata}
         try:
-            return _ADAPTER.validate_python(stored)
+            return _ADAPTER.validate_python(earlier | stored)
         except pydantic.ValidationError as exc:
             error = exc.errors()[0]
             name = ".".join(str(part) for part in error["loc"])
@@ -185,6 +204,9 @@ def add_arguments(parser: argparse.ArgumentParser, names: tuple[str, ...] | None
         option = flag.flag or "--" + f.name.replace("_", "-")
         if flag.switch:
             parser.add_argument(option, dest=f.name, action="store_true", help=flag.help)
+            continue
+        if flag.negatable:
+            parser.add_argument(option, dest=f.name, action=argparse.BooleanOptionalAction, help=flag.help)
             continue
         extra = {key: getattr(flag, key) for key in ("type", "choices", "nargs", "const", "metavar")}
         extra = {key: value for key, value in extra.items() if value is not None}

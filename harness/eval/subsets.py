@@ -105,19 +105,6 @@ def parse_subsets(spec: str) -> list[Subset]:
     return [SUBSETS[name] for name in dict.fromkeys(names)]
 
 
-def select_samples(samples, subsets: list[Subset], limit: int | None = None, pools: bool = False) -> list[Sample]:
-    """Samples in any of the subsets, in dataset order, the first `limit` of them. With pools, every
-    member of each subset's F1 negative pool is added as well, and `limit` never cuts the pool: F1 is
-    only given over the whole pool, so a cut pool would only cost time."""
-    chosen = [s for s in samples if any(sub.contains(s) for sub in subsets)]
-    if limit is not None:
-        chosen = chosen[:limit]
-    if not pools:
-        return chosen
-    kept = {id(s) for s in chosen}
-    return [s for s in samples if id(s) in kept or any(sub.is_negative(s) for sub in subsets)]
-
-
 # Multi-class tasks (keyword spotting, classification): `all`, or one class by its label.
 @dataclass(frozen=True)
 class ClassSubset:

@@ -80,7 +80,8 @@ def load_referee_set(dataset: str, subset: str | None, limit: int | None, seed: 
         boxes = [Box(served[b.image], b.label, b.confidence, *b.coords()) for b in truth]
         return RefereeSet(root.name, [numbered[ids[s]] for s in order], boxes=boxes, order=order, seed=seed)
     from harness.eval.dataset import load_dataset
-    from harness.eval.subsets import parse_subsets, select_samples
+    from harness.eval.sampling import select_samples
+    from harness.eval.subsets import parse_subsets
 
     data = load_dataset(dataset)
     subsets = parse_subsets(subset or "all")

@@ -142,7 +142,9 @@ def _f1(score: Score) -> tuple[float | None, str]:
 
 
 def _f1_missing(score: Score) -> str:
-    if score.pool_incomplete:
+    if score.f1_unavailable:
+        return f"F1 n/a: {score.f1_unavailable}"
+    if score.pool_incomplete:  # a run of an earlier version, which gave no reason
         return f"F1 n/a: negative pool {score.pool_incomplete} evaluated; evaluate with --pools"
     return "F1 n/a: no whole negative pool evaluated"
 
@@ -314,7 +316,11 @@ def _eval_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> Ver
         values = _drops(summary, reference, metric)
         skipped = _empty_subsets(summary)
         if metric == "f1_wv":
-            skipped |= {s: "no f1_wv: needs --pools" for s, v in values.items() if v is None and s not in skipped}
+            skipped |= {
+                s: f"no f1_wv: {summary.subsets[s].device.f1_unavailable or 'needs --pools'}"
+                for s, v in values.items()
+                if v is None and s not in skipped
+            }
         return _per_subset(settings, "max", values, skipped)
     if name == "accuracy_vs_baseline":
         values, skipped = _baseline_accuracy_drops(run, baseline)

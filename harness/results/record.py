@@ -168,14 +168,16 @@ class DatasetProvenance:
     labels_sha256: str | None = None
     subsets: list[str] = field(default_factory=list)
     subset_content_sha256: dict[str, str] = field(default_factory=dict)
-    limit: int | None = None
-    order_seed: int | None = None
+    limit: int | None = None  # members per subset (order "dataset": samples in all)
+    order: str | None = None  # "sampled": each subset's members drawn by `seed`; "dataset": the first ones
+    seed: int | None = None
+    order_seed: int | None = None  # --shuffle
     clean_labels: CleanLabels | None = None  # cleaned labels put over the flag CSVs' person label
     flag_contradictions: int | None = None  # the dataset's members of the subsets against their person label
 
     @classmethod
-    def of(cls, dataset: "Dataset", subsets: list, samples: list, limit: int | None, order_seed: int | None):
-        """`samples`: the ones the run evaluated."""
+    def of(cls, dataset: "Dataset", subsets: list, samples: list, **drawn):
+        """`samples`: the ones the run evaluated; `drawn`: limit, order, seed and order_seed."""
         from harness.eval.subsets import flag_contradictions
 
         return cls(
@@ -184,10 +186,9 @@ class DatasetProvenance:
             labels_sha256=dataset.csv_sha256,
             subsets=[s.name for s in subsets],
             subset_content_sha256=subset_content_hashes(samples, subsets),
-            limit=limit,
-            order_seed=order_seed,
             clean_labels=dataset.clean_labels,
             flag_contradictions=flag_contradictions(dataset.samples, subsets),
+            **drawn,
         )
 
 
@@ -282,6 +283,7 @@ class Score:
     negatives: int | None = None  # evaluated members of the negative pool
     pool_size: int | None = None  # members of the negative pool in the whole dataset
     pool_incomplete: str | None = None  # "k of N" when only k of the pool's N members were evaluated
+    f1_unavailable: str | None = None  # why f1_wv / f1_counts are None (an empty or incomplete pool, ...)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -302,6 +304,7 @@ class SubsetResult:
     device: Score = Score()
     host: dict[str, Score] = field(default_factory=dict)
     versus: dict[str, Versus] = field(default_factory=dict)
+    pool_added: int = 0  # samples the subset's negative pool added to the run (its F1's cost)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -64,9 +64,9 @@ def print_summary(summary: EvalSummary, run_dir: Path | str) -> None:
         console.print(_confusion_table(summary.confusion))
     if summary.anomaly:
         console.print(_anomaly_table(summary.anomaly))
-    note = pool_note(summary.subsets)
-    if note:
-        console.print(note, highlight=False)
+    for note in (pool_cost_note(summary.subsets), pool_note(summary.subsets)):
+        if note:
+            console.print(note, highlight=False)
     if primary:
         exact = summary.bit_exact[primary]
         console.print(f"device output bytes equal {primary} host bytes for {exact} of {summary.samples} samples")
@@ -82,14 +82,24 @@ def print_summary(summary: EvalSummary, run_dir: Path | str) -> None:
 
 
 def pool_note(subsets: dict[str, SubsetResult], fix: str = "evaluate with --pools") -> str | None:
-    """Why F1 is missing: the subsets whose negative pool was only partly evaluated, and the fix."""
-    partial = [f"{name} {e.device.pool_incomplete}" for name, e in subsets.items() if e.device.pool_incomplete]
-    if not partial:
+    """Why F1 is missing, subset by subset (the reason each Score keeps; runs of earlier versions kept only
+    "k of N", and then `fix` is said)."""
+    missing = []
+    for name, entry in subsets.items():
+        device = entry.device
+        if device.f1_unavailable:
+            missing.append(f"{name}: {device.f1_unavailable}")
+        elif device.f1_unavailable is None and device.pool_incomplete:
+            missing.append(f"{name}: {device.pool_incomplete} of its negative pool evaluated; {fix}")
+    return f"F1 n/a — {'; '.join(missing)}" if missing else None
+
+
+def pool_cost_note(subsets: dict[str, SubsetResult]) -> str | None:
+    """What F1 cost: the samples each subset's negative pool added to the run."""
+    added = [f"{name}'s negative pool adds {e.pool_added:,} samples" for name, e in subsets.items() if e.pool_added]
+    if not added:
         return None
-    return (
-        f"F1 n/a: F1 needs each subset's whole negative pool in the dataset, evaluated here: "
-        f"{', '.join(partial)}; {fix} for F1"
-    )
+    return f"F1: {', '.join(added)} (--no-pools skips {'it' if len(added) == 1 else 'them'})"
 
 
 def _boards_table(summary: EvalSummary) -> Table:

@@ -6,7 +6,8 @@ from PIL import Image
 from harness.eval.dataset import load_dataset
 from harness.eval.demo_dataset import COLUMNS
 from harness.eval.preprocess import luma
-from harness.eval.subsets import SUBSETS, select_samples
+from harness.eval.sampling import select_samples
+from harness.eval.subsets import SUBSETS
 
 
 def test_demo_set_has_the_wake_vision_columns_and_every_subset():

@@ -141,7 +141,8 @@ def test_a_saved_model_folder_is_keyed_by_every_file_it_holds(tmp_path):
 def test_demo_split_is_seeded_and_holds_both_classes_on_each_side():
     from harness.eval.convert import calibration_split, class_counts
     from harness.eval.dataset import load_dataset
-    from harness.eval.subsets import SUBSETS, select_samples
+    from harness.eval.sampling import select_samples
+    from harness.eval.subsets import SUBSETS
     from harness.samples import DEMO
 
     pool = select_samples(load_dataset(DEMO).samples, [SUBSETS["all"]])
