@@ -18,11 +18,20 @@ from harness.cli.tflm import add_tflm_commands
 from harness.device.drivers.base import PROTOCOLS
 from harness.errors import BuildError, InterruptedRun, LinkError, UserError
 from harness.eval.convert import DEFAULT_SPLIT_SEED
+from harness.eval.perf_energy import MLPERF_WINDOW_SECONDS
 from harness.eval.settings import TFLM_HELP
 from harness.eval.settings import add_arguments as add_eval_settings
 from harness.model.card import DEFAULT_MODEL
 from harness.samples import DEMO
-from harness.values import decibels, fraction, milliseconds, non_negative_int, positive_int, seed_number
+from harness.values import (
+    decibels,
+    fraction,
+    milliseconds,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    seed_number,
+)
 
 PROTOCOL_HELP = "the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware"
 
@@ -114,12 +123,18 @@ def build_parser() -> argparse.ArgumentParser:
         timed.add_argument("--dataset", default=DEMO, help="where the input comes from (its first image)")
         timed.add_argument("--tflm", help=TFLM_HELP)
         add_protocol_option(timed)
-        add_eval_settings(timed, ("baud",))
+        add_eval_settings(timed, ("baud", "emulate_invoke_ms", "meter") if name == "perf" else ("baud",))
         timed.set_defaults(handler=handler)
         if name == "perf":
             timed.add_argument("--runs", type=positive_int, default=50, help="timed invokes (default: 50)")
             timed.add_argument("--warmups", type=non_negative_int, default=5, help="untimed invokes first (default: 5)")
             timed.add_argument("--mlperf", action="store_true", help="also the median of 5 windows of >= 10 s")
+            timed.add_argument(
+                "--window-seconds",
+                type=positive_float,
+                default=MLPERF_WINDOW_SECONDS,
+                help="with --meter: the least device time per energy window (default: MLPerf Tiny's 10)",
+            )
 
     runs = commands.add_parser("runs", parents=[output], help="list the runs in a results folder")
     runs.add_argument("--results", default="results", help="results folder (default: results)")

@@ -77,7 +77,12 @@ def _timed(args, measure, uses: tuple[str, ...]):
     from harness.model.card import load_card
     from harness.model.dut import dut_computation
 
-    board = with_link_options(get_board(args.board), baud=args.baud, protocol=args.protocol)
+    board = with_link_options(
+        get_board(args.board),
+        emulate_invoke_ms=getattr(args, "emulate_invoke_ms", None),
+        baud=args.baud,
+        protocol=args.protocol,
+    )
     task = task_for(load_card(args.model))
     # Before a model is fetched; one input is timed, so no F1 pool is streamed.
     dataset = task.load_dataset(args.dataset, None, task.subsets("all"), 1, pools=False)
@@ -97,12 +102,19 @@ def _timed(args, measure, uses: tuple[str, ...]):
 
 
 def cmd_perf(args) -> int:
+    from harness.energy.meter import open_live_meter
     from harness.eval.perf import run_perf
 
-    def measure(client, board, data):
-        return run_perf(client, board, data, args.runs, args.warmups, args.mlperf)
+    meter = open_live_meter(args.meter, "the invokes") if args.meter else None  # a bad spec: before the board
 
-    board, _, report = _timed(args, measure, ("bench",))
+    def measure(client, board, data):
+        return run_perf(client, board, data, args.runs, args.warmups, args.mlperf, meter, args.window_seconds)
+
+    try:
+        board, _, report = _timed(args, measure, ("bench", "back_to_back") if meter else ("bench",))
+    finally:
+        if meter is not None:
+            meter.close()
     stats = report.stats()
     if args.json:
         print_json(dataclasses.asdict(report) | {"stats": stats})
@@ -119,7 +131,24 @@ def cmd_perf(args) -> int:
             f"{float(sorted(report.mlperf_windows)[len(report.mlperf_windows) // 2]):,.1f} {report.unit}",
             highlight=False,
         )
+    if report.energy:
+        for line in energy_lines(report.energy):
+            console.print(line, highlight=False)
     return 0
+
+
+def energy_lines(energy) -> list[str]:
+    """The console's account of `harness perf --meter`: the median, its windows and any coarse-meter warning."""
+    inferences = [w.inferences for w in energy.windows]
+    lines = [
+        f"  energy ({energy.source}, {energy.window_kind} windows, {energy.meter}): median "
+        f"{energy.uj_per_inference:,.1f} µJ per inference over {len(energy.windows)} windows of >= "
+        f"{energy.window_seconds:g} s ({min(inferences):,}-{max(inferences):,} back-to-back invokes each), "
+        f"{energy.mean_watts * 1000:.3f} mW inside them"
+    ]
+    if energy.resolution["statement"]:
+        lines.append(f"  warning: {energy.resolution['statement']}")
+    return lines
 
 
 def cmd_profile(args) -> int:

@@ -9,7 +9,9 @@ recorded as `kind`:
 - `gpio`: edges of a GPIO the firmware toggles around inference, captured on the meter's own clock
   (a Joulescope GPI or PPK2 logic input), as in MLPerf Tiny's energy mode.
 Slow meters (WT310: 100 ms updates) cannot resolve one short inference: give them windows spanning
-many back-to-back inferences and the count, as MLPerf Tiny's >= 10 s energy windows do.
+many back-to-back inferences and the count, as MLPerf Tiny's >= 10 s energy windows do. A window
+shorter than MIN_WINDOW_PERIODS meter sample periods is flagged (`resolution`): its energy is mostly
+the interpolation between two samples, not a measurement.
 """
 
 from dataclasses import dataclass
@@ -22,6 +24,9 @@ from harness.errors import UserError
 # host: from sending INVOKE to reading its answer; device-timed: the device's own timing of the invoke,
 # ending when its answer arrived (the answer is the serial marker); gpio: edges a meter captured.
 WINDOW_KINDS = ("host", "device-timed", "gpio")
+# Within one sample period the cumulative energy is a straight line between samples; with a few periods
+# per window the interpolated edges are a small share of it (at most a quarter period of the power step each).
+MIN_WINDOW_PERIODS = 4
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,34 @@ def window_energies_j(trace: PowerTrace, windows: list[Window]) -> np.ndarray:
             "start the meter before the first inference"
         )
     return np.array([trace.energy_j(w.start, w.end) / w.inferences for w in windows])
+
+
+def meter_period_s(trace: PowerTrace) -> float | None:
+    """The meter's sample period: the median step between its samples (None with fewer than two)."""
+    return float(np.median(np.diff(trace.t))) if len(trace) >= 2 else None
+
+
+def resolution(trace: PowerTrace, windows: list[Window]) -> dict:
+    """How the windows compare with the meter's sample period; a statement when some are too short."""
+    period = meter_period_s(trace)
+    lengths = np.array([w.end - w.start for w in windows])
+    too_short = int(np.sum(lengths < MIN_WINDOW_PERIODS * period - 1e-9)) if period and len(lengths) else 0
+    statement = None
+    if too_short:
+        statement = (
+            f"{too_short} of {len(windows)} windows last less than {MIN_WINDOW_PERIODS} meter sample periods "
+            f"({MIN_WINDOW_PERIODS} x {period * 1000:g} ms): their per-inference energy is not measured but "
+            "interpolated between the meter's samples; meter many back-to-back inferences (harness perf --meter)"
+        )
+    return {
+        "meter_period_s": period,
+        "min_window_periods": MIN_WINDOW_PERIODS,
+        "shortest_window_s": float(lengths.min()) if len(lengths) else None,
+        "median_window_s": float(np.median(lengths)) if len(lengths) else None,
+        "windows_too_short": too_short,
+        "windows": len(windows),
+        "statement": statement,
+    }
 
 
 def idle_watts(trace: PowerTrace, start: float, end: float) -> float:
@@ -71,6 +104,7 @@ def energy_summary(
             "mean": in_windows / inferences if inferences else None,
         },
         "mean_watts_in_windows": in_windows * 1e-6 / window_seconds if window_seconds > 0 else None,
+        "resolution": resolution(trace, windows),
         "idle_watts": idle_w,
         "idle_seconds": (idle[1] - idle[0]) if idle else None,
         "total_j": trace.energy_j(),

@@ -6,17 +6,16 @@ import numpy as np
 
 from harness.boards import Board
 from harness.device.figures import Figure, latency_figure
+from harness.energy.meter import Meter
 from harness.errors import UserError, setting
+from harness.eval.perf_energy import MLPERF_WINDOW_SECONDS, MLPERF_WINDOWS, PerfEnergy, measure_energy
 from harness.eval.tasks import task_for
-from harness.link.client import DeviceError
+from harness.link.client import REAL_CLOCKS, DeviceError
 from harness.link.protocol import ErrorCode
 from harness.link.session import DeviceSession
 from harness.model.card import ModelCard
 from harness.samples import Dataset
 from harness.tensors import TensorSpec
-
-MLPERF_WINDOWS = 5
-MLPERF_WINDOW_SECONDS = 10.0
 
 
 def sample_input(card: ModelCard, spec: TensorSpec, dataset: Dataset) -> bytes:
@@ -35,6 +34,7 @@ class PerfReport:
     runs: list[float]
     warmups: int
     mlperf_windows: list[float] | None = None
+    energy: PerfEnergy | None = None
 
     def stats(self) -> dict:
         values = np.asarray(self.runs, dtype=float)
@@ -46,11 +46,31 @@ class PerfReport:
         }
 
 
-def run_perf(client: DeviceSession, board: Board, data: bytes, runs: int, warmups: int, mlperf: bool) -> PerfReport:
-    figures = [latency_figure(t, board) for t in client.bench(data, runs, warmups)]
+def run_perf(
+    client: DeviceSession,
+    board: Board,
+    data: bytes,
+    runs: int,
+    warmups: int,
+    mlperf: bool,
+    meter: Meter | None = None,
+    window_seconds: float = MLPERF_WINDOW_SECONDS,
+) -> PerfReport:
+    """The timing pass; MLPerf-style latency windows with `mlperf`; with a `meter` (opened, not started),
+    energy per inference in MLPerf Tiny's energy-mode windows, their invoke count from the timing pass."""
+    timings = client.bench(data, runs, warmups)
+    figures = [latency_figure(t, board) for t in timings]
     report = PerfReport(board.id, figures[0].unit, figures[0].source, [f.value for f in figures], warmups)
     if mlperf:
         report.mlperf_windows = [_window(client, board, data) for _ in range(MLPERF_WINDOWS)]
+    if meter is not None:
+        if not all(t.kind in REAL_CLOCKS and t.seconds for t in timings):
+            raise UserError(
+                f"{board.id} does not time invokes with a real clock: energy windows need the device's own "
+                "timing (QEMU boards count instructions); meter a real board or the virtual board"
+            )
+        per_inference = float(np.median([t.seconds for t in timings]))
+        report.energy = measure_energy(client, board, data, meter, per_inference, window_seconds)
     return report
 
 

@@ -39,7 +39,7 @@ from harness.link.protocol import (
     read_output_payload,
     timing,
 )
-from harness.link.session import DeviceSession
+from harness.link.session import DeviceSession, Span
 from harness.link.session import LinkStats as LinkStats  # where it was first defined
 from harness.link.transport import POLL_SECONDS
 
@@ -437,21 +437,36 @@ class DeviceClient(DeviceSession):
 
     def bench(self, data: bytes, runs: int, warmups: int = 0) -> list[Timing]:
         """`runs` timed invokes after `warmups` untimed ones, the input loaded once per batch."""
+        return [t for batch, _ in self._bench_batches(data, runs, warmups) for t in batch]
+
+    def back_to_back(self, data: bytes, count: int) -> list[Span]:
+        """BENCH batches: each runs its invokes back to back; between them the input is loaded again."""
+        spans = []
+        for batch, answered in self._bench_batches(data, count, 0):
+            real = all(t.kind in REAL_CLOCKS and t.seconds is not None for t in batch)
+            spans.append(Span(len(batch), sum(t.seconds for t in batch) if real else None, answered))
+        return spans
+
+    def _bench_batches(self, data: bytes, runs: int, warmups: int) -> Iterator[tuple[list[Timing], float]]:
+        """As many BENCH requests as one response frame's timings need: each batch's timings and when its
+        answer arrived (host monotonic)."""
         info = self._require_info()
         per_frame = (info.max_response_payload - 4) // 8  # u32 count, then u64 ticks per run
-        timings: list[Timing] = []
-        while len(timings) < runs:
-            batch = min(per_frame, runs - len(timings))
+        done = 0
+        while done < runs:
+            batch = min(per_frame, runs - done)
             self.load_input(data)
             started = time.monotonic()
             payload = self.request(
                 Msg.BENCH,
-                struct.pack("<II", warmups if not timings else 0, batch),
+                struct.pack("<II", warmups if not done else 0, batch),
                 timeout=self._invoke_wait() * (batch + warmups),
             )
-            self._slowest_invoke = max(self._slowest_invoke, (time.monotonic() - started) / (batch + warmups))
-            timings += [timing(ticks, info) for ticks in parse_bench(payload)]
-        return timings
+            answered = time.monotonic()
+            self._slowest_invoke = max(self._slowest_invoke, (answered - started) / (batch + warmups))
+            timings = [timing(ticks, info) for ticks in parse_bench(payload)]
+            done += len(timings)
+            yield timings, answered
 
     def profile(self, data: bytes) -> tuple[Timing, list[tuple[str, Timing]], int]:
         """One invoke timed operator by operator: (whole invoke, per operator, operators run)."""

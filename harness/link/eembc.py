@@ -23,7 +23,7 @@ import numpy as np
 
 from harness.errors import LinkError, UserError, setting
 from harness.link.protocol import DeviceInfo, InvokeResult, StreamChunkResult, TickKind, Timing
-from harness.link.session import DeviceSession
+from harness.link.session import DeviceSession, Span
 from harness.model.card import REFERENCE_INPUTS
 from harness.model.dut import DutComputation, ModelOutputs, ReconstructionError, as_computation
 from harness.tensors import TensorSpec
@@ -213,6 +213,13 @@ class EembcClient(DeviceSession):
         timed on its own, as MLPerf Tiny's performance mode times `infer N W` as a whole."""
         self.load_input(data)
         return [self.invoke(1, warmups if not i else 0).timing for i in range(runs)]
+
+    def back_to_back(self, data: bytes, count: int) -> list[Span]:
+        """One `infer count 0`, as MLPerf Tiny's energy mode runs a window: the DUT's own time of it."""
+        self.load_input(data)
+        self.invoke(count, 0)
+        start, end = self.last_device_window
+        return [Span(count, end - start, end)]
 
     def profile(self, data: bytes) -> tuple[Timing, list[tuple[str, Timing]], int]:
         self._unsupported("profile")

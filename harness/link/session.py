@@ -43,6 +43,21 @@ class LinkStats:
     faults_injected: dict | None = None  # from the fault-injection proxy, when one is in the middle
 
 
+@dataclass(frozen=True)
+class Span:
+    """Inferences a device ran back to back in one request: how long its own clock says they took (None
+    without a real clock) and when, on the host's monotonic clock, the answer that followed them arrived."""
+
+    inferences: int
+    seconds: float | None
+    answered: float
+
+    @property
+    def window(self) -> tuple[float, float] | None:
+        """The span on the host's clock, ending when its answer arrived (None without a real clock)."""
+        return None if self.seconds is None else (self.answered - self.seconds, self.answered)
+
+
 class DeviceSession(ABC):
     protocol: ClassVar[str]  # the --protocol name
     # Members this protocol cannot provide, with the reason a refusal gives; "faults" too when a damaged
@@ -93,6 +108,11 @@ class DeviceSession(ABC):
     @abstractmethod
     def bench(self, data: bytes, runs: int, warmups: int = 0) -> list[Timing]:
         """`runs` timed inferences of one resident input after `warmups` untimed ones."""
+
+    @abstractmethod
+    def back_to_back(self, data: bytes, count: int) -> list[Span]:
+        """`count` inferences of one resident input run back to back, in as few requests as the protocol
+        allows (one span per request), without warm-ups."""
 
     @abstractmethod
     def profile(self, data: bytes) -> tuple[Timing, list[tuple[str, Timing]], int]:

@@ -379,6 +379,19 @@ class Streaming:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Resolution:
+    """The windows against the meter's sample period (harness/energy/windows.py resolution)."""
+
+    meter_period_s: float | None = None
+    min_window_periods: int | None = None
+    shortest_window_s: float | None = None
+    median_window_s: float | None = None
+    windows_too_short: int = 0
+    windows: int = 0
+    statement: str | None = None  # set when some windows are too short: their energy is interpolated
+
+
+@dataclass(frozen=True, kw_only=True)
 class Energy:
     """A meter's figures for a run (harness/energy/windows.py energy_summary, harness/energy/metering.py)."""
 
@@ -388,6 +401,7 @@ class Energy:
     inferences: int | None = None
     uj_per_inference: PerInference = PerInference()
     mean_watts_in_windows: float | None = None
+    resolution: Resolution | None = None  # absent in runs recorded before it was
     idle_watts: float | None = None
     idle_seconds: float | None = None
     total_j: float | None = None

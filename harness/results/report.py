@@ -164,4 +164,6 @@ def energy_line(energy: Energy) -> str:
     idle = f", idle {energy.idle_watts * 1000:.3f} mW" if energy.idle_watts is not None else ""
     median = f"median {per.median:,.1f} µJ per inference" if per.median is not None else "no inferences"
     streaming = f", {energy.streaming.joules:.4g} J while streaming" if energy.streaming else ""
-    return f"energy ({energy.source}, {energy.windows} windows, {energy.meter}): {median}{idle}{streaming}"
+    line = f"energy ({energy.source}, {energy.windows} windows, {energy.meter}): {median}{idle}{streaming}"
+    coarse = energy.resolution.statement if energy.resolution else None
+    return f"{line}\nwarning: {coarse}" if coarse else line

@@ -51,6 +51,12 @@ def test_eval_with_a_simulated_meter_reports_energy_labelled_sim_and_lpirc_score
     # The virtual board times invokes with a real clock: windows are the device's own invoke times.
     assert energy["windows"] == "device-timed" and energy["inferences"] == 8
     assert energy["idle_watts"] == pytest.approx(0.5, rel=1e-3)
+    # Invokes of a few ms against 100 ms meter updates: every window is flagged, in the file and on the console.
+    coarse = energy["resolution"]
+    assert coarse["meter_period_s"] == pytest.approx(0.1, rel=0.05)
+    assert coarse["windows_too_short"] == 8 and coarse["shortest_window_s"] < 0.4
+    assert "not measured but interpolated" in coarse["statement"]
+    assert f"warning: {coarse['statement']}" in " ".join(done.stdout.split())  # the console wraps lines
     windows = pq.read_table(run / "energy.parquet").to_pydict()
     durations = np.array(windows["window_end_s"]) - np.array(windows["window_start_s"])
     device_us = pq.read_table(run / "samples.parquet").to_pydict()["microseconds"]
@@ -77,6 +83,35 @@ def test_eval_with_a_simulated_meter_reports_energy_labelled_sim_and_lpirc_score
     assert entry["score"] == pytest.approx(entry["accuracy"] / entry["wh"])
     limited = json.loads(_harness("lpirc-score", str(run), "--json", "--time-limit", "0", cwd=tmp_path).stdout)
     assert limited["runs"][0]["accuracy"] == 0.0 and limited["runs"][0]["wh"] == 0.0
+
+
+def _staircase_ramp(seconds: float) -> PowerProfile:
+    """0.3 W rising by 0.02 W a second in 10 ms steps: a window of the wrong length or far off on the clock
+    meters another energy, while the host's scheduling (tens of ms on a loaded machine, where the meter's
+    integration start and an answer's arrival are read) stays well inside 1 %."""
+    steps = round(seconds / 0.01)
+    return PowerProfile(0.3, 5.0, tuple((k * 0.01, (k + 1) * 0.01, 0.3 + 0.02 * k * 0.01) for k in range(steps)))
+
+
+def test_perf_with_a_simulated_meter_is_within_1_percent_of_the_scripted_profile(tmp_path):
+    profile = _staircase_ramp(60.0)
+    with Wt310Simulator(profile) as simulator:
+        epoch = simulator.state.epoch  # profile time 0 on the host's monotonic clock, which the CLI shares
+        done = _harness(
+            *("perf", "--runs", "5", "--warmups", "1", "--emulate-invoke-ms", "2", "--json"),
+            *("--meter", f"wt310:{simulator.resource}", "--window-seconds", "0.6"),
+            cwd=tmp_path,
+        )
+    assert done.returncode == 0, done.stderr
+    energy = json.loads(done.stdout)["energy"]
+    assert energy["source"] == "sim" and energy["window_kind"] == "device-timed" and len(energy["windows"]) == 5
+    for window in energy["windows"]:
+        assert window["device_seconds"] >= 0.6
+        assert window["inferences"] == sum(n for _, _, n in window["spans"])
+        analytic_j = sum(profile.energy_j(start - epoch, end - epoch) for start, end, _ in window["spans"])
+        assert window["uj_per_inference"] == pytest.approx(analytic_j / window["inferences"] * 1e6, rel=0.01)
+    assert energy["uj_per_inference"] == pytest.approx(np.median([w["uj_per_inference"] for w in energy["windows"]]))
+    assert energy["resolution"]["windows_too_short"] == 0
 
 
 def test_prize_categories_by_hand():

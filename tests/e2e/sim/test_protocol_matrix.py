@@ -58,7 +58,10 @@ MATRIX = {
         ("eval", *MODEL, "--subset", "distance_far", "--limit", "2", "--meter", "{meter}", "--json", *RESULTS),
         {"harness": None, "eembc": None},
     ),
-    "perf": (("perf", *MODEL, "--runs", "3", "--warmups", "1", "--json"), {"harness": None, "eembc": None}),
+    "perf --meter": (
+        ("perf", *MODEL, "--runs", "3", "--warmups", "1", "--meter", "{meter}", "--window-seconds", "0.5", "--json"),
+        {"harness": None, "eembc": None},
+    ),
     "profile": (
         ("profile", *MODEL),
         {"harness": "no per-operator timer", "eembc": "--protocol eembc: the DUT protocol times whole inferences"},
@@ -87,8 +90,13 @@ def test_every_protocol_with_every_command_works_or_is_refused_in_one_line(
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     result = json.loads(done.stdout)
-    if command == "perf":
+    if command == "perf --meter":
         assert len(result["runs"]) == 3 and result["source"] == "sim" and result["unit"] == "µs"
+        # BENCH spans on ours, one `infer N 0` per window on the DUT protocol: 0.5 W over the device's time.
+        energy = result["energy"]
+        assert energy["source"] == "sim" and len(energy["windows"]) == 5
+        assert all(w["device_seconds"] >= 0.5 for w in energy["windows"])
+        assert energy["mean_watts"] == pytest.approx(0.5, rel=0.01)
         return
     (run,) = _left_behind(tmp_path)  # one finished run, no .partial folder
     assert not run.startswith(".") and result["run_dir"].endswith(run)
@@ -115,7 +123,7 @@ def test_eembc_refuses_what_its_link_cannot_do_before_the_board_starts(tmp_path,
 
 def test_both_protocols_implement_every_member_of_the_session():
     members = DeviceSession.__abstractmethods__
-    assert {"run_stream", "bench", "profile", "stream_start", "stream_audio", "echo", "perf"} <= members
+    assert {"run_stream", "bench", "back_to_back", "profile", "stream_start", "stream_audio", "echo", "perf"} <= members
     for session in (DeviceClient, EembcClient):
         assert not session.__abstractmethods__, session
         for name in members:

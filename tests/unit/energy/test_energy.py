@@ -173,3 +173,25 @@ def test_ppk2_readings_are_kept_at_1_khz_with_their_energy(monkeypatch):
     assert rows.shape == (1000, 5)  # 1 kHz, not 100 kHz
     assert np.allclose(np.diff(rows[:, 0]), 1e-3)
     assert np.allclose(rows[:, 3], 3.3 * 500e-6)
+
+
+def _wt310_like_trace(seconds: float, watts: float = 0.5, period: float = 0.1) -> PowerTrace:
+    """A meter updating every 100 ms with its own running energy, at constant power."""
+    t = np.arange(0, seconds + period / 2, period)
+    return PowerTrace(
+        t, np.full_like(t, 5.0), np.full_like(t, watts / 5.0), np.full_like(t, watts), "sim", "test", t * watts
+    )
+
+
+def test_windows_shorter_than_four_meter_periods_are_flagged_as_interpolated():
+    """The issue's case: ~52 ms inferences metered at 100 ms updates printed µJ with no warning."""
+    trace = _wt310_like_trace(3.0)
+    short = [Window(0.2 + 0.1 * k, 0.252 + 0.1 * k) for k in range(20)]
+    flagged = energy_summary(trace, short, "device-timed")["resolution"]
+    assert flagged["meter_period_s"] == pytest.approx(0.1)
+    assert flagged["windows_too_short"] == 20 and flagged["windows"] == 20
+    assert flagged["shortest_window_s"] == pytest.approx(0.052) and flagged["median_window_s"] == pytest.approx(0.052)
+    assert "not measured but interpolated" in flagged["statement"] and "100 ms" in flagged["statement"]
+    long_enough = energy_summary(trace, [Window(0.2, 0.6), Window(1.0, 1.3)], "device-timed")["resolution"]
+    assert long_enough["windows_too_short"] == 1 and "1 of 2 windows" in long_enough["statement"]
+    assert energy_summary(trace, [Window(0.2, 0.6)], "device-timed")["resolution"]["statement"] is None
