@@ -80,8 +80,12 @@ class Wt310Meter(PollingMeter):
     def _begin(self) -> None:
         self._write(":INTEGrate:STOP")
         self._write(":INTEGrate:RESet")
-        self._started_at = time.monotonic()
+        # The meter starts when it reads the command, not when it is sent: a query answered after it brackets
+        # that moment, whose middle is taken (on a loaded host the two may lie tens of ms apart).
+        sent = time.monotonic()
         self._write(":INTEGrate:STARt")
+        self._query(":INTEGrate:STATe?")
+        self._started_at = (sent + time.monotonic()) / 2
         self._last_time = -1.0
 
     def _poll(self):
