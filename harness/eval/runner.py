@@ -24,7 +24,7 @@ from harness.eval.outputs import diff_steps, diff_unit
 from harness.eval.sampling import DATASET, Selection, select
 from harness.eval.settings import EvalSettings
 from harness.eval.sharding import BoardEnd, ShardedStream
-from harness.eval.subsets import Subset
+from harness.eval.subsets import Subset, flag_contradictions
 from harness.eval.tasks import task_for
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
@@ -428,6 +428,7 @@ def _manifest(request: EvalRequest, run: "OpenRun", streamed: "Streamed", inputs
             order=_order(request),
             seed=settings.seed,
             order_seed=settings.order_seed,
+            flag_contradictions=flag_contradictions(request.dataset.samples, request.subsets),
         ),
         references={r.name: r.description for r in refs.references} | {"refused": refs.refused},
         meter=MeterProvenance.of(settings.meter, metering.trace) if metering else None,

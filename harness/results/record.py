@@ -177,9 +177,7 @@ class DatasetProvenance:
 
     @classmethod
     def of(cls, dataset: "Dataset", subsets: list, samples: list, **drawn):
-        """`samples`: the ones the run evaluated; `drawn`: limit, order, seed and order_seed."""
-        from harness.eval.subsets import flag_contradictions
-
+        """`samples`: the ones the run evaluated; `drawn`: limit, order, seed, order_seed and flag_contradictions."""
         return cls(
             name=dataset.name,
             labels=str(dataset.csv_path),
@@ -187,7 +185,6 @@ class DatasetProvenance:
             subsets=[s.name for s in subsets],
             subset_content_sha256=subset_content_hashes(samples, subsets),
             clean_labels=dataset.clean_labels,
-            flag_contradictions=flag_contradictions(dataset.samples, subsets),
             **drawn,
         )
 

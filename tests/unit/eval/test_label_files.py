@@ -87,7 +87,8 @@ def test_clean_label_wins_over_the_flag_csv_and_minus_two_is_a_non_person(publis
     assert far.contains(relabelled) and far.label(relabelled) == 0  # a member by its flag, with its clean label
     assert flag_contradictions(dataset.samples, [far, drawn]) == 2
     assert flag_contradictions(dataset.samples, [SUBSETS["all"], SUBSETS["lighting_dark"]]) == 0
-    recorded = DatasetProvenance.of(dataset, [far, drawn], list(dataset.samples))
+    counted = flag_contradictions(dataset.samples, [far, drawn])
+    recorded = DatasetProvenance.of(dataset, [far, drawn], list(dataset.samples), flag_contradictions=counted)
     assert recorded.clean_labels.changed == 2 and recorded.flag_contradictions == 2
 
 
