@@ -50,6 +50,9 @@ class Dataset:
     samples: tuple[Sample, ...]
     splits: tuple[str, ...] = ("test",)
     clean_labels: CleanLabels | None = None
+    # False: the folder holds part of each negative pool and the whole pools' sizes are unknown (hf: without
+    # --pools), so no F1 is given over it.
+    whole_pools: bool = True
 
 
 @dataclass(frozen=True)

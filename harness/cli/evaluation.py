@@ -70,7 +70,7 @@ def eval_request(settings: EvalSettings, results_root: Path, run_id: str | None 
     splits = [x.strip() for x in settings.split.split(",") if x.strip()] if settings.split else None
     streamed_pools = settings.pools is True  # hf: streams whole pools (every split to its end) only when asked
     dataset = task.load_dataset(
-        settings.dataset, splits, subsets, settings.limit, settings.clean_labels, streamed_pools
+        settings.dataset, splits, subsets, settings.limit, settings.clean_labels, streamed_pools, settings.seed
     )
     model_path = Path(settings.model_file) if settings.model_file else obtain_model(card)
     converted_from = None

@@ -13,6 +13,7 @@ Sources:
 """
 
 import hashlib
+import json
 import tarfile
 from pathlib import Path
 
@@ -31,6 +32,13 @@ from harness.paths import cache_dir
 from harness.samples import DEMO, Dataset, Sample
 
 PUBLISHED_SPLITS = {"test": "wake_vision_test.csv", "validation": "wake_vision_validation.csv"}
+# Written by harness/eval/hf_source.py into the folder it streams: {"whole_pools": false} without --pools.
+STREAM_NOTE = "streamed.json"
+
+
+def _whole_pools(folder: Path) -> bool:
+    note = folder / STREAM_NOTE
+    return json.loads(note.read_text()).get("whole_pools", True) if note.is_file() else True
 
 
 def _demo_root() -> Path:
@@ -76,7 +84,8 @@ def _split_of(csv_path: Path) -> str:
 def _read(name: str, csv_path: Path, image_dir: Path) -> Dataset:
     """One label CSV: one split (`_split_of`)."""
     split = _split_of(csv_path)
-    return Dataset(name, csv_path, _sha256(csv_path), tuple(_samples(csv_path, image_dir, split)), (split,))
+    samples = tuple(_samples(csv_path, image_dir, split))
+    return Dataset(name, csv_path, _sha256(csv_path), samples, (split,), whole_pools=_whole_pools(csv_path.parent))
 
 
 def _sha256(path: Path) -> str:
@@ -141,7 +150,8 @@ def _published(root: Path, splits: list[str]) -> tuple[Dataset, list[Path]]:
         samples = [Sample(s.id, image_dir / s.id, s.flags, s.split) for s in samples]
         _extract_from_shards(shards, {s.id for s in samples}, image_dir)
     first = files[chosen[0]][0] if files[chosen[0]][0].is_file() else files[chosen[0]][1]
-    dataset = Dataset(f"{root.name} ({'+'.join(chosen)})", first, digest.hexdigest(), tuple(samples), tuple(chosen))
+    name = f"{root.name} ({'+'.join(chosen)})"
+    dataset = Dataset(name, first, digest.hexdigest(), tuple(samples), tuple(chosen), whole_pools=_whole_pools(root))
     return dataset, beside
 
 

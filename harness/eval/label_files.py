@@ -9,6 +9,7 @@ can be put over a flag CSV's person column (`join_clean_labels`), where they win
 """
 
 import csv
+import dataclasses
 import hashlib
 from pathlib import Path
 
@@ -146,6 +147,10 @@ def join_clean_labels(dataset: Dataset, files: list[Path]) -> Dataset:
         excluded=excluded,
         not_listed=sum(1 for s in dataset.samples if s.id not in values),
     )
-    return Dataset(
-        f"{dataset.name} (clean labels)", dataset.csv_path, clean.sha256, tuple(samples), dataset.splits, clean
+    return dataclasses.replace(
+        dataset,
+        name=f"{dataset.name} (clean labels)",
+        csv_sha256=clean.sha256,
+        samples=tuple(samples),
+        clean_labels=clean,
     )

@@ -7,7 +7,8 @@ Both are given only over a whole pool: when every member of the subset's negativ
 dataset was evaluated, and the pool is not empty. Otherwise both are None and `f1_unavailable` says why:
 the dataset has no negatives for the subset, or only "k of N" were evaluated (`pool_incomplete`; none, or
 only those other subsets or --limit happened to bring in): an F1 over a partial pool depends on which
-other subsets were asked for, not on the model.
+other subsets were asked for, not on the model. A dataset that holds only part of each pool and not its
+size (hf: streamed without --pools) gives no F1 at all.
 """
 
 import math
@@ -17,6 +18,7 @@ import numpy as np
 from harness.results.record import Score
 
 Z95 = 1.959963984540054
+UNKNOWN_POOL = "streamed from hf: without --pools; --pools streams each subset's whole pool"
 
 
 def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:
@@ -37,10 +39,16 @@ def pool_size(subset, dataset_samples) -> int:
     return sum(1 for s in dataset_samples if subset.is_negative(s))
 
 
-def score(subset, samples, predictions, pool: int, left_out: str | None = None) -> Scores:
+def pool_of(subset, dataset) -> int | None:
+    """The subset's pool size over the whole dataset, None where the dataset does not know it."""
+    return pool_size(subset, dataset.samples) if dataset.whole_pools else None
+
+
+def score(subset, samples, predictions, pool: int | None, left_out: str | None = None) -> Scores:
     """`predictions[i]` is 1 (person) or 0 for `samples[i]`; `pool` is the subset's negative-pool size
-    over the whole dataset (`pool_size`), so a partly evaluated pool is recognised; `left_out`: why the
-    run did not evaluate the whole pool (harness/eval/sampling.py), said with an incomplete pool's F1."""
+    over the whole dataset (`pool_of`), so a partly evaluated pool is recognised, or None where it is
+    unknown (no F1); `left_out`: why the run did not evaluate the whole pool (harness/eval/sampling.py),
+    said with an incomplete pool's F1."""
     predictions = np.asarray(predictions)
     members = np.array([subset.contains(s) for s in samples], dtype=bool)
     labels = np.array([subset.label(s) for s in samples])
@@ -76,16 +84,18 @@ def score(subset, samples, predictions, pool: int, left_out: str | None = None) 
         tn=tn,
         negatives=negatives,
         pool_size=pool,
-        pool_incomplete=None if complete else f"{negatives} of {pool}",
+        pool_incomplete=None if complete else f"{negatives} of {'unknown' if pool is None else pool}",
         f1_unavailable=unavailable,
     )
 
 
-def _whole_pool_missing(subset, pool: int, negatives: int, left_out: str | None) -> str | None:
+def _whole_pool_missing(subset, pool: int | None, negatives: int, left_out: str | None) -> str | None:
     if subset.positive_label is None:
         return "no positive class: F1 is given per class"
+    if pool is None:
+        return UNKNOWN_POOL
     if pool == 0:
-        return "the dataset has no negatives for this subset (its F1 pool is empty; hf: brings pools with --pools)"
+        return "the dataset has no negatives for this subset (its F1 pool is empty)"
     if negatives < pool:
         why = f" ({left_out})" if left_out else ""
         return f"only {negatives} of the {pool} samples of its negative pool evaluated{why}"

@@ -18,7 +18,7 @@ from harness.energy.metering import EvalMetering
 from harness.errors import InterruptedRun, LinkError, UserError
 from harness.eval.anomaly import anomaly_score, windows_per_file
 from harness.eval.inputs import Inputs, prepare_inputs
-from harness.eval.metrics import pool_size, score
+from harness.eval.metrics import pool_of, score
 from harness.eval.order import shuffle_in_groups
 from harness.eval.outputs import diff_steps, diff_unit
 from harness.eval.sampling import DATASET, Selection, select
@@ -305,7 +305,7 @@ def _summarise(
     subsets = {}
     for subset in request.subsets:
         members = np.array([subset.contains(sample) for sample in samples], dtype=bool)
-        pool = pool_size(subset, request.dataset.samples)  # over the whole dataset, not just this run
+        pool = pool_of(subset, request.dataset)  # over the whole dataset, not just this run
         left_out = selection.pool_left_out.get(subset.name)
         subsets[subset.name] = SubsetResult(
             n=int(members.sum()),

@@ -8,7 +8,7 @@ from pathlib import Path
 from harness.errors import UserError
 from harness.eval.dataset import read_labels, require_flags
 from harness.eval.label_files import clean_files, join_clean_labels
-from harness.eval.metrics import pool_size, score
+from harness.eval.metrics import pool_of, score
 from harness.eval.subsets import SUBSETS, Subset
 from harness.samples import Dataset
 
@@ -98,7 +98,7 @@ def score_file(dataset: Dataset, predictions: Path, subsets: list[Subset]) -> di
         "scored": len(samples),
         "without_prediction": len(missing),
         "subsets": {
-            subset.name: score(subset, samples, values, pool_size(subset, dataset.samples), _NO_PREDICTION).as_dict()
+            subset.name: score(subset, samples, values, pool_of(subset, dataset), _NO_PREDICTION).as_dict()
             for subset in subsets
         },
     }

@@ -37,12 +37,13 @@ class PersonDetection:
         limit: int | None,
         clean_labels: str | None = None,
         pools: bool = True,
+        seed: int = 0,
     ) -> Dataset:
         if spec.startswith("hf:"):  # streamed into a folder in the published layout first
             from harness.eval.hf_source import stream_to_folder
 
             splits = splits or ["test"]
-            spec = str(stream_to_folder(spec, splits, subsets, limit, pools))
+            spec = str(stream_to_folder(spec, splits, subsets, limit, pools, seed))
         dataset = load_dataset(spec, splits, clean_labels)
         require_flags(dataset, subsets)
         return dataset
@@ -77,6 +78,7 @@ class Classification:
         limit: int | None,
         clean_labels: str | None = None,
         pools: bool = True,
+        seed: int = 0,
     ) -> Dataset:
         refuse_clean_labels(self.card, clean_labels)
         return load_runner_dataset(spec, self.card, windows=self.scores_files)
@@ -106,6 +108,7 @@ class KeywordSpotting(Classification):
         limit: int | None,
         clean_labels: str | None = None,
         pools: bool = True,
+        seed: int = 0,
     ) -> Dataset:
         from harness.audio.dataset import load_keyword_dataset
 

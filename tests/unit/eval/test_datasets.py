@@ -145,48 +145,108 @@ def test_dataset_build_labels_images_from_open_images_style_boxes(tmp_path, smal
     assert evaluated.returncode == 0 and json.loads(evaluated.stdout)["samples"] == 6
 
 
-def test_hub_streaming_brings_the_pools_of_every_split(tmp_path, monkeypatch):
-    """The hub is unreachable here: a stand-in for the `datasets` package yields rows as the hub would."""
-    import sys
+class _HubSplit:
+    """A stand-in for a streamed split of the hub (`datasets.IterableDataset`): rows made from `kinds` (0: a
+    far person, 1: a non-person, 2: a near person), counted as read, and `.shuffle` as the hub has it."""
+
+    def __init__(self, split, kinds, read):
+        self.split, self.kinds, self.read = split, kinds, read
+
+    def shuffle(self, seed, buffer_size):
+        import random
+
+        kinds = list(self.kinds)
+        random.Random(seed).shuffle(kinds)
+        return _HubSplit(self.split, kinds, self.read)
+
+    def __iter__(self):
+        from PIL import Image
+
+        from harness.eval.demo_dataset import COLUMNS
+
+        for i, kind in self.kinds:
+            flags = dict.fromkeys(COLUMNS[1:], 0) | {"person": int(kind != 1), "far": int(kind == 0)}
+            flags["near"] = int(kind == 2)
+            self.read[self.split] += 1
+            yield {"filename": f"{self.split}_{i}.jpg", "image": Image.new("RGB", (8, 8)), **flags}
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """The hub is unreachable here: a stand-in `datasets` package streams `hub.kinds` per split."""
     import types
 
-    from PIL import Image
+    hub = types.SimpleNamespace(kinds=[i % 3 for i in range(30)], read={"test": 0, "validation": 0})
 
-    from harness.eval.demo_dataset import COLUMNS
+    def load(repo, split, streaming):
+        return _HubSplit(split, list(enumerate(hub.kinds)), hub.read)
+
+    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load))
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    return hub
+
+
+HF = "hf:Harvard-Edge/Wake-Vision"
+
+
+def test_hub_streaming_brings_every_member_and_the_pools_of_every_split(hub):
     from harness.eval.hf_source import stream_to_folder
-    from harness.eval.metrics import pool_size
+    from harness.eval.metrics import pool_of
     from harness.eval.subsets import SUBSETS
 
-    read = {"test": 0, "validation": 0}
-
-    def rows(split):  # a far person, a non-person, a near person, in turn
-        for i in range(30):
-            kind = i % 3
-            flags = dict.fromkeys(COLUMNS[1:], 0) | {
-                "person": int(kind != 1),
-                "far": int(kind == 0),
-                "near": int(kind == 2),
-            }
-            read[split] += 1
-            yield {"filename": f"{split}_{i}.jpg", "image": Image.new("RGB", (8, 8)), **flags}
-
-    fake = types.SimpleNamespace(load_dataset=lambda repo, split, streaming: rows(split))
-    monkeypatch.setitem(sys.modules, "datasets", fake)
-    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     far = SUBSETS["distance_far"]
-    folder = stream_to_folder("hf:Harvard-Edge/Wake-Vision", ["test", "validation"], [far], limit=2)
+    folder = stream_to_folder(HF, ["test", "validation"], [far], limit=2)
     dataset = load_dataset(str(folder), ["test", "validation"])
-    assert dataset.splits == ("test", "validation") and read == {"test": 30, "validation": 30}
+    assert dataset.splits == ("test", "validation") and hub.read == {"test": 30, "validation": 30}
     for split in ("test", "validation"):
         kept = [s for s in dataset.samples if s.split == split]
-        assert [s.id for s in kept if far.contains(s)] == [f"{split}_0.jpg", f"{split}_3.jpg"]  # --limit 2 of each
-        assert [s.id for s in kept if not far.contains(s)] == [f"{split}_{i}.jpg" for i in range(1, 30, 3)]  # the pool
-    assert pool_size(far, dataset.samples) == 20 and all(s.image_path.is_file() for s in dataset.samples)
-    read.update(test=0, validation=0)  # without pools (harness perf: one timed input), it stops at the members
-    stream_to_folder("hf:Harvard-Edge/Wake-Vision", ["validation"], [far], limit=2, pools=False)
-    assert read["validation"] == 4
+        # every member (the run draws --limit of them), and the whole pool
+        assert [s.id for s in kept if far.contains(s)] == [f"{split}_{i}.jpg" for i in range(0, 30, 3)]
+        assert [s.id for s in kept if not far.contains(s)] == [f"{split}_{i}.jpg" for i in range(1, 30, 3)]
+    assert pool_of(far, dataset) == 20 and all(s.image_path.is_file() for s in dataset.samples)
+    hub.read.update(test=0, validation=0)  # without pools (harness perf: one timed input), it stops at the members
+    stream_to_folder(HF, ["validation"], [far], limit=2, pools=False)
+    assert 2 <= hub.read["validation"] < 30
     with pytest.raises(UserError, match="unknown split train"):
-        stream_to_folder("hf:Harvard-Edge/Wake-Vision", ["train"], [SUBSETS["all"]], None)
+        stream_to_folder(HF, ["train"], [SUBSETS["all"]], None)
+
+
+def test_hub_limit_with_pools_is_drawn_stratified_from_the_whole_subset(hub):
+    """Persons first in the stream: the first six members would be persons only. (The run adds `all`'s
+    pool, its non-persons, whole; the members drawn are what --limit chooses.)"""
+    from harness.eval.hf_source import stream_to_folder
+    from harness.eval.sampling import SAMPLED, select
+    from harness.eval.subsets import SUBSETS
+
+    hub.kinds = [2] * 20 + [1] * 10
+    every = SUBSETS["all"]
+    dataset = load_dataset(str(stream_to_folder(HF, ["test"], [every], limit=6)))
+    drawn = [select(dataset.samples, [every], 6, SAMPLED, seed, pools=False).samples for seed in (1, 2)]
+    assert [sorted(s.person for s in d) for d in drawn] == [[0, 0, 1, 1, 1, 1]] * 2
+    assert {s.id for s in drawn[0]} != {s.id for s in drawn[1]}
+
+
+def test_hub_limit_without_pools_is_a_seeded_sample_and_gives_no_f1(hub, tmp_path):
+    from harness.eval.hf_source import stream_to_folder
+    from harness.eval.metrics import UNKNOWN_POOL
+    from harness.eval.score_file import score_file
+    from harness.eval.subsets import SUBSETS
+
+    far = SUBSETS["distance_far"]
+
+    def members(seed):
+        folder = stream_to_folder(HF, ["test"], [far], limit=3, pools=False, seed=seed)
+        return folder, [s.id for s in load_dataset(str(folder)).samples if far.contains(s)]
+
+    (folder, one), (_, two) = members(1), members(2)
+    assert len(one) == len(two) == 3 and one != two and members(1)[1] == one
+    assert set(one) != {"test_0.jpg", "test_3.jpg", "test_6.jpg"}  # not the stream's first three
+    predictions = tmp_path / "predictions.csv"
+    dataset = load_dataset(str(folder))
+    predictions.write_text("filename,prediction\n" + "".join(f"{s.id},1\n" for s in dataset.samples))
+    scored = score_file(dataset, predictions, [far])["subsets"]["distance_far"]
+    assert scored["f1_wv"] is None and scored["f1_counts"] is None and scored["f1_unavailable"] == UNKNOWN_POOL
+    assert scored["pool_size"] is None and scored["accuracy"] == 1.0
 
 
 def _labels_folder(tmp_path, lines: list[bytes]):
