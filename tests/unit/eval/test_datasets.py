@@ -147,7 +147,7 @@ def test_dataset_build_labels_images_from_open_images_style_boxes(tmp_path, smal
 
 class _HubSplit:
     """A stand-in for a streamed split of the hub (`datasets.IterableDataset`): rows made from `kinds` (0: a
-    far person, 1: a non-person, 2: a near person), counted as read, and `.shuffle` as the hub has it."""
+    far person, 1: a non-person in the dark, 2: a near person), counted as read, and `.shuffle` as the hub has it."""
 
     def __init__(self, split, kinds, read):
         self.split, self.kinds, self.read = split, kinds, read
@@ -166,7 +166,7 @@ class _HubSplit:
 
         for i, kind in self.kinds:
             flags = dict.fromkeys(COLUMNS[1:], 0) | {"person": int(kind != 1), "far": int(kind == 0)}
-            flags["near"] = int(kind == 2)
+            flags |= {"near": int(kind == 2), "dark": int(kind == 1)}
             self.read[self.split] += 1
             yield {"filename": f"{self.split}_{i}.jpg", "image": Image.new("RGB", (8, 8)), **flags}
 
@@ -281,3 +281,14 @@ def test_a_labels_csv_that_is_not_utf8_is_named_as_such(tmp_path):
     root, _ = _labels_folder(tmp_path / "t", [rows[0], b"\xff\xfe" + rows[1]])
     with pytest.raises(UserError, match=r"labels\.csv is not a UTF-8 CSV"):
         load_dataset(str(root))
+
+
+def test_an_eval_streamed_without_pools_gives_no_f1_and_says_why(hub, tmp_path, small_model, capsys):
+    """The dark non-persons streamed for lighting_dark are part of distance_far's pool, not the pool."""
+    from harness.cli import main
+    from harness.eval.metrics import UNKNOWN_POOL
+
+    common = ["eval", "--model", "wv_quality_k_2_c_3", "--dataset", HF, "--subset", "distance_far,lighting_dark"]
+    assert main([*common, "--limit", "3", "--json", "--results", str(tmp_path / "results")]) == 0
+    far = json.loads(capsys.readouterr().out)["subsets"]["distance_far"]
+    assert far["n"] == 3 and far["device"]["f1_wv"] is None and far["device"]["f1_unavailable"] == UNKNOWN_POOL
