@@ -202,7 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     scorer.add_argument("--predictions", required=True, help="CSV with filename,prediction[,score]")
     scorer.add_argument(
-        "--clean-labels", metavar="PATH", help="cleaned label CSVs whose clean_label replaces --labels' person label"
+        "--clean-labels",
+        metavar="PATH",
+        help="cleaned label CSVs (or folders holding them; comma-separated) whose clean_label replaces --labels' "
+        "person label ('none' or not given: none)",
     )
     scorer.add_argument(
         "--subset", help="comma-separated subsets (default: every subset the labels have the flags for)"

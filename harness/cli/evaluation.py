@@ -274,6 +274,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_check(args) -> int:
+    from harness.eval.subsets import gate_subsets
     from harness.results.gates import check_gates, junit_xml
     from harness.results.gates_file import load_gates
     from harness.results.runs import load_run
@@ -282,7 +283,8 @@ def cmd_check(args) -> int:
     run = load_run(args.run, results_root)
     baseline = load_run(args.baseline, results_root) if args.baseline else None
     gates = load_gates(Path(args.gates))
-    results = check_gates(run, gates, baseline, strict=args.strict)  # a gate the run cannot have: exit 2
+    # a gate the run cannot have, or a subset table naming no subset of the run's task: exit 2
+    results = check_gates(run, gates, baseline, strict=args.strict, subsets=gate_subsets(run))
     if args.junit:
         junit = Path(args.junit)
         try:

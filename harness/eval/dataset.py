@@ -21,7 +21,7 @@ from harness.errors import UserError
 from harness.eval.demo_dataset import COLUMNS, RECIPE_VERSION, build_demo_dataset
 from harness.eval.label_files import (
     CLEAN_FILE,
-    clean_files,
+    clean_labels_named,
     csv_header,
     is_label_only,
     join_clean_labels,
@@ -183,11 +183,7 @@ def load_dataset(spec: str = DEMO, splits: list[str] | None = None, clean_labels
     unknown = [s for s in splits if s not in dataset.splits]
     if unknown:
         raise UserError(f"unknown split {', '.join(unknown)}; {dataset.name} has: {', '.join(dataset.splits)}")
-    if clean_labels is None:
-        return join_clean_labels(dataset, beside)
-    if clean_labels.strip().lower() == "none":
-        return dataset
-    return join_clean_labels(dataset, clean_files([Path(p.strip()) for p in clean_labels.split(",") if p.strip()]))
+    return join_clean_labels(dataset, clean_labels_named(clean_labels, beside))
 
 
 def require_flags(dataset: Dataset, subsets) -> None:

@@ -96,6 +96,20 @@ def label_only_samples(csv_path: Path, image_dir: Path, split: str) -> list[Samp
     return [Sample(name, image_dir / name, {"person": person}, split) for name, person in kept.items()]
 
 
+def clean_labels_named(spec: str | None, default: list[Path] | None = None) -> list[Path]:
+    """The cleaned-label files a --clean-labels value names (eval and score alike): None gives `default`
+    (eval: those beside a published layout's flag CSVs), 'none' no file, else the comma-separated files or
+    folders holding them."""
+    if spec is None:
+        return list(default or [])
+    if spec.strip().lower() == "none":
+        return []
+    paths = [Path(part.strip()) for part in spec.split(",") if part.strip()]
+    if not paths:
+        raise UserError(f"--clean-labels {spec!r} names no file; give cleaned label CSVs or folders, or none")
+    return clean_files(paths)
+
+
 def clean_files(paths: list[Path]) -> list[Path]:
     """The cleaned-label files named: each a file, or a folder holding wv_{split}_cleaned.csv files."""
     found = []

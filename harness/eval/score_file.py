@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.errors import UserError
 from harness.eval.dataset import read_labels, require_flags
-from harness.eval.label_files import clean_files, join_clean_labels
+from harness.eval.label_files import clean_labels_named, join_clean_labels
 from harness.eval.metrics import pool_of, score
 from harness.eval.subsets import SUBSETS, Subset
 from harness.samples import Dataset
@@ -60,11 +60,9 @@ _NO_PREDICTION = "the others have no prediction; predict every pool member"
 
 
 def score_labels(labels: Path, clean_labels: str | None = None) -> Dataset:
-    """The labels file (any layout of harness/eval/label_files.py), with cleaned labels put over it if named."""
-    dataset = read_labels(labels)
-    if clean_labels is None:
-        return dataset
-    return join_clean_labels(dataset, clean_files([Path(p.strip()) for p in clean_labels.split(",") if p.strip()]))
+    """The labels file (any layout of harness/eval/label_files.py), with cleaned labels put over it if named
+    ('none' or no value: none)."""
+    return join_clean_labels(read_labels(labels), clean_labels_named(clean_labels))
 
 
 def default_subsets(dataset: Dataset) -> list[Subset]:

@@ -12,11 +12,14 @@ Rows with person = -1 (far-only images) count as persons in distance_far and are
 """
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from harness.errors import UserError
 from harness.model.card import ModelCard
 from harness.samples import Sample
+
+if TYPE_CHECKING:
+    from harness.results.runs import Run
 
 PERSON, NON_PERSON = 1, 0
 
@@ -145,3 +148,17 @@ def class_subsets(spec: str, card: ModelCard) -> list[ClassSubset]:
             f"unknown subset {', '.join(unknown) or repr(spec)} for {card.name}; valid: {', '.join(available)}"
         )
     return [available[name] for name in dict.fromkeys(names)]
+
+
+def gate_subsets(run: "Run") -> list[str]:
+    """The subsets a [gate.SUBSET] table may name for a run (harness check): Wake Vision's for person
+    detection, `all` and the card's class labels for multi-class cards (the run's confusion matrix keeps
+    them), and any the run itself holds (an earlier version's); none for a stream run."""
+    if run.kind != "eval":
+        return []
+    summary = run.eval_summary
+    if summary.task == "image_classification":
+        names = list(SUBSETS)
+    else:
+        names = ["all", *(summary.confusion.labels if summary.confusion else [])]
+    return list(dict.fromkeys([*names, *summary.subsets]))

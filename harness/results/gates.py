@@ -5,11 +5,16 @@ Eval runs are gated on absolute floors and ceilings (accuracy and F1 per subset,
 flash bytes), on agreement with the host reference and accuracy and F1 against the host, and on accuracy,
 latency, arena and flash against a baseline; stream runs on the agreement of device and host detections and
 on the optimal policy's recall, precision, false alarms and unwanted triggers per hour. A gate naming a
-figure the run's kind does not have is refused before any gate is judged. A gate whose figure the run (or
-the missing baseline) does not give is not judged, and says why; `strict` fails it."""
+figure the run's kind does not have, or a `[gate.SUBSET]` table naming a subset the run's task has not, is
+refused before any gate is judged. A gate whose figure the run (or the missing baseline) does not give is not
+judged, and says why; `strict` fails it, and a gate beside whose judged subsets a subset of its own table
+went unjudged. Every figure names its source: the device's (device, emulated or sim, as the run's board
+is), the host reference's (host), the baseline's."""
 
+import dataclasses
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,6 +33,7 @@ class Verdict:
     status: Status
     figure: str | None
     note: str = ""
+    unjudged: tuple[str, ...] = ()  # subsets with a bound of their own and no value (they fail under `strict`)
 
 
 def _judged(passed: bool, figure: str, note: str = "") -> Verdict:
@@ -69,6 +75,11 @@ def _result(name: str, settings: dict, verdict: Verdict, strict: bool) -> GateRe
             return GateResult(name, "failed", "n/a", bound, f"{detail} (--strict)")
         return GateResult(name, "not judged", "n/a", bound, detail)
     detail = f"{verdict.figure}; {bound}" + (f"; {verdict.note}" if verdict.note else "")
+    if strict and verdict.unjudged:
+        named = ", ".join(verdict.unjudged)
+        own = "its" if len(verdict.unjudged) == 1 else "their"
+        detail += f"; {named} not judged, yet bounded by {own} own table (--strict)"
+        return GateResult(name, "failed", verdict.figure, bound, detail)
     return GateResult(name, verdict.status, verdict.figure, bound, detail)
 
 
@@ -79,15 +90,21 @@ def gate_kind(run: Run) -> str:
     return run.kind
 
 
-def require_applicable(gates: dict, run: Run, baseline: Run | None = None) -> None:
-    """Every gate must judge a figure the run has, and a baseline must be a run of the same kind."""
+def require_applicable(gates: dict, run: Run, baseline: Run | None = None, subsets: Collection[str] = ()) -> None:
+    """Every gate must judge a figure the run has, every [gate.SUBSET] table name one of `subsets` (those the
+    run's task has: harness/eval/subsets.py gate_subsets), and a baseline must be a run of the same kind."""
     kind = gate_kind(run)
-    for name in gates:
+    for name, settings in gates.items():
         if kind not in GATES[name].kinds:
             raise UserError(
                 f"gate [{name}] judges a figure {kind} runs do not have ({run.id} is {_a(kind)} run); "
                 f"gates for {kind} runs: {listed(kind)}"
             )
+        for subset in (key for key, value in settings.items() if isinstance(value, dict)):
+            if subset not in subsets:
+                raise UserError(
+                    f"gate [{name}.{subset}] names no subset {run.id} can have; valid: {', '.join(subsets) or 'none'}"
+                )
     if baseline is not None and gate_kind(baseline) != kind:
         raise UserError(
             f"baseline {baseline.id} is {_a(gate_kind(baseline))} run, {run.id} {_a(kind)} run: "
@@ -104,11 +121,13 @@ def _per_subset(
     key: str,
     values: dict[str, float | None],
     skipped: dict[str, str],
+    source: str,
     which: dict[str, str] | None = None,
 ) -> Verdict:
     """Judges each subset with a value against its bound: its [gate.SUBSET] table's, else the gate's own for
-    every subset. `skipped` names subsets without a value and why; `which` names the figure judged where it
-    differs by subset. Subsets without a value beside judged ones are named; with none judged, not judged."""
+    every subset. `skipped` names subsets without a value and why; `source` what the figures are (and whose);
+    `which` names the figure judged where it differs by subset. Subsets without a value beside judged ones
+    are named (those of a table of their own as unjudged); with none judged, not judged."""
     every = settings.get(key)
     own = {subset: bounds[key] for subset, bounds in settings.items() if isinstance(bounds, dict)}
     present = dict.fromkeys([*values, *skipped])
@@ -129,7 +148,8 @@ def _per_subset(
         return _not_judged(not_judged or "the run has no subsets")
     notes = [f"{'under' if key == 'min' else 'over'} the bound: {', '.join(failures)}"] if failures else []
     notes += [f"not judged: {not_judged}"] if missing else []
-    return _judged(not failures, ", ".join(judged), "; ".join(notes))
+    verdict = _judged(not failures, f"{source}: {', '.join(judged)}", "; ".join(notes))
+    return dataclasses.replace(verdict, unjudged=tuple(subset for subset in missing if subset in own))
 
 
 def _empty_subsets(summary: EvalSummary) -> dict[str, str]:
@@ -149,18 +169,28 @@ def _f1_missing(score: Score) -> str:
     return "F1 n/a: no whole negative pool evaluated"
 
 
-def _absolute(name: str, settings: dict, summary: EvalSummary) -> Verdict:
+def device_source(run: Run) -> str:
+    """Where the run's device figures come from, as its board is: device, emulated (QEMU) or sim."""
+    summary = run.record.summary
+    measured = summary.latency.source if isinstance(summary, EvalSummary) else summary.busy.source
+    return run.record.manifest.board.latency_source or measured
+
+
+def _absolute(name: str, settings: dict, run: Run) -> Verdict:
     """The device's accuracy or F1 per subset against floors."""
+    summary = run.eval_summary
     skipped = _empty_subsets(summary)
+    source = f"device {'accuracy' if name == 'accuracy' else 'F1'} ({device_source(run)})"
     if name == "accuracy":
         values = {subset: e.device.accuracy for subset, e in summary.subsets.items()}
-        return _per_subset(settings, "min", values, skipped)
+        return _per_subset(settings, "min", values, skipped, source)
     picked = {subset: _f1(e.device) for subset, e in summary.subsets.items()}
     skipped |= {
         s: _f1_missing(e.device) for s, e in summary.subsets.items() if picked[s][0] is None and s not in skipped
     }
     values = {subset: value for subset, (value, _) in picked.items()}
-    return _per_subset(settings, "min", values, skipped, {subset: which for subset, (_, which) in picked.items()})
+    which = {subset: which for subset, (_, which) in picked.items()}
+    return _per_subset(settings, "min", values, skipped, source, which)
 
 
 def _drops(summary: EvalSummary, reference: str, metric: str) -> dict[str, float | None]:
@@ -278,25 +308,27 @@ def _growth(name: str, current: tuple[int | None, str], previous: tuple[int | No
 ONE_CLASS = "no AUC (the files evaluated hold one class only)"
 
 
-def _auc_gate(name: str, settings: dict, summary: EvalSummary, baseline: Run | None) -> Verdict:
+def _auc_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> Verdict:
     """The device's AUC over files: a floor (auc), or how far under the primary host's (auc_drop) or the
     baseline's (auc_vs_baseline) it is."""
-    device = summary.anomaly.device.auc
+    summary = run.eval_summary
+    device, source = summary.anomaly.device.auc, f"device ({device_source(run)})"
     if name == "auc":
         if device is None:
             return _not_judged(ONE_CLASS)
-        return _judged(device >= settings["min"], f"device AUC {device:.4f}")
+        return _judged(device >= settings["min"], f"{source} AUC {device:.4f}")
     if name == "auc_drop":
         host = summary.anomaly.host.get(summary.primary_reference or "")
         if host is None:
             return _not_judged("the run has no host reference (eval --references)")
-        other, what, bound = host.auc, f"{summary.primary_reference} AUC", settings["max"]
+        other, what, bound = host.auc, f"{summary.primary_reference} (host) AUC", settings["max"]
     else:
-        other, what, bound = baseline.eval_summary.anomaly.device.auc, "baseline AUC", settings["max_drop"]
+        other = baseline.eval_summary.anomaly.device.auc
+        what, bound = f"baseline {baseline.id} device ({device_source(baseline)}) AUC", settings["max_drop"]
     if device is None or other is None:
         return _not_judged(ONE_CLASS)
     drop = other - device
-    return _judged(drop <= bound, f"{what} {other:.4f} - device {device:.4f} = {drop:+.4f}")
+    return _judged(drop <= bound, f"{what} {other:.4f} - {source} {device:.4f} = {drop:+.4f}")
 
 
 def _eval_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> Verdict:
@@ -306,13 +338,18 @@ def _eval_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> Ver
         return _not_judged("this gate compares with a baseline: pass --baseline RUN")
     if name in ("agreement", "accuracy_drop", "f1_drop") and reference is None:
         return _not_judged("the run has no host reference (eval --references)")
+    device = f"device ({device_source(run)})"
     if name in ("accuracy", "f1"):
-        return _absolute(name, settings, summary)
+        return _absolute(name, settings, run)
     if name == "agreement":
         values = {subset: e.versus[reference].agreement for subset, e in summary.subsets.items()}
-        return _per_subset(settings, "min", values, _empty_subsets(summary))
+        source = f"agreement of the {device} with host reference {reference} (host)"
+        return _per_subset(settings, "min", values, _empty_subsets(summary), source)
     if name in ("accuracy_drop", "f1_drop"):
         metric = "accuracy" if name == "accuracy_drop" else "f1_wv"
+        source = (
+            f"{'accuracy' if name == 'accuracy_drop' else 'F1wv'} of host reference {reference} (host) minus {device}"
+        )
         values = _drops(summary, reference, metric)
         skipped = _empty_subsets(summary)
         if metric == "f1_wv":
@@ -321,12 +358,13 @@ def _eval_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> Ver
                 for s, v in values.items()
                 if v is None and s not in skipped
             }
-        return _per_subset(settings, "max", values, skipped)
+        return _per_subset(settings, "max", values, skipped, source)
     if name == "accuracy_vs_baseline":
         values, skipped = _baseline_accuracy_drops(run, baseline)
-        return _per_subset(settings, "max_drop", values, skipped)
+        source = f"accuracy of baseline {baseline.id} device ({device_source(baseline)}) minus this run's {device}"
+        return _per_subset(settings, "max_drop", values, skipped, source)
     if name.startswith("auc"):
-        return _auc_gate(name, settings, summary, baseline)
+        return _auc_gate(name, settings, run, baseline)
     if name == "latency_ms":
         return _latency_ms(settings, summary)
     if name == "latency":
@@ -338,12 +376,12 @@ def _eval_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> Ver
     return _growth(name, measure(run), measure(baseline), settings["max_growth_bytes"])
 
 
-def _detection_agreement(summary: StreamSummary) -> tuple[float, str]:
+def _detection_agreement(summary: StreamSummary, source: str) -> tuple[float, str]:
     """The share of detections device and host both made (label, time and score equal)."""
     device, host = Counter(summary.detections.device), Counter(summary.detections.host)
     common, most = sum((device & host).values()), max(sum(device.values()), sum(host.values()))
     share = common / most if most else 1.0
-    return share, f"{common} of {most} detections equal on device and host"
+    return share, f"{common} of {most} detections equal on the device ({source}) and the host"
 
 
 STREAM_FIGURES = {  # gate: the optimal policy's figure, and the bound's direction
@@ -355,9 +393,9 @@ STREAM_FIGURES = {  # gate: the optimal policy's figure, and the bound's directi
 
 
 def _stream_gate(name: str, settings: dict, run: Run) -> Verdict:
-    summary = run.stream_summary
+    summary, source = run.stream_summary, device_source(run)
     if name == "agreement":
-        share, counted = _detection_agreement(summary)
+        share, counted = _detection_agreement(summary, source)
         return _judged(share >= settings["min"], f"{share:.4f}: {counted}")
     figure, bound = STREAM_FIGURES[name]
     optimal = summary.optimal
@@ -375,12 +413,15 @@ def _stream_gate(name: str, settings: dict, run: Run) -> Verdict:
         "unwanted_triggers_per_hour": f"{optimal.unwanted_triggers} unwanted triggers",
     }[name]
     exposure = f" in {optimal.duration_ms / 1000:g} s" if name.endswith("per_hour") else ""
-    return _judged(passed, f"{value:.4f} ({counts}{exposure}; optimal policy)")
+    return _judged(passed, f"{value:.4f} ({counts}{exposure}; optimal policy, device ({source}) detections)")
 
 
-def check_gates(run: Run, gates: dict, baseline: Run | None = None, strict: bool = False) -> list[GateResult]:
-    """Every gate's result; `strict`: a gate not judged fails."""
-    require_applicable(gates, run, baseline)
+def check_gates(
+    run: Run, gates: dict, baseline: Run | None = None, strict: bool = False, *, subsets: Collection[str]
+) -> list[GateResult]:
+    """Every gate's result; `subsets`: the subsets the run's task has (harness/eval/subsets.py gate_subsets);
+    `strict`: a gate not judged fails, and one with a subset of its own table not judged."""
+    require_applicable(gates, run, baseline, subsets)
     judge = _stream_gate if run.kind == "stream" else lambda name, settings, r: _eval_gate(name, settings, r, baseline)
     return [_result(name, settings, judge(name, settings, run), strict) for name, settings in gates.items()]
 

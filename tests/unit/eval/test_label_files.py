@@ -118,6 +118,26 @@ def test_score_joins_clean_labels_and_warns_of_contradicting_rows(tmp_path, publ
     assert result["subsets"]["distance_far"]["n"] == 2
 
 
+@pytest.mark.parametrize("spec", ["none", " None "])
+def test_clean_labels_none_means_none_for_score_as_for_eval(published, spec):
+    flags = published / "wake_vision_test.csv"
+    scored = score_labels(flags, spec)
+    assert scored.clean_labels is None and {s.id: s.person for s in scored.samples}["far_relabelled.jpg"] == 1
+    assert load_dataset(str(published), clean_labels=spec).clean_labels is None
+
+
+def test_clean_labels_are_named_alike_for_score_and_eval(published):
+    cleaned = f"{published / 'wv_test_cleaned.csv'},"  # a trailing comma names nothing more
+    assert score_labels(published / "wake_vision_test.csv", cleaned).clean_labels.changed == 2
+    assert load_dataset(str(published), clean_labels=cleaned).clean_labels.changed == 2
+    for load in (
+        lambda: score_labels(published / "wake_vision_test.csv", " , "),
+        lambda: load_dataset(str(published), clean_labels=","),
+    ):
+        with pytest.raises(UserError, match="names no file"):
+            load()
+
+
 def test_cleaned_labels_alone_give_accuracy_and_f1_and_refuse_a_fine_grained_subset(tmp_path):
     labels = _write(
         tmp_path / "wv_validation_cleaned.csv",

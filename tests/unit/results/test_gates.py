@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.errors import UserError
+from harness.eval.subsets import gate_subsets
 from harness.results.gates import check_gates, junit_xml
 from harness.results.gates_file import load_gates
 from harness.results.report import arena_line
@@ -82,6 +83,11 @@ def _anomaly_run(run_id="ad", device_auc=0.9, host_auc=0.9):
     return _run(run_id, subsets={"all": entry}, anomaly=anomaly)
 
 
+def _check(run, gates, baseline=None, strict=False):
+    """As `harness check` judges: with the subsets the run's task has."""
+    return check_gates(run, gates, baseline, strict, subsets=gate_subsets(run))
+
+
 def _only(results):
     (result,) = results
     return result
@@ -89,26 +95,26 @@ def _only(results):
 
 def test_f1_drop_without_any_f1wv_is_not_judged_naming_the_subsets():
     run = _run(subsets={"distance_far": _entry(), "lighting_dark": _entry()})
-    result = _only(check_gates(run, {"f1_drop": {"max": 0.0}}))
+    result = _only(_check(run, {"f1_drop": {"max": 0.0}}))
     assert result.status == "not judged"
     assert "distance_far" in result.detail and "lighting_dark" in result.detail
 
 
 @pytest.mark.parametrize("gate", [{"agreement": {"min": 0.99}}, {"accuracy_drop": {"max": 0.01}}])
 def test_gates_over_empty_subsets_are_not_judged(gate):
-    result = _only(check_gates(_run(subsets={"distance_far": _entry(n=0)}), gate))
+    result = _only(_check(_run(subsets={"distance_far": _entry(n=0)}), gate))
     assert result.status == "not judged" and "distance_far (n = 0)" in result.detail
 
 
 def test_an_empty_subset_beside_a_judged_one_is_named_but_does_not_fail():
     run = _run(subsets={"all": _entry(), "silence": _entry(n=0)})
-    result = _only(check_gates(run, {"agreement": {"min": 0.99}}))
+    result = _only(_check(run, {"agreement": {"min": 0.99}}))
     assert result.passed and "silence (n = 0)" in result.detail
 
 
 @pytest.mark.parametrize("gate", ["agreement", "accuracy_drop", "f1_drop"])
 def test_a_run_without_host_reference_fails_the_reference_gates(gate):
-    result = _only(check_gates(_run(reference=None), {gate: dict.fromkeys(("min", "max"), 0.0)}))
+    result = _only(_check(_run(reference=None), {gate: dict.fromkeys(("min", "max"), 0.0)}))
     assert not result.passed and "no host reference" in result.detail
 
 
@@ -116,29 +122,29 @@ def test_accuracy_vs_baseline_needs_a_common_subset_over_the_same_samples():
     gates = {"accuracy_vs_baseline": {"max_drop": 0.0}}
     run = _run(subsets={"distance_far": _entry(accuracy=0.5)})
     disjoint = _run("base", subsets={"lighting_bright": _entry()})
-    result = _only(check_gates(run, gates, disjoint))
+    result = _only(_check(run, gates, disjoint))
     assert not result.passed and "distance_far (not in baseline base)" in result.detail
 
     other_data = _run("base", subsets={"distance_far": _entry(accuracy=0.5)}, content={"distance_far": "other"})
-    result = _only(check_gates(run, gates, other_data))
+    result = _only(_check(run, gates, other_data))
     assert not result.passed and "different samples" in result.detail
 
     same_data = _run("base", subsets={"distance_far": _entry(accuracy=0.5)})
-    assert _only(check_gates(run, gates, same_data)).passed
+    assert _only(_check(run, gates, same_data)).passed
 
 
 def test_latency_of_different_sources_is_not_comparable():
     emulated = _run("qemu", latency=_latency("emulated", micros=None, instructions=9.2e6))
     sim = _run("sim", latency=_latency("sim", micros=5953.2))
     for run, baseline in ((emulated, sim), (sim, emulated)):
-        result = _only(check_gates(run, {"latency": {"max_regression": 0.05}}, baseline))
+        result = _only(_check(run, {"latency": {"max_regression": 0.05}}, baseline))
         assert not result.passed and "not comparable" in result.detail
 
 
 def test_latency_uses_one_unit_for_both_runs_and_names_it():
     run = _run(latency=_latency("emulated", micros=1000.0, instructions=9.2e6))
     baseline = _run("base", latency=_latency("emulated", micros=1000.0))
-    result = _only(check_gates(run, {"latency": {"max_regression": 0.0}}, baseline))
+    result = _only(_check(run, {"latency": {"max_regression": 0.0}}, baseline))
     assert result.passed, result.detail
     assert "µs" in result.detail and "emulated" in result.detail
 
@@ -147,19 +153,19 @@ def test_latency_uses_one_unit_for_both_runs_and_names_it():
 def test_arena_not_reported_is_not_comparable(unreported):
     measured, dut = _run("harness"), _run("eembc", arena_used=unreported)
     for run, baseline in ((dut, measured), (measured, dut)):
-        result = _only(check_gates(run, {"arena": {"max_growth_bytes": 0}}, baseline))
+        result = _only(_check(run, {"arena": {"max_growth_bytes": 0}}, baseline))
         assert not result.passed and "not reported by the DUT" in result.detail
     assert arena_line(dut.summary["arena"]) == "arena: not reported by the DUT"
 
 
 def test_arena_of_different_sources_is_not_comparable():
-    result = _only(check_gates(_run(arena_source="device"), {"arena": {"max_growth_bytes": 1 << 20}}, _run("sim")))
+    result = _only(_check(_run(arena_source="device"), {"arena": {"max_growth_bytes": 1 << 20}}, _run("sim")))
     assert not result.passed and "device arena bytes against the baseline's sim arena" in result.detail
 
 
 def test_flash_of_a_firmware_image_and_of_a_model_file_are_not_comparable():
     built, sim = _run("qemu", firmware={"flash_bytes": 400_000}), _run("sim")
-    result = _only(check_gates(built, {"flash": {"max_growth_bytes": 1 << 20}}, sim))
+    result = _only(_check(built, {"flash": {"max_growth_bytes": 1 << 20}}, sim))
     assert not result.passed and "not comparable" in result.detail and "firmware image" in result.detail
 
 
@@ -253,12 +259,12 @@ def test_junit_to_an_unwritable_place_is_one_line(device_and_sim_runs):
 
 def test_anomaly_runs_are_gated_on_their_auc():
     run, baseline = _anomaly_run(device_auc=0.88, host_auc=0.9), _anomaly_run("base", device_auc=0.9)
-    assert _only(check_gates(run, {"auc": {"min": 0.85}})).passed
-    assert not _only(check_gates(run, {"auc": {"min": 0.89}})).passed
-    drop = _only(check_gates(run, {"auc_drop": {"max": 0.01}}))
-    assert not drop.passed and "tflm AUC 0.9000 - device 0.8800 = +0.0200" in drop.detail
-    assert _only(check_gates(run, {"auc_vs_baseline": {"max_drop": 0.03}}, baseline)).passed
-    one_class = _only(check_gates(_anomaly_run(device_auc=None), {"auc": {"min": 0.5}}))
+    assert _only(_check(run, {"auc": {"min": 0.85}})).passed
+    assert not _only(_check(run, {"auc": {"min": 0.89}})).passed
+    drop = _only(_check(run, {"auc_drop": {"max": 0.01}}))
+    assert not drop.passed and drop.figure == "tflm (host) AUC 0.9000 - device (sim) 0.8800 = +0.0200"
+    assert _only(_check(run, {"auc_vs_baseline": {"max_drop": 0.03}}, baseline)).passed
+    one_class = _only(_check(_anomaly_run(device_auc=None), {"auc": {"min": 0.5}}))
     assert not one_class.passed and "one class only" in one_class.detail
 
 
@@ -266,9 +272,9 @@ def test_anomaly_runs_are_gated_on_their_auc():
 def test_accuracy_gates_are_refused_on_anomaly_runs_naming_theirs(gate):
     settings = {"agreement": {"min": 0.9}, "accuracy_drop": {"max": 0.1}, "accuracy_vs_baseline": {"max_drop": 0.1}}
     with pytest.raises(UserError, match=r"anomaly runs do not have .* gates for anomaly runs: \[auc\] min"):
-        check_gates(_anomaly_run(), {gate: settings[gate]}, _anomaly_run("base"))
+        _check(_anomaly_run(), {gate: settings[gate]}, _anomaly_run("base"))
     with pytest.raises(UserError, match="baseline ad is an anomaly run, run an eval run"):
-        check_gates(_run(), {"latency": {"max_regression": 0.1}}, _anomaly_run())
+        _check(_run(), {"latency": {"max_regression": 0.1}}, _anomaly_run())
 
 
 def test_compare_refuses_an_anomaly_run_against_a_classification_run():
@@ -286,19 +292,21 @@ def _gates_file(tmp_path, text: str) -> dict:
 
 def test_absolute_accuracy_floors_pass_and_fail_overall_and_per_subset(tmp_path):
     run = _run(subsets={"all": _entry(accuracy=0.92), "distance_far": _entry(accuracy=0.75)})
-    every = _only(check_gates(run, _gates_file(tmp_path, "[accuracy]\nmin = 0.9\n")))
+    every = _only(_check(run, _gates_file(tmp_path, "[accuracy]\nmin = 0.9\n")))
     assert every.status == "failed"
-    assert every.detail == "all 0.9200, distance_far 0.7500; min 0.9; under the bound: distance_far"
+    assert every.detail == (
+        "device accuracy (sim): all 0.9200, distance_far 0.7500; min 0.9; under the bound: distance_far"
+    )
 
     relaxed = _gates_file(tmp_path, "[accuracy]\nmin = 0.9\n[accuracy.distance_far]\nmin = 0.7\n")
     assert relaxed == {"accuracy": {"min": 0.9, "distance_far": {"min": 0.7}}}
-    passed = _only(check_gates(run, relaxed))
+    passed = _only(_check(run, relaxed))
     assert passed.status == "passed" and passed.bound == "min 0.9; distance_far min 0.7", passed.detail
 
-    only_far = _only(check_gates(run, _gates_file(tmp_path, "[accuracy.distance_far]\nmin = 0.8\n")))
-    assert only_far.status == "failed" and only_far.figure == "distance_far 0.7500"
-    assert _only(check_gates(run, {"accuracy": {"all": {"min": 0.9}}})).status == "passed"
-    missing = _only(check_gates(run, {"accuracy": {"lighting_dark": {"min": 0.5}}}))
+    only_far = _only(_check(run, _gates_file(tmp_path, "[accuracy.distance_far]\nmin = 0.8\n")))
+    assert only_far.status == "failed" and only_far.figure == "device accuracy (sim): distance_far 0.7500"
+    assert _only(_check(run, {"accuracy": {"all": {"min": 0.9}}})).status == "passed"
+    missing = _only(_check(run, {"accuracy": {"lighting_dark": {"min": 0.5}}}))
     assert missing.status == "not judged" and "lighting_dark (not in this run)" in missing.detail
 
 
@@ -310,47 +318,47 @@ def test_f1_floor_names_which_f1_and_does_not_judge_an_na_f1():
             "distance_far": _entry(pool_incomplete="3 of 40"),
         }
     )
-    result = _only(check_gates(run, {"f1": {"min": 0.85}}))
+    result = _only(_check(run, {"f1": {"min": 0.85}}))
     assert result.status == "passed"
-    assert result.figure == "all 0.9100 (f1_wv), person 0.8800 (f1_counts)"
+    assert result.figure == "device F1 (sim): all 0.9100 (f1_wv), person 0.8800 (f1_counts)"
     assert "not judged: distance_far (F1 n/a: negative pool 3 of 40 evaluated; evaluate with --pools)" in result.detail
-    assert _only(check_gates(run, {"f1": {"min": 0.9}})).status == "failed"
+    assert _only(_check(run, {"f1": {"min": 0.9}})).status == "failed"
 
-    only_na = _only(check_gates(run, {"f1": {"distance_far": {"min": 0.5}}}))
+    only_na = _only(_check(run, {"f1": {"distance_far": {"min": 0.5}}}))
     assert only_na.status == "not judged" and "F1 n/a" in only_na.detail
-    assert _only(check_gates(run, {"f1": {"distance_far": {"min": 0.5}}}, strict=True)).status == "failed"
+    assert _only(_check(run, {"f1": {"distance_far": {"min": 0.5}}}, strict=True)).status == "failed"
 
 
 def test_latency_ceilings_in_ms_name_the_source():
     sim = _run(latency=_latency("sim", micros=6000.0, p90=7500.0))
-    result = _only(check_gates(sim, {"latency_ms": {"max_median": 6.5, "max_p90": 8}}))
+    result = _only(_check(sim, {"latency_ms": {"max_median": 6.5, "max_p90": 8}}))
     assert result.status == "passed"
     assert result.detail == (
         "median 6.000 ms, p90 7.500 ms (sim: this machine's wall-clock time); max_median 6.5 ms; max_p90 8 ms"
     )
-    slow = _only(check_gates(sim, {"latency_ms": {"max_p90": 7}}))
+    slow = _only(_check(sim, {"latency_ms": {"max_p90": 7}}))
     assert slow.status == "failed" and "p90 7.500 ms (sim" in slow.detail and "over the bound: p90" in slow.detail
 
     device = _run(latency=_latency("device", micros=5953.2))
-    assert "(device: the board's timer)" in _only(check_gates(device, {"latency_ms": {"max_median": 6}})).detail
+    assert "(device: the board's timer)" in _only(_check(device, {"latency_ms": {"max_median": 6}})).detail
     emulated = _run(latency=_latency("emulated", micros=None, instructions=9.2e6))
-    counted = _only(check_gates(emulated, {"latency_ms": {"max_median": 6}}))
+    counted = _only(_check(emulated, {"latency_ms": {"max_median": 6}}))
     assert counted.status == "not judged" and "emulated latency: instructions" in counted.detail
 
 
 def test_arena_and_flash_ceilings_in_bytes_name_their_source():
     run = _run(arena_used=168_368, arena_source="device", firmware={"flash_bytes": 412_000})
-    arena = _only(check_gates(run, {"arena_bytes": {"max": 200_000}}))
+    arena = _only(_check(run, {"arena_bytes": {"max": 200_000}}))
     assert arena.status == "passed" and arena.detail == "168,368 bytes (device arena); max 200,000 bytes"
-    assert _only(check_gates(run, {"arena_bytes": {"max": 100_000}})).status == "failed"
-    flash = _only(check_gates(run, {"flash_bytes": {"max": 400_000}}))
+    assert _only(_check(run, {"arena_bytes": {"max": 100_000}})).status == "failed"
+    flash = _only(_check(run, {"flash_bytes": {"max": 400_000}}))
     assert (
         flash.status == "failed" and flash.detail == "412,000 bytes (firmware image, from the ELF); max 400,000 bytes"
     )
 
-    unreported = _only(check_gates(_run(arena_used=None), {"arena_bytes": {"max": 1}}))
+    unreported = _only(_check(_run(arena_used=None), {"arena_bytes": {"max": 1}}))
     assert unreported.status == "not judged" and "not reported by the DUT" in unreported.detail
-    virtual = _only(check_gates(_run(), {"flash_bytes": {"max": 1 << 20}}))
+    virtual = _only(_check(_run(), {"flash_bytes": {"max": 1 << 20}}))
     assert virtual.status == "not judged" and "no firmware image" in virtual.detail
 
 
@@ -363,11 +371,11 @@ BASELINE_GATES = {
 
 
 def test_baseline_gates_without_a_baseline_are_not_judged_and_fail_only_when_strict():
-    results = check_gates(_run(), BASELINE_GATES)
+    results = _check(_run(), BASELINE_GATES)
     assert {r.status for r in results} == {"not judged"}
     assert all("pass --baseline RUN" in r.detail for r in results)
-    assert {r.status for r in check_gates(_run(), BASELINE_GATES, strict=True)} == {"failed"}
-    auc = _only(check_gates(_anomaly_run(), {"auc_vs_baseline": {"max_drop": 0.01}}))
+    assert {r.status for r in _check(_run(), BASELINE_GATES, strict=True)} == {"failed"}
+    auc = _only(_check(_anomaly_run(), {"auc_vs_baseline": {"max_drop": 0.01}}))
     assert auc.status == "not judged"
 
 
@@ -391,12 +399,12 @@ def test_check_exits_0_on_gates_not_judged_and_1_when_strict(device_and_sim_runs
 def test_junit_carries_every_gates_figure_and_bound():
     run = _run(subsets={"all": _entry(accuracy=0.92)}, latency=_latency("sim", micros=6000.0))
     gates = {"accuracy": {"min": 0.95}, "latency_ms": {"max_median": 10}, "arena": {"max_growth_bytes": 0}}
-    suite = ET.fromstring(junit_xml(run, check_gates(run, gates)))
+    suite = ET.fromstring(junit_xml(run, _check(run, gates)))
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
     cases = {case.get("name"): case for case in suite.findall("testcase")}
     figures = {name: {p.get("name"): p.get("value") for p in case.iter("property")} for name, case in cases.items()}
     assert figures == {
-        "accuracy": {"figure": "all 0.9200", "bound": "min 0.95"},
+        "accuracy": {"figure": "device accuracy (sim): all 0.9200", "bound": "min 0.95"},
         "latency_ms": {"figure": "median 6.000 ms (sim: this machine's wall-clock time)", "bound": "max_median 10 ms"},
         "arena": {"figure": "n/a", "bound": "max_growth_bytes 0 bytes"},
     }
@@ -421,3 +429,64 @@ def test_junit_carries_every_gates_figure_and_bound():
 def test_malformed_absolute_gates_are_one_line_naming_the_fix(tmp_path, text, problem):
     with pytest.raises(UserError, match=problem):
         _gates_file(tmp_path, text)
+
+
+def test_a_subset_bounded_by_its_own_table_and_not_in_the_run_fails_under_strict():
+    run = _run(subsets={"distance_far": _entry(f1_counts=0.5)})
+    gates = {"f1": {"min": 0.4, "lighting_dark": {"min": 0.9}}}
+    lenient = _only(_check(run, gates))
+    assert lenient.status == "passed" and "not judged: lighting_dark (not in this run)" in lenient.detail
+    strict = _only(_check(run, gates, strict=True))
+    assert strict.status == "failed" and strict.figure == "device F1 (sim): distance_far 0.5000 (f1_counts)"
+    assert strict.detail.endswith("lighting_dark not judged, yet bounded by its own table (--strict)")
+    no_value = _run(subsets={"all": _entry(), "distance_far": _entry(n=0)})
+    own = {"accuracy": {"min": 0.5, "distance_far": {"min": 0.5}}}
+    assert _only(_check(no_value, own, strict=True)).status == "failed"
+
+
+def test_a_subset_only_the_gate_wide_bound_covers_does_not_decide_even_under_strict():
+    run = _run(subsets={"all": _entry(), "distance_far": _entry(n=0)})
+    result = _only(_check(run, {"accuracy": {"min": 0.5}}, strict=True))
+    assert result.status == "passed" and "not judged: distance_far (n = 0)" in result.detail
+
+
+def _keyword_run(subsets):
+    run = _run("kws", subsets=subsets)
+    confusion = {"labels": ["silence", "unknown", "yes", "no"], "device": [[0] * 4] * 4}
+    return Run(run.path, run.manifest, run.summary | {"task": "keyword_spotting", "confusion": confusion})
+
+
+def test_a_subset_table_naming_no_subset_of_the_runs_task_is_refused_naming_the_valid_ones():
+    run = _run(subsets={"distance_far": _entry()})
+    with pytest.raises(UserError, match=r"\[accuracy.distanse_far\] names no subset run can have; valid: all, te"):
+        _check(run, {"accuracy": {"min": 0.5, "distanse_far": {"min": 0.9}}})
+    kws = _keyword_run({"all": _entry(), "yes": _entry()})
+    with pytest.raises(UserError, match=r"\[f1.distance_far\] .* valid: all, silence, unknown, yes, no$"):
+        _check(kws, {"f1": {"distance_far": {"min": 0.5}}})
+    unevaluated = _only(_check(kws, {"accuracy": {"no": {"min": 0.5}}}))  # a class of the card, not in the run
+    assert unevaluated.status == "not judged" and "no (not in this run)" in unevaluated.detail
+
+
+def test_check_refuses_a_misspelt_subset_table_in_one_line(device_and_sim_runs, capsys):
+    from harness.cli.app import main
+
+    root, run, _ = device_and_sim_runs
+    gates = root / "gates.toml"
+    gates.write_text("[accuracy.distanse_far]\nmin = 0.9\n")
+    assert main(["check", run, "--gates", str(gates), "--results", str(root)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "[accuracy.distanse_far] names no subset" in error and "distance_far" in error
+
+
+def test_accuracy_f1_and_agreement_figures_name_their_source():
+    run = _run(subsets={"all": _entry(accuracy=0.9, agreement=0.95, host_accuracy=0.92)})
+    emulated = Run(run.path, run.manifest | {"board": {"id": "qemu", "latency_source": "emulated"}}, run.summary)
+    agreement = _only(_check(emulated, {"agreement": {"min": 0.9}}))
+    assert agreement.figure == "agreement of the device (emulated) with host reference tflm (host): all 0.9500"
+    drop = _only(_check(emulated, {"accuracy_drop": {"max": 0.05}}))
+    assert drop.figure == "accuracy of host reference tflm (host) minus device (emulated): all 0.0200"
+    versus = _only(_check(emulated, {"accuracy_vs_baseline": {"max_drop": 0.1}}, run))
+    assert versus.figure == "accuracy of baseline run device (sim) minus this run's device (emulated): all 0.0000"
+    suite = ET.fromstring(junit_xml(emulated, _check(emulated, {"accuracy": {"min": 0.5}})))
+    figure = next(p.get("value") for p in suite.iter("property") if p.get("name") == "figure")
+    assert figure == "device accuracy (emulated): all 0.9000"
