@@ -27,6 +27,14 @@ WINDOW_KINDS = ("host", "device-timed", "gpio")
 # Within one sample period the cumulative energy is a straight line between samples; with a few periods
 # per window the interpolated edges are a small share of it (at most a quarter period of the power step each).
 MIN_WINDOW_PERIODS = 4
+# What a flagged run can do instead: eval's windows are single invokes; perf --meter's are its requests'
+# spans, which a longer window does not lengthen (a BENCH answer holds one frame of timings).
+EVAL_ADVICE = "meter many back-to-back inferences with harness perf --meter"
+PERF_ADVICE = (
+    "each span is one request's back-to-back invokes (a BENCH answer holds one response frame of timings), "
+    "so a longer --window-seconds adds spans but lengthens none: meter a model with longer invokes, a board "
+    "with larger frames, --protocol eembc firmware (one `infer N 0` per window) or a faster meter"
+)
 
 
 @dataclass(frozen=True)
@@ -53,8 +61,9 @@ def meter_period_s(trace: PowerTrace) -> float | None:
     return float(np.median(np.diff(trace.t))) if len(trace) >= 2 else None
 
 
-def resolution(trace: PowerTrace, windows: list[Window]) -> dict:
-    """How the windows compare with the meter's sample period; a statement when some are too short."""
+def resolution(trace: PowerTrace, windows: list[Window], advice: str = EVAL_ADVICE) -> dict:
+    """How the windows compare with the meter's sample period; a statement, ending in `advice`, when
+    some are too short."""
     period = meter_period_s(trace)
     lengths = np.array([w.end - w.start for w in windows])
     too_short = int(np.sum(lengths < MIN_WINDOW_PERIODS * period - 1e-9)) if period and len(lengths) else 0
@@ -63,7 +72,7 @@ def resolution(trace: PowerTrace, windows: list[Window]) -> dict:
         statement = (
             f"{too_short} of {len(windows)} windows last less than {MIN_WINDOW_PERIODS} meter sample periods "
             f"({MIN_WINDOW_PERIODS} x {period * 1000:g} ms): their per-inference energy is not measured but "
-            "interpolated between the meter's samples; meter many back-to-back inferences (harness perf --meter)"
+            f"interpolated between the meter's samples; {advice}"
         )
     return {
         "meter_period_s": period,

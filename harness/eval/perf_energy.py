@@ -4,7 +4,8 @@ Five windows, each of back-to-back invokes of one resident input lasting at leas
 device time (MLPerf: 10 s), the count chosen from the timing pass; a window's energy per inference is
 the meter's energy inside it over its invokes, and the figure is the median over the windows. A
 window's bounds are the device's own timing of its invokes (harness/link/session.py Span), placed on
-the host's clock by when their answer arrived. Where one request cannot hold a window's invokes (a
+the host's clock from when their request reached the device (not from their answer, whose transfer
+would shift them late). Where one request cannot hold a window's invokes (a
 BENCH answer holds one frame of timings), the window is several spans, the input loaded again between
 them; the gaps stay outside its energy.
 """
@@ -18,7 +19,7 @@ import numpy as np
 from harness.boards import Board
 from harness.energy.meter import Meter
 from harness.energy.trace import PowerTrace
-from harness.energy.windows import Window, resolution, window_energies_j
+from harness.energy.windows import PERF_ADVICE, Window, resolution, window_energies_j
 from harness.errors import LinkError, UserError
 from harness.link.session import DeviceSession, Span
 
@@ -86,7 +87,7 @@ def measure_energy(
         windows=measured,
         uj_per_inference=float(np.median([w.uj_per_inference for w in measured])),
         mean_watts=joules / sum(w.device_seconds for w in measured),
-        resolution=resolution(trace, [w for window in spans for w in window]),
+        resolution=resolution(trace, [w for window in spans for w in window], PERF_ADVICE),
     )
 
 
@@ -105,16 +106,22 @@ def _window(
     client: DeviceSession, board: Board, data: bytes, count: int, window_seconds: float
 ) -> tuple[list[Span], int]:
     """Back-to-back invokes lasting at least `window_seconds` of device time, and the count that did it: a
-    window that fell short is measured again with more invokes (never topped up: one run of invokes)."""
+    window that fell short is measured again with more invokes (never topped up: one run of invokes), as
+    is one with a request sent again (its invokes began at a send not known: start NaN)."""
     for _ in range(WINDOW_ATTEMPTS):
         spans = client.back_to_back(data, count)
         if any(s.seconds is None for s in spans):
             raise UserError(f"{board.id} has no real clock: device-timed energy windows cannot be measured")
+        if any(math.isnan(s.start) for s in spans):
+            continue
         seconds = sum(s.seconds for s in spans)
         if seconds >= window_seconds:
             return spans, count
         count = math.ceil(count * COUNT_MARGIN * window_seconds / seconds)
-    raise LinkError(f"{board.id}'s invokes kept getting faster: {count} did not last {window_seconds:g} s")
+    raise LinkError(
+        f"{board.id}: no {window_seconds:g} s window in {WINDOW_ATTEMPTS} attempts (its invokes kept getting "
+        "faster, or requests were sent again: placing a window in time needs a clean link)"
+    )
 
 
 def _await_sample_after(meter: Meter, end: float) -> None:

@@ -437,25 +437,27 @@ class DeviceClient(DeviceSession):
 
     def bench(self, data: bytes, runs: int, warmups: int = 0) -> list[Timing]:
         """`runs` timed invokes after `warmups` untimed ones, the input loaded once per batch."""
-        return [t for batch, _ in self._bench_batches(data, runs, warmups) for t in batch]
+        return [t for batch, _, _ in self._bench_batches(data, runs, warmups) for t in batch]
 
     def back_to_back(self, data: bytes, count: int) -> list[Span]:
         """BENCH batches: each runs its invokes back to back; between them the input is loaded again."""
         spans = []
-        for batch, answered in self._bench_batches(data, count, 0):
+        for batch, start, answered in self._bench_batches(data, count, 0):
             real = all(t.kind in REAL_CLOCKS and t.seconds is not None for t in batch)
-            spans.append(Span(len(batch), sum(t.seconds for t in batch) if real else None, answered))
+            spans.append(Span(len(batch), sum(t.seconds for t in batch) if real else None, start, answered))
         return spans
 
-    def _bench_batches(self, data: bytes, runs: int, warmups: int) -> Iterator[tuple[list[Timing], float]]:
-        """As many BENCH requests as one response frame's timings need: each batch's timings and when its
-        answer arrived (host monotonic)."""
+    def _bench_batches(self, data: bytes, runs: int, warmups: int) -> Iterator[tuple[list[Timing], float, float]]:
+        """As many BENCH requests as one response frame's timings need: each batch's timings, when its
+        invokes began and when its answer was read (host monotonic). They begin once the request (a few
+        bytes) has crossed the wire; the answer (up to a frame of timings) is no anchor for them."""
         info = self._require_info()
         per_frame = (info.max_response_payload - 4) // 8  # u32 count, then u64 ticks per run
         done = 0
         while done < runs:
             batch = min(per_frame, runs - done)
             self.load_input(data)
+            resends = self.stats.resends
             started = time.monotonic()
             payload = self.request(
                 Msg.BENCH,
@@ -466,7 +468,9 @@ class DeviceClient(DeviceSession):
             self._slowest_invoke = max(self._slowest_invoke, (answered - started) / (batch + warmups))
             timings = [timing(ticks, info) for ticks in parse_bench(payload)]
             done += len(timings)
-            yield timings, answered
+            # A resent BENCH is answered from the device's store: its invokes began at a send unknown here.
+            start = started + self.wire_seconds(OVERHEAD + 8) if self.stats.resends == resends else math.nan
+            yield timings, start, answered
 
     def profile(self, data: bytes) -> tuple[Timing, list[tuple[str, Timing]], int]:
         """One invoke timed operator by operator: (whole invoke, per operator, operators run)."""

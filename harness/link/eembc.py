@@ -219,7 +219,7 @@ class EembcClient(DeviceSession):
         self.load_input(data)
         self.invoke(count, 0)
         start, end = self.last_device_window
-        return [Span(count, end - start, end)]
+        return [Span(count, end - start, start, self.last_invoke[1])]
 
     def profile(self, data: bytes) -> tuple[Timing, list[tuple[str, Timing]], int]:
         self._unsupported("profile")

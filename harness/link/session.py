@@ -46,16 +46,19 @@ class LinkStats:
 @dataclass(frozen=True)
 class Span:
     """Inferences a device ran back to back in one request: how long its own clock says they took (None
-    without a real clock) and when, on the host's monotonic clock, the answer that followed them arrived."""
+    without a real clock), when on the host's monotonic clock they began (the request reached the
+    device: sent, plus its bytes' time on the wire) and when the answer that followed them was read."""
 
     inferences: int
     seconds: float | None
+    start: float
     answered: float
 
     @property
     def window(self) -> tuple[float, float] | None:
-        """The span on the host's clock, ending when its answer arrived (None without a real clock)."""
-        return None if self.seconds is None else (self.answered - self.seconds, self.answered)
+        """The span on the host's clock, as long as the device's timer says from its start (None without
+        a real clock). Not anchored at the answer: a long answer's transfer would shift it late."""
+        return None if self.seconds is None else (self.start, self.start + self.seconds)
 
 
 class DeviceSession(ABC):

@@ -1,20 +1,28 @@
 """`harness eval --meter` against the WT310 simulator, `harness lpirc-score`, and meter input errors."""
 
 import json
+import math
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from harness.boards import get_board
+from harness.device.sim_board import LinkEmulation
+from harness.energy.meter import open_meter
 from harness.energy.profile import PowerProfile
 from harness.energy.wt310_sim import Wt310Simulator
 from harness.errors import UserError
 from harness.eval.order import shuffle_in_groups
+from harness.eval.perf_energy import measure_energy
+from harness.link.framing import OVERHEAD
 from harness.lpirc.scores import RunScore, lpirc_scores, prize_categories, score_run
+from tests.fake_runner import ChecksumRunner, core_on_pty
 
 
 def _harness(*args, cwd):
@@ -112,6 +120,53 @@ def test_perf_with_a_simulated_meter_is_within_1_percent_of_the_scripted_profile
         assert window["uj_per_inference"] == pytest.approx(analytic_j / window["inferences"] * 1e6, rel=0.01)
     assert energy["uj_per_inference"] == pytest.approx(np.median([w["uj_per_inference"] for w in energy["windows"]]))
     assert energy["resolution"]["windows_too_short"] == 0
+
+
+class _ClockedRunner(ChecksumRunner):
+    """Notes when each invoke began on the host's monotonic clock (the WT310 simulator's too): the
+    device's own timeline, which harness never sees."""
+
+    def __init__(self):
+        super().__init__(16, 4)
+        self.began: list[float] = []
+
+    def invoke(self, user) -> int:
+        self.began.append(time.monotonic())
+        return super().invoke(user)
+
+
+def test_perf_energy_windows_start_when_the_request_reached_the_device_not_at_the_answer():
+    """A 0.4 s window is two BENCH spans (2 KiB frames: 255 timings, then 165); on a link paced at 38,400
+    baud their answers take ~0.53 s and ~0.35 s to cross. Power rises as e^(t / 10 s), so a span placed
+    t late meters e^(t / 10 s) - 1 more: the answer's transfer (a span ending when it was read) > 4 %, a
+    host scheduling delay of up to 0.1 s (the start is read just before the request is sent) under 1 %.
+    The truth is the profile over when the device's runner began the invokes, not harness's spans."""
+    tau, invoke_s, baud = 10.0, 0.001, 38400
+    steps = [(k * 0.01, (k + 1) * 0.01, 0.1 * math.exp(k * 0.01 / tau)) for k in range(3000)]
+    profile = PowerProfile(0.1, 5.0, tuple(steps))
+    runner = _ClockedRunner()
+    emulation = LinkEmulation(baud, 0, invoke_s * 1000)
+    with (
+        Wt310Simulator(profile) as simulator,
+        core_on_pty(runner, rx_frame=524, tx_frame=2060, emulation=emulation, timeout=2.0) as (_, client),
+        open_meter(f"wt310:{simulator.resource}") as meter,
+    ):
+        client.hello()
+        energy = measure_energy(client, get_board("sim"), bytes(16), meter, invoke_s, window_seconds=0.4)
+        epoch = simulator.state.epoch
+    began = iter(runner.began)
+    for window in energy.windows:
+        truth_j = late_j = 0.0
+        for start, end, inferences in window.spans:
+            first = next(began) - epoch  # when the device began this span's invokes
+            for _ in range(inferences - 1):
+                next(began)
+            answer_s = client.wire_seconds(OVERHEAD + 4 + 8 * inferences)
+            truth_j += profile.energy_j(first, first + end - start)
+            late_j += profile.energy_j(first + answer_s, first + answer_s + end - start)
+        assert len(window.spans) == 2 and late_j > 1.04 * truth_j  # a span ending at its answer would miss by > 4 %
+        assert window.uj_per_inference == pytest.approx(truth_j / window.inferences * 1e6, rel=0.01)
+    assert next(began, None) is None  # every invoke is in a span
 
 
 def test_prize_categories_by_hand():

@@ -12,7 +12,7 @@ from harness.energy.profile import PowerProfile
 from harness.energy.replay import held_energy_j, read_wt310_log
 from harness.energy.trace import JOULES_PER_WH, PowerTrace
 from harness.energy.vendor_meters import Decimator
-from harness.energy.windows import Window, energy_summary, window_energies_j
+from harness.energy.windows import PERF_ADVICE, Window, energy_summary, resolution, window_energies_j
 from harness.energy.wt310_sim import Wt310Simulator, Wt310State
 from harness.errors import UserError
 from tests.conftest import SHARED
@@ -195,3 +195,12 @@ def test_windows_shorter_than_four_meter_periods_are_flagged_as_interpolated():
     long_enough = energy_summary(trace, [Window(0.2, 0.6), Window(1.0, 1.3)], "device-timed")["resolution"]
     assert long_enough["windows_too_short"] == 1 and "1 of 2 windows" in long_enough["statement"]
     assert energy_summary(trace, [Window(0.2, 0.6)], "device-timed")["resolution"]["statement"] is None
+
+
+def test_the_short_window_advice_fits_the_command():
+    """eval is pointed to perf --meter; perf --meter itself, whose spans a longer window does not lengthen,
+    to longer invokes, larger frames, eembc firmware or a faster meter."""
+    trace, short = _wt310_like_trace(3.0), [Window(0.2, 0.25)]
+    assert energy_summary(trace, short, "device-timed")["resolution"]["statement"].endswith("with harness perf --meter")
+    perf = resolution(trace, short, PERF_ADVICE)["statement"]
+    assert "harness perf --meter" not in perf and "--window-seconds adds spans but lengthens none" in perf
