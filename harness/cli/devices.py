@@ -73,7 +73,7 @@ def _timed(args, measure, uses: tuple[str, ...]):
     where the protocol has none."""
     from harness.device.launch import ConnectOptions, connect, with_link_options
     from harness.eval.perf import sample_input
-    from harness.eval.tasks import task_for
+    from harness.eval.tasks import DatasetRequest, task_for
     from harness.model.card import load_card
     from harness.model.dut import dut_computation
 
@@ -85,7 +85,7 @@ def _timed(args, measure, uses: tuple[str, ...]):
     )
     task = task_for(load_card(args.model))
     # Before a model is fetched; one input is timed, so no F1 pool is streamed.
-    dataset = task.load_dataset(args.dataset, None, task.subsets("all"), 1, pools=False)
+    dataset = task.load_dataset(DatasetRequest(args.dataset, task.subsets("all"), limit=1))
     card, model = model_for(args, board)
     computation = dut_computation(card, model)  # what the device computes: the model's tensors, or its DUT's
     data = sample_input(card, computation.input, dataset)

@@ -9,7 +9,7 @@ from harness.errors import UserError, setting
 from harness.eval.convert import converted_for_eval
 from harness.eval.settings import EvalSettings
 from harness.eval.subsets import parse_subsets
-from harness.eval.tasks import task_for
+from harness.eval.tasks import DatasetRequest, task_for
 from harness.files import write_atomically
 from harness.model.card import check_card_model, load_card
 from harness.model.convert import is_float_model
@@ -68,10 +68,16 @@ def eval_request(settings: EvalSettings, results_root: Path, run_id: str | None 
     task = task_for(card)
     subsets = task.subsets(settings.subset)
     splits = [x.strip() for x in settings.split.split(",") if x.strip()] if settings.split else None
-    streamed_pools = settings.pools is True  # hf: streams whole pools (every split to its end) only when asked
-    dataset = task.load_dataset(
-        settings.dataset, splits, subsets, settings.limit, settings.clean_labels, streamed_pools, settings.seed
+    wanted = DatasetRequest(
+        settings.dataset,
+        subsets,
+        splits,
+        settings.limit,
+        settings.clean_labels,
+        pools=settings.pools is True,  # hf: streams whole pools (every split to its end) only when asked
+        seed=settings.seed,
     )
+    dataset = task.load_dataset(wanted)
     model_path = Path(settings.model_file) if settings.model_file else obtain_model(card)
     converted_from = None
     own_file = not settings.model_file

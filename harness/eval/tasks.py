@@ -21,6 +21,19 @@ def refuse_clean_labels(card: ModelCard, clean_labels: str | None) -> None:
 
 
 @dataclass(frozen=True)
+class DatasetRequest:
+    """Which dataset a run reads, and what a streamed source (hf:) must bring of it."""
+
+    spec: str
+    subsets: list
+    splits: list[str] | None = None
+    limit: int | None = None  # members per subset
+    clean_labels: str | None = None
+    pools: bool = False  # hf: streams each subset's whole F1 pool
+    seed: int = 0  # hf: the shuffled stream's seed (with a limit and no pools)
+
+
+@dataclass(frozen=True)
 class PersonDetection:
     """Wake Vision: images, the fine-grained subsets, person (1) or not (0)."""
 
@@ -29,23 +42,15 @@ class PersonDetection:
     confusion: ClassVar[bool] = False  # two classes: the F1 columns say it all
     scores_files: ClassVar[bool] = False  # AUC and Top-1 over files of windows (harness/eval/anomaly.py)
 
-    def load_dataset(
-        self,
-        spec: str,
-        splits: list[str] | None,
-        subsets: list,
-        limit: int | None,
-        clean_labels: str | None = None,
-        pools: bool = True,
-        seed: int = 0,
-    ) -> Dataset:
+    def load_dataset(self, wanted: "DatasetRequest") -> Dataset:
+        spec, splits = wanted.spec, wanted.splits
         if spec.startswith("hf:"):  # streamed into a folder in the published layout first
             from harness.eval.hf_source import stream_to_folder
 
             splits = splits or ["test"]
-            spec = str(stream_to_folder(spec, splits, subsets, limit, pools, seed))
-        dataset = load_dataset(spec, splits, clean_labels)
-        require_flags(dataset, subsets)
+            spec = str(stream_to_folder(spec, splits, wanted.subsets, wanted.limit, wanted.pools, wanted.seed))
+        dataset = load_dataset(spec, splits, wanted.clean_labels)
+        require_flags(dataset, wanted.subsets)
         return dataset
 
     def subsets(self, spec: str) -> list:
@@ -70,18 +75,9 @@ class Classification:
     confusion: ClassVar[bool] = True
     scores_files: ClassVar[bool] = False
 
-    def load_dataset(
-        self,
-        spec: str,
-        splits: list[str] | None,
-        subsets: list,
-        limit: int | None,
-        clean_labels: str | None = None,
-        pools: bool = True,
-        seed: int = 0,
-    ) -> Dataset:
-        refuse_clean_labels(self.card, clean_labels)
-        return load_runner_dataset(spec, self.card, windows=self.scores_files)
+    def load_dataset(self, wanted: "DatasetRequest") -> Dataset:
+        refuse_clean_labels(self.card, wanted.clean_labels)
+        return load_runner_dataset(wanted.spec, self.card, windows=self.scores_files)
 
     def subsets(self, spec: str) -> list:
         return class_subsets(spec, self.card)
@@ -100,21 +96,11 @@ class Classification:
 class KeywordSpotting(Classification):
     """Speech Commands style: 1 s clips through the card's frontend, a subset per class, the top class."""
 
-    def load_dataset(
-        self,
-        spec: str,
-        splits: list[str] | None,
-        subsets: list,
-        limit: int | None,
-        clean_labels: str | None = None,
-        pools: bool = True,
-        seed: int = 0,
-    ) -> Dataset:
+    def load_dataset(self, wanted: "DatasetRequest") -> Dataset:
         from harness.audio.dataset import load_keyword_dataset
 
-        refuse_clean_labels(self.card, clean_labels)
-
-        return load_keyword_dataset(spec, self.card)
+        refuse_clean_labels(self.card, wanted.clean_labels)
+        return load_keyword_dataset(wanted.spec, self.card)
 
     def preparation(self, spec: TensorSpec) -> Preparation:
         from harness.audio.frontend import keyword_preparation
