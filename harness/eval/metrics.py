@@ -37,14 +37,16 @@ def pool_size(subset, dataset_samples) -> int:
     return sum(1 for s in dataset_samples if subset.is_negative(s))
 
 
-def score(subset, samples, predictions, pool: int, left_out: str | None = None) -> Scores:
+def score(subset, samples, predictions, pool: int, left_out: str | None = None, members=None) -> Scores:
     """`predictions[i]` is 1 (person) or 0 for `samples[i]`; `pool` is the subset's negative-pool size
     over the whole dataset (`pool_size`), so a partly evaluated pool is recognised; `left_out`: why the
-    run did not evaluate the whole pool (harness/eval/sampling.py), said with an incomplete pool's F1."""
+    run did not evaluate the whole pool (harness/eval/sampling.py), said with an incomplete pool's F1.
+    `members`: which samples the subset is scored on (its draw, `Selection.member_mask`; by default every
+    member among `samples`) for n, accuracy and the positives; the pool's FP and TN count every sample."""
     predictions = np.asarray(predictions)
-    members = np.array([subset.contains(s) for s in samples], dtype=bool)
+    members = np.asarray([subset.contains(s) for s in samples] if members is None else members, dtype=bool)
     labels = np.array([subset.label(s) for s in samples])
-    positive = np.array([subset.is_positive(s) for s in samples], dtype=bool)
+    positive = members & np.array([subset.is_positive(s) for s in samples], dtype=bool)
     negative = np.array([subset.is_negative(s) for s in samples], dtype=bool)
     said_positive = predictions == subset.positive_label
     tp, fn = int(np.sum(positive & said_positive)), int(np.sum(positive & ~said_positive))
