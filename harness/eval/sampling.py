@@ -5,7 +5,7 @@ counts where its members hold more than one (largest-remainder rounding), so tha
 estimate of the whole subset's. The draw is one seeded random ranking of the whole dataset, each subset
 taking the first-ranked members of each class: a subset's draw does not depend on which other subsets
 were asked for. The run evaluates the union, in dataset order, but scores each subset over its own draw
-(`Selection.members`): the union holds other subsets' members of it (`all`'s "yes" clips beyond its quota).
+(`Selection.members`), as the union may hold more of its members (`all,yes`: yes clips beyond all's quota).
 Order "dataset" takes the first `limit` samples of the union, as harness did before it drew samples; there,
 and without a limit, a subset's members are those the run evaluates.
 
@@ -27,7 +27,7 @@ AUTO_POOL_SAMPLES = 2000
 @dataclass(frozen=True)
 class Selection:
     samples: list[Sample]
-    members: dict[str, frozenset[str]] = field(default_factory=dict)  # subset -> ids of the samples it is scored on
+    members: dict[str, frozenset[str]]  # subset -> ids of the samples it is scored on
     pool_added: dict[str, int] = field(default_factory=dict)  # subset -> samples its pool added to the run
     pool_left_out: dict[str, str] = field(default_factory=dict)  # subset -> why its pool was not added
 
