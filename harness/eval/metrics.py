@@ -44,15 +44,17 @@ def pool_of(subset, dataset) -> int | None:
     return pool_size(subset, dataset.samples) if dataset.whole_pools else None
 
 
-def score(subset, samples, predictions, pool: int | None, left_out: str | None = None) -> Scores:
+def score(subset, samples, predictions, pool: int | None, left_out: str | None = None, members=None) -> Scores:
     """`predictions[i]` is 1 (person) or 0 for `samples[i]`; `pool` is the subset's negative-pool size
     over the whole dataset (`pool_of`), so a partly evaluated pool is recognised, or None where it is
     unknown (no F1); `left_out`: why the run did not evaluate the whole pool (harness/eval/sampling.py),
-    said with an incomplete pool's F1."""
+    said with an incomplete pool's F1. `members`: which samples the subset is scored on (its draw,
+    `Selection.member_mask`; by default every member among `samples`) for n, accuracy and the positives;
+    the pool's FP and TN count every sample."""
     predictions = np.asarray(predictions)
-    members = np.array([subset.contains(s) for s in samples], dtype=bool)
+    members = np.asarray([subset.contains(s) for s in samples] if members is None else members, dtype=bool)
     labels = np.array([subset.label(s) for s in samples])
-    positive = np.array([subset.is_positive(s) for s in samples], dtype=bool)
+    positive = members & np.array([subset.is_positive(s) for s in samples], dtype=bool)
     negative = np.array([subset.is_negative(s) for s in samples], dtype=bool)
     said_positive = predictions == subset.positive_label
     tp, fn = int(np.sum(positive & said_positive)), int(np.sum(positive & ~said_positive))

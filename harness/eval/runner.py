@@ -304,17 +304,15 @@ def _summarise(
     task = task_for(request.card)
     subsets = {}
     for subset in request.subsets:
-        members = np.array([subset.contains(sample) for sample in samples], dtype=bool)
+        members = selection.member_mask(subset, samples)  # its own draw, not others' members nor its pool
         pool = pool_of(subset, request.dataset)  # over the whole dataset, not just this run
         left_out = selection.pool_left_out.get(subset.name)
+        drawn = (pool, left_out, members)
         subsets[subset.name] = SubsetResult(
             n=int(members.sum()),
             positive_class=task.class_name(subset),
-            device=score(subset, samples, device_pred, pool, left_out) if task.decides_samples else Score(),
-            host={
-                n: score(subset, samples, host_pred[n], pool, left_out) if task.decides_samples else Score()
-                for n in names
-            },
+            device=score(subset, samples, device_pred, *drawn) if task.decides_samples else Score(),
+            host={n: score(subset, samples, host_pred[n], *drawn) if task.decides_samples else Score() for n in names},
             versus={
                 n: Versus(
                     agreement=float(np.mean(device_pred[members] == host_pred[n][members]))
@@ -409,7 +407,9 @@ def _confusion(request: EvalRequest, samples, device_pred, host_pred) -> Confusi
     return Confusion(labels=list(labels), matrices=matrices)
 
 
-def _manifest(request: EvalRequest, run: "OpenRun", streamed: "Streamed", inputs: Inputs, refs, metering) -> Manifest:
+def _manifest(
+    request: EvalRequest, run: "OpenRun", streamed: "Streamed", inputs: Inputs, refs, metering, selection: Selection
+) -> Manifest:
     settings = request.settings
     return Manifest.new(
         run_id=run.id,
@@ -424,6 +424,7 @@ def _manifest(request: EvalRequest, run: "OpenRun", streamed: "Streamed", inputs
             request.dataset,
             request.subsets,
             inputs.samples,
+            members=selection.members,
             limit=settings.limit,
             order=_order(request),
             seed=settings.seed,
@@ -435,13 +436,15 @@ def _manifest(request: EvalRequest, run: "OpenRun", streamed: "Streamed", inputs
     )
 
 
-def _sample_columns(request: EvalRequest, records: list[SampleRecord], readings: Readings) -> dict[str, list]:
+def _sample_columns(
+    request: EvalRequest, records: list[SampleRecord], readings: Readings, selection: Selection
+) -> dict[str, list]:
     columns: dict[str, list] = {
         "sample_id": [r.sample.id for r in records],
         "label": [r.sample.label for r in records],
     }
-    for subset in request.subsets:
-        columns[f"in_{subset.name}"] = [subset.contains(r.sample) for r in records]
+    for subset in request.subsets:  # the samples the subset is scored on, as its summary counts them
+        columns[f"in_{subset.name}"] = selection.member_mask(subset, [r.sample for r in records]).tolist()
     for flag in records[0].sample.flags if records else ():
         columns[f"flag_{flag}"] = [r.sample.flags[flag] for r in records]
     predictions, scores = readings.device
@@ -580,12 +583,12 @@ def run_eval(request: EvalRequest) -> EvalOutcome:
     streamed = _stream_journaled(request, run, inputs, refs, metering)
     try:  # every sample is journaled: from here on, an interrupted run only has to be written
         readings = _read_outputs(request, streamed.records, [ref.name for ref in refs.references])
-        manifest = _manifest(request, run, streamed, inputs, refs, metering)
+        manifest = _manifest(request, run, streamed, inputs, refs, metering, selection)
         summary = _summarise(request, run, streamed, readings, refs, inputs, metering, selection)
         if metering:
             run.folder.write_table("energy.parquet", metering.columns())
             run.folder.write_table("power.parquet", metering.power_columns())
-        run.folder.write_table("samples.parquet", _sample_columns(request, streamed.records, readings))
+        run.folder.write_table("samples.parquet", _sample_columns(request, streamed.records, readings, selection))
         write_record(run.folder, RunRecord(manifest, summary))
         return EvalOutcome(summary, publish(request.results_root, run.id))
     except KeyboardInterrupt:

@@ -4,11 +4,13 @@ With a limit, each subset gets `limit` of its members (order "sampled"), in prop
 counts where its members hold more than one (largest-remainder rounding), so that its accuracy stays an
 estimate of the whole subset's. The draw is one seeded random ranking of the whole dataset, each subset
 taking the first-ranked members of each class: a subset's draw does not depend on which other subsets
-were asked for, and where one subset holds another (`all` and `yes`) the smaller draw holds the larger's
-members of its classes, so the union adds no stray members. The run evaluates the union, in dataset order.
-Order "dataset" takes the first `limit` samples of the union, as harness did before it drew samples.
+were asked for. The run evaluates the union, in dataset order, but scores each subset over its own draw
+(`Selection.members`), as the union may hold more of its members (`all,yes`: yes clips beyond all's quota).
+Order "dataset" takes the first `limit` samples of the union, as harness did before it drew samples; there,
+and without a limit, a subset's members are those the run evaluates.
 
-A pool is added whole or not at all: F1 is only given over a whole pool (harness/eval/metrics.py).
+A pool is added whole or not at all: F1 is only given over a whole pool (harness/eval/metrics.py). Pool
+samples count towards a subset's false positives and true negatives only, never its n or accuracy.
 """
 
 from dataclasses import dataclass, field
@@ -25,8 +27,14 @@ AUTO_POOL_SAMPLES = 2000
 @dataclass(frozen=True)
 class Selection:
     samples: list[Sample]
+    members: dict[str, frozenset[str]]  # subset -> ids of the samples it is scored on
     pool_added: dict[str, int] = field(default_factory=dict)  # subset -> samples its pool added to the run
     pool_left_out: dict[str, str] = field(default_factory=dict)  # subset -> why its pool was not added
+
+    def member_mask(self, subset, samples) -> np.ndarray:
+        """Which of `samples` the subset is scored on (n, accuracy, positives)."""
+        ids = self.members[subset.name]
+        return np.array([s.id in ids for s in samples], dtype=bool)
 
 
 def class_quotas(counts: list[int], total: int) -> list[int]:
@@ -64,6 +72,7 @@ def select(
     """The samples to evaluate. `pools`: True adds every subset's pool, False none, None (auto) each pool
     while the run has no limit and the pools add at most AUTO_POOL_SAMPLES."""
     samples = list(samples)
+    drawn = None
     if limit is None:
         chosen = {i for i, s in enumerate(samples) if any(sub.contains(s) for sub in subsets)}
     elif order == DATASET:
@@ -71,7 +80,8 @@ def select(
         chosen = set(sorted(chosen)[:limit])
     else:
         rank = np.random.default_rng(seed).permutation(len(samples))
-        chosen = {i for sub in subsets for i in drawn_members(sub, samples, limit, rank)}
+        drawn = {sub.name: drawn_members(sub, samples, limit, rank) for sub in subsets}
+        chosen = {i for indices in drawn.values() for i in indices}
     added, left_out = {}, {}
     for sub in subsets:
         pool = {i for i, s in enumerate(samples) if sub.is_negative(s)} - chosen
@@ -83,7 +93,10 @@ def select(
             continue
         chosen |= pool
         added[sub.name] = len(pool)
-    return Selection([samples[i] for i in sorted(chosen)], added, left_out)
+    if drawn is None:  # the members the run evaluates, pools included
+        drawn = {sub.name: [i for i in chosen if sub.contains(samples[i])] for sub in subsets}
+    members = {name: frozenset(samples[i].id for i in indices) for name, indices in drawn.items()}
+    return Selection([samples[i] for i in sorted(chosen)], members, added, left_out)
 
 
 def _why_left_out(pools: bool | None, limit: int | None, missing: int) -> str:

@@ -64,13 +64,15 @@ def usb_serial_number(port: str | None) -> str | None:
     return None
 
 
-def subset_content_hashes(samples, subsets) -> dict[str, str]:
-    """Per subset, a hash of its members' ids and labels: equal hashes mean the same evaluation data."""
+def subset_content_hashes(samples, subsets, members: dict[str, frozenset[str]] | None = None) -> dict[str, str]:
+    """Per subset, a hash of its members' ids and labels: equal hashes mean the same evaluation data.
+    `members`: the ids each subset is scored on (its draw, harness/eval/sampling.py); by default its members."""
     hashes = {}
     for subset in subsets:
         digest = hashlib.sha256()
+        ids = members[subset.name] if members else None
         for sample in samples:
-            if subset.contains(sample):
+            if subset.contains(sample) if ids is None else sample.id in ids:
                 digest.update(f"{sample.id}\t{subset.label(sample)}\n".encode())
         hashes[subset.name] = digest.hexdigest()
     return hashes

@@ -176,14 +176,15 @@ class DatasetProvenance:
     flag_contradictions: int | None = None  # the dataset's members of the subsets against their person label
 
     @classmethod
-    def of(cls, dataset: "Dataset", subsets: list, samples: list, **drawn):
-        """`samples`: the ones the run evaluated; `drawn`: limit, order, seed, order_seed and flag_contradictions."""
+    def of(cls, dataset: "Dataset", subsets: list, samples: list, members=None, **drawn):
+        """`samples`: the ones the run evaluated; `members`: each subset's ids among them it is scored on (by
+        default its members); `drawn`: limit, order, seed, order_seed and flag_contradictions."""
         return cls(
             name=dataset.name,
             labels=str(dataset.csv_path),
             labels_sha256=dataset.csv_sha256,
             subsets=[s.name for s in subsets],
-            subset_content_sha256=subset_content_hashes(samples, subsets),
+            subset_content_sha256=subset_content_hashes(samples, subsets, members),
             clean_labels=dataset.clean_labels,
             **drawn,
         )

@@ -79,6 +79,32 @@ def test_micro_speech_on_the_virtual_board_matches_the_host_byte_for_byte(tmp_pa
     assert yes["positive_class"] == "yes" and yes["n"] == 6 and yes["device"]["f1_wv"] is None
 
 
+@pytest.mark.slow
+@needs_espeak
+def test_all_of_all_yes_no_limit_6_is_scored_over_its_own_stratified_draw(tmp_path):
+    """The run evaluates the union (6 yes, 6 no, all's 6), but `all` is scored, stored and compared over
+    its own 6: 5 unknown and 1 silence of the set's 68/10/6/6, not the 18."""
+    import pyarrow.parquet as pq
+
+    fixture_model("tflm/audio_preprocessor_int8.tflite")
+    done = _harness(
+        tmp_path, "eval", "--model", "tflm_micro_speech", "--subset", "all,yes,no", "--limit", "6", "--json",
+        "--results", "r",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["samples"] == 18 and {name: e["n"] for name, e in summary["subsets"].items()} == dict.fromkeys(
+        ("all", "yes", "no"), 6
+    )
+    rows = pq.read_table(tmp_path / summary["run_dir"] / "samples.parquet").to_pydict()
+    labels = load_card("tflm_micro_speech").output.labels
+    drawn = sorted(labels[label] for label, member in zip(rows["label"], rows["in_all"], strict=True) if member)
+    assert drawn == ["silence"] + ["unknown"] * 5
+    done = _harness(tmp_path, "compare", summary["run_id"], summary["run_id"], "--results", "r", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["subsets"]["all"]["n_paired"] == 6
+
+
 def test_every_declared_audio_pipeline_has_its_frontend():
     from harness.audio.frontend import FRONTENDS
     from harness.model.pipelines import AUDIO_PIPELINES

@@ -25,15 +25,25 @@ def demo():
     return load_dataset("demo").samples  # 52 persons (24 far), 46 non-persons
 
 
-def _members(subset, chosen):
-    return [s for s in chosen if subset.contains(s)]
-
-
 def test_each_subset_gets_its_limit_whatever_comes_first_in_the_dataset(demo):
-    far, dark = parse_subsets("distance_far,lighting_dark")
-    chosen = select(demo, [far, dark], limit=24, order="sampled").samples
-    assert len(_members(far, chosen)) == 24
-    assert len(_members(dark, chosen)) >= 24
+    """Exactly its limit, and scored over that draw alone: the union holds other subsets' dark members."""
+    far, dark = parse_subsets("distance_far,lighting_dark")  # 24 far, 33 dark
+    chosen = select(demo, [far, dark], limit=24, order="sampled")
+    assert sum(dark.contains(s) for s in chosen.samples) > 24
+    for subset in (far, dark):
+        drawn = chosen.member_mask(subset, chosen.samples)
+        assert drawn.sum() == 24 and all(subset.contains(s) for s in np.array(chosen.samples)[drawn])
+        assert score(subset, chosen.samples, [1] * len(drawn), pool_size(subset, demo), members=drawn).n == 24
+
+
+def test_a_pool_counts_towards_false_positives_only_not_the_subsets_n(demo):
+    (every,) = parse_subsets("all")
+    chosen = select(demo, [every], limit=10, order="sampled", pools=True)
+    assert len(chosen.samples) == 5 + 46
+    drawn = chosen.member_mask(every, chosen.samples)
+    result = score(every, chosen.samples, [1] * len(drawn), pool_size(every, demo), members=drawn)
+    assert (result.n, result.accuracy) == (10, 0.5)  # its 5 persons and 5 non-persons, not the 46 of the pool
+    assert (result.tp, result.fn, result.fp, result.tn) == (5, 0, 46, 0) and result.pool_incomplete is None
 
 
 def test_a_subset_of_both_classes_is_drawn_in_proportion_to_them(demo):
@@ -58,9 +68,12 @@ def _clips():
 def test_keyword_subsets_each_get_their_limit_and_all_is_stratified():
     clips = _clips()
     every, yes, no = ClassSubset("all", None), ClassSubset("yes", 2), ClassSubset("no", 3)
-    chosen = select(clips, [every, yes, no], limit=6, order="sampled").samples
-    labels = Counter(s.label for s in chosen)
+    chosen = select(clips, [every, yes, no], limit=6, order="sampled")
+    labels = Counter(s.label for s in chosen.samples)
     assert (labels[2], labels[3]) == (6, 6)  # the first six clips are all "yes"
+    drawn = chosen.member_mask(every, chosen.samples)
+    assert Counter(s.label for s in np.array(chosen.samples)[drawn]) == {0: 2, 1: 1, 2: 1, 3: 2}
+    assert score(every, chosen.samples, [s.label for s in chosen.samples], 0, members=drawn).n == 6
     drawn = drawn_members(every, clips, 6, np.random.default_rng(3).permutation(len(clips)))
     assert Counter(clips[i].label for i in drawn) == {0: 2, 1: 1, 2: 1, 3: 2}  # 10/6/10/14 of 40
 
