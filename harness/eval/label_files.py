@@ -13,7 +13,7 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.samples import CleanLabels, Dataset, Sample
 
 CLEAN_COLUMNS = ("filename", "original_label", "clean_label")
@@ -106,7 +106,9 @@ def clean_labels_named(spec: str | None, default: list[Path] | None = None) -> l
         return []
     paths = [Path(part.strip()) for part in spec.split(",") if part.strip()]
     if not paths:
-        raise UserError(f"--clean-labels {spec!r} names no file; give cleaned label CSVs or folders, or none")
+        raise UserError(
+            f"{setting('clean_labels')} {spec!r} names no file; give cleaned label CSVs or folders, or none"
+        )
     return clean_files(paths)
 
 

@@ -4,7 +4,7 @@ how a file becomes an input tensor, and how an output is read."""
 from dataclasses import dataclass
 from typing import ClassVar
 
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.eval.dataset import load_dataset, require_flags
 from harness.eval.inputs import image_preparation
 from harness.eval.outputs import NO_DECISION, predict, predict_class, score_of
@@ -17,7 +17,9 @@ from harness.tensors import TensorSpec
 
 def refuse_clean_labels(card: ModelCard, clean_labels: str | None) -> None:
     if clean_labels is not None:
-        raise UserError(f"--clean-labels is for Wake Vision's labels; {card.name} is a {card.task} card: drop it")
+        raise UserError(
+            f"{setting('clean_labels')} is for Wake Vision's labels; {card.name} is a {card.task} card: drop it"
+        )
 
 
 @dataclass(frozen=True)
