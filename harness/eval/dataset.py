@@ -52,8 +52,9 @@ FLAG_VALUES = (1, 0, -1)  # -1: unknown, as in the far-only rows (person -1, har
 
 
 def _samples(csv_path: Path, image_dir: Path, split: str) -> list[Sample]:
-    if is_label_only(csv_header(csv_path)):
-        return label_only_samples(csv_path, image_dir, split)
+    header = csv_header(csv_path)
+    if is_label_only(header):
+        return label_only_samples(csv_path, header, image_dir, split)
     samples = []
     fix = "; or give labels alone: filename,label (0/1) or the cleaned filename,original_label,clean_label"
     for line, row in read_rows(csv_path, COLUMNS, "the Wake Vision columns", fix):
@@ -133,9 +134,11 @@ def _published(root: Path, splits: list[str]) -> tuple[Dataset, list[Path]]:
     digest = hashlib.sha256()
     samples: list[Sample] = []
     beside: list[Path] = []
+    read: list[Path] = []
     for split in chosen:
         flags_csv, cleaned_csv = files[split]
         csv_path = flags_csv if flags_csv.is_file() else cleaned_csv
+        read.append(csv_path)
         digest.update(_sha256(csv_path).encode())
         samples += _samples(csv_path, image_dir, split)
         if csv_path == flags_csv and cleaned_csv.is_file():
@@ -149,9 +152,8 @@ def _published(root: Path, splits: list[str]) -> tuple[Dataset, list[Path]]:
         image_dir = cache_dir() / "datasets" / "extracted" / digest.hexdigest()[:16]
         samples = [Sample(s.id, image_dir / s.id, s.flags, s.split) for s in samples]
         _extract_from_shards(shards, {s.id for s in samples}, image_dir)
-    first = files[chosen[0]][0] if files[chosen[0]][0].is_file() else files[chosen[0]][1]
     name = f"{root.name} ({'+'.join(chosen)})"
-    dataset = Dataset(name, first, digest.hexdigest(), tuple(samples), tuple(chosen), whole_pools=_whole_pools(root))
+    dataset = Dataset(name, read[0], digest.hexdigest(), tuple(samples), tuple(chosen), whole_pools=_whole_pools(root))
     return dataset, beside
 
 

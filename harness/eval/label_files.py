@@ -81,9 +81,10 @@ def clean_values(csv_path: Path) -> dict[str, str]:
     return values
 
 
-def label_only_samples(csv_path: Path, image_dir: Path, split: str) -> list[Sample]:
-    """A cleaned-label or binary-label file on its own: samples with a person label and no other flag."""
-    if set(CLEAN_COLUMNS) <= set(csv_header(csv_path)):
+def label_only_samples(csv_path: Path, header: list[str], image_dir: Path, split: str) -> list[Sample]:
+    """A cleaned-label or binary-label file (its `header` read already) on its own: samples with a person
+    label and no other flag."""
+    if set(CLEAN_COLUMNS) <= set(header):
         people = {name: CLEAN_PERSON[value] for name, value in clean_values(csv_path).items()}
     else:
         people = {}

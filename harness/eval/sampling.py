@@ -73,11 +73,9 @@ def select(
     while the run has no limit and the pools add at most AUTO_POOL_SAMPLES."""
     samples = list(samples)
     drawn = None
-    if limit is None:
-        chosen = {i for i, s in enumerate(samples) if any(sub.contains(s) for sub in subsets)}
-    elif order == DATASET:
-        chosen = {i for i, s in enumerate(samples) if any(sub.contains(s) for sub in subsets)}
-        chosen = set(sorted(chosen)[:limit])
+    if limit is None or order == DATASET:
+        chosen = [i for i, s in enumerate(samples) if any(sub.contains(s) for sub in subsets)]
+        chosen = set(chosen[:limit])  # in dataset order: the first `limit` (None: all)
     else:
         rank = np.random.default_rng(seed).permutation(len(samples))
         drawn = {sub.name: drawn_members(sub, samples, limit, rank) for sub in subsets}
