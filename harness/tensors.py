@@ -44,3 +44,13 @@ class TensorSpec:
 
     def same_layout(self, other: "TensorSpec") -> bool:
         return (self.dtype, self.shape, self.bytes) == (other.dtype, other.shape, other.bytes)
+
+
+def affine_quantize(values: np.ndarray, spec: TensorSpec) -> np.ndarray:
+    """TFLM's AffineQuantize (kernels/internal/reference/quantize.h): float32 division by the scale,
+    rounded halves away from zero (TfLiteRound), plus the zero point, clamped to the integer type; NaN as 0."""
+    ratio = (values.astype(np.float32) / np.float32(spec.scale)).astype(np.float64)  # exact widening
+    rounded = np.sign(ratio) * np.floor(np.abs(ratio) + 0.5)  # exact in float64 for a float32 ratio
+    q = np.nan_to_num(rounded, nan=0.0) + spec.zero_point
+    info = np.iinfo(spec.numpy_dtype)
+    return np.clip(q, info.min, info.max).astype(spec.numpy_dtype).reshape(spec.shape)

@@ -66,10 +66,14 @@ def port_number(text: str) -> int:
 
 
 def reference_names(text: str) -> tuple[str, ...]:
+    if text.strip() == "none":  # the board alone: no host inference
+        return ()
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in REFERENCES]
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown reference {', '.join(unknown)}; valid: {', '.join(REFERENCES)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown reference {', '.join(unknown)}; valid: {', '.join(REFERENCES)}, or none"
+        )
     return names
 
 

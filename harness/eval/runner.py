@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from harness.boards import Board
 from harness.console import progress
@@ -17,10 +16,12 @@ from harness.device.qemu import emulated_instructions
 from harness.energy.metering import EvalMetering
 from harness.errors import InterruptedRun, LinkError, UserError
 from harness.eval.anomaly import anomaly_score, windows_per_file
-from harness.eval.inputs import Inputs, prepare_inputs
+from harness.eval.host_work import HostReferences
+from harness.eval.inputs import Inputs, as_the_model_quantizes, prepare_inputs
 from harness.eval.metrics import pool_of, score
 from harness.eval.order import shuffle_in_groups
-from harness.eval.outputs import diff_steps, diff_unit
+from harness.eval.outputs import diff_unit
+from harness.eval.sample_rows import RowMaker, StoredRows, read_rows, write_samples
 from harness.eval.sampling import DATASET, Selection, select
 from harness.eval.settings import EvalSettings
 from harness.eval.sharding import BoardEnd, ShardedStream
@@ -28,7 +29,7 @@ from harness.eval.subsets import Subset, flag_contradictions
 from harness.eval.tasks import task_for
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
-from harness.link.protocol import DeviceInfo, TickKind, Timing
+from harness.link.protocol import DeviceInfo
 from harness.model.card import ModelCard
 from harness.model.deployable import require_tflm_kernels
 from harness.model.dut import DutComputation, dut_computation
@@ -86,21 +87,6 @@ class EvalRequest:
         return dut_computation(self.card, self.model)
 
 
-@dataclass
-class SampleRecord:
-    sample: Sample
-    device_output: bytes
-    timing: Timing
-    host_outputs: dict[str, bytes]
-    instructions: int | None  # emulated boards only: exact under QEMU -icount
-    board: str | None = None  # which of the run's boards ran it (harness/device/fleet.py names them)
-
-    @property
-    def micros(self) -> float | None:
-        """Real time only: an emulator's virtual time is not presented as latency."""
-        return None if self.instructions is not None else self.timing.micros
-
-
 def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, computation: DutComputation, board: Board) -> None:
     if info.runner_status != 0:
         require_tflm_kernels(model)  # names the operators when that is why
@@ -117,17 +103,17 @@ def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, computation: 
         )
 
 
-def _journal_entry(index: int, record: SampleRecord) -> dict:
+def _journal_entry(index: int, sample: Sample, result, hosts: dict[str, bytes], instructions, board) -> dict:
     return {
         "index": index,
-        "id": record.sample.id,
-        "device_output": record.device_output.hex(),
-        "ticks": record.timing.ticks,
-        "tick_hz": record.timing.tick_hz,
-        "timer": int(record.timing.kind),
-        "host": {name: out.hex() for name, out in record.host_outputs.items()},
-        "instructions": record.instructions,
-        "board": record.board,
+        "id": sample.id,
+        "device_output": result.output.hex(),
+        "ticks": result.timing.ticks,
+        "tick_hz": result.timing.tick_hz,
+        "timer": int(result.timing.kind),
+        "host": {name: out.hex() for name, out in hosts.items()},
+        "instructions": instructions,  # emulated boards only: exact under QEMU -icount
+        "board": board,  # which of the run's boards ran it (harness/device/fleet.py names them)
     }
 
 
@@ -135,25 +121,22 @@ def _dataset_changed(what: str) -> UserError:
     return UserError(f"{what}: the dataset changed since the run started; start a new run")
 
 
-def _journaled_record(samples: list[Sample], entry: dict) -> SampleRecord:
-    index = entry["index"]
-    if index >= len(samples):
-        raise _dataset_changed(f"the journal holds sample {index}, the run has {len(samples)}")
-    sample = samples[index]
-    if entry["id"] != sample.id:
-        raise _dataset_changed(f"the journal's sample {index} is {entry['id']}, the dataset's is {sample.id}")
-    timing = Timing(entry["ticks"], entry["tick_hz"], TickKind(entry["timer"]))
-    hosts = {name: bytes.fromhex(out) for name, out in entry["host"].items()}
-    output = bytes.fromhex(entry["device_output"])
-    return SampleRecord(sample, output, timing, hosts, entry["instructions"], entry.get("board"))
+def _check_journaled(samples: list[Sample], done: dict[int, str]) -> None:
+    """The journaled samples are the run's: each index within it, under the same id."""
+    for index, sample_id in done.items():
+        if index >= len(samples):
+            raise _dataset_changed(f"the journal holds sample {index}, the run has {len(samples)}")
+        if sample_id != samples[index].id:
+            raise _dataset_changed(f"the journal's sample {index} is {sample_id}, the dataset's is {samples[index].id}")
 
 
 def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, origin: dict, metering=None):
     """Every sample through the run's boards and the host references: a Streamed. Samples already in the
-    journal are taken from it; each new one is journaled as it arrives. `origin` is what the run started
+    journal are not run again; each new one is journaled as it arrives. `origin` is what the run started
     with: the firmware at this HELLO must be the journal's."""
-    records = {i: _journaled_record(inputs.samples, entry) for i, entry in journal.load().items()}
-    todo = [i for i in range(len(inputs.samples)) if i not in records]
+    done = journal.done()
+    _check_journaled(inputs.samples, done)
+    todo = [i for i in range(len(inputs.samples)) if i not in done]
     settings = request.settings
     options = ConnectOptions(
         port=settings.port,
@@ -166,9 +149,10 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         eembc=request.card.eembc,
         computation=request.computation,
     )
-    computation = options.computation  # what the device computes; each host reference computes the same
     fleet = FleetRequest(settings.boards, settings.labgrid_tags)
     with (
+        # each host reference computes what the device computes, on a thread of its own, ahead of the board
+        HostReferences(references, options.computation, inputs.tensors, todo) as host,
         board_fleet(request.board, request.model, options, fleet) as members,
         ShardedStream(members, inputs.tensors, todo) as shards,
     ):
@@ -180,23 +164,20 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
             shards.go()  # after the meter's idle measurement
             for arrival in shards.arrivals():
                 index, result = arrival.index, arrival.result
-                tensor = inputs.tensors[index]
                 if metering:
                     metering.record(arrival.last_invoke, arrival.last_device_window)
-                hosts = {ref.name: computation.result(ref.run, tensor) for ref in references}
                 instructions = emulated_instructions(result.timing.ticks, result.timing.tick_hz, request.board)
-                record = SampleRecord(
-                    inputs.samples[index], result.output, result.timing, hosts, instructions, arrival.board
+                entry = _journal_entry(
+                    index, inputs.samples[index], result, host.outputs(index), instructions, arrival.board
                 )
-                journal.append(_journal_entry(index, record))
-                records[index] = record
+                journal.append(entry)
                 advance()
     ends = list(shards.ends.values())
     first = ends[0]
     firmware = first.firmware or recorded_build(info.build_id)
-    stats = _link_totals([end.stats or {} for end in ends]) | {"samples_from_journal": len(inputs.samples) - len(todo)}
+    stats = _link_totals([end.stats or {} for end in ends]) | {"samples_from_journal": len(done)}
     return Streamed(
-        records=[records[i] for i in range(len(inputs.samples))],
+        samples=len(inputs.samples),
         info=info,
         link=stats,
         firmware=firmware,
@@ -264,43 +245,15 @@ def _stats(values: list[int]) -> Stats | None:
     )
 
 
-@dataclass
-class Readings:
-    """Every output read once: predictions and scores for device and hosts, device-host differences."""
-
-    device: tuple[np.ndarray, np.ndarray]  # (predictions, scores)
-    host: dict[str, tuple[np.ndarray, np.ndarray]]
-    diffs: dict[str, np.ndarray]
-
-
-def _read_outputs(request: EvalRequest, records: list[SampleRecord], names: list[str]) -> Readings:
-    computed, task = request.computation, task_for(request.card)
-
-    def read(outputs):
-        pairs = [task.predict(raw, computed.output) for raw in outputs]
-        return np.array([p for p, _ in pairs]), np.array([s for _, s in pairs])
-
-    return Readings(
-        device=read(r.device_output for r in records),
-        host={n: read(r.host_outputs[n] for r in records) for n in names},
-        diffs={
-            n: np.array(
-                [diff_steps(r.device_output, r.host_outputs[n], computed.output, computed.step) for r in records]
-            )
-            for n in names
-        },
-    )
-
-
 def _summarise(
-    request: EvalRequest, run: "OpenRun", streamed: "Streamed", readings: Readings, refs, inputs, metering, selection
+    request: EvalRequest, run: "OpenRun", streamed: "Streamed", readings: StoredRows, refs, inputs, metering, selection
 ):
-    computed, records, info = request.computation, streamed.records, streamed.info
+    """The summary, from the columns of the stored rows and the run's samples."""
+    computed, info, samples = request.computation, streamed.info, inputs.samples
     names = [ref.name for ref in refs.references]
     device_pred = readings.device[0]
     host_pred = {n: readings.host[n][0] for n in names}
     diffs = readings.diffs
-    samples = [r.sample for r in records]
     task = task_for(request.card)
     subsets = {}
     for subset in request.subsets:
@@ -330,12 +283,12 @@ def _summarise(
         model_caveat=request.card.caveat or None,
         board=request.board.id,
         dataset=request.dataset.name,
-        samples=len(records),
+        samples=len(samples),
         subsets=subsets,
         primary_reference=names[0] if names else None,
-        bit_exact={n: int(sum(r.device_output == r.host_outputs[n] for r in records)) for n in names},
+        bit_exact=readings.bit_exact,
         output_diff_unit=diff_unit(computed.output, computed.step),
-        latency=_latency(request, records, info),
+        latency=_latency(request, readings, np.ones(len(samples), dtype=bool), info),
         # 0 from a DUT means it did not report the figure: no model runs in an empty arena.
         arena=Arena(source=source, configured=info.arena_configured or None, used=info.arena_used or None),
         references=References(used=names, refused=refs.refused),
@@ -347,11 +300,11 @@ def _summarise(
         unreadable_images=Unreadable(count=len(inputs.unreadable), first=inputs.unreadable[:20]),
         inputs_from_cache=inputs.from_cache,
         energy=parse(Energy, metering.summary()) if metering else None,
-        boards=_board_shares(request, records, streamed.boards, info) if len(streamed.boards) > 1 else [],
+        boards=_board_shares(request, readings, streamed.boards, info) if len(streamed.boards) > 1 else [],
     )
 
 
-def _anomaly(samples: list[Sample], readings: Readings, dataset: Dataset) -> Anomaly:
+def _anomaly(samples: list[Sample], readings: StoredRows, dataset: Dataset) -> Anomaly:
     """Each source's window scores over files: AUC and the runner's Top-1, over whole files only."""
     whole = windows_per_file(list(dataset.samples))
     return Anomaly(
@@ -360,31 +313,39 @@ def _anomaly(samples: list[Sample], readings: Readings, dataset: Dataset) -> Ano
     )
 
 
-def _latency(request: EvalRequest, records: list[SampleRecord], info: DeviceInfo) -> Latency:
+def _figures(values: np.ndarray) -> Stats | None:
+    """Stats of the samples that have the figure (NaN: none)."""
+    present = values[~np.isnan(values)]
+    return _stats(present.tolist())
+
+
+def _latency(request: EvalRequest, readings: StoredRows, rows: np.ndarray, info: DeviceInfo) -> Latency:
+    """Over `rows` (a mask of the run's samples)."""
     return Latency(
         source=request.board.latency_source,
         timer=info.tick_kind.name.lower(),
-        micros=_stats([r.micros for r in records if r.micros is not None]),
-        cycles=_stats([r.timing.cycles for r in records if r.timing.cycles is not None]),
-        instructions=_stats([r.instructions for r in records if r.instructions is not None]),
+        micros=_figures(readings.micros[rows]),
+        cycles=_figures(readings.cycles[rows]),
+        instructions=_figures(readings.instructions[rows]),
         cpu_hz=info.cpu_hz or None,
     )
 
 
-def _board_shares(request: EvalRequest, records: list[SampleRecord], ends: list[BoardEnd], info) -> list[BoardShare]:
+def _board_shares(request: EvalRequest, readings: StoredRows, ends: list[BoardEnd], info) -> list[BoardShare]:
     """Each board's samples (journaled ones included, by the board the journal names) and latency."""
     by_name = {end.name: end for end in ends}
-    earlier = sorted({r.board for r in records if r.board and r.board not in by_name})  # before a resume
+    ran = set(readings.board.tolist()) - {None}
+    earlier = sorted(ran - set(by_name))  # before a resume
     shares = []
     for name in [*by_name, *earlier]:
-        mine = [r for r in records if r.board == name]
+        mine = readings.board == name
         end = by_name.get(name, BoardEnd(name))
-        latency = _latency(request, mine, end.info or info) if mine else None
+        latency = _latency(request, readings, mine, end.info or info) if mine.any() else None
         shares.append(
             BoardShare(
                 name=name,
                 usb_serial_number=usb_serial_number(end.port),
-                samples=len(mine),
+                samples=int(mine.sum()),
                 latency=latency,
                 link=end.stats or {},
                 failure=end.failure,
@@ -436,39 +397,6 @@ def _manifest(
     )
 
 
-def _sample_columns(
-    request: EvalRequest, records: list[SampleRecord], readings: Readings, selection: Selection
-) -> dict[str, list]:
-    columns: dict[str, list] = {
-        "sample_id": [r.sample.id for r in records],
-        "label": [r.sample.label for r in records],
-    }
-    for subset in request.subsets:  # the samples the subset is scored on, as its summary counts them
-        columns[f"in_{subset.name}"] = selection.member_mask(subset, [r.sample for r in records]).tolist()
-    for flag in records[0].sample.flags if records else ():
-        columns[f"flag_{flag}"] = [r.sample.flags[flag] for r in records]
-    predictions, scores = readings.device
-    columns |= {
-        "device_output": [r.device_output for r in records],
-        "device_prediction": predictions.tolist(),
-        "device_score": scores.tolist(),
-    }
-    for name, (predictions, scores) in readings.host.items():
-        columns[f"{name}_output"] = [r.host_outputs[name] for r in records]
-        columns[f"{name}_prediction"] = predictions.tolist()
-        columns[f"{name}_score"] = scores.tolist()
-        columns[f"{name}_max_diff_steps"] = readings.diffs[name].tolist()
-    columns["ticks"] = pa.array([r.timing.ticks for r in records], type=pa.int64())
-    columns["tick_hz"] = [r.timing.tick_hz for r in records]
-    columns["timer"] = [r.timing.kind.name.lower() for r in records]
-    columns["cycles"] = pa.array([r.timing.cycles for r in records], type=pa.int64())
-    columns["microseconds"] = pa.array([r.micros for r in records], type=pa.float64())
-    columns["instructions"] = pa.array([r.instructions for r in records], type=pa.int64())
-    columns["latency_source"] = [request.board.latency_source] * len(records)
-    columns["board"] = [r.board for r in records]
-    return columns
-
-
 def _count(samples: int) -> str:
     return f"{samples} sample{'' if samples == 1 else 's'}"
 
@@ -485,9 +413,9 @@ class OpenRun:
 
 @dataclass(frozen=True)
 class Streamed:
-    """What the board gave: every sample's record (journaled ones included) and the board's figures."""
+    """What the board gave: the board's figures; every sample (journaled ones included) is in the journal."""
 
-    records: list[SampleRecord]
+    samples: int
     info: DeviceInfo
     link: dict
     firmware: dict | None
@@ -550,18 +478,18 @@ def _stream_journaled(request: EvalRequest, run: OpenRun, inputs: Inputs, refs, 
         return _stream(request, inputs, refs.references, journal, run.origin, metering)
     except UserError:
         journal.close()
-        if request.run_id is None and not journal.load():  # nothing to resume: leave nothing behind
+        if request.run_id is None and not journal.done():  # nothing to resume: leave nothing behind
             run.folder.discard()
         raise
     except LinkError as exc:
         journal.close()
-        if request.run_id is None and not journal.load():
+        if request.run_id is None and not journal.done():
             run.folder.discard()
             raise
         raise LinkError(f"{exc.args[0]} (the samples done are kept: `harness eval --resume {run.id}` goes on)") from exc
     except KeyboardInterrupt:
         journal.close()
-        kept = len(journal.load())
+        kept = len(journal.done())
         if request.run_id is None and not kept:
             run.folder.discard()
             raise
@@ -577,21 +505,32 @@ def run_eval(request: EvalRequest) -> EvalOutcome:
     metering = EvalMetering(meter) if meter else None  # a bad meter fails before the board starts
     # Before the board starts: a card that does not fit the model fails here, and images decode once.
     preparation = task_for(request.card).preparation(request.computation.input)
+    if request.computation.kind == "model" and request.model.input_quantized_as is not None:
+        preparation = as_the_model_quantizes(preparation, request.model.input_quantized_as)
     inputs = prepare_inputs(request.dataset, samples, preparation, request.settings.strict)
     refs = load_references(request.model, request.settings.references)
     run = _open_run(request, inputs)
     streamed = _stream_journaled(request, run, inputs, refs, metering)
+    names = [ref.name for ref in refs.references]
     try:  # every sample is journaled: from here on, an interrupted run only has to be written
-        readings = _read_outputs(request, streamed.records, [ref.name for ref in refs.references])
+        samples_path = run.folder.path / "samples.parquet"
+        maker = RowMaker(
+            inputs.samples,
+            task_for(request.card),
+            request.computation,
+            names,
+            request.subsets,
+            selection,
+            request.board.latency_source,
+        )
+        write_samples(samples_path, Journal(run.folder.path), maker)
+        readings = read_rows(samples_path, names)
         manifest = _manifest(request, run, streamed, inputs, refs, metering, selection)
         summary = _summarise(request, run, streamed, readings, refs, inputs, metering, selection)
         if metering:
             run.folder.write_table("energy.parquet", metering.columns())
             run.folder.write_table("power.parquet", metering.power_columns())
-        run.folder.write_table("samples.parquet", _sample_columns(request, streamed.records, readings, selection))
         write_record(run.folder, RunRecord(manifest, summary))
         return EvalOutcome(summary, publish(request.results_root, run.id))
     except KeyboardInterrupt:
-        raise InterruptedRun(
-            f"{_count(len(streamed.records))} kept; `harness eval --resume {run.id}` goes on"
-        ) from None
+        raise InterruptedRun(f"{_count(streamed.samples)} kept; `harness eval --resume {run.id}` goes on") from None

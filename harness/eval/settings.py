@@ -118,7 +118,7 @@ class EvalSettings:
     )
     strict: bool = option("stop at an unreadable image instead of skipping it", False, switch=True)
     references: tuple[str, ...] = option(
-        f"host references, comma-separated (default: {','.join(DEFAULT_REFERENCES)})",
+        f"host references, comma-separated, or none (default: {','.join(DEFAULT_REFERENCES)})",
         DEFAULT_REFERENCES,
         type=reference_names,
     )

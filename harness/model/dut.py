@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.tensors import DTYPE_CODES, TensorSpec
+from harness.tensors import DTYPE_CODES, TensorSpec, affine_quantize
 
 RunModel = Callable[[np.ndarray], bytes]  # the model's input tensor -> its output tensor's bytes
 SCORE_FORMAT = "{:0.3f}"  # th_results' %0.3f
@@ -72,11 +72,7 @@ class ReconstructionError:
 
     def quantize(self, features: np.ndarray) -> np.ndarray:
         """QuantizeFloatToInt8: float32 division, C's round (halves away from zero), clamped; NaN as 0."""
-        spec = self.model_input
-        ratio = (features.astype(np.float32) / np.float32(spec.scale)).astype(np.float64)  # exact widening
-        rounded = np.sign(ratio) * np.floor(np.abs(ratio) + 0.5)  # exact in float64 for a float32 ratio
-        q = np.nan_to_num(rounded, nan=0.0) + spec.zero_point
-        return np.clip(q, -128, 127).astype(np.int8).reshape(spec.shape)
+        return affine_quantize(features, self.model_input)
 
     def score(self, features: np.ndarray, output: bytes) -> np.float32:
         """calculate_result: float32 throughout, summed in feature order."""

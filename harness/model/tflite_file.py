@@ -13,6 +13,7 @@ from harness.tensors import DTYPES, TensorSpec
 # The flatbuffer schema numbers float32 and float16 differently from TfLiteType.
 _SCHEMA_TO_TFLITE_TYPE = {0: 1, 1: 10}
 _DEQUANTIZE = 6
+_QUANTIZE = schema.BuiltinOperator.QUANTIZE
 _SUPPORTED_IO = (1, 3, 7, 9)  # float32, uint8, int16, int8
 _IO_FIX = "the harness runs float32, int8, uint8 or int16 inputs and outputs: convert it to one (harness convert --io)"
 # Schema TensorType numbers for names the error message can give when DTYPES has no numpy type.
@@ -38,6 +39,9 @@ class TfliteModel:
     # One quantization step of the output: its own scale, or for a float output that a final
     # DEQUANTIZE produces, the scale of the integer tensor feeding it. None when neither exists.
     output_step: float | None
+    # A float input that every one of its consumers quantizes on entry (QUANTIZE ops to one per-tensor
+    # integer tensor): that integer tensor. The model computes only from the quantized values.
+    input_quantized_as: TensorSpec | None = None
 
 
 def _spec(tensor) -> TensorSpec:
@@ -63,11 +67,30 @@ def _output_step(model, graph) -> float | None:
     if spec.is_quantized:
         return spec.scale
     for op in graph.operators or ():
-        code = model.operatorCodes[op.opcodeIndex]
-        if max(code.builtinCode, code.deprecatedBuiltinCode) == _DEQUANTIZE and op.outputs[0] == out_index:
+        if _builtin(model, op) == _DEQUANTIZE and op.outputs[0] == out_index:
             source = _spec(graph.tensors[op.inputs[0]])
             return source.scale if source.is_quantized else None
     return None
+
+
+def _builtin(model, op) -> int:
+    code = model.operatorCodes[op.opcodeIndex]
+    return max(code.builtinCode, code.deprecatedBuiltinCode)
+
+
+def _input_quantized_as(model, graph) -> TensorSpec | None:
+    in_index = graph.inputs[0]
+    if _spec(graph.tensors[in_index]).dtype != 1:  # float32 only
+        return None
+    consumers = [op for op in graph.operators or () if op.inputs is not None and in_index in op.inputs]
+    if not consumers or any(_builtin(model, op) != _QUANTIZE for op in consumers):
+        return None
+    outputs = {op.outputs[0] for op in consumers}
+    specs = {_spec(graph.tensors[i]) for i in outputs}
+    quant = [graph.tensors[i].quantization for i in outputs]
+    per_tensor = all(q is not None and q.scale is not None and len(q.scale) == 1 for q in quant)
+    (spec, *others) = specs
+    return spec if not others and per_tensor and spec.is_quantized else None
 
 
 def _check_indices(model, graph) -> None:
@@ -122,6 +145,7 @@ def read_tflite(path: Path) -> TfliteModel:
         input_spec = _spec(graph.tensors[graph.inputs[0]])
         output_spec = _spec(graph.tensors[graph.outputs[0]])
         output_step = _output_step(model, graph)
+        quantized_as = _input_quantized_as(model, graph)
     except UserError:
         raise
     except UnsupportedType as exc:
@@ -131,7 +155,8 @@ def read_tflite(path: Path) -> TfliteModel:
     if input_spec.dtype not in _SUPPORTED_IO or output_spec.dtype not in _SUPPORTED_IO:
         types = f"{input_spec.describe()} -> {output_spec.describe()}"
         raise UserError(f"{path}: unsupported tensor types {types}; {_IO_FIX}")
-    return TfliteModel(path, data, hashlib.sha256(data).hexdigest(), input_spec, output_spec, output_step)
+    digest = hashlib.sha256(data).hexdigest()
+    return TfliteModel(path, data, digest, input_spec, output_spec, output_step, quantized_as)
 
 
 def model_operators(model_data: bytes) -> list[str]:
