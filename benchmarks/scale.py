@@ -16,7 +16,6 @@ board, the reference worker), as the kernel reports it.
 """
 
 import argparse
-import csv
 import json
 import os
 import shutil
@@ -27,31 +26,15 @@ import time
 from pathlib import Path
 
 from harness.eval.dataset import load_dataset
+from harness.eval.demo_dataset import demo_copies
 
 PACED = ["--link-baud", "921600", "--emulate-invoke-ms", "90"]
 RSS_RATIO_MAX, CACHE_BYTES_MAX, HOST_WORK_RATIO_MAX = 1.3, 27_700, 1.05
 
 
 def copies_of_demo(n: int, folder: Path) -> Path:
-    """A dataset folder of `n` samples: the demo set's images linked under new names, its flags copied."""
     demo = load_dataset("demo")
-    images = folder / "images"
-    images.mkdir(parents=True)
-    rows = []
-    with open(demo.csv_path, newline="") as f:
-        source = list(csv.DictReader(f))
-    by_name = {row["filename"]: row for row in source}
-    samples = list(demo.samples)
-    for i in range(n):
-        sample = samples[i % len(samples)]
-        name = f"c{i // len(samples):04d}_{sample.id}"
-        os.symlink(sample.image_path, images / name)
-        rows.append(by_name[sample.id] | {"filename": name})
-    with open(folder / "labels.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(source[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return folder
+    return demo_copies(n, folder, demo.csv_path, demo.samples[0].image_path.parent)
 
 
 def run_and_wait(args: list[str], env: dict) -> tuple[float, int, dict]:

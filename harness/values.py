@@ -29,7 +29,7 @@ def positive_float(text: str) -> float:
 
 
 def non_negative_float(text: str) -> float:
-    return _number(text, float, lambda v: v >= 0 and math.isfinite(v), "a number of seconds of at least 0")
+    return _number(text, float, lambda v: v >= 0 and math.isfinite(v), "a number of at least 0")
 
 
 def whole_number(low: int, high: int, expected: str):

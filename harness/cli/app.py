@@ -9,6 +9,7 @@ import serial
 from harness import __version__, console
 from harness.boards import board_ids
 from harness.cli.args import EXIT_USAGE, Parser, link_options, output_options
+from harness.cli.cache import cmd_cache
 from harness.cli.devices import cmd_boards, cmd_build, cmd_flash, cmd_generate, cmd_link_test, cmd_perf, cmd_profile
 from harness.cli.energy import add_energy_commands
 from harness.cli.evaluation import cmd_check, cmd_compare, cmd_eval, cmd_report, cmd_runs, cmd_score
@@ -27,6 +28,7 @@ from harness.values import (
     decibels,
     fraction,
     milliseconds,
+    non_negative_float,
     non_negative_int,
     positive_float,
     positive_int,
@@ -229,6 +231,18 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--images", required=True, help="folder with the images (named by ImageID)")
     build.add_argument("--out", required=True, help="folder for labels.csv (and an images/ link): a --dataset")
     build.set_defaults(handler=cmd_dataset_build)
+    cache = commands.add_parser(
+        "cache",
+        parents=[output],
+        help="list the input cache, or prune it",
+        description="The input cache holds each run's prepared input tensors ($HARNESS_CACHE_DIR/tensors).",
+        epilog="example: harness cache prune --older-than 30",
+    )
+    cache.add_argument("action", nargs="?", choices=("list", "prune"), default="list")
+    cache.add_argument("--older-than", type=non_negative_float, metavar="DAYS", help="prune: entries unused this long")
+    cache.add_argument("--all", action="store_true", help="prune: every entry")
+    cache.add_argument("--dry-run", action="store_true", help="prune: say what would go, remove nothing")
+    cache.set_defaults(handler=cmd_cache)
     models = commands.add_parser("models", parents=[output], help="list the model cards, or pull one")
     models.add_argument("action", nargs="?", choices=("list", "pull"), default="list")
     models.add_argument("name", nargs="?", help="with pull: the card whose model to fetch and verify")

@@ -223,3 +223,23 @@ def build_demo_dataset(target: Path, seed: int = 20240501) -> Path:
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
     return target
+
+
+def demo_copies(n: int, folder: Path, demo_csv: Path, demo_images: Path) -> Path:
+    """A dataset folder of `n` samples for scale tests: the demo set's images linked under new names
+    (c0000_<name>, c0001_<name>, …), each row's flags copied. Offline, and a few kB of links."""
+    with open(demo_csv, newline="") as f:
+        rows = list(csv.DictReader(f))
+    images = folder / "images"
+    images.mkdir(parents=True)
+    copies = []
+    for i in range(n):
+        row = rows[i % len(rows)]
+        name = f"c{i // len(rows):04d}_{row['filename']}"
+        (images / name).symlink_to(demo_images / row["filename"])
+        copies.append(row | {"filename": name})
+    with open(folder / "labels.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(copies)
+    return folder

@@ -79,12 +79,13 @@ class HostReferences:
             while index not in self._results:
                 if self._failure is not None:
                     raise self._failure
-                if self._full or not self._thread.is_alive():
+                if (self._full and len(self._results) >= AHEAD) or not self._thread.is_alive():
                     self._taken.add(index)
                     break
                 self._changed.wait()
             else:
                 outputs = self._results.pop(index)
+                self._full = False  # room again: the thread goes on
                 self._changed.notify_all()
                 return outputs
         return self._compute(index)

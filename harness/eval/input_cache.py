@@ -201,6 +201,7 @@ class CacheEntry:
     dtype: str | None
     bytes: int
     last_used: float  # seconds since the epoch
+    writing: bool = False  # only a partial write: a run's that is under way, or one that died
 
     @property
     def bytes_per_sample(self) -> float | None:
@@ -231,20 +232,23 @@ def list_entries() -> list[CacheEntry]:
                 dtype=index.dtype.name if index else None,
                 bytes=sum(sizes),
                 last_used=max(times, default=0.0),
+                writing=index is None and all(p.name.startswith(".") for p in paths),
             )
         )
     return sorted(entries, key=lambda e: -e.last_used)
 
 
 def prune(older_than_days: float | None, everything: bool, dry_run: bool = False) -> list[CacheEntry]:
-    """Removes entries unused for `older_than_days` (and every unreadable one), or all; returns them."""
+    """Removes entries unused for `older_than_days`, every entry of an older format or damaged, and partial
+    writes left by a run that died (or, with `everything`, all); returns them."""
     now = time.time()
     cutoff = now - older_than_days * 86400 if older_than_days is not None else None
     removed = [
         entry
         for entry in list_entries()
         if everything
-        or (entry.samples is None and entry.last_used < now - ABANDONED_AFTER_S)  # not another run's write
+        or (entry.samples is None and not entry.writing)
+        or (entry.writing and entry.last_used < now - ABANDONED_AFTER_S)  # not a write under way
         or (cutoff is not None and entry.last_used < cutoff)
     ]
     if not dry_run:

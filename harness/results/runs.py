@@ -70,15 +70,49 @@ class Run:
         return summary
 
     @cached_property
-    def samples(self) -> dict[str, list]:
-        """An eval run's samples.parquet, by column."""
-        try:
-            return pq.read_table(self.path / SAMPLES).to_pydict()
-        except (pa.ArrowException, OSError) as exc:
-            raise UserError(_damaged_table(self.id, SAMPLES, exc)) from None
+    def samples(self) -> "SampleColumns":
+        """An eval run's samples.parquet, a column at a time: `run.samples["label"]` reads that column only."""
+        return SampleColumns(self.path / SAMPLES, self.id)
 
 
 SAMPLES = "samples.parquet"
+
+
+class SampleColumns:
+    """The columns of a samples.parquet, each read when first asked for (and kept): a report or compare
+    of a run of any size reads the few columns it uses, never the output bytes it does not."""
+
+    def __init__(self, path: Path, run_id: str):
+        self._path, self._run_id = path, run_id
+        self._read: dict[str, list] = {}
+        self._names: list[str] | None = None
+
+    @property
+    def names(self) -> list[str]:
+        if self._names is None:
+            self._names = self._guarded(lambda: pq.read_schema(self._path).names)
+        return self._names
+
+    def _guarded(self, read):
+        try:
+            return read()
+        except (pa.ArrowException, OSError) as exc:
+            raise UserError(_damaged_table(self._run_id, SAMPLES, exc)) from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.names
+
+    def __getitem__(self, name: str) -> list:
+        if name not in self._read:
+            if name not in self.names:
+                raise KeyError(name)
+            self._read[name] = self._guarded(lambda: pq.read_table(self._path, columns=[name]).column(0).to_pylist())
+        return self._read[name]
+
+    def get(self, name: str, default=None):
+        if name not in self.names:
+            return default
+        return self[name]
 
 
 def _damaged_table(spec, name: str, exc: Exception) -> str:

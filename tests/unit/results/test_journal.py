@@ -64,3 +64,46 @@ def test_a_write_that_fails_part_way_leaves_no_cut_line(tmp_path, monkeypatch):
 def test_a_damaged_line_is_no_entry(tmp_path, damaged):
     (tmp_path / "journal.jsonl").write_bytes(json.dumps(ENTRY).encode() + b"\n" + damaged + b"\n")
     assert list(Journal(tmp_path).load()) == [0]
+
+
+def _append(journal, indices):
+    for i in indices:
+        journal.append(ENTRY | {"index": i, "id": f"{i}.jpg", "host": {"tflm": f"{i:02x}"}})
+
+
+def test_every_rows_per_group_lines_become_a_row_group_and_are_cut_off(tmp_path):
+    journal = Journal(tmp_path, rows_per_group=4)
+    _append(journal, range(10))
+    journal.close()
+    assert [p.name for p in journal.groups()] == ["group-00000.parquet", "group-00001.parquet"]
+    assert sorted(Journal(tmp_path).load()) == [8, 9]  # the lines since the last group
+    again = Journal(tmp_path, rows_per_group=4)
+    assert again.done() == {i: f"{i}.jpg" for i in range(10)}
+    tables = list(again.tables())
+    assert [t.num_rows for t in tables] == [4, 4, 2]
+    outputs = [bytes(v).hex() for t in tables for v in t.column("host.tflm").to_pylist()]
+    assert outputs == [f"{i:02x}" for i in range(10)]
+
+
+def test_a_run_resumed_mid_group_goes_on_filling_that_group(tmp_path):
+    first = Journal(tmp_path, rows_per_group=4)
+    _append(first, range(6))  # killed here: one group and two lines
+    resumed = Journal(tmp_path, rows_per_group=4)
+    assert sorted(resumed.done()) == list(range(6))
+    _append(resumed, range(6, 9))
+    resumed.close()
+    assert [t.num_rows for t in Journal(tmp_path).tables()] == [4, 4, 1]
+
+
+def test_lines_already_in_a_group_are_not_journaled_twice(tmp_path):
+    """Killed after a group was renamed into place, before its lines were cut off."""
+    journal = Journal(tmp_path, rows_per_group=4)
+    _append(journal, range(3))
+    journal.close()
+    lines = (tmp_path / "journal.jsonl").read_bytes()
+    _append(journal, [3])  # seals the group, cuts the lines
+    journal.close()
+    (tmp_path / "journal.jsonl").write_bytes(lines + json.dumps(ENTRY | {"index": 4, "id": "4.jpg"}).encode() + b"\n")
+    again = Journal(tmp_path, rows_per_group=4)
+    assert sorted(again.done()) == [0, 1, 2, 3, 4]
+    assert sorted(Journal(tmp_path).load()) == [4]

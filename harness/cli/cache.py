@@ -1,0 +1,63 @@
+"""`harness cache`: what the input cache holds, and pruning it."""
+
+import time
+
+from rich.table import Table
+
+from harness.console import print_json, stdout_console
+from harness.errors import UserError
+from harness.eval.input_cache import CacheEntry, list_entries, prune, tensors_dir
+
+
+def _row(entry: CacheEntry) -> dict:
+    return {
+        "key": entry.key,
+        "samples": entry.samples,
+        "stored": entry.stored,
+        "dtype": entry.dtype,
+        "bytes": entry.bytes,
+        "bytes_per_sample": entry.bytes_per_sample,
+        "last_used": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(entry.last_used)),
+    }
+
+
+def _table(title: str, entries: list[CacheEntry]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("key", "samples", "stored as", "bytes", "B/sample", "last used (UTC)"):
+        table.add_column(column, justify="left" if column in ("key", "stored as", "last used (UTC)") else "right")
+    for entry in entries:
+        stored = f"{entry.stored} (as {entry.dtype})" if entry.stored and entry.stored != entry.dtype else entry.stored
+        table.add_row(
+            entry.key,
+            "stale" if entry.samples is None else f"{entry.samples:,}",
+            stored or "-",
+            f"{entry.bytes:,}",
+            "-" if entry.bytes_per_sample is None else f"{entry.bytes_per_sample:,.0f}",
+            time.strftime("%Y-%m-%d %H:%M", time.gmtime(entry.last_used)),
+        )
+    return table
+
+
+def cmd_cache(args) -> int:
+    if args.action == "list":
+        if args.older_than is not None or args.all or args.dry_run:
+            raise UserError("--older-than, --all and --dry-run go with `harness cache prune`")
+        entries = list_entries()
+        if args.json:
+            print_json({"folder": str(tensors_dir()), "entries": [_row(e) for e in entries]})
+            return 0
+        console = stdout_console()
+        console.print(_table(f"input cache in {tensors_dir()}", entries))
+        total = sum(e.bytes for e in entries)
+        console.print(f"{len(entries)} entries, {total:,} bytes; `harness cache prune --older-than DAYS` frees space")
+        return 0
+    if args.older_than is None and not args.all:
+        raise UserError("say what to prune: --older-than DAYS (unused that long) or --all")
+    removed = prune(args.older_than, args.all, args.dry_run)
+    freed = sum(e.bytes for e in removed)
+    if args.json:
+        print_json({"dry_run": args.dry_run, "removed": [_row(e) for e in removed], "bytes": freed})
+        return 0
+    verb = "would remove" if args.dry_run else "removed"
+    print(f"{verb} {len(removed)} entries, {freed:,} bytes, from {tensors_dir()}")
+    return 0
