@@ -27,7 +27,7 @@ MLPERF_WINDOWS = 5  # MLPerf Tiny: the median of 5 windows, in performance and e
 MLPERF_WINDOW_SECONDS = 10.0
 COUNT_MARGIN = 1.05  # invokes beyond the timing pass's estimate, so a window rarely falls short of its length
 WINDOW_ATTEMPTS = 3
-TRAILING_SAMPLE_WAIT_S = 5.0  # the longest wait for the meter's first sample after the last window
+TRAILING_SAMPLE_WAIT_S = 5.0  # the longest wait for the meter's first sample, and for one after the last window
 
 
 @dataclass
@@ -70,10 +70,12 @@ def measure_energy(
     windows = []
     meter.start()
     try:
+        # The trace must hold every window: a sample before the first begins and one after the last ends.
+        _await_sample_after(meter, -math.inf)
         for _ in range(MLPERF_WINDOWS):
             spans, count = _window(client, board, data, count, window_seconds)
             windows.append(spans)
-        _await_sample_after(meter, windows[-1][-1].answered)
+        _await_sample_after(meter, max(s.window[1] for spans in windows for s in spans))
     finally:
         trace = meter.stop()
     spans = [[Window(*s.window, s.inferences) for s in window] for window in windows]
@@ -125,11 +127,15 @@ def _window(
 
 
 def _await_sample_after(meter: Meter, end: float) -> None:
-    """Wait for the meter's first sample after `end`, so the last window's edge lies between two samples."""
+    """Wait for a meter sample at or after `end` (on the windows' clock: the edge checked is the window's
+    own, never its answer's, which a link faster than its nominal rate puts earlier). With `end` -inf: for
+    the first sample, which a meter may give only some time after start() (a poll, a first block), so a
+    window begun before it would lie outside the trace."""
     deadline = time.monotonic() + TRAILING_SAMPLE_WAIT_S
     while time.monotonic() < deadline:
         trace = meter.samples()
         if len(trace) and trace.t[-1] >= end:
             return
         time.sleep(0.05)
-    raise LinkError(f"the meter gave no sample within {TRAILING_SAMPLE_WAIT_S:g} s after the last window")
+    which = "after the last window" if end > -math.inf else "after it started"
+    raise LinkError(f"the meter gave no sample within {TRAILING_SAMPLE_WAIT_S:g} s {which}")

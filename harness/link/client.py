@@ -59,6 +59,10 @@ PARTIAL_GAP_SECONDS = 0.03  # more than a USB-serial adapter's latency timer (16
 # (a resend any sooner would land in the broken frame) and more attempts are allowed.
 DAMAGED_LINK_WAIT = 0.1
 DAMAGED_LINK_EXTRA_TRIES = 26
+# Before any INVOKE has been answered nothing tells how long one takes: on a damaged link the INVOKE is
+# sent again after a wait that starts here and doubles up to the cap, the waits adding up to the caller's bound.
+UNANSWERED_INVOKE_WAIT = 0.5
+UNANSWERED_INVOKE_WAIT_CAP = 8.0
 # A device answers each input chunk as it arrives, during an invoke too (two slots) or once it ends (chunks
 # sent ahead are collected with the INVOKE's answer): silence past the wire time and this is a lost chunk.
 INPUT_ANSWER_WAIT = 0.5
@@ -73,6 +77,22 @@ FALLBACK_SECONDS = 1.2  # the device's probation after SET_BAUD (HP_BAUD_PROBATI
 # Of a one-slot device's link buffer, what chunks sent ahead of an INVOKE's answer leave free: room for a
 # resent INVOKE (and its padding) queued behind them while the model still runs.
 AHEAD_RESERVE = 64
+
+
+def unanswered_invoke_waits(bound: float) -> list[float]:
+    """The waits between sends of an INVOKE on a damaged link before any INVOKE was answered: 0.5 s,
+    doubling up to 8 s, in all `bound` (the invoke timeout), so a lost first INVOKE costs about as long
+    as the waits before its resend rather than the whole bound, while an invoke that truly runs that
+    long still gets its answer. Resending is safe: the device answers a repeated INVOKE (same sequence
+    number and CRC) from its store once the invoke ends, never running it twice (docs/protocol.md)."""
+    waits: list[float] = []
+    wait = UNANSWERED_INVOKE_WAIT
+    left = bound
+    while left > 1e-9:
+        waits.append(min(wait, left))
+        left -= waits[-1]
+        wait = min(2 * wait, UNANSWERED_INVOKE_WAIT_CAP)
+    return waits
 
 
 class DeviceReset(LinkError):
@@ -120,6 +140,7 @@ class DeviceClient(DeviceSession):
         self._in_hello = False
         self._slowest_invoke = 0.0  # wall time from INVOKE sent to answer, the link included
         self._longest_invoke: float | None = None  # the longest invoke as the device timed it (None: no timer)
+        self._invoke_answered = False  # an INVOKE has been answered in this session (its time is known)
         # last_invoke: INVOKE sent, its answer read; last_device_window: ending when that answer arrived.
         # A fresh random start keeps a new session's requests from matching a cached old answer.
         self._seq = random.randrange(0x10000)
@@ -182,7 +203,8 @@ class DeviceClient(DeviceSession):
         reset for the quick requests, plus for INVOKE twice the longest invoke the device has timed (if
         it has a timer; if not, the usual bound stays). A resent INVOKE is answered from the device's
         store, never run twice. Requests that run the model many times (BENCH, PERF, PROFILE, streaming)
-        keep the caller's bound: the device answers them only when done."""
+        keep the caller's bound: the device answers them only when done. (An INVOKE before any was
+        answered waits as unanswered_invoke_waits says.)"""
         if msg in QUICK_REQUESTS:
             return DAMAGED_LINK_WAIT
         if msg != Msg.INVOKE:
@@ -190,6 +212,11 @@ class DeviceClient(DeviceSession):
         if self._longest_invoke is None:
             return self.invoke_timeout
         return DAMAGED_LINK_WAIT + 2 * self._longest_invoke
+
+    def _waits_unanswered(self, msg: Msg) -> bool:
+        """An INVOKE on a damaged link before any INVOKE was answered: its silence is a lost frame as often
+        as a long invoke, and no invoke time bounds it yet, so it is sent again on a growing wait."""
+        return msg == Msg.INVOKE and self._damaged_link and not self._invoke_answered
 
     def _retries(self) -> int:
         """Attempts per frame: more once the link has shown damage, where each try is cheaper."""
@@ -353,6 +380,7 @@ class DeviceClient(DeviceSession):
         finally:
             self._expected.discard(seq)
         self.last_invoke = (at, time.monotonic())
+        self._invoke_answered = True
         self._slowest_invoke = max(self._slowest_invoke, self.last_invoke[1] - at)
         measured, total, output = parse_invoke(payload, info)
         self.last_device_window = _device_window(measured, self.last_invoke[1])
@@ -524,18 +552,13 @@ class DeviceClient(DeviceSession):
 
     def _complete(self, msg: Msg, seq: int, frame: bytes, timeout: float) -> bytes:
         """The answer to a request already sent, sending the same frame again on silence or damage."""
-        if self._damaged_link:
-            timeout = min(timeout, self._damaged_link_wait(msg))
-        timeout += self.wire_seconds(len(frame) + self.info.max_response_frame if self.info else len(frame))
         attempt = 0
-        while attempt < self._retries():  # more attempts once the link shows damage, this request's too
+        for wait in self._answer_waits(msg, frame, timeout):
             attempt += 1
             if attempt > 1:
                 self.stats.resends += 1
                 self._write(frame)
-                if self._damaged_link:  # an answer already made comes back at once
-                    timeout = min(timeout, self._damaged_link_wait(msg) + self.wire_seconds(len(frame) + 64))
-            event = self._next_answer({seq}, timeout)
+            event = self._next_answer({seq}, wait)
             if event is None:
                 continue
             if event.type == Msg.ERROR:
@@ -551,6 +574,37 @@ class DeviceClient(DeviceSession):
             f"no valid answer to {msg.name} after {attempt} attempts; "
             "check the port, the baud rate and that the board runs harness firmware"
         )
+
+    def _answer_waits(self, msg: Msg, frame: bytes, bound: float) -> Iterator[float]:
+        """How long each send of a request waits for its answer (the first, then each resend), decided
+        as each send goes out: the caller's bound, shorter once the link shows damage (more attempts
+        then, this request's too). An INVOKE on a damaged link before any was answered waits as
+        unanswered_invoke_waits says, longer after each silence, the silences adding up to the caller's
+        bound; damage answered at once (BAD_CRC, a broken frame) sends it again after the same wait."""
+        answer_wire = self.wire_seconds(len(frame) + self.info.max_response_frame if self.info else len(frame))
+        timeout = (min(bound, self._damaged_link_wait(msg)) if self._damaged_link else bound) + answer_wire
+        growing: Iterator[float] | None = None
+        wait, silences, prompt, attempt = 0.0, 0, 0, 0
+        while True:
+            attempt += 1
+            if self._waits_unanswered(msg):
+                if growing is None or self.stats.timeouts > silences:  # the first wait, or the last ran out
+                    growing = growing or iter(unanswered_invoke_waits(bound))
+                    wait = next(growing, None)
+                    if wait is None:
+                        return
+                else:
+                    prompt += 1
+                    if prompt >= self._retries():
+                        return
+                silences = self.stats.timeouts
+                yield wait + answer_wire
+                continue
+            if attempt > self._retries():
+                return
+            if attempt > 1 and self._damaged_link:  # an answer already made comes back at once
+                timeout = min(timeout, self._damaged_link_wait(msg) + self.wire_seconds(len(frame) + 64))
+            yield timeout
 
     def _next_answer(self, seqs: set[int], timeout: float):
         """The next answer to one of `seqs`, or None on silence or a damaged frame (send again).

@@ -57,8 +57,13 @@ class Span:
     @property
     def window(self) -> tuple[float, float] | None:
         """The span on the host's clock, as long as the device's timer says from its start (None without
-        a real clock). Not anchored at the answer: a long answer's transfer would shift it late."""
-        return None if self.seconds is None else (self.start, self.start + self.seconds)
+        a real clock). Not anchored at the answer: a long answer's transfer would shift it late. But never
+        ending after the answer was read: the start adds the request's time on the wire at the port's
+        nominal rate, which a faster link (a pseudo-terminal, USB CDC) crosses sooner."""
+        if self.seconds is None:
+            return None
+        start = min(self.start, self.answered - self.seconds)  # NaN (start not known) stays NaN
+        return (start, start + self.seconds)
 
 
 class DeviceSession(ABC):
