@@ -11,7 +11,7 @@ with one thread.
 import queue
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,7 +101,7 @@ class BoardEnd:
 class ShardedStream:
     """Start every board's session (`with`), `ready()` for their hellos, `go()`, then `arrivals()`."""
 
-    def __init__(self, members: list[FleetMember], tensors: np.ndarray, todo: list[int]):
+    def __init__(self, members: list[FleetMember], tensors: Sequence[np.ndarray], todo: list[int]):
         self._members, self._tensors = members, tensors
         self._dealer = Dealer(todo)
         self._messages: queue.Queue = queue.Queue()

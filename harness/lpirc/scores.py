@@ -76,7 +76,8 @@ def _eval_accuracy(path: Path, subsets: dict[str, SubsetResult], subset: str | N
         raise UserError(f"run {path.name} has no subset {name}; it has {', '.join(subsets)}")
     if limit is None:
         return subsets[name].device.accuracy or 0.0
-    samples = pq.read_table(path / "samples.parquet").to_pydict()
+    columns = [f"in_{name}", "label", "device_prediction"]  # the columns it needs, not the output bytes
+    samples = pq.read_table(path / "samples.parquet", columns=columns).to_pydict()
     received = np.array(pq.read_table(path / "energy.parquet").to_pydict()["received_s"])
     members = np.array(samples[f"in_{name}"], dtype=bool)
     labels = samples["label"]
