@@ -20,7 +20,7 @@ from harness.boards import Board
 from harness.errors import UserError, setting
 from harness.firmware.tflm_obtain import PACKAGED_KERNELS, tflm_source
 from harness.firmware.tflm_tree import RELEASE_DEFINES, TflmTree, resolver_source
-from harness.model.tflite_file import TfliteModel
+from harness.model.tflite_file import TfliteModel, model_operators
 from harness.paths import share_dir
 
 COMPILED_SUFFIXES = (".c", ".cc", ".cpp", ".S")
@@ -148,6 +148,11 @@ class Assembly:
         if self.model is None:
             return "none"
         return "tree" if self.tflm is not None else tflm_source(self.board)
+
+    @property
+    def operators(self) -> list[str]:
+        """The operators the firmware's models use (the TFLM sources it compiles follow from them)."""
+        return [op for model in (self.model, self.frontend) if model is not None for op in model_operators(model.data)]
 
     @property
     def kernels(self) -> str:

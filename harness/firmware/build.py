@@ -19,7 +19,7 @@ from harness.errors import BuildError, UserError
 from harness.firmware.assemble import COMPILED_SUFFIXES, Assembly, firmware_dir, staged, write_files
 from harness.firmware.elf import memory_usage
 from harness.firmware.tflm_tree import TflmTree
-from harness.model.tflite_file import TfliteModel, model_operators
+from harness.model.tflite_file import TfliteModel
 from harness.paths import cache_dir
 
 TOOLCHAIN = "arm-none-eabi-"
@@ -122,8 +122,7 @@ def _build_firmware(board: Board, model: TfliteModel | None, tflm: TflmTree | No
     compiler = _compiler_version()
     library = None
     if model is not None:
-        operators = [*model_operators(model.data), *(model_operators(frontend.data) if frontend else [])]
-        library = tflm.library(board, TOOLCHAIN, operators)
+        library = tflm.library(board, TOOLCHAIN, firmware.operators)
     build_id = firmware.build_id(lambda build_id: _build_files(firmware, library, build_id), compiler)
     final = cache_dir() / "firmware" / build_id
     flags = " ".join([board.firmware.cpu_flags, COMMON_FLAGS, *firmware.defines])

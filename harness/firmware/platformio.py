@@ -65,12 +65,30 @@ def arena_for(model: TfliteModel, board: Board) -> int:
     return min(wanted, limit)
 
 
+# The TFLM library's extra script: it compiles the sources the project lists (tflm_sources.txt), so one library
+# folder serves every project, each compiling only the TFLM files its firmware needs.
+TFLM_SOURCES = "tflm_sources.txt"
+_SELECT_SCRIPT = f"""# Written by harness: the TFLM sources this project's firmware needs, as the project lists them.
+import os
+import sys
+
+Import("env")
+listing = os.path.join(env.subst("$PROJECT_DIR"), "{TFLM_SOURCES}")
+if not os.path.isfile(listing):
+    sys.stderr.write("harness: " + listing + " is missing: generate the project again with harness\\n")
+    env.Exit(1)
+with open(listing) as lines:
+    env.Replace(SRC_FILTER=["-<*>"] + ["+<%s>" % line.strip() for line in lines if line.strip()])
+"""
+
+
 def tflm_library_dir(tflm: TflmTree) -> Path:
     """The tree as a PlatformIO library, one folder per tree in harness's cache, shared by every project.
 
     PlatformIO's build cache keys an object by its output path, which holds a hash of the library's
     folder: one folder for all projects lets every model's build reuse the TFLM objects of the first.
-    The library is the whole tree, archived, so the linker takes only the kernels a firmware calls."""
+    Each project compiles the tree's sources it lists in its tflm_sources.txt (the library's extra
+    script reads it): the framework, its operators' kernels and the CMSIS-NN files they reach."""
     folder = cache_dir() / "platformio-libraries" / tflm.fingerprint
     manifest = {
         "name": "tflm",
@@ -80,17 +98,17 @@ def tflm_library_dir(tflm: TflmTree) -> Path:
             "srcDir": str(tflm.root),
             "includeDir": str(tflm.root),
             "flags": [CXX_STD],
-            "srcFilter": ["-<*>"] + [f"+<{path.relative_to(tflm.root)}>" for path in tflm.sources],
+            "extraScript": "harness_sources.py",
             "libArchive": True,
         },
     }
-    text = json.dumps(manifest, indent=2) + "\n"
-    target = folder / "tflm" / "library.json"
-    if not target.is_file() or target.read_text() != text:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f"library.json.{os.getpid()}.partial")
-        partial.write_text(text)
-        partial.replace(target)
+    for name, text in (("library.json", json.dumps(manifest, indent=2) + "\n"), ("harness_sources.py", _SELECT_SCRIPT)):
+        target = folder / "tflm" / name
+        if not target.is_file() or target.read_text() != text:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(f"{name}.{os.getpid()}.partial")
+            partial.write_text(text)
+            partial.replace(target)
     return folder
 
 
@@ -153,6 +171,9 @@ def _build_files(firmware: Assembly, build_id: str, card_name: str = "", version
         lib_extra_dirs=lib_extra_dirs,
     )
     files = {"platformio.ini": templates.get_template("platformio.ini.j2").render(**context)}
+    if source == "tree":
+        sources = firmware.tflm.sources_for(firmware.operators)
+        files[TFLM_SOURCES] = "".join(f"{path.relative_to(firmware.tflm.root).as_posix()}\n" for path in sources)
     if pio.framework == "espidf":
         files["CMakeLists.txt"] = templates.get_template("CMakeLists.txt.j2").render(**context)
         files["src/CMakeLists.txt"] = templates.get_template("src_CMakeLists.txt.j2").render(
@@ -189,7 +210,7 @@ def generate_project(
     with staged(target) as partial:
         write_files(partial, files)
     compiled = sum(name.startswith("src/") and name.endswith(COMPILED_SUFFIXES) for name in files)
-    compiled += len(tflm.sources) if firmware.tflm_source == "tree" else 0
+    compiled += files[TFLM_SOURCES].count(b"\n") if TFLM_SOURCES in files else 0
     return PioProject(
         board,
         target,

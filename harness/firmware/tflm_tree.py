@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness.errors import UserError, setting
 from harness.firmware.build_runs import run_build
+from harness.firmware.cmsis_nn import CmsisNnSources
 from harness.model.tflite_file import model_operators
 from harness.paths import cache_dir
 
@@ -102,8 +103,13 @@ class TflmTree:
             bodies[method] = _REGISTRATION_USE.findall(header[start:end])
         return bodies
 
+    @cached_property
+    def _cmsis_nn(self) -> CmsisNnSources | None:
+        return CmsisNnSources(self.root / "third_party" / "cmsis_nn") if self.has_cmsis_nn else None
+
     def sources_for(self, operators: list[str]) -> list[Path]:
-        """The framework sources plus the kernel files these operators' registrations live in."""
+        """The framework sources, the kernel files these operators' registrations live in, and the CMSIS-NN
+        sources those kernels reach (cmsis_nn.py): the firmware calls nothing else of the tree."""
         kernel_files = set(self.kernel_files.values())
         wanted = set()
         for operator in dict.fromkeys(operators):
@@ -115,7 +121,13 @@ class TflmTree:
                     "use a newer TFLM tree, or a model without that operator"
                 )
             wanted |= {self.kernel_files[name] for name in registrations if name in self.kernel_files}
-        return [source for source in self.sources if source not in kernel_files or source in wanted]
+        chosen = [source for source in self.sources if source not in kernel_files or source in wanted]
+        if self._cmsis_nn is None:
+            return chosen
+        library = set(self._cmsis_nn.sources)
+        users = {source: source.read_text(errors="replace") for source in chosen if source not in library}
+        needed = set(self._cmsis_nn.needed(users))
+        return [source for source in chosen if source not in library or source in needed]
 
     @cached_property
     def fingerprint(self) -> str:

@@ -21,6 +21,10 @@ from tests.conftest import assert_refused_in_one_line, error_lines, fixture_mode
 
 pytest.importorskip("platformio", reason="needs the platformio package (test extras)")
 BUILTIN_OPERATORS = [name for name in vars(schema.BuiltinOperator) if not name.startswith("_")]
+# The signal library's operators (audio frontends), custom operators TFLM's resolver also takes.
+SIGNAL_OPERATORS = ["SignalWindow", "SignalRfft", "SignalEnergy", "SignalFftAutoScale", "SignalFilterBank",
+                    "SignalFilterBankSquareRoot", "SignalFilterBankSpectralSubtraction", "SignalFilterBankLog",
+                    "SignalPCAN"]  # fmt: skip
 MODELS = (
     "wake_vision_zoo/wv_quality_k_2_c_3.tflite",
     "tflm/person_detect.tflite",
@@ -36,7 +40,10 @@ def tflm_tree(tmp_path_factory) -> TflmTree:
     micro.mkdir(parents=True)
     (micro / "micro_interpreter.h").write_text("")
     # The resolver's methods, as TFLM declares them, so the generator can pick each operator's kernels.
-    methods = [f"TfLiteStatus {resolver_method(op)}(const R& r = Register_{op}()) {{}}" for op in BUILTIN_OPERATORS]
+    methods = [
+        f"TfLiteStatus {resolver_method(op)}(const R& r = Register_{op}()) {{}}"
+        for op in [*BUILTIN_OPERATORS, *SIGNAL_OPERATORS]
+    ]
     (micro / "micro_mutable_op_resolver.h").write_text("\n".join(methods) + "\n")
     return TflmTree(root)
 

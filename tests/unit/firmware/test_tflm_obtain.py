@@ -67,6 +67,11 @@ out = Path(args.output_dir)
 files = {
     "tensorflow/lite/micro/micro_interpreter.h": "// stand-in\\n",
     "tensorflow/lite/micro/micro_interpreter.cc": "// stand-in\\n",
+    # The resolver's methods for the small model's operators: a project lists the sources they need.
+    "tensorflow/lite/micro/micro_mutable_op_resolver.h": "".join(
+        f"TfLiteStatus {method}() {{}}\\n"
+        for method in ("AddConv2D", "AddQuantize", "AddFullyConnected", "AddSoftmax", "AddMaxPool2D", "AddMean")
+    ),
     "tensorflow/lite/micro/makefile_options.txt": args.makefile_options,
     "third_party/flatbuffers/include/flatbuffers/base.h": flatbuffers,
     "third_party/kissfft/kiss_fft.h": kissfft,
