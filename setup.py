@@ -7,11 +7,22 @@ the package as harness/_share for non-editable installs.
 """
 
 import shutil
+import sys
 from glob import glob
 from pathlib import Path
 
+import setuptools
 from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
+
+# pyproject.toml's `license = "Apache-2.0"` (an SPDX expression) needs setuptools 77; a build without isolation
+# uses the environment's own setuptools (a fresh Python 3.11 venv has 65), which would fail far less clearly.
+SETUPTOOLS_NEEDED = 77
+if int(setuptools.__version__.split(".")[0]) < SETUPTOOLS_NEEDED:
+    sys.exit(
+        f"building harness needs setuptools>={SETUPTOOLS_NEEDED} (this environment has {setuptools.__version__}): "
+        "build with isolation (plain `pip install .` or `pip wheel .`), or `pip install -U setuptools` first"
+    )
 
 DATA_DIRS = ("boards", "models", "firmware")
 

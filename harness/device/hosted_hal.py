@@ -31,9 +31,9 @@ from harness.device.processes import BoardPty, pty_board_process
 from harness.errors import UserError
 from harness.firmware.assemble import config_header
 from harness.native import SIM_INVOKE, ModelInfo
-from harness.paths import cache_dir
+from harness.paths import cache_dir, share_dir
 
-FIRMWARE = Path(__file__).resolve().parents[2] / "firmware"
+FIRMWARE = share_dir() / "firmware"
 START_SECONDS = 60
 
 

@@ -19,6 +19,7 @@ from contextlib import contextmanager, suppress
 
 from harness import console
 from harness.errors import LinkError, UserError, setting
+from harness.extras import require
 
 COORDINATOR_PORT = 20408  # labgrid's own default
 DEFAULT_COORDINATOR = f"127.0.0.1:{COORDINATOR_PORT}"
@@ -32,17 +33,14 @@ RELEASED = b"released\n"  # what harness tells its guard when it has released ev
 
 
 def _labgrid():
-    try:
-        import grpc
-        from labgrid.remote.client import ClientSession
-        from labgrid.remote.common import TAG_KEY, TAG_VAL
-        from labgrid.remote.generated import labgrid_coordinator_pb2 as pb2
-        from labgrid.remote.generated import labgrid_coordinator_pb2_grpc as pb2_grpc
-        from labgrid.util.proxy import proxymanager
-    except ImportError:
-        raise UserError(
-            f"{setting('labgrid_place')} needs labgrid: `pip install labgrid`, and LG_COORDINATOR set"
-        ) from None
+    purpose = setting("labgrid_place")
+    grpc = require("grpc", purpose)
+    ClientSession = require("labgrid.remote.client", purpose).ClientSession
+    common = require("labgrid.remote.common", purpose)
+    TAG_KEY, TAG_VAL = common.TAG_KEY, common.TAG_VAL
+    pb2 = require("labgrid.remote.generated.labgrid_coordinator_pb2", purpose)
+    pb2_grpc = require("labgrid.remote.generated.labgrid_coordinator_pb2_grpc", purpose)
+    proxymanager = require("labgrid.util.proxy", purpose).proxymanager
     root = logging.getLogger()
     if not root.handlers:  # labgrid logs its connection trouble on the root logger; harness words the error
         root.addHandler(logging.NullHandler())

@@ -51,17 +51,6 @@ METERS = {
 METER_KINDS = {kind: meter.description for kind, meter in METERS.items()}
 
 
-def require_package(module: str, pip_name: str, kind: str):
-    """Import a meter's vendor library only when that meter is used."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise UserError(
-            f"the {kind} meter needs the {pip_name} package: .venv/bin/pip install {pip_name} "
-            "(or pip install -e '.[meters]')"
-        ) from exc
-
-
 class Meter(ABC):
     kind: str
 

@@ -9,8 +9,9 @@ import time
 
 import numpy as np
 
-from harness.energy.meter import PollingMeter, require_package
+from harness.energy.meter import PollingMeter
 from harness.errors import UserError, setting
+from harness.extras import require
 
 DECIMATED_HZ = 1_000
 
@@ -46,7 +47,7 @@ class JoulescopeMeter(PollingMeter):
 
     def __init__(self, address: str):
         super().__init__()
-        joulescope = require_package("joulescope", "joulescope", self.kind)
+        joulescope = require("joulescope", f"the {self.kind} meter")
         devices = joulescope.scan(config="auto")
         if address != "auto":
             devices = [d for d in devices if address in str(d)]
@@ -89,7 +90,7 @@ class Ppk2Meter(PollingMeter):
 
     def __init__(self, address: str, millivolts: int = 3300):
         super().__init__()
-        module = require_package("ppk2_api.ppk2_api", "ppk2-api", self.kind)
+        module = require("ppk2_api.ppk2_api", f"the {self.kind} meter")
         if address == "auto":
             found = [d[0] if isinstance(d, tuple | list) else d for d in module.PPK2_API.list_devices()]
             if len(found) != 1:

@@ -10,10 +10,11 @@ import time
 
 import numpy as np
 
-from harness.energy.meter import PollingMeter, require_package
+from harness.energy.meter import PollingMeter
 from harness.energy.replay import NO_DATA
 from harness.energy.trace import JOULES_PER_WH
 from harness.errors import LinkError, UserError
+from harness.extras import require
 
 ITEMS = ("U", "I", "P", "WH", "TIME")
 RATES = {"100MS": 0.1, "250MS": 0.25, "500MS": 0.5, "1S": 1.0, "2S": 2.0, "5S": 5.0}  # :RATE -> update period, s
@@ -26,7 +27,7 @@ class Wt310Meter(PollingMeter):
 
     def __init__(self, address: str, rate: str = UPDATE_RATE, timeout_ms: int = 3000):
         super().__init__()
-        pyvisa = require_package("pyvisa", "pyvisa", self.kind)
+        pyvisa = require("pyvisa", f"the {self.kind} meter")
         self._pyvisa = pyvisa
         try:
             self._manager = pyvisa.ResourceManager("@py")

@@ -224,7 +224,7 @@ def describe_sources() -> list[dict]:
         },
         {
             "name": "hf:Harvard-Edge/Wake-Vision",
-            "kind": "Wake Vision validation/test streamed from the Hugging Face hub (online; pip install datasets)",
+            "kind": "Wake Vision validation/test streamed from the Hugging Face hub (online; the datasets extra)",
             "location": "huggingface.co",
             "ready": None,
         },

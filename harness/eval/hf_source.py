@@ -9,13 +9,13 @@ access to the hub; everything else in harness is offline.
 
 import csv
 import hashlib
-import importlib
 import json
 from pathlib import Path
 
 from harness.errors import UserError
 from harness.eval.dataset import PUBLISHED_SPLITS, STREAM_NOTE
 from harness.eval.demo_dataset import COLUMNS
+from harness.extras import require
 from harness.paths import cache_dir
 
 PREFIX = "hf:"
@@ -62,10 +62,7 @@ def stream_to_folder(
     """Stream each split, keep what `_kept` keeps, write images/, one flag CSV per split in the published
     layout (harness/eval/dataset.py reads it) and the stream note; returns the folder. Without `pools`
     and with a limit, the stream is shuffled by `seed` (a seeded random sample of each subset)."""
-    try:
-        datasets = importlib.import_module("datasets")
-    except ImportError as exc:
-        raise UserError("streaming from the Hugging Face hub needs `pip install datasets` (and network)") from exc
+    datasets = require("datasets", "streaming from the Hugging Face hub (online)")
     unknown = [split for split in splits if split not in HF_SPLITS]
     if unknown:
         raise UserError(f"unknown split {', '.join(unknown)} for {spec}; the hub has: {', '.join(HF_SPLITS)}")

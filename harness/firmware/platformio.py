@@ -19,6 +19,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from harness import __version__
 from harness.boards import Board, board_ids
 from harness.errors import BuildError, UserError
+from harness.extras import install_hint, require
 from harness.firmware.assemble import COMPILED_SUFFIXES, Assembly, firmware_dir, staged, write_files
 from harness.firmware.build_runs import BuildFailed, run_build
 from harness.firmware.elf import memory_usage
@@ -225,8 +226,7 @@ def generate_project(
 
 def lint(project: PioProject) -> dict:
     """PlatformIO's own offline check of platformio.ini: {"errors": [...], "warnings": [...]}."""
-    from platformio.project.config import ProjectConfig
-
+    ProjectConfig = require("platformio.project.config", "checking a PlatformIO project").ProjectConfig
     return ProjectConfig.lint(str(project.path / "platformio.ini"))
 
 
@@ -252,7 +252,7 @@ def _pio_executable() -> str:
     beside_harness = Path(sys.executable).parent / "pio"
     found = shutil.which("pio") or (str(beside_harness) if beside_harness.is_file() else None)
     if found is None:
-        raise UserError("PlatformIO not found: `pip install platformio` (its `pio` must be on PATH)")
+        raise UserError(f"building for a real board needs {install_hint('platformio')} (its `pio` on PATH)")
     return found
 
 

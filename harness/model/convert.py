@@ -2,7 +2,7 @@
 full-integer TFLite model, given calibration tensors. Which samples calibrate and how int8 is checked
 against float is eval's part (harness/eval/convert.py).
 
-TensorFlow is needed only here (`pip install tensorflow-cpu tf-keras`).
+TensorFlow is needed only here (`pip install 'harness[convert]'`).
 """
 
 import contextlib
@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.errors import UserError, setting
+from harness.extras import require
 from harness.model.card import ModelCard
 
 IO_TYPES = ("int8", "uint8", "float32")
@@ -99,13 +100,9 @@ def quiet():
 
 
 def _tensorflow():
-    try:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        with quiet():
-            import tensorflow as tf
-    except ImportError as exc:
-        raise UserError("converting needs TensorFlow: pip install tensorflow-cpu tf-keras") from exc
-    return tf
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    with quiet():
+        return require("tensorflow", "converting")
 
 
 def load_float_model(path: Path) -> FloatModel:
@@ -134,16 +131,11 @@ def _load_float_model(path: Path) -> FloatModel:
         raise UserError(f"model {path} does not exist; pass a .keras or .h5 file or a SavedModel folder")
     model = None
     try:
-        import keras
-
-        model = keras.models.load_model(str(path), compile=False)
+        model = require("keras", "converting").models.load_model(str(path), compile=False)
     except Exception:  # Keras 3 cannot read Keras 2 .h5 files such as the MLPerf Tiny VWW one
+        tf_keras = require("tf_keras", f"{path.name} (Keras 2 format)")
         try:
-            import tf_keras
-
             model = tf_keras.models.load_model(str(path), compile=False)
-        except ImportError as exc:
-            raise UserError(f"{path.name} needs tf-keras to load (Keras 2 format): pip install tf-keras") from exc
         except Exception as exc:
             raise UserError(
                 f"{path} cannot be loaded by Keras 3 or tf-keras ({type(exc).__name__}); "

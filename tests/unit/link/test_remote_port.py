@@ -99,7 +99,7 @@ def test_labgrid_place_without_labgrid_is_a_one_line_user_error(tmp_path):
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
     command = [sys.executable, "-m", "harness", "link-test", "--board", "nucleo_h743", "--labgrid-place", "lab1"]
     done = subprocess.run(command, capture_output=True, text=True, env=env)
-    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "pip install labgrid" in done.stderr
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "pip install 'harness[farm]'" in done.stderr
 
 
 def test_labgrid_place_needs_a_real_board():
