@@ -1067,6 +1067,11 @@ c(
     },
 )
 c("dataset-no-subcommand", ("the following arguments are required: {build}", "harness dataset --help"), "dataset")
+# cache
+c("cache-prune-what", ("say what to prune: --older-than DAYS", "--all"), "cache", "prune")
+c("cache-list-prune-flag", ("--older-than, --all and --dry-run go with `harness cache prune`",), "cache", "--all")
+c("cache-prune-negative-days", ("--older-than", "at least 0"), "cache", "prune", "--older-than", "-3")
+c("cache-unknown-action", ("invalid choice: 'clear'", "'list', 'prune'"), "cache", "clear")
 # models
 c("models-pull-unknown", ("unknown model 'nosuch'", "valid models:"), "models", "pull", "nosuch")
 c("models-pull-no-name", ("`harness models pull` needs a card name", "harness models"), "models", "pull")
