@@ -4,8 +4,8 @@ Each board's session runs in a thread of its own and takes the next sample whene
 not dealt round-robin: a slow board simply takes fewer). Every board says hello before any sample runs,
 so the caller can refuse a set of boards that do not run the same model and firmware. A board that fails
 mid-run gives its unfinished samples back to the others, and its failure is kept. Only the caller's
-thread runs host references and writes the journal, so neither needs a lock. One board is the same code
-with one thread.
+thread writes the journal, so it needs no lock (the host references run on their own thread,
+harness/eval/host_work.py). One board is the same code with one thread.
 """
 
 import queue
