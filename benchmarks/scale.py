@@ -32,11 +32,6 @@ PACED = ["--link-baud", "921600", "--emulate-invoke-ms", "90"]
 RSS_RATIO_MAX, CACHE_BYTES_MAX, HOST_WORK_RATIO_MAX = 1.3, 27_700, 1.05
 
 
-def copies_of_demo(n: int, folder: Path) -> Path:
-    demo = load_dataset("demo")
-    return demo_copies(n, folder, demo.csv_path, demo.samples[0].image_path.parent)
-
-
 def run_and_wait(args: list[str], env: dict) -> tuple[float, int, dict]:
     """(wall seconds, peak RSS bytes, the --json summary) of one `harness eval`: wait4 gives its rusage."""
     start = time.perf_counter()
@@ -73,13 +68,14 @@ def main() -> None:
     parser.add_argument("--model", default="mlperf_tiny_vww")
     args = parser.parse_args()
     sizes = [int(n) for n in args.sizes.split(",")]
+    demo = load_dataset("demo")
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         print(f"model {args.model} on the virtual board; {os.cpu_count()} cores")
         print(f"{'N':>7} {'wall s':>8} {'s/sample':>9} {'peak RSS MB':>12} {'cache B/sample':>15}")
         rss, cache_per_sample = {}, None
         for n in sizes:
-            data = copies_of_demo(n, scratch / f"data{n}")
+            data = demo_copies(n, scratch / f"data{n}", demo)
             cache = scratch / f"cache{n}"
             env = os.environ | {"HARNESS_CACHE_DIR": str(cache)}
             common = ["--model", args.model, "--dataset", str(data), "--subset", "all", "--no-pools"]
@@ -93,7 +89,7 @@ def main() -> None:
         print(f"peak RSS at {sizes[-1]} / at {sizes[0]}: {ratio:.3f} (target <= {RSS_RATIO_MAX})")
         print(f"cache bytes per sample: {cache_per_sample:.1f} (target <= {CACHE_BYTES_MAX})")
 
-        data = copies_of_demo(args.paced_samples, scratch / "paced")
+        data = demo_copies(args.paced_samples, scratch / "paced", demo)
         env = os.environ | {"HARNESS_CACHE_DIR": str(scratch / "paced-cache")}
         common = ["--model", args.model, "--dataset", str(data), "--subset", "all", "--no-pools", *PACED]
         run_and_wait([*common, "--references", "none", "--results", str(scratch / "warm")], env)  # fills the cache

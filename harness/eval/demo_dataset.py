@@ -225,10 +225,11 @@ def build_demo_dataset(target: Path, seed: int = 20240501) -> Path:
     return target
 
 
-def demo_copies(n: int, folder: Path, demo_csv: Path, demo_images: Path) -> Path:
-    """A dataset folder of `n` samples for scale tests: the demo set's images linked under new names
-    (c0000_<name>, c0001_<name>, …), each row's flags copied. Offline, and a few kB of links."""
-    with open(demo_csv, newline="") as f:
+def demo_copies(n: int, folder: Path, demo) -> Path:
+    """A dataset folder of `n` samples for scale tests: the images of `demo` (the loaded demo Dataset) linked
+    under new names (c0000_<name>, c0001_<name>, …), each row's flags copied. Offline, and a few kB of links."""
+    demo_images = demo.samples[0].image_path.parent
+    with open(demo.csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
     images = folder / "images"
     images.mkdir(parents=True)

@@ -95,7 +95,6 @@ class StoredTensors:
         self._row_items = int(np.prod(index.shape, dtype=np.int64))
         self._row_bytes = self._row_items * index.stored.itemsize
         self._fd: int | None = None
-        self._pid = 0
 
     def __len__(self) -> int:
         return len(self.index.ids)
@@ -103,8 +102,8 @@ class StoredTensors:
     def __getitem__(self, i: int) -> np.ndarray:
         if not 0 <= i < len(self):
             raise IndexError(i)
-        if self._fd is None or self._pid != os.getpid():  # a forked or spawned reader opens its own
-            self._fd, self._pid = os.open(self.path, os.O_RDONLY), os.getpid()
+        if self._fd is None:  # pread keeps no file offset: the board threads and the reference thread share it
+            self._fd = os.open(self.path, os.O_RDONLY)
         raw = os.pread(self._fd, self._row_bytes, i * self._row_bytes)
         if len(raw) != self._row_bytes:
             raise OSError(f"{self.path} is cut short at tensor {i}; `harness cache prune --all` clears it")
@@ -118,14 +117,8 @@ class StoredTensors:
         """Every tensor in one array (small sets only: calibration, agreement checks)."""
         return np.stack(list(self)) if len(self) else np.empty((0, *self.index.shape), self.index.dtype)
 
-    def __getstate__(self) -> dict:  # another process reads the same file with its own descriptor
-        return {"path": self.path, "index": self.index}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["path"], state["index"])
-
     def __del__(self) -> None:
-        if self._fd is not None and self._pid == os.getpid():
+        if self._fd is not None:
             os.close(self._fd)
 
 

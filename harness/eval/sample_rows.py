@@ -171,15 +171,14 @@ class StoredRows:
     board: np.ndarray  # object: which board ran each sample (None: one board)
 
 
-def _numbers(file: pq.ParquetFile, name: str) -> np.ndarray:
-    return file.read(columns=[name]).column(name).to_numpy(zero_copy_only=False).astype(np.float64)
-
-
 def read_rows(path, references: list[str]) -> StoredRows:
     file = pq.ParquetFile(path)
 
     def column(name: str) -> pa.ChunkedArray:
         return file.read(columns=[name]).column(name)
+
+    def numbers(name: str) -> np.ndarray:  # nulls as NaN
+        return column(name).to_numpy(zero_copy_only=False).astype(np.float64)
 
     def exact(name: str) -> int:
         both = file.read(columns=["device_output", f"{name}_output"])
@@ -193,8 +192,8 @@ def read_rows(path, references: list[str]) -> StoredRows:
         host={name: pair(name) for name in references},
         diffs={name: column(f"{name}_max_diff_steps").to_numpy() for name in references},
         bit_exact={name: exact(name) for name in references},
-        micros=_numbers(file, "microseconds"),
-        cycles=_numbers(file, "cycles"),
-        instructions=_numbers(file, "instructions"),
+        micros=numbers("microseconds"),
+        cycles=numbers("cycles"),
+        instructions=numbers("instructions"),
         board=np.array(column("board").to_pylist(), dtype=object),
     )

@@ -24,8 +24,7 @@ def _lines(partial) -> int:
 
 
 def test_a_500_sample_run_killed_mid_group_resumes_bit_exact_with_tflm(tmp_path):
-    demo = load_dataset("demo")
-    data = demo_copies(SAMPLES, tmp_path / "data", demo.csv_path, demo.samples[0].image_path.parent)
+    data = demo_copies(SAMPLES, tmp_path / "data", load_dataset("demo"))
     results = tmp_path / "results"
     command = [sys.executable, "-m", "harness", "eval", "--board", "sim", "--dataset", str(data)]
     command += ["--subset", "all", "--no-pools", "--references", "tflm", "--results", str(results), "--json"]
