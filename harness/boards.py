@@ -15,6 +15,7 @@ from typing import Literal
 import platformdirs
 import pydantic
 
+from harness.defaults import DEFAULT_BOARD as DEFAULT_BOARD  # the board a command runs on unless told
 from harness.errors import UserError
 from harness.paths import boards_dir, share_dir
 
@@ -22,8 +23,6 @@ Kind = Literal["virtual", "emulated", "hosted", "device"]
 LatencySource = Literal["device", "emulated", "sim"]
 # A board file is refused, naming the field, when it holds a key no table declares.
 _STRICT = pydantic.ConfigDict(extra="forbid", strict=False, frozen=True)
-
-DEFAULT_BOARD = "sim"
 
 
 @dataclass(frozen=True)

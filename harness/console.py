@@ -1,4 +1,7 @@
-"""Terminal output: a progress bar with ETA on a terminal, plain progress lines under CI or in logs."""
+"""Terminal output: a progress bar with ETA on a terminal, plain progress lines under CI or in logs.
+
+rich is imported where it is used: every command imports this module, most before they print anything, and
+a refused command prints one plain line."""
 
 import json
 import os
@@ -6,9 +9,10 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+if TYPE_CHECKING:
+    from rich.console import Console
 
 QUIET = False  # set by --quiet and --json: no progress output at all
 
@@ -26,7 +30,9 @@ def print_json(data) -> None:
     print(json.dumps(data, indent=2, default=str))
 
 
-def stdout_console() -> Console:
+def stdout_console() -> "Console":
+    from rich.console import Console
+
     return Console() if sys.stdout.isatty() else Console(width=160, no_color=True)
 
 
@@ -37,6 +43,9 @@ def progress(total: int, label: str) -> Iterator:
         yield lambda amount=1: None
         return
     if interactive():
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
         columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("eta"), TimeRemainingColumn())
         with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task(label, total=total)

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.defaults import DEMO as DEMO  # the dataset spec of each task's demo set
 from harness.tensors import TensorSpec
-
-DEMO = "demo"  # the dataset spec of each task's demo set
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ the command line so that settings declared elsewhere (harness/eval/settings.py) 
 import argparse
 import math
 
+from harness.defaults import REFERENCE_NAMES
 from harness.errors import UserError
-from harness.model.references import REFERENCES
 
 
 def _number(text: str, convert, valid, expected: str):
@@ -69,10 +69,10 @@ def reference_names(text: str) -> tuple[str, ...]:
     if text.strip() == "none":  # the board alone: no host inference
         return ()
     names = tuple(n.strip() for n in text.split(",") if n.strip())
-    unknown = [n for n in names if n not in REFERENCES]
+    unknown = [n for n in names if n not in REFERENCE_NAMES]
     if unknown:
         raise argparse.ArgumentTypeError(
-            f"unknown reference {', '.join(unknown)}; valid: {', '.join(REFERENCES)}, or none"
+            f"unknown reference {', '.join(unknown)}; valid: {', '.join(REFERENCE_NAMES)}, or none"
         )
     return names
 

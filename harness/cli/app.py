@@ -1,29 +1,23 @@
-"""The `harness` command line: the parser and the entry point."""
+"""The `harness` command line: the parser and the entry point.
+
+Every run of `harness` builds the whole parser, and a bad flag is refused while parsing, so this module and
+what it imports stay light (argparse, harness/values.py, harness/defaults.py, the eval settings' declarations):
+a command's handler is named as "module:function" and imported by main() when that command runs.
+tests/unit/architecture/test_cli_startup.py checks that building the parser imports nothing heavy."""
 
 import argparse
 import errno
+import importlib
 import sys
 
-import serial
-
 from harness import __version__, console
-from harness.boards import board_ids
 from harness.cli.args import EXIT_USAGE, Parser, link_options, output_options
-from harness.cli.cache import cmd_cache
-from harness.cli.devices import cmd_boards, cmd_build, cmd_flash, cmd_generate, cmd_link_test, cmd_perf, cmd_profile
 from harness.cli.energy import add_energy_commands
-from harness.cli.evaluation import cmd_check, cmd_compare, cmd_eval, cmd_report, cmd_runs, cmd_score
-from harness.cli.models import cmd_convert, cmd_dataset_build, cmd_datasets, cmd_inspect, cmd_models, cmd_subsets
-from harness.cli.streaming import cmd_stream, cmd_stream_score
 from harness.cli.tflm import add_tflm_commands
-from harness.device.drivers.base import PROTOCOLS
+from harness.defaults import DEFAULT_MODEL, DEFAULT_SPLIT_SEED, DEMO, MLPERF_WINDOW_SECONDS, PROTOCOL_NAMES
 from harness.errors import BuildError, InterruptedRun, LinkError, UserError
-from harness.eval.convert import DEFAULT_SPLIT_SEED
-from harness.eval.perf_energy import MLPERF_WINDOW_SECONDS
 from harness.eval.settings import TFLM_HELP
 from harness.eval.settings import add_arguments as add_eval_settings
-from harness.model.card import DEFAULT_MODEL
-from harness.samples import DEMO
 from harness.values import (
     decibels,
     fraction,
@@ -39,15 +33,41 @@ PROTOCOL_HELP = "the board's wire protocol: harness firmware (default) or MLPerf
 
 
 def add_protocol_option(parser: argparse.ArgumentParser, prefix: str = "") -> None:
-    parser.add_argument("--protocol", choices=tuple(PROTOCOLS), default="harness", help=prefix + PROTOCOL_HELP)
+    parser.add_argument("--protocol", choices=PROTOCOL_NAMES, default="harness", help=prefix + PROTOCOL_HELP)
 
 
 def platformio_board_help() -> str:
     """The PlatformIO boards, read from the board files (a broken user board file must not break --help)."""
+    from harness.boards import board_ids  # the board files are read (and validated) only when help is shown
+
     try:
         return f"a PlatformIO board ({', '.join(board_ids(platformio=True))}) or a board file's path"
     except UserError:
         return "a PlatformIO board (`harness boards` lists them) or a board file's path"
+
+
+class _StoreHelpOnDemand(argparse.Action):
+    """argparse's plain store, whose help text `help_text()` makes only when help is shown: building the parser
+    for every command must not read every board file."""
+
+    def __init__(self, option_strings, dest, help_text, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self._help_text = help_text
+
+    @property
+    def help(self) -> str:
+        return self._help_text()
+
+    @help.setter
+    def help(self, value) -> None:  # argparse sets help=None first
+        pass
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, values)
+
+
+def _platformio_board_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--board", required=True, action=_StoreHelpOnDemand, help_text=platformio_board_help)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RUN",
         help="finish an interrupted run (its id under --results, or its .partial folder) from its journal",
     )
-    run.set_defaults(handler=cmd_eval)
+    run.set_defaults(handler="harness.cli.evaluation:cmd_eval")
 
     flash = commands.add_parser("flash", help="build the firmware for a board and load it (QEMU: boot and check)")
     flash.add_argument("--board", required=True, help="board id from boards/")
@@ -81,27 +101,27 @@ def build_parser() -> argparse.ArgumentParser:
     flash.add_argument("--port", help="serial port of a real board, or 'auto' (default: found by USB id)")
     flash.add_argument("--serial", help="with several boards of a kind attached: the USB serial number to use")
     flash.add_argument("--out", default="build", help="where PlatformIO projects are generated (default: build)")
-    flash.set_defaults(handler=cmd_flash)
+    flash.set_defaults(handler="harness.cli.devices:cmd_flash")
 
     build = commands.add_parser(
         "build", parents=[output], help="generate the PlatformIO project for a board and build it (no upload)"
     )
-    build.add_argument("--board", required=True, help=platformio_board_help())
+    _platformio_board_option(build)
     build.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
     build.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
     build.add_argument("--tflm", help="TFLM source tree (default: $HARNESS_TFLM_TREE, else the board's choice)")
     build.add_argument("--out", default="build", help="where projects go: OUT/<board>/<model hash>/")
-    build.set_defaults(handler=cmd_build)
+    build.set_defaults(handler="harness.cli.devices:cmd_build")
 
     generate = commands.add_parser("generate", parents=[output], help="write the PlatformIO project for a board")
-    generate.add_argument("--board", required=True, help=platformio_board_help())
+    _platformio_board_option(generate)
     generate.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
     generate.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
     generate.add_argument(
         "--tflm", help="TFLM tree (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree or its pinned package)"
     )
     generate.add_argument("--out", default="build", help="where projects go: OUT/<board>/<model hash>/")
-    generate.set_defaults(handler=cmd_generate)
+    generate.set_defaults(handler="harness.cli.devices:cmd_generate")
 
     link = commands.add_parser(
         "link-test",
@@ -111,11 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     link.add_argument("--board", default="sim", help="board id from boards/ (default: sim)")
     link.add_argument("--port", help="serial device or pyserial URL of a real board")
     link.add_argument("--bytes", type=positive_int, default=1 << 20, help="bytes through the link, both ways")
-    link.set_defaults(handler=cmd_link_test)
+    link.set_defaults(handler="harness.cli.devices:cmd_link_test")
 
     for name, handler, text in (
-        ("perf", cmd_perf, "time repeated invokes of one input: min, median, p95"),
-        ("profile", cmd_profile, "time one invoke operator by operator"),
+        ("perf", "harness.cli.devices:cmd_perf", "time repeated invokes of one input: min, median, p95"),
+        ("profile", "harness.cli.devices:cmd_profile", "time one invoke operator by operator"),
     ):
         timed = commands.add_parser(name, parents=[output], help=text)
         timed.add_argument("--board", default="sim", help="board id from boards/ (default: sim)")
@@ -140,13 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     runs = commands.add_parser("runs", parents=[output], help="list the runs in a results folder")
     runs.add_argument("--results", default="results", help="results folder (default: results)")
-    runs.set_defaults(handler=cmd_runs)
+    runs.set_defaults(handler="harness.cli.evaluation:cmd_runs")
 
     report = commands.add_parser("report", parents=[output], help="write a self-contained HTML report of runs")
     report.add_argument("runs", nargs="+", help="run ids (under --results) or run folders")
     report.add_argument("--out", default="report.html", help="the HTML file to write (default: report.html)")
     report.add_argument("--results", default="results", help="results folder (default: results)")
-    report.set_defaults(handler=cmd_report)
+    report.set_defaults(handler="harness.cli.evaluation:cmd_report")
 
     compare = commands.add_parser("compare", parents=[output], help="what changed between two runs, with significance")
     compare.add_argument("run_a")
@@ -158,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="smallest relative latency change called significant (default by source: emulated 0, device 0.02; "
         "sim latency is host time and is judged only with this option)",
     )
-    compare.set_defaults(handler=cmd_compare)
+    compare.set_defaults(handler="harness.cli.evaluation:cmd_compare")
 
     check = commands.add_parser("check", parents=[output], help="gate a run: exit 1 when a gate fails")
     check.add_argument("run")
@@ -169,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="fail a gate that cannot be judged (no baseline, no such figure)"
     )
     check.add_argument("--results", default="results", help="results folder (default: results)")
-    check.set_defaults(handler=cmd_check)
+    check.set_defaults(handler="harness.cli.evaluation:cmd_check")
 
     conv = commands.add_parser("convert", parents=[output], help="a float Keras model to full-integer TFLite")
     conv.add_argument("--card", required=True, help="the float model's card: its preprocessing and output")
@@ -186,14 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     conv.add_argument("--io", default="int8", help="input/output type: int8, uint8 or float32 (default: int8)")
     conv.add_argument("--reference", help="a published model's card to compare top-1 with on every sample")
-    conv.set_defaults(handler=cmd_convert)
+    conv.set_defaults(handler="harness.cli.models:cmd_convert")
 
     inspect = commands.add_parser("inspect", parents=[output], help="operators, MACs, arena and board fit of a model")
     inspect.add_argument("model", help="model card name or a .tflite file")
     inspect.add_argument("--board", help="only this board's fit (default: every board)")
     inspect.add_argument("--no-fit", action="store_true", help="skip the board fit table")
     inspect.add_argument("--layers", action="store_true", help="print every layer with its MACs")
-    inspect.set_defaults(handler=cmd_inspect)
+    inspect.set_defaults(handler="harness.cli.models:cmd_inspect")
 
     scorer = commands.add_parser("score", parents=[output], help="the eval metrics for predictions made elsewhere")
     scorer.add_argument(
@@ -212,11 +232,13 @@ def build_parser() -> argparse.ArgumentParser:
     scorer.add_argument(
         "--subset", help="comma-separated subsets (default: every subset the labels have the flags for)"
     )
-    scorer.set_defaults(handler=cmd_score)
+    scorer.set_defaults(handler="harness.cli.evaluation:cmd_score")
 
-    commands.add_parser("boards", parents=[output], help="list the boards").set_defaults(handler=cmd_boards)
+    commands.add_parser("boards", parents=[output], help="list the boards").set_defaults(
+        handler="harness.cli.devices:cmd_boards"
+    )
     commands.add_parser("datasets", parents=[output], help="list the dataset sources").set_defaults(
-        handler=cmd_datasets
+        handler="harness.cli.models:cmd_datasets"
     )
     dataset = commands.add_parser("dataset", help="work on datasets")
     dataset_commands = dataset.add_subparsers(
@@ -230,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.add_argument("--images", required=True, help="folder with the images (named by ImageID)")
     build.add_argument("--out", required=True, help="folder for labels.csv (and an images/ link): a --dataset")
-    build.set_defaults(handler=cmd_dataset_build)
+    build.set_defaults(handler="harness.cli.models:cmd_dataset_build")
     cache = commands.add_parser(
         "cache",
         parents=[output],
@@ -242,11 +264,11 @@ def build_parser() -> argparse.ArgumentParser:
     cache.add_argument("--older-than", type=non_negative_float, metavar="DAYS", help="prune: entries unused this long")
     cache.add_argument("--all", action="store_true", help="prune: every entry")
     cache.add_argument("--dry-run", action="store_true", help="prune: say what would go, remove nothing")
-    cache.set_defaults(handler=cmd_cache)
+    cache.set_defaults(handler="harness.cli.cache:cmd_cache")
     models = commands.add_parser("models", parents=[output], help="list the model cards, or pull one")
     models.add_argument("action", nargs="?", choices=("list", "pull"), default="list")
     models.add_argument("name", nargs="?", help="with pull: the card whose model to fetch and verify")
-    models.set_defaults(handler=cmd_models)
+    models.set_defaults(handler="harness.cli.models:cmd_models")
     stream_score = commands.add_parser(
         "stream-score", parents=[output], help="score keyword detections on continuous audio against an event ledger"
     )
@@ -268,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     exposure.add_argument("--duration-ms", type=positive_int, help="the exposure, when the WAV is not at hand")
     stream_score.add_argument("--ledger-unit", choices=("ms", "s"), help="the ledger's time unit, when not ms")
     stream_score.add_argument("--wakeword", help="mlperf-sww: the wakeword label (default: the ledger's only label)")
-    stream_score.set_defaults(handler=cmd_stream_score)
+    stream_score.set_defaults(handler="harness.cli.streaming:cmd_stream_score")
 
     stream = commands.add_parser(
         "stream", parents=[output], help="continuous audio: `stream build` composes a test stream and its ledger"
@@ -301,9 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--background", default="silence", help="build: 'silence' or a WAV looped underneath")
     stream.add_argument("--snr-db", type=decibels, help="build: each clip's power over the background's, in dB")
     stream.add_argument("--seed", type=seed_number, default=0, help="build: random seed for times and clip choice")
-    stream.set_defaults(handler=cmd_stream)
+    stream.set_defaults(handler="harness.cli.streaming:cmd_stream")
     commands.add_parser("subsets", parents=[output], help="list the benchmark subsets").set_defaults(
-        handler=cmd_subsets
+        handler="harness.cli.models:cmd_subsets"
     )
     add_energy_commands(commands, output)
     add_tflm_commands(commands, output)
@@ -314,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     console.QUIET = getattr(args, "quiet", False) or getattr(args, "json", False)
     try:
-        return args.handler(args)
+        return handler_of(args)(args)
     except UserError as exc:
         print(f"harness: error: {exc.worded_for_cli()}", file=sys.stderr)
         return EXIT_USAGE
@@ -344,9 +366,20 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
 
 
+def handler_of(args: argparse.Namespace):
+    """The command's handler: a function, or "module:function" (imported now, only for the command that runs)."""
+    handler = args.handler
+    if isinstance(handler, str):
+        module, _, name = handler.partition(":")
+        handler = getattr(importlib.import_module(module), name)
+    return handler
+
+
 def _port_failed(exc: OSError) -> bool:
     """A serial port's failure (pyserial's own, or EIO/ENXIO/ENODEV from a terminal whose other end went
     away), not a file's: those name their file."""
+    import serial
+
     return isinstance(exc, serial.SerialException) or (
         exc.filename is None and exc.errno in (errno.EIO, errno.ENXIO, errno.ENODEV)
     )

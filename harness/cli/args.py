@@ -1,16 +1,14 @@
-"""The helpers several commands share (argument types: harness/values.py)."""
+"""The helpers several commands share (argument types: harness/values.py).
+
+The parser (harness/cli/app.py) is built from this module too, so it imports only what parsing needs at the
+top; what the commands' helpers use is imported inside them."""
 
 import argparse
 import os
 import sys
 from pathlib import Path
 
-from harness.boards import get_board
 from harness.errors import UserError
-from harness.model.card import check_card_model, load_card
-from harness.model.deployable import require_deployable
-from harness.model.fetch import obtain_model
-from harness.model.tflite_file import read_tflite
 
 EXIT_USAGE = 2  # bad input: one line naming the problem and the fix
 
@@ -44,6 +42,11 @@ def emulated_tflm_tree(args, board):
 
 def model_for(args, board):
     """The card and its model, checked to be deployable on the board."""
+    from harness.model.card import check_card_model, load_card
+    from harness.model.deployable import require_deployable
+    from harness.model.fetch import obtain_model
+    from harness.model.tflite_file import read_tflite
+
     card = load_card(args.model)
     model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
     require_deployable(model, board)
@@ -78,6 +81,7 @@ def link_options() -> argparse.ArgumentParser:
 
 
 def board_with_link_options(args):
+    from harness.boards import get_board
     from harness.device.launch import with_link_options
 
     return with_link_options(

@@ -1,15 +1,19 @@
-"""`harness cache`: what the input cache holds, and pruning it."""
+"""`harness cache`: what the input cache holds, and pruning it (the cache and rich are imported once the
+command line is found sound: a refusal is one quick line)."""
 
 import time
-
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from harness.console import print_json, stdout_console
 from harness.errors import UserError
-from harness.eval.input_cache import CacheEntry, list_entries, prune, tensors_dir
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from harness.eval.input_cache import CacheEntry
 
 
-def _row(entry: CacheEntry) -> dict:
+def _row(entry: "CacheEntry") -> dict:
     return {
         "key": entry.key,
         "samples": entry.samples,
@@ -21,7 +25,9 @@ def _row(entry: CacheEntry) -> dict:
     }
 
 
-def _table(title: str, entries: list[CacheEntry]) -> Table:
+def _table(title: str, entries: list["CacheEntry"]) -> "Table":
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     for column in ("key", "samples", "stored as", "bytes", "B/sample", "last used (UTC)"):
         table.add_column(column, justify="left" if column in ("key", "stored as", "last used (UTC)") else "right")
@@ -42,6 +48,8 @@ def cmd_cache(args) -> int:
     if args.action == "list":
         if args.older_than is not None or args.all or args.dry_run:
             raise UserError("--older-than, --all and --dry-run go with `harness cache prune`")
+        from harness.eval.input_cache import list_entries, tensors_dir
+
         entries = list_entries()
         if args.json:
             print_json({"folder": str(tensors_dir()), "entries": [_row(e) for e in entries]})
@@ -53,6 +61,8 @@ def cmd_cache(args) -> int:
         return 0
     if args.older_than is None and not args.all:
         raise UserError("say what to prune: --older-than DAYS (unused that long) or --all")
+    from harness.eval.input_cache import prune, tensors_dir
+
     removed = prune(args.older_than, args.all, args.dry_run)
     freed = sum(e.bytes for e in removed)
     if args.json:

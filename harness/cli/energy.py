@@ -1,4 +1,5 @@
-"""Energy and LPIRC commands: meter, referee, lpirc-score, map."""
+"""Energy and LPIRC commands: meter, referee, lpirc-score, map (their parsers, and their handlers, which import
+what they run when they run: the parser is built from this module for every command)."""
 
 import sys
 from pathlib import Path

@@ -1,6 +1,7 @@
-"""`harness tflm`: the TFLM trees harness prepares (list, prepare, remove, sources); docs/tflm.md."""
+"""`harness tflm`: the TFLM trees harness prepares (list, prepare, remove, sources); docs/tflm.md.
 
-from harness.boards import all_boards, get_board
+The parser is built from this module for every command: what the handlers use is imported inside them."""
+
 from harness.cli.args import Parser
 from harness.console import print_json, stdout_console
 from harness.errors import UserError
@@ -31,6 +32,7 @@ def add_tflm_commands(commands, output) -> None:
 
 def _users() -> dict[str, list[str]]:
     """recipe key -> the boards whose [tflm] recipe it is."""
+    from harness.boards import all_boards
     from harness.firmware.tflm_obtain import board_recipe, load_pins
 
     pins = load_pins()
@@ -46,6 +48,7 @@ def _users() -> dict[str, list[str]]:
 
 
 def cmd_tflm_list(args) -> int:
+    from harness.boards import all_boards
     from harness.firmware.tflm_obtain import board_recipe, cached_trees, elsewhere, leftovers, load_pins, trees_dir
 
     users = _users()
@@ -106,6 +109,7 @@ def cmd_tflm_list(args) -> int:
 
 
 def cmd_tflm_prepare(args) -> int:
+    from harness.boards import get_board
     from harness.firmware.tflm_obtain import board_recipe, cached_tree, elsewhere, prepare
 
     board = get_board(args.board)
@@ -136,6 +140,7 @@ def cmd_tflm_prepare(args) -> int:
 
 
 def cmd_tflm_remove(args) -> int:
+    from harness.boards import get_board
     from harness.firmware.tflm_obtain import archives_dir, board_recipe, cached_trees, leftovers, logs_dir, remove
 
     trees = cached_trees()

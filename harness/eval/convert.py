@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.defaults import DEFAULT_SPLIT_SEED  # the calibration / held-out draw; fixed so a conversion repeats
 from harness.errors import UserError, setting
 from harness.eval.inputs import image_preparation, prepare_inputs
 from harness.eval.outputs import predict
@@ -32,7 +33,6 @@ from harness.model.tflite_file import read_tflite
 from harness.paths import cache_dir
 from harness.tensors import TensorSpec
 
-DEFAULT_SPLIT_SEED = 0  # the calibration / held-out draw; fixed so a conversion is reproducible
 EVAL_CALIBRATION_SAMPLES = 50
 EVAL_IO = "int8"
 

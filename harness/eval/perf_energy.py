@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.boards import Board
+from harness.defaults import MLPERF_WINDOW_SECONDS
 from harness.energy.meter import Meter
 from harness.energy.trace import PowerTrace
 from harness.energy.windows import PERF_ADVICE, Window, resolution, window_energies_j
@@ -24,7 +25,6 @@ from harness.errors import LinkError, UserError
 from harness.link.session import DeviceSession, Span
 
 MLPERF_WINDOWS = 5  # MLPerf Tiny: the median of 5 windows, in performance and energy mode
-MLPERF_WINDOW_SECONDS = 10.0
 COUNT_MARGIN = 1.05  # invokes beyond the timing pass's estimate, so a window rarely falls short of its length
 WINDOW_ATTEMPTS = 3
 TRAILING_SAMPLE_WAIT_S = 5.0  # the longest wait for the meter's first sample, and for one after the last window

@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from harness.defaults import AUTO_POOL_SAMPLES  # no --limit, no --pools/--no-pools: pools up to this many samples
 from harness.samples import Sample
 
 SAMPLED, DATASET = "sampled", "dataset"
-# Without --pools or --no-pools, a run without --limit adds the pools while they add at most this many samples.
-AUTO_POOL_SAMPLES = 2000
 
 
 @dataclass(frozen=True)

@@ -8,19 +8,16 @@ runs, not what the run is, so a resumed run takes them from the command that res
 
 import argparse
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import pydantic
-
-from harness.boards import DEFAULT_BOARD
+# Light imports only: every command's parser is built from these declarations (harness/cli/app.py), so what they
+# need comes from harness/defaults.py, not from the modules that own it (pydantic is imported where it is used).
+from harness.defaults import AUTO_POOL_SAMPLES, DEFAULT_BOARD, DEFAULT_MODEL, DEFAULT_REFERENCES, DEMO, PROTOCOL_NAMES
 from harness.errors import UserError
-from harness.eval.sampling import AUTO_POOL_SAMPLES
 from harness.link.faults import FaultSpec
-from harness.model.card import DEFAULT_MODEL
-from harness.model.references import DEFAULT_REFERENCES
-from harness.samples import DEMO
 from harness.values import (
     baud_rate,
     fault_spec,
@@ -126,7 +123,7 @@ class EvalSettings:
     protocol: str = option(
         "the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware",
         "harness",
-        choices=("harness", "eembc"),
+        choices=PROTOCOL_NAMES,
     )
     baud: int | None = option(
         "real board: open its serial port at this baud rate (default: the board file's; with --protocol eembc, "
@@ -174,22 +171,30 @@ class EvalSettings:
 
     def stored(self) -> dict:
         """The settings as JSON, for request.json (what --resume reloads) and the run manifest."""
-        return _ADAPTER.dump_python(self, mode="json")
+        return _adapter().dump_python(self, mode="json")
 
     @classmethod
     def restored(cls, stored: dict, where: str = "request.json") -> "EvalSettings":
         """The settings a run kept. Run folders of earlier versions hold the same names (a setting they lack
         takes the value those versions ran with, else its default; one no longer declared is ignored)."""
+        import pydantic
+
         earlier = {f.name: f.metadata["earlier"] for f in dataclasses.fields(cls) if "earlier" in f.metadata}
         try:
-            return _ADAPTER.validate_python(earlier | stored)
+            return _adapter().validate_python(earlier | stored)
         except pydantic.ValidationError as exc:
             error = exc.errors()[0]
             name = ".".join(str(part) for part in error["loc"])
             raise UserError(f"{where}: setting {name} is damaged ({error['msg']}); start a new run") from None
 
 
-_ADAPTER = pydantic.TypeAdapter(EvalSettings)
+@functools.cache
+def _adapter():
+    """The settings' pydantic adapter, made the first time a run stores or restores them (not to parse a flag)."""
+    import pydantic
+
+    return pydantic.TypeAdapter(EvalSettings)
+
 
 # The settings of the link, which `harness link-test` takes too.
 LINK_SETTINGS = ("baud", "link_baud", "emulate_invoke_ms", "switch_baud", "labgrid_place", "faults")

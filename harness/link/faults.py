@@ -17,8 +17,6 @@ import tty
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from harness.errors import UserError, setting
 
 CLOSED_END_BACKOFF = 0.05  # seconds between looks at an end that has closed (it may open again)
@@ -66,6 +64,8 @@ class FaultProxy:
         # A plain dict, updated as bytes pass, so a client's link statistics can hold it as it grows.
         self.counts = dict.fromkeys(("dropped", "corrupted", "duplicated", "resets", "to_device", "to_host"), 0)
         self._device, self._reset = device, reset
+        import numpy as np  # here, not above: FaultSpec is what --faults parses, and parsing stays light
+
         self._rng = np.random.default_rng(seed)
         self._master, self._slave = os.openpty()
         tty.setraw(self._slave)
@@ -92,6 +92,8 @@ class FaultProxy:
 
     def damage(self, data: bytes) -> bytes:
         """The bytes after this hop: some dropped, some with a bit flipped, some twice."""
+        import numpy as np
+
         if not data:
             return data
         n = len(data)

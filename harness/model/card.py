@@ -7,11 +7,11 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.defaults import DEFAULT_MODEL
 from harness.errors import UserError
 from harness.model.pipelines import AUDIO_PIPELINES, DECODERS, FILE_PIPELINES, IMAGE_PIPELINES, SCALINGS
 from harness.paths import models_dir
 
-DEFAULT_MODEL = "mlperf_tiny_vww"
 OUTPUT_KINDS = ("softmax", "logits", "sigmoid", "reconstruction_mse")
 # reconstruction_mse: the result is one score, the mean squared error of an autoencoder's reconstruction
 # of its float input (MLPerf Tiny ad01; harness/model/dut.py computes it as the reference DUT does)

@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from harness.defaults import DEFAULT_REFERENCES
 from harness.model.tflite_file import TfliteModel
 from harness.model.tflm import make_interpreter, native_stderr
 
@@ -54,7 +55,6 @@ REFERENCES = {
     "litert_ref": lambda model: LiteRtReference(model, reference_kernels=True),
     "litert": lambda model: LiteRtReference(model, reference_kernels=False),
 }
-DEFAULT_REFERENCES = ("tflm", "litert_ref")
 REASON_CHARS = 160
 
 
