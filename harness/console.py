@@ -17,8 +17,17 @@ if TYPE_CHECKING:
 QUIET = False  # set by --quiet and --json: no progress output at all
 
 
+NOT_CI = ("", "0", "false", "no", "off")
+
+
+def under_ci() -> bool:
+    """CI read as a boolean: 0/false/no/off (any case) or empty is no CI; 1/true/yes/on, or any other value
+    a CI service sets it to, is CI."""
+    return os.environ.get("CI", "").strip().lower() not in NOT_CI
+
+
 def interactive() -> bool:
-    return sys.stderr.isatty() and not os.environ.get("CI")
+    return sys.stderr.isatty() and not under_ci()
 
 
 def percent(value: float | None) -> str:

@@ -3,6 +3,7 @@
 import sys
 from pathlib import Path
 
+from harness.cli import exits
 from harness.cli.args import board_with_link_options, emulated_tflm_tree
 from harness.console import percent, print_json, stdout_console
 from harness.errors import UserError, setting
@@ -304,7 +305,7 @@ def cmd_check(args) -> int:
         for r in results:
             if not args.quiet or not r.passed:
                 console.print(f"{VERDICTS[r.status]} {r.name}: {r.detail}", highlight=False)
-    return 1 if any(r.status == "failed" for r in results) else 0
+    return exits.FAILED if any(r.status == "failed" for r in results) else exits.OK
 
 
 VERDICTS = {"passed": "PASS", "failed": "FAIL", "not judged": "NOT JUDGED"}
