@@ -35,6 +35,11 @@ def percent(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}"
 
 
+def percent_interval(interval: tuple[float, float] | list[float] | None) -> str:
+    """A 95 % interval of a share as percentages, low-high, or n/a."""
+    return "n/a" if interval is None else f"{100 * interval[0]:.1f}-{100 * interval[1]:.1f}"
+
+
 def print_json(data) -> None:
     print(json.dumps(data, indent=2, default=str))
 

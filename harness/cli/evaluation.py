@@ -5,7 +5,7 @@ from pathlib import Path
 
 from harness.cli import exits
 from harness.cli.args import board_with_link_options, emulated_tflm_tree
-from harness.console import percent, print_json, stdout_console
+from harness.console import percent, percent_interval, print_json, stdout_console
 from harness.errors import UserError, setting
 from harness.eval.convert import converted_for_eval
 from harness.eval.settings import EvalSettings
@@ -330,7 +330,8 @@ def cmd_score(args) -> int:
     )
     for name, s in result["subsets"].items():
         console.print(
-            f"  {name:22} n={s['n']:<6} accuracy {percent(s['accuracy'])} %  f1_wv {percent(s['f1_wv'])} %  "
+            f"  {name:22} n={s['n']:<6} accuracy {percent(s['accuracy'])} % "
+            f"(95 % CI {percent_interval(s['accuracy_ci95'])})  f1_wv {percent(s['f1_wv'])} %  "
             f"f1_counts {percent(s['f1_counts'])} %",
             highlight=False,
         )
