@@ -26,10 +26,23 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescript
         return f"{text} (default: %(default)s)"
 
 
+class _Subcommands(argparse._SubParsersAction):
+    """argparse's subcommands, named by their choices wherever argparse names them (`required: {list,pull}`)."""
+
+    @property
+    def metavar(self) -> str:
+        return "{" + ",".join(self.choices) + "}"
+
+    @metavar.setter
+    def metavar(self, value) -> None:  # argparse sets metavar=None first
+        pass
+
+
 class Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _Subcommands)
 
     def error(self, message: str):
         print(f"harness: error: {message} (see `{self.prog} --help`)", file=sys.stderr)

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.cli import exits
 from tests.conftest import REPO, assert_refused_in_one_line
 
 
@@ -23,8 +24,8 @@ def _eval(tmp_path, *args):
     return done
 
 
-def _assert_one_clear_line(done, tmp_path, *expected):
-    assert_refused_in_one_line(done, *expected)
+def _assert_one_clear_line(done, tmp_path, *expected, code=exits.USAGE):
+    assert_refused_in_one_line(done, *expected, code=code)
     results = tmp_path / "results"
     assert not results.exists() or not any(results.iterdir())
 
@@ -81,7 +82,7 @@ def test_missing_dataset(tmp_path):
 
 def test_real_board_that_is_not_connected(tmp_path):
     done = _eval(tmp_path, "--board", "nucleo_h743", "--port", str(tmp_path / "ttyACM9"))
-    _assert_one_clear_line(done, tmp_path, "cannot open link")
+    _assert_one_clear_line(done, tmp_path, "cannot open link", code=exits.DEVICE_NOT_FOUND)
 
 
 @pytest.fixture

@@ -1137,7 +1137,9 @@ c(
 c("dataset-unknown-subcommand", ("invalid choice: 'nosuch'", "harness dataset --help"), "dataset", "nosuch")
 # cache
 c("cache-prune-what", ("say what to prune: --older-than DAYS", "--all"), "cache", "prune")
-c("cache-list-prune-flag", ("unrecognized arguments: --all", "harness cache list --help"), "cache", "list", "--all")
+c("cache-list-prune-flag", ("unrecognized arguments: --all",), "cache", "list", "--all")
+c("models-list-extra-arg", ("unrecognized arguments: nosuch",), "models", "list", "nosuch")
+c("tflm-list-extra-arg", ("unrecognized arguments: --board nucleo_h743",), "tflm", "list", "--board", "nucleo_h743")
 c("cache-prune-negative-days", ("--older-than", "at least 0"), "cache", "prune", "--older-than", "-3")
 c("cache-unknown-action", ("invalid choice: 'clear'", "'list', 'prune'"), "cache", "clear")
 # models
