@@ -20,7 +20,7 @@ def accuracy_interval(run: Run, subset: str) -> str:
     if score.accuracy is None:
         return "n/a"
     ci = score.accuracy_ci95
-    return f"{percent(score.accuracy)} % [{percent(ci[0])}–{percent(ci[1])}]" if ci else f"{percent(score.accuracy)} %"
+    return f"{percent(score.accuracy)} % [{percent(ci[0])}-{percent(ci[1])}]" if ci else f"{percent(score.accuracy)} %"
 
 
 def latency_cell(head: EvalHeadline) -> str:

@@ -20,9 +20,8 @@ from harness.results.stream_plots import STREAM_FIGURES
 
 def _figures(run: Run) -> list[Figure]:
     if run.kind == "stream":
-        chosen = STREAM_FIGURES
-    else:
-        chosen = ANOMALY_FIGURES if run.eval_summary.anomaly else FIGURES
+        return [draw(title, figure, run) for title, figure in STREAM_FIGURES.items()]
+    chosen = ANOMALY_FIGURES if run.eval_summary.anomaly else FIGURES
     return [draw(title, figure, run) for title, figure in chosen.items()]
 
 

@@ -50,8 +50,11 @@ def _svg(fig) -> str:
 
 
 def draw(title: str, figure: Callable[[Run], object], run: Run) -> Figure:
+    """`figure(run)` gives a matplotlib figure, or (figure, a note on what it leaves out), or raises Omitted."""
     try:
-        return Figure(title, svg=_svg(figure(run)))
+        drawn = figure(run)
+        fig, note = drawn if isinstance(drawn, tuple) else (drawn, None)
+        return Figure(title, svg=_svg(fig), note=note)
     except Omitted as why:
         plt.close("all")
         return Figure(title, note=str(why))
@@ -82,6 +85,9 @@ def _ecdf(ax, values: np.ndarray, colour: str, label: str) -> None:
     ax.set_ylabel("share of samples")
 
 
+METRIC_NAMES = {"accuracy": "accuracy", "f1_wv": "F1 (Wake Vision, rate-based)"}
+
+
 def subset_scores(run: Run) -> object:
     """Accuracy, and for Wake Vision runs f1_wv, per subset: a metric or source with no value anywhere is left
     out (the note under the table says so), never drawn as n/a marks."""
@@ -93,9 +99,12 @@ def subset_scores(run: Run) -> object:
         scores = [summary.subsets[s].device if name == "device" else summary.subsets[s].host[name] for s in subsets]
         return [getattr(score, metric) for score in scores]
 
-    metrics = [m for m in (("accuracy", "f1_wv") if _is_person_task(run) else ("accuracy",)) if any(
-        v is not None for name, _ in sources for v in values(name, m)
-    )]  # fmt: skip
+    wanted = ("accuracy", "f1_wv") if _is_person_task(run) else ("accuracy",)
+    metrics = [m for m in wanted if any(v is not None for name, _ in sources for v in values(name, m))]
+    empty = [m for m in wanted if m not in metrics]
+    note = (
+        f"{' and '.join(METRIC_NAMES[m] for m in empty)}: n/a on every subset and source, not drawn" if empty else None
+    )
     if not metrics:
         raise Omitted("no subset has an accuracy: nothing to draw")
     fig, axes = plt.subplots(
@@ -110,12 +119,12 @@ def subset_scores(run: Run) -> object:
             drawn = [k for k, v in enumerate(found) if v is not None]
             ax.barh(y[drawn] + i * height, [found[k] * 100 for k in drawn], height, label=name, color=colour)
         ax.set_xlim(0, 100)
-        ax.set_xlabel(f"{'accuracy' if metric == 'accuracy' else 'F1 (Wake Vision, rate-based)'} %")
+        ax.set_xlabel(f"{METRIC_NAMES[metric]} %")
     axes[0].set_yticks(y + height * (len(sources) - 1) / 2, subsets)
     axes[0].invert_yaxis()
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=len(sources), frameon=False)
     fig.set_layout_engine("constrained")
-    return fig
+    return fig, note
 
 
 def _labels(run: Run) -> np.ndarray:
@@ -186,7 +195,7 @@ def output_differences(run: Run) -> object:
     diffs = np.array(run.samples[f"{reference}_max_diff_steps"])
     unit = run.eval_summary.output_diff_unit
     if len(np.unique(diffs)) < 2:
-        raise Omitted(f"every sample's largest device - {reference} difference is {diffs[0]} {unit}: one bar")
+        raise Omitted(f"every sample's largest device - {reference} difference is {diffs[0]:g} {unit}: one bar")
     fig, ax = plt.subplots(figsize=(7, 3))
     ax.hist(diffs, bins=np.arange(0, diffs.max() + 2) - 0.5, color=HOST_COLOURS[0])
     ax.set_xlabel(f"largest device - {reference} output difference ({unit})")
@@ -262,23 +271,28 @@ def energy(run: Run) -> object:
     per_window = np.array(pq.read_table(run.path / "energy.parquet", columns=["window_uj"]).column(0).to_pylist())
     if not len(per_window):
         raise Omitted(f"the meter ({summary.source}) measured no inference window")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.2), layout="constrained")
+    power, note = run.path / "power.parquet", None
+    trace = pq.read_table(power, columns=["t", "watts"]).to_pydict() if power.is_file() else {"t": [], "watts": []}
+    watts = np.array(trace["watts"]) * 1000
+    varies = len(watts) and np.ptp(watts) > 0.01 * np.abs(watts).mean()
+    if not varies:
+        flat = f"flat at {watts.mean():,.1f} mW" if len(watts) else "not recorded"
+        note = f"the power trace ({summary.source}) is {flat}: not drawn"
+    fig, axes = plt.subplots(1, 2 if varies else 1, figsize=(11 if varies else 6, 3.2), layout="constrained")
+    left = np.atleast_1d(axes)[0]
     _ecdf(left, per_window, DEVICE_COLOUR, f"{len(per_window)} windows ({summary.windows})")
     _mark_quantiles(left, per_window, "µJ", "#333333")
     left.set_xlabel(f"µJ per inference ({summary.source})")
     left.legend(fontsize="small", loc="lower right")
-    power = run.path / "power.parquet"
-    if power.is_file():
-        trace = pq.read_table(power, columns=["t", "watts"]).to_pydict()
-        right.plot(trace["t"], np.array(trace["watts"]) * 1000, color=HOST_COLOURS[0], linewidth=0.8)
+    if varies:
+        right = axes[1]
+        right.plot(trace["t"], watts, color=HOST_COLOURS[0], linewidth=0.8)
         if summary.idle_watts is not None:
             right.axhline(summary.idle_watts * 1000, color="#333333", linestyle="--", linewidth=1, label="idle")
             right.legend(fontsize="small", loc="lower right")
         right.set_xlabel(f"seconds from streaming start ({summary.source})")
         right.set_ylabel("mW")
-    else:
-        right.set_axis_off()
-    return fig
+    return fig, note
 
 
 FIGURES = {

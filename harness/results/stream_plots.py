@@ -17,14 +17,15 @@ def detections_over_time(run: Run) -> object:
     rows = ["host", "device"]
     if optimal:
         rows.append("ledger")
-        events = [o for o in optimal.outcomes if o.event_ms is not None]
-        ax.scatter([o.event_ms / 1000 for o in events], [2] * len(events), marker="v", s=60, color="#333333", zorder=3)
+        events = [o for o in optimal.outcomes if o.event_ms is not None]  # hits, substitutions and misses
         for o in events:
+            ax.scatter(o.event_ms / 1000, 2, marker="v", s=60, color=OUTCOME_COLOURS[o.kind], zorder=3)
             ax.annotate(o.event_label, (o.event_ms / 1000, 2), xytext=(0, 7), textcoords="offset points",
                         ha="center", fontsize="small")  # fmt: skip
         kinds = {(o.detection_ms, o.detection_label): o.kind for o in optimal.outcomes if o.detection_ms is not None}
+        seen = sorted({o.kind for o in optimal.outcomes})
     else:
-        kinds = {}
+        kinds, seen = {}, []
     for d in summary.detections.device:
         kind = kinds.get((d.time_ms, d.label), "detection")
         ax.scatter(d.time_ms / 1000, 1, marker="|", s=500, linewidths=2, color=OUTCOME_COLOURS.get(kind, DEVICE_COLOUR))
@@ -32,7 +33,6 @@ def detections_over_time(run: Run) -> object:
     ax.scatter(
         [d.time_ms / 1000 for d in host], [0] * len(host), marker="|", s=500, linewidths=2, color=HOST_COLOURS[0]
     )
-    seen = sorted(set(kinds.values()))
     for kind in seen:  # legend entries for the outcomes this run has, and only those
         ax.scatter([], [], marker="|", s=120, linewidths=2, color=OUTCOME_COLOURS[kind], label=kind.replace("_", " "))
     if seen:
@@ -81,6 +81,7 @@ def policies(run: Run) -> object:
                   fontsize="small")  # fmt: skip
     ax.invert_yaxis()
     ax.set_xlim(0, max(max(c.values()) for c in counted.values()) * 1.15 + 1)
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel(f"count over the stream ({run.stream_summary.busy.source} detections)")
     fig.legend(loc="outside lower center", ncols=3, frameon=False, fontsize="small")
     return fig

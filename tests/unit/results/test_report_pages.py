@@ -2,6 +2,7 @@
 run on the virtual board. Every section is screenshotted; every figure's text must lie inside its figure and
 overlap no other text of it."""
 
+import html
 import json
 import os
 import shutil
@@ -14,37 +15,12 @@ from PIL import Image
 
 from tests.conftest import SHARED, fixture_model
 from tests.model_surgery import swap_output_classes
+from tests.report_browser import NEEDS_CHROMIUM, TEXT_PROBLEMS, browser_page
 
 pytestmark = pytest.mark.slow  # runs on the virtual board, made once for the module
 
-CHROMIUM = shutil.which("chromium")
 AUDIO = SHARED / "fixtures" / "audio"
 EVAL = ("eval", "--model", "wv_quality_k_2_c_3", "--subset", "all,distance_far", "--limit", "24", "--quiet")
-
-# For every <svg> in a figure: text boxes outside the figure, and pairs of text boxes that overlap (by more
-# than half a pixel each way: glyphs of neighbouring labels may touch).
-TEXT_PROBLEMS = """() => {
-  const problems = [];
-  for (const figure of document.querySelectorAll('figure.plot')) {
-    const svg = figure.querySelector('svg');
-    if (!svg) continue;
-    const frame = svg.getBoundingClientRect();
-    const title = figure.dataset.title;
-    const boxes = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim())
-      .map(t => [t.textContent.trim(), t.getBoundingClientRect()]);
-    for (const [text, r] of boxes) {
-      if (r.left < frame.left - 0.5 || r.right > frame.right + 0.5 || r.top < frame.top - 0.5 || r.bottom > frame.bottom + 0.5)
-        problems.push(`${title}: "${text}" outside its figure`);
-    }
-    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
-      const [a, ra] = boxes[i], [b, rb] = boxes[j];
-      const dx = Math.min(ra.right, rb.right) - Math.max(ra.left, rb.left);
-      const dy = Math.min(ra.bottom, rb.bottom) - Math.max(ra.top, rb.top);
-      if (dx > 0.5 && dy > 0.5) problems.push(`${title}: "${a}" overlaps "${b}"`);
-    }
-  }
-  return problems;
-}"""
 
 
 def _harness(*args, cwd):
@@ -95,7 +71,7 @@ def _report(folder, tmp_path, *ids) -> str:
 
 def test_two_runs_are_set_side_by_side_with_compares_statistics(report_runs, tmp_path):
     folder, ids = report_runs
-    page = _report(folder, tmp_path, ids["base"], ids["swapped"]).read_text()
+    page = html.unescape(_report(folder, tmp_path, ids["base"], ids["swapped"]).read_text())
     compared = json.loads(
         _harness("compare", ids["base"], ids["swapped"], "--results", "r", "--json", cwd=folder).stdout
     )
@@ -107,25 +83,19 @@ def test_two_runs_are_set_side_by_side_with_compares_statistics(report_runs, tmp
     assert "<img" not in page and page.count("<svg") >= 8  # inline figures, text as <text>
     assert "µJ per inference (sim)" in page  # the metered run's energy figure
     assert "ms per inference (sim)" in page and "median" in page and "p95" in page
+    assert "not drawn: every sample's largest device - tflm difference is 0 uint8 steps: one bar" in page
+    assert "not drawn: too small a share to draw as bars" in page  # the sim's 64 MiB of flash
+    assert "F1 (Wake Vision, rate-based): n/a on every subset and source, not drawn" in page
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (scripts/install --test installs it as root)")
+@NEEDS_CHROMIUM
 @pytest.mark.parametrize("which", [("base", "swapped"), ("stream",), ("base", "swapped", "stream")])
 def test_report_renders_in_chromium_with_every_figures_text_inside_it(report_runs, tmp_path, which):
-    playwright = pytest.importorskip("playwright.sync_api", reason="needs the playwright package (test extras)")
     folder, ids = report_runs
     out = _report(folder, tmp_path, *(ids[name] for name in which))
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    errors = []
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-        )
-        page = browser.new_page(viewport={"width": 1200, "height": 900})
-        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+    with browser_page() as (page, errors):
         page.goto(out.as_uri())
         page.wait_for_load_state("load")
         problems = page.evaluate(TEXT_PROBLEMS)
@@ -133,7 +103,6 @@ def test_report_renders_in_chromium_with_every_figures_text_inside_it(report_run
         for k in range(sections.count()):
             sections.nth(k).screenshot(path=str(shots / f"section-{k}.png"))
         drawn = page.locator("figure.plot svg").count()
-        browser.close()
     assert not errors
     assert not problems, "\n".join(problems)
     pngs = sorted(shots.glob("*.png"))
@@ -143,3 +112,26 @@ def test_report_renders_in_chromium_with_every_figures_text_inside_it(report_run
         assert np.asarray(Image.open(png).convert("L"), dtype=float).std() > 10, f"{png.name} is blank"
     if os.environ.get("HARNESS_REPORT_SHOTS"):  # to look at them: HARNESS_REPORT_SHOTS=folder
         shutil.copytree(shots, os.path.join(os.environ["HARNESS_REPORT_SHOTS"], "-".join(which)), dirs_exist_ok=True)
+
+
+@NEEDS_CHROMIUM
+def test_the_text_check_finds_text_outside_its_figure_and_text_overlapping():
+    page_html = """<figure class="plot" data-title="bad"><svg width="200" height="100">
+      <text x="10" y="50" font-size="20">first label</text><text x="20" y="55" font-size="20">second</text>
+      <text x="180" y="50" font-size="20">cut off</text></svg></figure>
+      <figure class="plot" data-title="good"><svg width="300" height="100">
+      <text x="10" y="30" font-size="12">one</text><text x="10" y="60" font-size="12">two</text></svg></figure>"""
+    with browser_page() as (page, _):
+        page.set_content(page_html)
+        problems = page.evaluate(TEXT_PROBLEMS)
+    assert 'bad: "first label" overlaps "second"' in problems
+    assert 'bad: "cut off" outside its figure' in problems
+    assert not [p for p in problems if p.startswith("good")]
+
+
+def test_cell_text_is_white_on_dark_cells_and_black_on_light_ones():
+    from harness.results.plots import text_colour
+
+    assert text_colour("#08306b") == "white"  # the darkest Blues cell: navy
+    assert text_colour("#f7fbff") == "black"
+    assert text_colour((0.5, 0.5, 0.5)) == "black" and text_colour((0.3, 0.3, 0.3)) == "white"
