@@ -4,7 +4,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from markupsafe import Markup
 
 from harness import __version__
 from harness.console import percent
@@ -36,7 +35,6 @@ def require_writable(out: Path) -> None:
 
 def render(runs: list[Run]) -> str:
     env = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2", "html"]))
-    env.filters["svg"] = Markup  # matplotlib's own SVG output, drawn from the run's figures
     return env.get_template("report.html.j2").render(
         runs=runs,
         figures={run.id: _figures(run) for run in runs},
