@@ -24,7 +24,7 @@ OUTCOME_COLOURS = {
     "false_alarm": DEVICE_COLOUR,
     "miss": "#7f7f7f",
 }
-SLIVER = 0.02  # a bar shorter than this share of its axis is not drawn as a bar
+SLIVER = 0.05  # a bar shorter than this share of its axis is not drawn as a bar
 
 
 @dataclass(frozen=True)
@@ -259,8 +259,8 @@ def memory(run: Run) -> object:
     ax.set_yticks(range(len(shown)), [row[0] for row in shown])
     ax.set_xlim(0, 135)
     ax.set_xticks([0, 25, 50, 75, 100])
-    ax.set_xlabel("% of what the board has" + (f" (not drawn, a sliver: {'; '.join(hidden)})" if hidden else ""))
-    return fig
+    ax.set_xlabel("% of what the board has")
+    return fig, ("a sliver, not drawn: " + "; ".join(hidden)) if hidden else None
 
 
 def energy(run: Run) -> object:

@@ -6,8 +6,6 @@ import html
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,21 +14,12 @@ from PIL import Image
 from tests.conftest import SHARED, fixture_model
 from tests.model_surgery import swap_output_classes
 from tests.report_browser import NEEDS_CHROMIUM, TEXT_PROBLEMS, browser_page
+from tests.unit.results.test_stream_runs import _harness, _run_id  # one way to run the CLI here
 
 pytestmark = pytest.mark.slow  # runs on the virtual board, made once for the module
 
 AUDIO = SHARED / "fixtures" / "audio"
 EVAL = ("eval", "--model", "wv_quality_k_2_c_3", "--subset", "all,distance_far", "--limit", "24", "--quiet")
-
-
-def _harness(*args, cwd):
-    command = [sys.executable, "-m", "harness", *args]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=os.environ.copy())
-
-
-def _run_id(done) -> str:
-    assert done.returncode == 0, done.stderr
-    return os.path.basename(done.stdout.strip())
 
 
 @pytest.fixture(scope="module")
@@ -47,24 +36,25 @@ def report_runs(tmp_path_factory, private_cache):
     folder = tmp_path_factory.mktemp("report-runs")
     swapped = folder / "swapped.tflite"
     swapped.write_bytes(swap_output_classes(small.read_bytes()))
-    ids = {"base": _run_id(_harness(*EVAL, "--results", "r", cwd=folder))}
-    with Wt310Simulator(PowerProfile(idle_watts=0.5, volts=5.0)) as meter:
+    ids = {"base": _run_id(_harness(folder, *EVAL, "--results", "r"))}
+    pulses = tuple((k / 4, k / 4 + 0.1, 0.8) for k in range(400))  # a power trace with something to draw
+    with Wt310Simulator(PowerProfile(idle_watts=0.5, volts=5.0, pulses=pulses)) as meter:
         metered = ("--model-file", str(swapped), "--meter", f"wt310:{meter.resource}")
-        ids["swapped"] = _run_id(_harness(*EVAL, *metered, "--results", "r", cwd=folder))
+        ids["swapped"] = _run_id(_harness(folder, *EVAL, *metered, "--results", "r"))
     built = _harness(
-        "stream", "build", "--clips", str(AUDIO), "--at", "yes:1000,no:3500,yes:6000",
-        "--duration-ms", "8000", "--out", "s.wav", "--quiet", cwd=folder,
+        folder, "stream", "build", "--clips", str(AUDIO), "--at", "yes:1000,no:3500,yes:6000",
+        "--duration-ms", "8000", "--out", "s.wav", "--quiet",
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
     ids["stream"] = _run_id(
-        _harness("stream", "--wav", "s.wav", "--ledger", "s.csv", "--results", "r", "--quiet", cwd=folder)
+        _harness(folder, "stream", "--wav", "s.wav", "--ledger", "s.csv", "--results", "r", "--quiet")
     )
     return folder, ids
 
 
 def _report(folder, tmp_path, *ids) -> str:
     out = tmp_path / "report.html"
-    done = _harness("report", *ids, "--results", "r", "--out", str(out), cwd=folder)
+    done = _harness(folder, "report", *ids, "--results", "r", "--out", str(out))
     assert done.returncode == 0, done.stderr
     return out
 
@@ -72,16 +62,14 @@ def _report(folder, tmp_path, *ids) -> str:
 def test_two_runs_are_set_side_by_side_with_compares_statistics(report_runs, tmp_path):
     folder, ids = report_runs
     page = html.unescape(_report(folder, tmp_path, ids["base"], ids["swapped"]).read_text())
-    compared = json.loads(
-        _harness("compare", ids["base"], ids["swapped"], "--results", "r", "--json", cwd=folder).stdout
-    )
+    compared = json.loads(_harness(folder, "compare", ids["base"], ids["swapped"], "--results", "r", "--json").stdout)
     assert "Runs side by side" in page and "McNemar p" in page and "Wilson 95 %" in page
     assert f"{compared['prediction_flips']} device prediction flips" in page
     for name, subset in compared["subsets"].items():
         row = f"<td>{name}</td><td>{subset['n_paired']}</td>"
         assert row in page and f"<td>{subset['mcnemar_p']:.3g}</td>" in page.split(row, 1)[1].split("</tr>")[0]
     assert "<img" not in page and page.count("<svg") >= 8  # inline figures, text as <text>
-    assert "µJ per inference (sim)" in page  # the metered run's energy figure
+    assert "µJ per inference (sim)" in page and "seconds from streaming start (sim)" in page  # energy, metered
     assert "ms per inference (sim)" in page and "median" in page and "p95" in page
     assert "not drawn: every sample's largest device - tflm difference is 0 uint8 steps: one bar" in page
     assert "not drawn: too small a share to draw as bars" in page  # the sim's 64 MiB of flash
