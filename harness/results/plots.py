@@ -120,7 +120,9 @@ def subset_scores(run: Run) -> object:
             ax.barh(y[drawn] + i * height, [found[k] * 100 for k in drawn], height, label=name, color=colour)
         ax.set_xlim(0, 100)
         ax.set_xlabel(f"{METRIC_NAMES[metric]} %")
-    axes[0].set_yticks(y + height * (len(sources) - 1) / 2, subsets)
+    unscored = {k for k in range(len(subsets)) if all(values(n, m)[k] is None for n, _ in sources for m in metrics)}
+    names = [f"{name}: n/a" if k in unscored else name for k, name in enumerate(subsets)]  # not a 0 % bar
+    axes[0].set_yticks(y + height * (len(sources) - 1) / 2, names)
     axes[0].invert_yaxis()
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=len(sources), frameon=False)
     fig.set_layout_engine("constrained")
