@@ -9,7 +9,7 @@ import numpy as np
 from harness.console import percent
 from harness.errors import UserError
 from harness.results.compare import compare_runs
-from harness.results.plots import DEVICE_COLOUR, HOST_COLOURS, Figure, Omitted, draw
+from harness.results.plots import DEVICE_COLOUR, HOST_COLOURS, Figure, Omitted, draw, ecdf, latency_values
 from harness.results.runs import EvalHeadline, Run, headline
 
 RUN_COLOURS = (DEVICE_COLOUR, *HOST_COLOURS, "#ff7f0e", "#8c564b")
@@ -103,8 +103,39 @@ def _subsets_side_by_side(runs: list[Run]):
     return figure
 
 
-def side_by_side(runs: list[Run]) -> Figure | None:
+def _latencies_side_by_side(runs: list[Run]):
+    def figure(_) -> object:
+        measured = [(i, run, *latency_values(run)) for i, run in enumerate(runs)]
+        units = {unit for _, _, values, unit, _ in measured if len(values)}
+        if len(units) != 1:
+            raise Omitted("the runs' latencies are not in one unit (ms against instructions): not drawn together")
+        fig, ax = plt.subplots(figsize=(9, 3.4), layout="constrained")
+        for i, run, values, unit, axis in measured:
+            if not len(values):
+                continue
+            median, p95 = np.percentile(values, [50, 95])
+            label = f"{i + 1}: median {median:,.3g}, p95 {p95:,.3g} {unit} ({run.eval_summary.latency.source})"
+            ecdf(ax, values, RUN_COLOURS[i % len(RUN_COLOURS)], label)
+            ax.set_xlabel(axis)
+        spread = [values for _, _, values, _, _ in measured if len(values)]
+        if max(v.max() for v in spread) > 20 * min(v.min() for v in spread):
+            ax.set_xscale("log")  # runs an order of magnitude apart: each keeps its shape
+        fig.legend(loc="outside lower center", ncols=1, frameon=False, fontsize="small")
+        return fig
+
+    return figure
+
+
+def median_cell(value: float, unit: str) -> str:
+    """A latency median of compare's, in ms when timed, in instructions when counted."""
+    return f"{value / 1000:,.3f} ms" if unit == "microseconds" else f"{value:,.0f} {unit}"
+
+
+def side_by_side(runs: list[Run]) -> list[Figure]:
     runs = eval_runs(runs)
     if len(runs) < 2:
-        return None
-    return draw("Device accuracy per subset, run by run", _subsets_side_by_side(runs), runs[0])
+        return []
+    return [
+        draw("Device accuracy per subset, run by run", _subsets_side_by_side(runs), runs[0]),
+        draw("Device latency, run by run (ECDF)", _latencies_side_by_side(runs), runs[0]),
+    ]

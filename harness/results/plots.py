@@ -78,7 +78,7 @@ def _mark_quantiles(ax, values: np.ndarray, unit: str, colour: str, quantiles=(5
         ax.axvline(value, color=colour, linestyle=style, linewidth=1, label=f"{name} {value:,.3g} {unit}")
 
 
-def _ecdf(ax, values: np.ndarray, colour: str, label: str) -> None:
+def ecdf(ax, values: np.ndarray, colour: str, label: str) -> None:
     ordered = np.sort(values)
     ax.step(ordered, np.arange(1, len(ordered) + 1) / len(ordered), where="post", color=colour, label=label)
     ax.set_ylim(0, 1.02)
@@ -167,7 +167,7 @@ def confusion(run: Run) -> object:
     return fig
 
 
-def _latency_ms(run: Run) -> tuple[np.ndarray, str, str]:
+def latency_values(run: Run) -> tuple[np.ndarray, str, str]:
     """The device's latency per sample: in ms when timed, in instructions when counted (QEMU -icount)."""
     instructions = [v for v in run.samples.get("instructions") or [] if v is not None]
     if instructions:
@@ -179,11 +179,11 @@ def _latency_ms(run: Run) -> tuple[np.ndarray, str, str]:
 def latency(run: Run) -> object:
     """An ECDF of the device's latency, its median and p95 marked."""
     source = run.eval_summary.latency.source
-    values, unit, axis = _latency_ms(run)
+    values, unit, axis = latency_values(run)
     if not len(values):
         raise Omitted(f"no sample has a latency ({source}): nothing to draw")
     fig, ax = plt.subplots(figsize=(7, 3.2))
-    _ecdf(ax, values, DEVICE_COLOUR, f"device ({source}), {len(values)} samples")
+    ecdf(ax, values, DEVICE_COLOUR, f"device ({source}), {len(values)} samples")
     _mark_quantiles(ax, values, unit, "#333333")
     ax.set_xlabel(f"{axis} ({source})")
     ax.legend(fontsize="small", loc="lower right")
@@ -282,7 +282,7 @@ def energy(run: Run) -> object:
         note = f"the power trace ({summary.source}) is {flat}: not drawn"
     fig, axes = plt.subplots(1, 2 if varies else 1, figsize=(11 if varies else 6, 3.2), layout="constrained")
     left = np.atleast_1d(axes)[0]
-    _ecdf(left, per_window, DEVICE_COLOUR, f"{len(per_window)} windows ({summary.windows})")
+    ecdf(left, per_window, DEVICE_COLOUR, f"{len(per_window)} windows ({summary.windows})")
     _mark_quantiles(left, per_window, "µJ", "#333333")
     left.set_xlabel(f"µJ per inference ({summary.source})")
     left.legend(fontsize="small", loc="lower right")

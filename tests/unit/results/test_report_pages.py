@@ -64,6 +64,7 @@ def test_two_runs_are_set_side_by_side_with_compares_statistics(report_runs, tmp
     page = html.unescape(_report(folder, tmp_path, ids["base"], ids["swapped"]).read_text())
     compared = json.loads(_harness(folder, "compare", ids["base"], ids["swapped"], "--results", "r", "--json").stdout)
     assert "Runs side by side" in page and "McNemar p" in page and "Wilson 95 %" in page
+    assert 'data-title="Device latency, run by run (ECDF)"><svg' in page  # drawn, not left to a note
     assert f"{compared['prediction_flips']} device prediction flips" in page
     for name, subset in compared["subsets"].items():
         row = f"<td>{name}</td><td>{subset['n_paired']}</td>"
