@@ -124,7 +124,7 @@ def test_report_renders_in_headless_chromium(runs, tmp_path):
         page.screenshot(path=str(shot), full_page=True)
     assert not errors
     assert not problems, "\n".join(problems)
-    assert len(figures) == 15 and all(figures)  # seven per run, drawn or with the note saying why not; the pair
+    assert len(figures) == 16 and all(figures)  # seven per run, drawn or with a note saying why not; two of the pair
     pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
     assert pixels.std() > 10  # not a blank page
 
