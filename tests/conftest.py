@@ -47,8 +47,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+def _interruptible_children() -> None:
+    """Tests send SIGINT to the harness processes they start. A shell starts a background job (`cmd &` without job
+    control, nohup) with SIGINT ignored, a child inherits that, and Python then keeps ignoring it as a program
+    should; the suite must not depend on how it was launched, so its own SIGINT is restored before any child."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_sessionstart(session):
     """C changes need a rebuild of the native libraries; testing a stale library would prove nothing."""
+    _interruptible_children()
     import importlib.util
 
     libraries = {

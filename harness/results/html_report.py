@@ -1,4 +1,4 @@
-"""`harness report`: one self-contained HTML page (plots embedded as SVG) for one or more runs."""
+"""`harness report`: one self-contained HTML page (figures inline as SVG) for one or more runs."""
 
 from datetime import UTC, datetime
 from pathlib import Path
@@ -9,44 +9,19 @@ from harness import __version__
 from harness.console import percent
 from harness.errors import UserError, setting
 from harness.files import write_atomically
-from harness.results import stream_report
-from harness.results.plots import ANOMALY_FIGURES, FIGURES, STREAM_FIGURES
+from harness.results import cross_run, stream_report
+from harness.results.cross_run import latency_cell  # noqa: F401 (harness runs uses it from here)
+from harness.results.plots import ANOMALY_FIGURES, FIGURES, Figure, draw
 from harness.results.report import anomaly_rows, pool_note
-from harness.results.runs import EvalHeadline, Run, headline
+from harness.results.runs import Run
+from harness.results.stream_plots import STREAM_FIGURES
 
 
-def latency_cell(head: EvalHeadline) -> str:
-    """An eval run's median latency in its unit, with its source."""
-    if head.instructions_median:
-        return f"{head.instructions_median:,.0f} instr ({head.latency_source})"
-    if head.latency_median_us:
-        return f"{head.latency_median_us / 1000:.2f} ms ({head.latency_source})"
-    return f"n/a ({head.latency_source})"
-
-
-def _leaderboard(runs: list[Run]) -> dict | None:
-    runs = [run for run in runs if run.kind == "eval"]
-    if len(runs) < 2:
-        return None
-    cells = {}
-    for run in runs:  # later runs of the same pair replace earlier ones
-        head = headline(run)
-        cells[(run.model, run.board)] = f"{percent(head.device_accuracy)} % · {latency_cell(head)}"
-    return {
-        "models": sorted({run.model for run in runs}),
-        "boards": sorted({run.board for run in runs}),
-        "cells": cells,
-    }
-
-
-def _figures(run: Run) -> dict[str, str]:
-    return {title: draw(run) for title, draw in _figure_set(run).items()}
-
-
-def _figure_set(run: Run) -> dict:
+def _figures(run: Run) -> list[Figure]:
     if run.kind == "stream":
-        return STREAM_FIGURES
-    return ANOMALY_FIGURES if run.eval_summary.anomaly else FIGURES
+        return [draw(title, figure, run) for title, figure in STREAM_FIGURES.items()]
+    chosen = ANOMALY_FIGURES if run.eval_summary.anomaly else FIGURES
+    return [draw(title, figure, run) for title, figure in chosen.items()]
 
 
 def require_writable(out: Path) -> None:
@@ -58,13 +33,15 @@ def require_writable(out: Path) -> None:
         raise UserError(f"{parent} is a file, not a folder; pass an HTML file in a folder as {setting('out')}")
 
 
-def write_report(runs: list[Run], out: Path) -> Path:
-    require_writable(out)
+def render(runs: list[Run]) -> str:
     env = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2", "html"]))
-    page = env.get_template("report.html.j2").render(
+    return env.get_template("report.html.j2").render(
         runs=runs,
         figures={run.id: _figures(run) for run in runs},
-        leaderboard=_leaderboard(runs),
+        leaderboard=cross_run.leaderboard(runs),
+        pairings=cross_run.pairings(runs),
+        side_by_side=cross_run.side_by_side(runs),
+        cross=cross_run,
         pct=percent,
         pool_note=pool_note,
         anomaly_rows=anomaly_rows,
@@ -72,6 +49,11 @@ def write_report(runs: list[Run], out: Path) -> Path:
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
     )
+
+
+def write_report(runs: list[Run], out: Path) -> Path:
+    require_writable(out)
+    page = render(runs)
     try:
         write_atomically(out, lambda partial: partial.write_text(page))
     except OSError as exc:  # the partial file is gone: name the file the user asked for

@@ -89,8 +89,11 @@ def test_ctrl_c_stops_qemu(tmp_path):
         time.sleep(0.1)
     assert _qemu_pids() - before, "QEMU never started"
     time.sleep(1)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:  # a harness that ignored the signal must not outlive the test (it would take QEMU with it)
+        proc.kill()
     assert proc.returncode == 130 and "Traceback" not in err
     time.sleep(0.5)
     assert not (_qemu_pids() - before), "QEMU was left running after Ctrl-C"

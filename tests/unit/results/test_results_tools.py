@@ -2,7 +2,6 @@
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -12,6 +11,7 @@ import pytest
 from PIL import Image
 
 from tests.model_surgery import swap_output_classes
+from tests.report_browser import NEEDS_CHROMIUM, TEXT_PROBLEMS, browser_page
 
 
 def _harness(*args, cwd=None):
@@ -109,37 +109,27 @@ def test_unknown_gate_is_a_clear_error(runs, tmp_path):
     assert done.returncode == 2 and "unknown gate" in done.stderr and done.stderr.count("\n") == 1
 
 
-CHROMIUM = shutil.which("chromium")
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (scripts/install --test installs it as root)")
+@NEEDS_CHROMIUM
 def test_report_renders_in_headless_chromium(runs, tmp_path):
-    playwright = pytest.importorskip("playwright.sync_api", reason="needs the playwright package (test extras)")
+    """The default model's runs (the report of the small model's is in test_report_pages.py)."""
     results, ids = runs
     out = tmp_path / "report.html"
     done = _harness("runs", "report", ids["base"], ids["swapped"], "--results", str(results), "--out", str(out))
     assert done.returncode == 0, done.stderr
-    errors, shot = [], tmp_path / "report.png"
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-        )
-        page = browser.new_page(viewport={"width": 1200, "height": 900})
-        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+    shot = tmp_path / "report.png"
+    with browser_page() as (page, errors):
         page.goto(out.as_uri())
         page.wait_for_load_state("load")
-        sizes = page.eval_on_selector_all(
-            "img.plot", "imgs => imgs.map(i => [i.complete, i.naturalWidth, i.naturalHeight])"
+        figures = page.eval_on_selector_all(
+            "figure.plot", "fs => fs.map(f => !!f.querySelector('svg') || !!f.dataset.note)"
         )
+        problems = page.evaluate(TEXT_PROBLEMS)
         assert "Leaderboard" in page.content()
         page.screenshot(path=str(shot), full_page=True)
-        browser.close()
     assert not errors
-    assert len(sizes) == 12  # six figures for each of the two runs
-    assert all(complete and width > 0 and height > 0 for complete, width, height in sizes)
+    assert not problems, "\n".join(problems)
+    assert len(figures) == 16 and all(figures)  # seven per run, drawn or with a note saying why not; two of the pair
     pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
     assert pixels.std() > 10  # not a blank page
 

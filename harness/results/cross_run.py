@@ -1,0 +1,141 @@
+"""The report's cross-run view: a board x model leaderboard with each run's Wilson interval, and every eval
+run beside the first on the samples they share, with `harness compare`'s McNemar p, flips and intervals."""
+
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from harness.console import percent
+from harness.errors import UserError
+from harness.results.compare import compare_runs
+from harness.results.plots import DEVICE_COLOUR, HOST_COLOURS, Figure, Omitted, draw, ecdf, latency_values
+from harness.results.runs import EvalHeadline, Run, headline
+
+RUN_COLOURS = (DEVICE_COLOUR, *HOST_COLOURS, "#ff7f0e", "#8c564b")
+
+
+def accuracy_interval(run: Run, subset: str) -> str:
+    score = run.eval_summary.subsets[subset].device
+    if score.accuracy is None:
+        return "n/a"
+    ci = score.accuracy_ci95
+    return f"{percent(score.accuracy)} % [{percent(ci[0])}-{percent(ci[1])}]" if ci else f"{percent(score.accuracy)} %"
+
+
+def latency_cell(head: EvalHeadline) -> str:
+    """An eval run's median latency in its unit, with its source."""
+    if head.instructions_median:
+        return f"{head.instructions_median:,.0f} instr ({head.latency_source})"
+    if head.latency_median_us:
+        return f"{head.latency_median_us / 1000:.2f} ms ({head.latency_source})"
+    return f"n/a ({head.latency_source})"
+
+
+def eval_runs(runs: list[Run]) -> list[Run]:
+    return [run for run in runs if run.kind == "eval" and not run.eval_summary.anomaly]
+
+
+def leaderboard(runs: list[Run]) -> dict | None:
+    """Per (model, board): device accuracy on the run's first subset with its Wilson 95 % interval, n and the
+    median latency with its source; a later run of a pair replaces an earlier one."""
+    runs = eval_runs(runs)
+    if len(runs) < 2:
+        return None
+    cells = {}
+    for run in runs:
+        first = next(iter(run.eval_summary.subsets))
+        n = run.eval_summary.subsets[first].n
+        cells[(run.model, run.board)] = (
+            f"{accuracy_interval(run, first)} on {first} (n = {n}) · {latency_cell(headline(run))}"
+        )
+    return {
+        "models": sorted({run.model for run in runs}),
+        "boards": sorted({run.board for run in runs}),
+        "cells": cells,
+    }
+
+
+@dataclass(frozen=True)
+class Pairing:
+    base: Run
+    other: Run
+    result: dict | None  # compare_runs' answer
+    refused: str | None  # why the two cannot be compared
+
+
+def pairings(runs: list[Run]) -> list[Pairing]:
+    runs = eval_runs(runs)
+    found = []
+    for other in runs[1:]:
+        try:
+            found.append(Pairing(runs[0], other, compare_runs(runs[0], other), None))
+        except UserError as why:
+            found.append(Pairing(runs[0], other, None, str(why)))
+    return found
+
+
+def _subsets_side_by_side(runs: list[Run]):
+    def figure(_) -> object:
+        subsets = [s for s in runs[0].eval_summary.subsets if all(s in run.eval_summary.subsets for run in runs)]
+        if not subsets:
+            raise Omitted("the runs share no subset")
+        fig, ax = plt.subplots(figsize=(9, 0.35 * len(subsets) * len(runs) + 1.6), layout="constrained")
+        step = 0.8 / len(runs)
+        for i, run in enumerate(runs):
+            colour = RUN_COLOURS[i % len(RUN_COLOURS)]
+            for k, subset in enumerate(subsets):
+                score = run.eval_summary.subsets[subset].device
+                if score.accuracy is None:
+                    continue
+                low, high = score.accuracy_ci95 or (score.accuracy, score.accuracy)
+                y = k + i * step
+                ax.plot([100 * low, 100 * high], [y, y], color=colour, linewidth=2)
+                ax.plot(100 * score.accuracy, y, "o", color=colour)
+            ax.plot([], [], "o-", color=colour, label=f"{i + 1}: {run.id} ({run.eval_summary.latency.source})")
+        ax.set_yticks(np.arange(len(subsets)) + step * (len(runs) - 1) / 2, subsets)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("device accuracy %, with its Wilson 95 % interval")
+        fig.legend(loc="outside lower center", ncols=1, frameon=False, fontsize="small")
+        return fig
+
+    return figure
+
+
+def _latencies_side_by_side(runs: list[Run]):
+    def figure(_) -> object:
+        measured = [(i, run, *latency_values(run)) for i, run in enumerate(runs)]
+        units = {unit for _, _, values, unit, _ in measured if len(values)}
+        if len(units) != 1:
+            raise Omitted("the runs' latencies are not in one unit (ms against instructions): not drawn together")
+        fig, ax = plt.subplots(figsize=(9, 3.4), layout="constrained")
+        for i, run, values, unit, axis in measured:
+            if not len(values):
+                continue
+            median, p95 = np.percentile(values, [50, 95])
+            label = f"{i + 1}: median {median:,.3g}, p95 {p95:,.3g} {unit} ({run.eval_summary.latency.source})"
+            ecdf(ax, values, RUN_COLOURS[i % len(RUN_COLOURS)], label)
+            ax.set_xlabel(axis)
+        spread = [values for _, _, values, _, _ in measured if len(values)]
+        if max(v.max() for v in spread) > 20 * min(v.min() for v in spread):
+            ax.set_xscale("log")  # runs an order of magnitude apart: each keeps its shape
+        fig.legend(loc="outside lower center", ncols=1, frameon=False, fontsize="small")
+        return fig
+
+    return figure
+
+
+def median_cell(value: float, unit: str) -> str:
+    """A latency median of compare's, in ms when timed, in instructions when counted."""
+    return f"{value / 1000:,.3f} ms" if unit == "microseconds" else f"{value:,.0f} {unit}"
+
+
+def side_by_side(runs: list[Run]) -> list[Figure]:
+    runs = eval_runs(runs)
+    if len(runs) < 2:
+        return []
+    return [
+        draw("Device accuracy per subset, run by run", _subsets_side_by_side(runs), runs[0]),
+        draw("Device latency, run by run (ECDF)", _latencies_side_by_side(runs), runs[0]),
+    ]
