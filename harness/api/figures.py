@@ -43,17 +43,21 @@ class Figure:
             raise ValueError(f"{self.name} has no value: {self.missing}")
         return float(self.value)
 
-    def text(self) -> str:
-        """The figure in words: value and unit, source, interval and n (or why there is none)."""
+    def measured(self) -> str:
+        """The value and unit with its source, interval and n (or why there is none)."""
         if self.value is None:
-            return f"{self.name}: n/a ({self.source}; {self.missing})"
+            return f"n/a ({self.source}; {self.missing})"
         unit = f" {self.unit}" if self.unit else ""
         extra = [self.source]
         if self.ci95 is not None:
             extra.append(f"95 % CI {self.ci95[0]:.4g} to {self.ci95[1]:.4g}")
         if self.n is not None:
             extra.append(f"n = {self.n}")
-        return f"{self.name}: {self.value:.4g}{unit} ({', '.join(extra)})"
+        return f"{self.value:.4g}{unit} ({', '.join(extra)})"
+
+    def text(self) -> str:
+        """The figure in words: what it is, then `measured()`."""
+        return f"{self.name}: {self.measured()}"
 
     def __repr__(self) -> str:
         return f"<{self.text()}>"
