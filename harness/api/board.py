@@ -79,6 +79,7 @@ class Board:
         **settings,
     ) -> EvalRun:
         """Evaluate on this board: harness.evaluate with the board's settings (see it for the others)."""
+        self._checked()
         wrong = sorted(set(settings) & set(BOARD_SETTINGS))
         if wrong:
             raise UserError(f"{', '.join(wrong)} belong to the board: give them to harness.open_board")
