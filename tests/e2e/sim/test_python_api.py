@@ -31,9 +31,9 @@ def test_readme_main_job_in_a_few_lines(tmp_path, vww_model, capfd):
 
 def test_the_cli_and_the_api_run_the_same_eval(tmp_path):
     api_run = harness.evaluate(subsets=["distance_far"], limit=4, results=tmp_path / "api")
+    command = ["eval", "--subset", "distance_far", "--limit", "4", "--json", "--results", str(tmp_path / "cli")]
     done = subprocess.run(
-        [sys.executable, "-m", "harness", "eval", "--subset", "distance_far", "--limit", "4", "--json"]
-        + ["--results", str(tmp_path / "cli")],
+        [sys.executable, "-m", "harness", *command],
         capture_output=True,
         text=True,
     )
