@@ -36,6 +36,12 @@ def quieted(quiet: bool = True) -> Iterator[None]:
         _QUIET.reset(token)
 
 
+def notice(text: str) -> None:
+    """A line on stderr saying what harness fetches, builds or waits for; none when quiet."""
+    if not is_quiet():
+        print(text, file=sys.stderr, flush=True)
+
+
 def interactive() -> bool:
     return sys.stderr.isatty() and not os.environ.get("CI")
 

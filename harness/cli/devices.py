@@ -67,26 +67,17 @@ def cmd_flash(args) -> int:
     return 0
 
 
+def _timing_options(args, more: tuple[str, ...] = ()) -> dict:
+    """The keywords of harness.api.measure's perf and profile, from the command line."""
+    names = ("board", "port", "model_file", "dataset", "protocol", "baud", "tflm", *more)
+    return {name: getattr(args, name) for name in names} | {"progress": not (args.quiet or args.json)}
+
+
 def cmd_perf(args) -> int:
     from harness.api.measure import perf
 
-    report = perf(
-        args.model,
-        board=args.board,
-        port=args.port,
-        model_file=args.model_file,
-        dataset=args.dataset,
-        runs=args.runs,
-        warmups=args.warmups,
-        mlperf=args.mlperf,
-        meter=args.meter,
-        window_seconds=args.window_seconds,
-        protocol=args.protocol,
-        baud=args.baud,
-        emulate_invoke_ms=args.emulate_invoke_ms,
-        tflm=args.tflm,
-        progress=not (args.quiet or args.json),
-    )
+    more = ("runs", "warmups", "mlperf", "meter", "window_seconds", "emulate_invoke_ms")
+    report = perf(args.model, **_timing_options(args, more))
     stats = report.stats()
     if args.json:
         print_json(dataclasses.asdict(report) | {"stats": stats})
@@ -129,17 +120,7 @@ def cmd_profile(args) -> int:
 
     from harness.api.measure import profile
 
-    report = profile(
-        args.model,
-        board=args.board,
-        port=args.port,
-        model_file=args.model_file,
-        dataset=args.dataset,
-        protocol=args.protocol,
-        baud=args.baud,
-        tflm=args.tflm,
-        progress=not (args.quiet or args.json),
-    )
+    report = profile(args.model, **_timing_options(args))
     if args.json:
         print_json(dataclasses.asdict(report) | {"coverage": report.coverage})
         return 0
