@@ -26,6 +26,7 @@ pytest = require("pytest", "harness's pytest plugin")
 
 
 def pytest_addoption(parser) -> None:
+    """The --harness-* options (group "harness")."""
     group = parser.getgroup("harness", "harness: TinyML benchmarks on boards")
     group.addoption("--harness-board", default="sim", help="board file id or path (default: sim, the virtual board)")
     group.addoption("--harness-port", help="a real board's serial device or pyserial URL (rfc2217://, socket://)")

@@ -35,6 +35,7 @@ class Board:
     `with` block (or call `close()`): a closed board refuses further calls."""
 
     def __init__(self, settings):
+        """Made by open_board, which checks the settings first."""
         self._settings = settings  # EvalSettings: the board's settings, the others at their defaults
         self._closed = False
 

@@ -22,6 +22,7 @@ class RunView:
 
     @property
     def id(self) -> str:
+        """The run's id: its folder's name under the results folder."""
         return self.run.id
 
     @property
@@ -31,10 +32,12 @@ class RunView:
 
     @property
     def board(self) -> str:
+        """The board file's id the run ran on."""
         return self.run.board
 
     @property
     def model(self) -> str:
+        """The model card's name."""
         return self.run.model
 
     @property
@@ -58,6 +61,7 @@ class EvalRun(RunView):
 
     @property
     def summary(self) -> EvalSummary:
+        """The run's figures (summary.json), typed: per-subset scores, latency, arena, references, …"""
         return self.run.eval_summary
 
     def samples_frame(self):
@@ -153,10 +157,12 @@ class StreamRun(RunView):
 
     @property
     def summary(self) -> StreamSummary:
+        """The run's figures (summary.json), typed: detections, pipeline compute, scores."""
         return self.run.stream_summary
 
     @property
     def device_equals_host(self) -> bool:
+        """Whether the board and the host detected the same keywords at the same times and scores."""
         return self.summary.device_equals_host
 
     @property
@@ -167,6 +173,7 @@ class StreamRun(RunView):
 
 
 def view(run: Run, notes: list[str] | None = None) -> EvalRun | StreamRun:
+    """A run folder read back (harness/results/runs.py) as the API's run of its kind."""
     return (EvalRun if run.kind == "eval" else StreamRun)(run, notes or [])
 
 
