@@ -334,9 +334,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    console.QUIET = getattr(args, "quiet", False) or getattr(args, "json", False)
+    quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
     try:
-        return handler_of(args)(args)
+        with console.quieted(quiet):
+            return handler_of(args)(args)
     except UserError as exc:
         print(f"harness: error: {exc.worded_for_cli()}", file=sys.stderr)
         return EXIT_USAGE
