@@ -9,12 +9,37 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-QUIET = False  # set by --quiet and --json: no progress output at all
+# Whoever runs the work says whether it may print progress: the CLI for --quiet and --json, the Python API
+# for its `progress` keyword. A context variable, so that it holds for one call (and the threads it starts
+# with its context), not for the process.
+_QUIET: ContextVar[bool] = ContextVar("harness_quiet", default=False)
+
+
+def is_quiet() -> bool:
+    """No progress bars and no notices on stderr (inside `quieted(True)`)."""
+    return _QUIET.get()
+
+
+@contextmanager
+def quieted(quiet: bool = True) -> Iterator[None]:
+    """Progress and notices off (or on, `quiet=False`) for the block."""
+    token = _QUIET.set(quiet)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
+def notice(text: str) -> None:
+    """A line on stderr saying what harness fetches, builds or waits for; none when quiet."""
+    if not is_quiet():
+        print(text, file=sys.stderr, flush=True)
 
 
 NOT_CI = ("", "0", "false", "no", "off")
@@ -53,7 +78,7 @@ def stdout_console() -> "Console":
 @contextmanager
 def progress(total: int, label: str) -> Iterator:
     """Yields advance(amount=1): call it as work finishes."""
-    if QUIET:
+    if is_quiet():
         yield lambda amount=1: None
         return
     if interactive():

@@ -22,6 +22,8 @@ OPTIONAL = {
     "tensorflow": ("tensorflow-cpu", "convert"),
     "keras": ("keras", "convert"),
     "tf_keras": ("tf-keras", "convert"),
+    "pandas": ("pandas", "lab"),
+    "pytest": ("pytest", "lab"),
 }
 
 

@@ -457,9 +457,10 @@ def main(argv: list[str] | None = None) -> int:
     if deprecated:
         print(f"harness: warning: {deprecated}", file=sys.stderr)
     args = build_parser().parse_args(argv)
-    console.QUIET = getattr(args, "quiet", False) or getattr(args, "json", False)
+    quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
     try:
-        return handler_of(args)(args)
+        with console.quieted(quiet):
+            return handler_of(args)(args)
     except DeviceNotFound as exc:
         print(f"harness: error: {exc.worded_for_cli()}", file=sys.stderr)
         return exits.DEVICE_NOT_FOUND

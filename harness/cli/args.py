@@ -4,9 +4,7 @@ The parser (harness/cli/app.py) is built from this module too, so it imports onl
 top; what the commands' helpers use is imported inside them."""
 
 import argparse
-import os
 import sys
-from pathlib import Path
 
 from harness.cli import exits
 from harness.errors import UserError
@@ -74,41 +72,6 @@ def command(commands, name: str, handler, help: str, example: str | tuple[str, .
     return parser
 
 
-def tflm_tree(args, board=None):
-    """--tflm PATH, else HARNESS_TFLM_TREE, else for `board` (given when its firmware is built) the tree harness
-    prepares from its [tflm] recipe (docs/tflm.md). None: no board, or one that gets TFLM elsewhere."""
-    from harness.firmware.tflm_tree import TflmTree
-
-    path = getattr(args, "tflm", None) or os.environ.get("HARNESS_TFLM_TREE")
-    if path:
-        return TflmTree(Path(path))
-    if board is None:
-        return None
-    from harness.firmware.tflm_obtain import board_tree
-
-    return board_tree(board)
-
-
-def emulated_tflm_tree(args, board):
-    """For commands that build firmware only for QEMU boards (eval, perf, profile, stream): a real board runs
-    what was flashed, the virtual one the host interpreter."""
-    return tflm_tree(args, board if board.kind == "emulated" else None)
-
-
-def model_for(args, board):
-    """The card and its model, checked to be deployable on the board."""
-    from harness.model.card import check_card_model, load_card
-    from harness.model.deployable import require_deployable
-    from harness.model.fetch import obtain_model
-    from harness.model.tflite_file import read_tflite
-
-    card = load_card(args.model)
-    model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
-    require_deployable(model, board)
-    check_card_model(card, model, own_file=not args.model_file)
-    return card, model
-
-
 def iou_threshold(text: str) -> float:
     try:
         value = float(text)
@@ -133,17 +96,3 @@ def link_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     add_arguments(common, LINK_SETTINGS)
     return common
-
-
-def board_with_link_options(args):
-    from harness.boards import get_board
-    from harness.device.launch import with_link_options
-
-    return with_link_options(
-        get_board(args.board),
-        args.link_baud,
-        args.emulate_invoke_ms,
-        args.switch_baud,
-        baud=args.baud,
-        protocol=getattr(args, "protocol", "harness"),
-    )

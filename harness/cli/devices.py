@@ -3,9 +3,9 @@
 import dataclasses
 from pathlib import Path
 
+from harness.api.resolve import board_with_link_options, model_for, tflm_tree
 from harness.boards import all_boards, get_board, user_boards_dir
 from harness.cli import exits
-from harness.cli.args import board_with_link_options, emulated_tflm_tree, model_for, tflm_tree
 from harness.console import print_json, stdout_console
 from harness.errors import UserError
 from harness.model.card import load_card
@@ -95,62 +95,26 @@ def _say_flashed(args, figures: dict, headline: str, *details: str) -> None:
         console.print(line, highlight=False)
 
 
-def _timed(args, measure, uses: tuple[str, ...]):
-    """(board, card, what `measure(client, board, input)` returns) on the board running the model, with the
-    dataset's first input. `uses`: the session members `measure` calls, refused before the board starts
-    where the protocol has none."""
-    from harness.device.launch import ConnectOptions, connect, with_link_options
-    from harness.eval.perf import sample_input
-    from harness.eval.tasks import DatasetRequest, task_for
-    from harness.model.card import load_card
-    from harness.model.dut import dut_computation
-
-    board = with_link_options(
-        get_board(args.board),
-        emulate_invoke_ms=getattr(args, "emulate_invoke_ms", None),
-        baud=args.baud,
-        protocol=args.protocol,
-    )
-    task = task_for(load_card(args.model))
-    # Before a model is fetched; one input is timed, so no F1 pool is streamed.
-    dataset = task.load_dataset(DatasetRequest(args.dataset, task.subsets("all"), limit=1))
-    card, model = model_for(args, board)
-    computation = dut_computation(card, model)  # what the device computes: the model's tensors, or its DUT's
-    data = sample_input(card, computation.input, dataset)
-    options = ConnectOptions(
-        port=args.port,
-        tflm=emulated_tflm_tree(args, board),
-        protocol=args.protocol,
-        uses=uses,
-        eembc=card.eembc,
-        computation=computation,
-    )
-    with connect(board, model, options) as client:
-        return board, card, measure(client, board, data)
+def _timing_options(args, more: tuple[str, ...] = ()) -> dict:
+    """The keywords of harness.api.measure's perf and profile, from the command line."""
+    names = ("board", "port", "model_file", "dataset", "protocol", "baud", "tflm", *more)
+    return {name: getattr(args, name) for name in names} | {"progress": not (args.quiet or args.json)}
 
 
 def cmd_perf(args) -> int:
-    from harness.energy.meter import open_live_meter
-    from harness.eval.perf import run_perf
+    from harness.api.measure import perf
 
-    meter = open_live_meter(args.meter, "the invokes") if args.meter else None  # a bad spec: before the board
-
-    def measure(client, board, data):
-        return run_perf(client, board, data, args.runs, args.warmups, args.mlperf, meter, args.window_seconds)
-
-    try:
-        board, _, report = _timed(args, measure, ("bench", "back_to_back") if meter else ("bench",))
-    finally:
-        if meter is not None:
-            meter.close()
+    more = ("runs", "warmups", "mlperf", "meter", "window_seconds", "emulate_invoke_ms")
+    report = perf(args.model, **_timing_options(args, more))
     stats = report.stats()
     if args.json:
         print_json(dataclasses.asdict(report) | {"stats": stats})
         return 0
     console = stdout_console()
     console.print(
-        f"{board.id}: {len(report.runs)} invokes after {report.warmups} warm-ups, {report.unit} ({report.source}): "
-        f"min {stats['min']:,.1f}, median {stats['median']:,.1f}, p95 {stats['p95']:,.1f}, max {stats['max']:,.1f}",
+        f"{report.board}: {len(report.runs)} invokes after {report.warmups} warm-ups, {report.unit} "
+        f"({report.source}): min {stats['min']:,.1f}, median {stats['median']:,.1f}, p95 {stats['p95']:,.1f}, "
+        f"max {stats['max']:,.1f}",
         highlight=False,
     )
     if report.mlperf_windows:
@@ -182,13 +146,13 @@ def energy_lines(energy) -> list[str]:
 def cmd_profile(args) -> int:
     from rich.table import Table
 
-    from harness.eval.perf import run_profile
+    from harness.api.measure import profile
 
-    board, card, report = _timed(args, run_profile, ("profile",))
+    report = profile(args.model, **_timing_options(args))
     if args.json:
         print_json(dataclasses.asdict(report) | {"coverage": report.coverage})
         return 0
-    table = Table(title=f"{card.name} on {board.id}: {report.total.text()} per invoke ({report.total.source})")
+    table = Table(title=f"{report.model} on {report.board}: {report.total.text()} per invoke ({report.total.source})")
     for column in ("#", "operator", report.total.unit, "share %"):
         table.add_column(column, justify="left" if column == "operator" else "right")
     for index, (name, figure) in enumerate(report.operators):

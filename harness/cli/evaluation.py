@@ -4,145 +4,60 @@ import sys
 from pathlib import Path
 
 from harness.cli import exits
-from harness.cli.args import board_with_link_options, emulated_tflm_tree
 from harness.console import percent, percent_interval, print_json, stdout_console
-from harness.errors import UserError, setting
-from harness.eval.convert import converted_for_eval
+from harness.errors import UserError
 from harness.eval.settings import EvalSettings
 from harness.eval.subsets import parse_subsets
-from harness.eval.tasks import DatasetRequest, task_for
 from harness.files import write_atomically
-from harness.model.card import check_card_model, load_card
-from harness.model.convert import is_float_model
-from harness.model.deployable import require_deployable
-from harness.model.fetch import obtain_model
-from harness.model.tflite_file import read_tflite
 
 
-def _unfinished_run(args) -> tuple[Path, str, EvalSettings]:
-    """`--resume RUN`: where the run is, and the settings it was started with (only --results, --json and
-    --quiet come from this command)."""
+def _refuse_settings_with_resume(args) -> None:
+    """`--resume RUN` continues with the settings the run started with: only --results, --json and --quiet
+    may come from this command."""
     import dataclasses
 
     from harness.errors import cli_flag
-    from harness.results.journal import REQUEST, known_as, load_request
-    from harness.results.store import partial_path, resume_target
 
-    if not args.resume.strip():
-        raise UserError("--resume needs the id of an unfinished run; `harness runs` lists runs")
-    for f in dataclasses.fields(EvalSettings):  # the run keeps its own settings: a differing one would be ignored
+    for f in dataclasses.fields(EvalSettings):  # a differing one would be ignored
         if getattr(args, f.name) != f.default:
             flag = f.metadata["flag"].flag or cli_flag(f.name)
             raise UserError(
                 f"--resume {args.resume} continues the run with the settings it started with: drop {flag} "
                 "(only --results, --json and --quiet may be given with --resume)"
             )
-    root, run_id = resume_target(Path(args.results), args.resume)
-    folder = partial_path(root, run_id)
-    if not folder.is_dir():
-        done = " (it finished already)" if (root / run_id).is_dir() else ""
-        raise UserError(f"no unfinished run {run_id} in {root}{done}; `harness runs --results {root}` lists runs")
-    return root, run_id, EvalSettings.restored(load_request(folder), known_as(folder / REQUEST))
 
 
-def _check_boards(board, settings: EvalSettings) -> None:
-    from harness.device.fleet import FleetRequest, check_fleet
-    from harness.device.launch import ConnectOptions
-
-    named = ConnectOptions(port=settings.port, serial_number=settings.serial, labgrid_place=settings.labgrid_place)
-    boards = check_fleet(board, named, FleetRequest(settings.boards, settings.labgrid_tags))
-    if boards > 1 and settings.meter:
-        raise UserError(f"{setting('meter')} measures one board: drop it, or run each board alone")
-
-
-def eval_request(settings: EvalSettings, results_root: Path, run_id: str | None = None):
-    """The run the settings name: board, card, dataset and model obtained and checked before any sample runs."""
-    from harness.device.drivers import driver_type
-    from harness.eval.runner import EvalRequest
-
-    board = board_with_link_options(settings)
-    driver = driver_type(board, settings.labgrid_place)
-    driver.refuse_port(board, settings.port)  # before a run folder exists or firmware is built
-    driver.refuse_faults(settings.faults)
-    _check_boards(board, settings)
-    card = load_card(settings.model)
-    task = task_for(card)
-    subsets = task.subsets(settings.subset)
-    splits = [x.strip() for x in settings.split.split(",") if x.strip()] if settings.split else None
-    wanted = DatasetRequest(
-        settings.dataset,
-        subsets,
-        splits,
-        settings.limit,
-        settings.clean_labels,
-        pools=settings.pools is True,  # hf: streams whole pools (every split to its end) only when asked
-        seed=settings.seed,
-    )
-    dataset = task.load_dataset(wanted)
-    model_path = Path(settings.model_file) if settings.model_file else obtain_model(card)
-    converted_from = None
-    own_file = not settings.model_file
-    if is_float_model(model_path):
-        conversion = converted_for_eval(model_path, card, dataset)
-        model_path, converted_from, own_file = conversion.path, conversion.provenance(), False
-    model = read_tflite(model_path)
-    require_deployable(model, board)
-    check_card_model(card, model, own_file)  # before the run: a card that does not fit leaves nothing behind
-    return EvalRequest(
-        settings=settings,
-        card=card,
-        model=model,
-        board=board,
-        dataset=dataset,
-        subsets=subsets,
-        results_root=results_root,
-        tflm=emulated_tflm_tree(settings, board),
-        run_id=run_id,
-        converted_from=converted_from,
-    )
+def _say(line: str) -> None:
+    print(f"harness: {line}", file=sys.stderr)
 
 
 def _warn_of_labels(dataset, subsets) -> int:
-    """Once a run, on stderr: what cleaned labels changed, and members whose flags contradict their label
-    (both are kept in the run's manifest). Returns the count of those members."""
-    from harness.eval.subsets import flag_contradictions
+    """On stderr: what the labels of a scored file say once (harness/eval/subsets.py label_notes)."""
+    from harness.eval.subsets import label_notes
 
-    clean = dataset.clean_labels
-    if clean is not None:
-        print(
-            f"harness: clean labels from {', '.join(clean.files)} changed {clean.changed} person labels "
-            f"({clean.depictions} verified depictions are non-persons, {clean.excluded} rows excluded, "
-            f"{clean.not_listed} rows not listed keep their own)",
-            file=sys.stderr,
-        )
-    count = flag_contradictions(dataset.samples, subsets)
-    if count:
-        print(
-            f"harness: warning: {count} members of {', '.join(s.name for s in subsets)} have flags that contradict "
-            "their person label (e.g. far on a non-person, a depiction flag on a person); they are selected by "
-            "flag, as the reference evaluator does, and scored with their own label",
-            file=sys.stderr,
-        )
-    return count
+    notes, contradictions = label_notes(dataset, subsets)
+    for line in notes:
+        _say(line)
+    return contradictions
 
 
 def cmd_eval(args) -> int:
-    from harness.eval.runner import run_eval
+    from harness.api.evaluation import evaluate_settings, resume
+    from harness.results.record import to_json
     from harness.results.report import print_summary
 
+    progress = not (args.quiet or args.json)
     if args.resume is not None:
-        root, run_id, settings = _unfinished_run(args)
+        _refuse_settings_with_resume(args)
+        run = resume(args.resume, args.results, progress=progress, notes=_say)
     else:  # a drawn shuffle seed is kept with the settings, so a resumed run keeps the same order
-        root, run_id, settings = Path(args.results), None, EvalSettings.from_args(args)
-    request = eval_request(settings, root, run_id)
-    _warn_of_labels(request.dataset, request.subsets)
-    outcome = run_eval(request)
+        run = evaluate_settings(EvalSettings.from_args(args), Path(args.results), progress=progress, notes=_say)
     if args.json:
-        print_json(outcome.as_json())
+        print_json(to_json(run.summary) | {"run_dir": str(run.path)})
     elif args.quiet:
-        print(outcome.run_dir)
+        print(run.path)
     else:
-        print_summary(outcome.summary, outcome.run_dir)
+        print_summary(run.summary, run.path)
     return 0
 
 

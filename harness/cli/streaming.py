@@ -5,9 +5,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from harness.boards import get_board
 from harness.cli import exits
-from harness.cli.args import emulated_tflm_tree, model_for
 from harness.console import print_json, stdout_console
 from harness.errors import UserError
 
@@ -40,41 +38,40 @@ def cmd_stream_score(args) -> int:
 
 
 def cmd_stream_run(args) -> int:
+    from harness.api.streaming import stream
+    from harness.results.record import NotScorable, to_json
     from harness.results.stream_report import print_score, print_stream_run
-    from harness.stream.run import StreamRequest, run_stream
 
-    board = get_board(args.board)
-    card, model = model_for(args, board)
-    request = StreamRequest(
-        card=card,
-        model=model,
-        board=board,
-        wav=Path(args.wav),
-        results_root=Path(args.results),
-        port=args.port,
-        tflm=emulated_tflm_tree(args, board),
-        serial_number=args.serial,
-        ledger=Path(args.ledger) if args.ledger else None,
+    run = stream(
+        args.wav,
+        board=args.board,
+        model=args.model,
+        model_file=args.model_file,
+        ledger=args.ledger,
         ledger_unit=args.ledger_unit,
         tolerance_ms=args.tolerance_ms,
         wakeword=args.wakeword,
+        results=args.results,
+        port=args.port,
+        serial=args.serial,
         protocol=args.protocol,
+        tflm=args.tflm,
+        progress=not (args.quiet or args.json),
     )
-    outcome = run_stream(request)
     if args.json:
-        print_json(outcome.summary)
+        print_json(to_json(run.summary) | {"run_dir": str(run.path)})
     elif args.quiet:
-        print(outcome.run_dir)
+        print(run.path)
     else:
         console = stdout_console()
-        print_stream_run(outcome.record, console)
-        console.print(f"results: {outcome.run_dir}", highlight=False)
-        for policy, result in outcome.scores.items():
-            if isinstance(result, str):
-                console.print(f"{policy}: not scored: {result}", highlight=False)
+        print_stream_run(run.summary, console)
+        console.print(f"results: {run.path}", highlight=False)
+        for policy, result in run.scores.items():
+            if isinstance(result, NotScorable):
+                console.print(f"{policy}: not scored: {result.not_scorable}", highlight=False)
             else:
                 print_score(result, console)
-    return exits.OK if outcome.record.device_equals_host else exits.FAILED
+    return exits.OK if run.device_equals_host else exits.FAILED
 
 
 def cmd_stream_build(args) -> int:

@@ -183,7 +183,7 @@ class _Session:
                 )
             if not told:
                 told = True
-                if not console.QUIET:
+                if not console.is_quiet():
                     print(
                         f"harness: waiting for labgrid place {name}, held by {holder} (up to {wait:g} s)",
                         file=sys.stderr,

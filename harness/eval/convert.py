@@ -3,12 +3,12 @@ card's preprocessing, the converter (harness/model/convert.py) run on them, then
 every operator must have a TFLM kernel, and int8 must agree with float on the held-out samples."""
 
 import hashlib
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from harness.console import notice
 from harness.defaults import DEFAULT_SPLIT_SEED  # the calibration / held-out draw; fixed so a conversion repeats
 from harness.errors import UserError, setting
 from harness.eval.inputs import image_preparation, prepare_inputs
@@ -73,9 +73,8 @@ def converted_for_eval(source: Path, card: ModelCard, dataset) -> ConvertedForEv
     key = hashlib.sha256("|".join(key_parts).encode()).hexdigest()[:16]
     out = cache_dir() / "converted" / f"{card.name}-{key}.tflite"
     if not out.is_file():
-        print(
-            f"harness: converting {source.name} for {card.name} to int8 once (cached; split seed {DEFAULT_SPLIT_SEED})",
-            file=sys.stderr,
+        notice(
+            f"harness: converting {source.name} for {card.name} to int8 once (cached; split seed {DEFAULT_SPLIT_SEED})"
         )
         convert(source, card, dataset, [SUBSETS["all"]], EVAL_CALIBRATION_SAMPLES, EVAL_IO, out)
     return ConvertedForEval(out, source, source_digest, DEFAULT_SPLIT_SEED)

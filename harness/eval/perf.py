@@ -35,6 +35,7 @@ class PerfReport:
     warmups: int
     mlperf_windows: list[float] | None = None
     energy: PerfEnergy | None = None
+    model: str | None = None  # the model card's name
 
     def stats(self) -> dict:
         values = np.asarray(self.runs, dtype=float)
@@ -92,6 +93,7 @@ class ProfileReport:
     total: Figure
     operators: list[tuple[str, Figure]]
     operators_run: int
+    model: str | None = None  # the model card's name
 
     @property
     def coverage(self) -> float | None:

@@ -16,7 +16,7 @@ from typing import Any
 # Light imports only: every command's parser is built from these declarations (harness/cli/app.py), so what they
 # need comes from harness/defaults.py, not from the modules that own it (pydantic is imported where it is used).
 from harness.defaults import AUTO_POOL_SAMPLES, DEFAULT_BOARD, DEFAULT_MODEL, DEFAULT_REFERENCES, DEMO, PROTOCOL_NAMES
-from harness.errors import UserError
+from harness.errors import UserError, setting
 from harness.link.faults import FaultSpec
 from harness.values import (
     baud_rate,
@@ -169,6 +169,18 @@ class EvalSettings:
             values[f.name] = given(value) if given else value
         return cls(**values)
 
+    @classmethod
+    def from_keywords(cls, **values) -> "EvalSettings":
+        """The settings a Python caller names (harness/api): each keyword a setting, its value as the flag's
+        text or as the setting's own type, checked as the command line checks it; an unknown keyword or a
+        bad value is a UserError naming the setting."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - set(fields))
+        if unknown:
+            raise UserError(f"unknown setting {', '.join(unknown)}; the settings are: {', '.join(fields)}")
+        given = {name: _keyword_value(name, fields[name].metadata["flag"], value) for name, value in values.items()}
+        return cls(**given)
+
     def stored(self) -> dict:
         """The settings as JSON, for request.json (what --resume reloads) and the run manifest."""
         return _adapter().dump_python(self, mode="json")
@@ -186,6 +198,25 @@ class EvalSettings:
             error = exc.errors()[0]
             name = ".".join(str(part) for part in error["loc"])
             raise UserError(f"{where}: setting {name} is damaged ({error['msg']}); start a new run") from None
+
+
+def _keyword_value(name: str, flag: Flag, value: Any) -> Any:
+    """A keyword's value as the run keeps it: text, numbers and sequences of names through the flag's parser."""
+
+    if flag.given:
+        value = flag.given(value)
+    if flag.type is None or value is None:
+        return value
+    if isinstance(value, list | tuple):
+        text = ",".join(str(item) for item in value) or "none"
+    elif isinstance(value, str | int | float) and not isinstance(value, bool):
+        text = str(value)
+    else:
+        return value  # already of the setting's type (a FaultSpec)
+    try:
+        return flag.type(text)
+    except argparse.ArgumentTypeError as exc:
+        raise UserError(f"{setting(name)}: {exc}") from None
 
 
 @functools.cache

@@ -8,6 +8,7 @@ thread writes the journal, so it needs no lock (the host references run on their
 harness/eval/host_work.py). One board is the same code with one thread.
 """
 
+import contextvars
 import queue
 import threading
 from collections import deque
@@ -111,7 +112,11 @@ class ShardedStream:
 
     def __enter__(self) -> "ShardedStream":
         for member in self._members:
-            thread = threading.Thread(target=self._serve, args=(member,), name=f"board {member.name}", daemon=True)
+            # in the caller's context: a board that builds its firmware is as quiet as the run (harness/console.py)
+            serve = contextvars.copy_context().run
+            thread = threading.Thread(
+                target=serve, args=(self._serve, member), name=f"board {member.name}", daemon=True
+            )
             thread.start()
             self._threads.append(thread)
         return self

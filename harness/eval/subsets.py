@@ -74,6 +74,27 @@ def flag_contradictions(samples, subsets) -> int:
     return sum(1 for s in samples if any(sub.contradicts(s) for sub in flagged))
 
 
+def label_notes(dataset, subsets) -> tuple[list[str], int]:
+    """What a run says once about its labels: what cleaned labels changed, and how many members of the
+    subsets have flags that contradict their person label (both are kept in the run's manifest)."""
+    notes = []
+    clean = dataset.clean_labels
+    if clean is not None:
+        notes.append(
+            f"clean labels from {', '.join(clean.files)} changed {clean.changed} person labels "
+            f"({clean.depictions} verified depictions are non-persons, {clean.excluded} rows excluded, "
+            f"{clean.not_listed} rows not listed keep their own)"
+        )
+    count = flag_contradictions(dataset.samples, subsets)
+    if count:
+        notes.append(
+            f"warning: {count} members of {', '.join(s.name for s in subsets)} have flags that contradict "
+            "their person label (e.g. far on a non-person, a depiction flag on a person); they are selected by "
+            "flag, as the reference evaluator does, and scored with their own label"
+        )
+    return notes, count
+
+
 SUBSETS = {
     s.name: s
     for s in (

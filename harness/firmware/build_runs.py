@@ -49,7 +49,7 @@ def run_build(
 ) -> None:
     """Run `command`, counting output lines that start with one of `compile_markers` as compiled files.
     Raises BuildError (naming the log) on failure or when `timeout` seconds pass."""
-    if not console.QUIET:
+    if not console.is_quiet():
         print(
             f"harness: building {what}: {sources} sources (a first build takes {first_build_estimate(sources)}; "
             f"later ones are cached); log: {log}",

@@ -44,8 +44,7 @@ _FIX = (
 
 
 def _say(text: str) -> None:
-    if not console.QUIET:
-        print(text, file=sys.stderr, flush=True)
+    console.notice(text)
 
 
 def trees_dir() -> Path:

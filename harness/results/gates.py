@@ -156,12 +156,12 @@ def _empty_subsets(summary: EvalSummary) -> dict[str, str]:
     return {subset: "n = 0" for subset, e in summary.subsets.items() if not e.n}
 
 
-def _f1(score: Score) -> tuple[float | None, str]:
+def gated_f1(score: Score) -> tuple[float | None, str]:
     """The F1 an F1 gate judges: the Wake Vision rate-based f1_wv where the subset has it, else f1_counts."""
     return (score.f1_wv, "f1_wv") if score.f1_wv is not None else (score.f1_counts, "f1_counts")
 
 
-def _f1_missing(score: Score) -> str:
+def f1_missing(score: Score) -> str:
     if score.f1_unavailable:
         return f"F1 n/a: {score.f1_unavailable}"
     if score.pool_incomplete:  # a run of an earlier version, which gave no reason
@@ -184,9 +184,9 @@ def _absolute(name: str, settings: dict, run: Run) -> Verdict:
     if name == "accuracy":
         values = {subset: e.device.accuracy for subset, e in summary.subsets.items()}
         return _per_subset(settings, "min", values, skipped, source)
-    picked = {subset: _f1(e.device) for subset, e in summary.subsets.items()}
+    picked = {subset: gated_f1(e.device) for subset, e in summary.subsets.items()}
     skipped |= {
-        s: _f1_missing(e.device) for s, e in summary.subsets.items() if picked[s][0] is None and s not in skipped
+        s: f1_missing(e.device) for s, e in summary.subsets.items() if picked[s][0] is None and s not in skipped
     }
     values = {subset: value for subset, (value, _) in picked.items()}
     which = {subset: which for subset, (_, which) in picked.items()}

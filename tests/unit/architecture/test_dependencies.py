@@ -29,7 +29,7 @@ DISTRIBUTION_OF = {
     "tflite_micro": "tflite-micro",
     "ai_edge_litert": "ai-edge-litert",
 } | {module: package for module, (package, _extra) in OPTIONAL.items()}
-RUNTIME_EXTRAS = ("boards", "farm", "datasets", "meters", "convert")
+RUNTIME_EXTRAS = ("boards", "farm", "datasets", "meters", "convert", "lab")
 
 
 def normalized(name: str) -> str:

@@ -17,7 +17,6 @@ def _script(tmp_path, body: str) -> list[str]:
 
 
 def test_a_build_says_what_it_builds_and_counts_files(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(console, "QUIET", False)
     monkeypatch.setenv("CI", "1")  # plain progress lines, as in a log
     command = _script(tmp_path, "for i in range(20): print(f'cc -c file{i}.c')\n")
     run_build(
@@ -27,6 +26,15 @@ def test_a_build_says_what_it_builds_and_counts_files(tmp_path, capsys, monkeypa
     assert "harness: building the test library: 20 sources (a first build takes about" in err
     assert "building the test library: 20/20 (100%)" in err
     assert (tmp_path / "log").read_text().count("cc -c") == 20
+
+
+def test_a_quiet_build_says_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CI", "1")
+    command = _script(tmp_path, "print('cc -c a.c')\n")
+    with console.quieted():
+        run_build(command, tmp_path, tmp_path / "log", what="the lib", sources=1, compile_markers=("cc ",), timeout=60)
+    assert capsys.readouterr().err == ""
+    assert (tmp_path / "log").read_text().count("cc -c") == 1
 
 
 def test_a_failure_is_a_build_failure_naming_the_first_error_and_the_log(tmp_path):

@@ -313,7 +313,7 @@ def test_commands_that_build_firmware_go_through_it(standin, small_model):
 
 
 def test_the_prepared_tree_is_what_a_build_gets_and_tflm_wins(standin, tmp_path, monkeypatch):
-    from harness.cli.args import emulated_tflm_tree, tflm_tree
+    from harness.api.resolve import emulated_tflm_tree, tflm_tree
 
     nucleo, qemu, esp32, sim = map(get_board, ("nucleo_h743", "qemu_m7", "esp32dev", "sim"))
     tree = tflm_tree(argparse.Namespace(tflm=None), nucleo)
@@ -411,7 +411,7 @@ def test_recipes_are_board_data():
 def test_flash_without_tflm_prepares_the_tree_then_builds_uploads_and_checks(standin, small_model, tmp_path):
     """The online path end to end: the tree comes from the (loopback) mirror, PlatformIO is a stand-in `pio`
     that succeeds, and the board on a pseudo-terminal reports the model and build id harness generated."""
-    from harness.cli.args import tflm_tree
+    from harness.api.resolve import tflm_tree
     from harness.firmware.platformio import generate_project
     from harness.model.tflite_file import read_tflite
     from tests.unit.firmware.test_platformio_projects import FAKE_PIO, _BoardOnPty

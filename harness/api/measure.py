@@ -1,0 +1,104 @@
+"""Time one input on a board: repeated invokes (perf) or one invoke operator by operator (profile).
+`harness perf` and `harness profile` call these too."""
+
+import dataclasses
+from types import SimpleNamespace
+
+from harness.console import quieted
+from harness.defaults import DEFAULT_BOARD, DEFAULT_MODEL, DEMO, MLPERF_WINDOW_SECONDS
+
+
+def _timed(connection: SimpleNamespace, measure, uses: tuple[str, ...]):
+    """What `measure(client, board, input)` returns, on the board running the model, with the dataset's
+    first input; its report names the model's card. `uses`: the session members `measure` calls, refused
+    before the board starts where the protocol has none."""
+    from harness.api.resolve import emulated_tflm_tree, model_for
+    from harness.boards import get_board
+    from harness.device.launch import ConnectOptions, connect, with_link_options
+    from harness.eval.perf import sample_input
+    from harness.eval.tasks import DatasetRequest, task_for
+    from harness.model.card import load_card
+    from harness.model.dut import dut_computation
+
+    board = with_link_options(
+        get_board(connection.board),
+        emulate_invoke_ms=connection.emulate_invoke_ms,
+        baud=connection.baud,
+        protocol=connection.protocol,
+    )
+    task = task_for(load_card(connection.model))
+    # Before a model is fetched; one input is timed, so no F1 pool is streamed.
+    dataset = task.load_dataset(DatasetRequest(connection.dataset, task.subsets("all"), limit=1))
+    card, model = model_for(connection, board)
+    computation = dut_computation(card, model)  # what the device computes: the model's tensors, or its DUT's
+    data = sample_input(card, computation.input, dataset)
+    options = ConnectOptions(
+        port=connection.port,
+        tflm=emulated_tflm_tree(connection, board),
+        protocol=connection.protocol,
+        uses=uses,
+        eembc=card.eembc,
+        computation=computation,
+    )
+    with connect(board, model, options) as client:
+        return dataclasses.replace(measure(client, board, data), model=card.name)
+
+
+def perf(
+    model: str = DEFAULT_MODEL,
+    *,
+    board: str = DEFAULT_BOARD,
+    port: str | None = None,
+    model_file: str | None = None,
+    dataset: str = DEMO,
+    runs: int = 50,
+    warmups: int = 5,
+    mlperf: bool = False,
+    meter: str | None = None,
+    window_seconds: float = MLPERF_WINDOW_SECONDS,
+    protocol: str = "harness",
+    baud: int | None = None,
+    emulate_invoke_ms: float | None = None,
+    tflm: str | None = None,
+    progress: bool = False,
+):
+    """Time `runs` invokes of the dataset's first input after `warmups` untimed ones: a PerfReport (each
+    figure in its unit, with its source; `.stats()` gives min, median, p95, max). `mlperf`: also the median
+    of 5 windows of >= 10 s; `meter` (KIND:ADDRESS): energy per inference in windows of `window_seconds`."""
+    from harness.energy.meter import open_live_meter
+    from harness.eval.perf import run_perf
+
+    connection = SimpleNamespace(**locals())
+    with quieted(not progress):
+        live = open_live_meter(meter, "the invokes") if meter else None  # a bad spec: before the board
+
+        def measure(client, started, data):
+            return run_perf(client, started, data, runs, warmups, mlperf, live, window_seconds)
+
+        try:
+            return _timed(connection, measure, ("bench", "back_to_back") if live else ("bench",))
+        finally:
+            if live is not None:
+                live.close()
+
+
+def profile(
+    model: str = DEFAULT_MODEL,
+    *,
+    board: str = DEFAULT_BOARD,
+    port: str | None = None,
+    model_file: str | None = None,
+    dataset: str = DEMO,
+    protocol: str = "harness",
+    baud: int | None = None,
+    tflm: str | None = None,
+    progress: bool = False,
+):
+    """Time one invoke of the dataset's first input operator by operator: a ProfileReport (the whole invoke,
+    each operator's figure with its source, and the share the operators account for). The virtual board's
+    host interpreter has no per-operator timer: QEMU and real boards do."""
+    from harness.eval.perf import run_profile
+
+    connection = SimpleNamespace(**locals(), emulate_invoke_ms=None)
+    with quieted(not progress):
+        return _timed(connection, run_profile, ("profile",))

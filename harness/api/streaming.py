@@ -1,0 +1,61 @@
+"""Run a keyword stream (a WAV) through a board and the host, scored against a ledger when one is given.
+`harness stream` calls this too."""
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from harness.api.runs import StreamRun, view
+from harness.console import quieted
+from harness.defaults import DEFAULT_BOARD
+from harness.errors import UserError
+
+STREAM_MODEL = "tflm_micro_speech"
+
+
+def stream(
+    wav: str | Path,
+    *,
+    board: str = DEFAULT_BOARD,
+    model: str = STREAM_MODEL,
+    model_file: str | None = None,
+    ledger: str | Path | None = None,
+    ledger_unit: str | None = None,
+    tolerance_ms: int | None = None,
+    wakeword: str | None = None,
+    results: str | Path = "results",
+    port: str | None = None,
+    serial: str | None = None,
+    protocol: str = "harness",
+    tflm: str | None = None,
+    progress: bool = False,
+) -> StreamRun:
+    """The stream `wav` (16 kHz mono 16-bit) through the keyword card's pipeline on the board and on the
+    host, and the run: its `device_equals_host` says whether both detected the same; with a `ledger` of
+    events (label,start_ms[,end_ms]) its `scores` hold each policy's score (or why the ledger cannot serve it)."""
+    from harness.api.resolve import emulated_tflm_tree, model_for
+    from harness.boards import get_board
+    from harness.results.runs import load_run
+    from harness.stream.run import StreamRequest, run_stream
+
+    if not wav:
+        raise UserError("a stream run needs a WAV (16 kHz mono 16-bit); `harness stream build` composes one")
+    with quieted(not progress):
+        started = get_board(board)
+        card, loaded = model_for(SimpleNamespace(model=model, model_file=model_file), started)
+        request = StreamRequest(
+            card=card,
+            model=loaded,
+            board=started,
+            wav=Path(wav),
+            results_root=Path(results),
+            port=port,
+            tflm=emulated_tflm_tree(SimpleNamespace(tflm=tflm), started),
+            serial_number=serial,
+            ledger=Path(ledger) if ledger else None,
+            ledger_unit=ledger_unit,
+            tolerance_ms=tolerance_ms,
+            wakeword=wakeword,
+            protocol=protocol,
+        )
+        outcome = run_stream(request)
+    return view(load_run(str(outcome.run_dir)))
