@@ -42,13 +42,27 @@ def notice(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
+NOT_CI = ("", "0", "false", "no", "off")
+
+
+def under_ci() -> bool:
+    """CI read as a boolean: 0/false/no/off (any case) or empty is no CI; 1/true/yes/on, or any other value
+    a CI service sets it to, is CI."""
+    return os.environ.get("CI", "").strip().lower() not in NOT_CI
+
+
 def interactive() -> bool:
-    return sys.stderr.isatty() and not os.environ.get("CI")
+    return sys.stderr.isatty() and not under_ci()
 
 
 def percent(value: float | None) -> str:
     """A share as a percentage with one decimal, or n/a."""
     return "n/a" if value is None else f"{100 * value:.1f}"
+
+
+def percent_interval(interval: tuple[float, float] | list[float] | None) -> str:
+    """A 95 % interval of a share as percentages, low-high, or n/a."""
+    return "n/a" if interval is None else f"{100 * interval[0]:.1f}-{100 * interval[1]:.1f}"
 
 
 def print_json(data) -> None:

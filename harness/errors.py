@@ -1,4 +1,4 @@
-"""Errors the CLI turns into one clear line and exit code 2.
+"""Errors the CLI turns into one clear line, each kind with its own exit code (docs/cli.md).
 
 The pieces below the CLI know settings, not flags: a message names a setting with `setting("tflm")`,
 and whoever shows the error words it — the CLI as its flag (`--tflm`, `worded_for_cli`), the Python API
@@ -36,6 +36,12 @@ def cli_flag(name: str) -> str:
 
 class UserError(WordedError):
     """Bad input from the user: a name, a path or a file. The message names the fix."""
+
+
+class DeviceNotFound(UserError):
+    """The board named is not there: not attached, no such port, nothing listening at its address, no such
+    labgrid place. A UserError still (code that refuses bad input refuses this too); the CLI gives it its
+    own exit code, so a script can tell a typo from a board that is not attached."""
 
 
 class LinkError(WordedError):

@@ -132,12 +132,30 @@ def error_lines(done) -> list[str]:
     return [line for line in done.stderr.strip().splitlines() if not FETCH_NOTICE.match(line)]
 
 
-def assert_refused_in_one_line(done, *expected):
-    """Exit code 2, one line on stderr holding every expected text, no traceback."""
-    assert done.returncode == 2, done.stderr
+def assert_refused_in_one_line(done, *expected, code: int = 2):
+    """Exit code 2 (a usage error; `code`: another of harness/cli/exits.py), one line on stderr holding every
+    expected text, no traceback."""
+    assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stderr
     # Without ../shared a model comes from the package index, which is said on a line of its own.
     lines = [line for line in done.stderr.strip().splitlines() if not FETCH_NOTICE.match(line)]
     assert len(lines) == 1, done.stderr
     for text in expected:
         assert text in lines[0], lines[0]
+
+
+def cli_commands() -> list[tuple]:
+    """Every command of the CLI that runs (a group's subcommands, not the group), as (its words, its parser)."""
+    import argparse
+
+    from harness.cli.app import build_parser
+
+    def walk(words, parser):
+        groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not groups:
+            yield words, parser
+        for action in groups:
+            for name, sub in action.choices.items():
+                yield from walk((*words, name), sub)
+
+    return list(walk((), build_parser()))

@@ -72,7 +72,7 @@ class EvalRun(RunView):
         return pq.read_table(self.path / SAMPLES).to_pandas()
 
     def check(self, gates: str | Path, baseline: "EvalRun | None" = None, strict: bool = False) -> list:
-        """The gates file's verdicts on this run, as `harness check` judges them (harness/results/gates.py):
+        """The gates file's verdicts on this run, as `harness runs check` judges them (harness/results/gates.py):
         a GateResult per gate, passed, failed or not judged."""
         from harness.eval.subsets import gate_subsets
         from harness.results.gates import check_gates

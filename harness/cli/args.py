@@ -6,15 +6,70 @@ top; what the commands' helpers use is imported inside them."""
 import argparse
 import sys
 
+from harness.cli import exits
 from harness.errors import UserError
 
-EXIT_USAGE = 2  # bad input: one line naming the problem and the fix
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Every option's default in its help (unless the help says it already), and the epilog's example as
+    written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if "default" in text or default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        if isinstance(default, tuple | list):
+            return f"{text} (default: {','.join(map(str, default))})"
+        return f"{text} (default: %(default)s)"
+
+
+class _Subcommands(argparse._SubParsersAction):
+    """argparse's subcommands, named by their choices wherever argparse names them (`required: {list,pull}`)."""
+
+    @property
+    def metavar(self) -> str:
+        return "{" + ",".join(self.choices) + "}"
+
+    @metavar.setter
+    def metavar(self, value) -> None:  # argparse sets metavar=None first
+        pass
 
 
 class Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _Subcommands)
+
     def error(self, message: str):
         print(f"harness: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
+        sys.exit(exits.USAGE)
+
+
+def _sentence(help: str) -> str:
+    return help[0].upper() + help[1:] + "."
+
+
+def _examples(example: str | tuple[str, ...]) -> str:
+    lines = (example,) if isinstance(example, str) else example
+    return "example:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def group(commands, name: str, help: str, example: str | tuple[str, ...]):
+    """A group of commands (`harness NAME SUBCOMMAND`): its subparsers, to add the commands to."""
+    parser = commands.add_parser(name, help=help, description=_sentence(help), epilog=_examples(example))
+    return parser.add_subparsers(dest=f"{name}_command", required=True, parser_class=Parser)
+
+
+def command(commands, name: str, handler, help: str, example: str | tuple[str, ...], parents=()):
+    """One command, with --json and --quiet, its help as description and an example as epilog; `handler` is
+    "module:function" (imported when the command runs) or a function."""
+    parser = commands.add_parser(
+        name, parents=[output_options(), *parents], help=help, description=_sentence(help), epilog=_examples(example)
+    )
+    parser.set_defaults(handler=handler)
+    return parser
 
 
 def iou_threshold(text: str) -> float:

@@ -44,21 +44,21 @@ def _table(title: str, entries: list["CacheEntry"]) -> "Table":
     return table
 
 
-def cmd_cache(args) -> int:
-    if args.action == "list":
-        if args.older_than is not None or args.all or args.dry_run:
-            raise UserError("--older-than, --all and --dry-run go with `harness cache prune`")
-        from harness.eval.input_cache import list_entries, tensors_dir
+def cmd_cache_list(args) -> int:
+    from harness.eval.input_cache import list_entries, tensors_dir
 
-        entries = list_entries()
-        if args.json:
-            print_json({"folder": str(tensors_dir()), "entries": [_row(e) for e in entries]})
-            return 0
-        console = stdout_console()
-        console.print(_table(f"input cache in {tensors_dir()}", entries))
-        total = sum(e.bytes for e in entries)
-        console.print(f"{len(entries)} entries, {total:,} bytes; `harness cache prune --older-than DAYS` frees space")
+    entries = list_entries()
+    if args.json:
+        print_json({"folder": str(tensors_dir()), "entries": [_row(e) for e in entries]})
         return 0
+    console = stdout_console()
+    console.print(_table(f"input cache in {tensors_dir()}", entries))
+    total = sum(e.bytes for e in entries)
+    console.print(f"{len(entries)} entries, {total:,} bytes; `harness cache prune --older-than DAYS` frees space")
+    return 0
+
+
+def cmd_cache_prune(args) -> int:
     if args.older_than is None and not args.all:
         raise UserError("say what to prune: --older-than DAYS (unused that long) or --all")
     from harness.eval.input_cache import prune, tensors_dir

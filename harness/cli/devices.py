@@ -5,6 +5,7 @@ from pathlib import Path
 
 from harness.api.resolve import board_with_link_options, model_for, tflm_tree
 from harness.boards import all_boards, get_board, user_boards_dir
+from harness.cli import exits
 from harness.console import print_json, stdout_console
 from harness.errors import UserError
 from harness.model.card import load_card
@@ -35,7 +36,7 @@ def cmd_link_test(args) -> int:
         console = stdout_console()
         for line in describe(report, board.latency_source):
             console.print(line, highlight=False)
-    return 0 if report.ok else 1
+    return exits.OK if report.ok else exits.FAILED
 
 
 def cmd_flash(args) -> int:
@@ -44,9 +45,8 @@ def cmd_flash(args) -> int:
     from harness.device.drivers import ConnectOptions, driver_for
 
     board = get_board(args.board)
-    console = stdout_console()
     if board.kind == "device":
-        return flash_device(args, board, console)
+        return flash_device(args, board)
     tflm = tflm_tree(args) if board.kind != "virtual" else None
     model = None
     if tflm is not None:
@@ -55,16 +55,44 @@ def cmd_flash(args) -> int:
         require_deployable(model, board)
     info = driver_for(board, model, ConnectOptions(tflm=tflm)).flash()
     if info is None:
-        console.print("the virtual board runs the model each command names; there is nothing to flash")
+        _say_flashed(
+            args,
+            {"board": board.id, "flashed": False},
+            "the virtual board runs the model each command names; there is nothing to flash",
+        )
         return 0
     what = f"model {info.model_sha256_prefix}…" if model else "self-test firmware (no model: pass --tflm PATH)"
-    console.print(f"{board.id}: firmware {info.build_id} booted and answered HELLO; {what}", highlight=False)
-    console.print(
+    _say_flashed(
+        args,
+        {"board": board.id, "flashed": True, "model_sha256_prefix": info.model_sha256_prefix if model else None}
+        | _device_info(info),
+        f"{board.id}: firmware {info.build_id} booted and answered HELLO; {what}",
         f"  protocol v{info.protocol_version}, frames {info.max_request_frame}/{info.max_response_frame} B, "
         f"timer {info.tick_kind.name.lower()} at {info.tick_hz:,} Hz",
-        highlight=False,
     )
     return 0
+
+
+def _device_info(info) -> dict:
+    """What the flashed firmware said in its HELLO, for --json."""
+    return {
+        "build_id": info.build_id,
+        "protocol_version": info.protocol_version,
+        "max_request_frame": info.max_request_frame,
+        "max_response_frame": info.max_response_frame,
+        "tick_kind": info.tick_kind.name.lower(),
+        "tick_hz": info.tick_hz,
+    }
+
+
+def _say_flashed(args, figures: dict, headline: str, *details: str) -> None:
+    """flash's result: JSON, the headline alone (--quiet), or the headline and its details."""
+    if args.json:
+        print_json(figures)
+        return
+    console = stdout_console()
+    for line in (headline,) if args.quiet else (headline, *details):
+        console.print(line, highlight=False)
 
 
 def _timing_options(args, more: tuple[str, ...] = ()) -> dict:
@@ -139,7 +167,7 @@ def cmd_profile(args) -> int:
     return 0
 
 
-def flash_device(args, board, console) -> int:
+def flash_device(args, board) -> int:
     from harness.device.drivers import ConnectOptions, driver_for
     from harness.firmware.platformio import generate_project
 
@@ -154,8 +182,11 @@ def flash_device(args, board, console) -> int:
             f"{board.id} answers with model {info.model_sha256_prefix}… and firmware {info.build_id}, expected "
             f"{model.sha256[:16]}… and {project.build_id}: the upload did not take; check the port and the probe"
         )
-    console.print(
-        f"{board.id}: flashed {project.build_id} ({project.kernels} kernels), model {card.name}", highlight=False
+    figures = {"board": board.id, "flashed": True, "model": card.name, "model_sha256_prefix": model.sha256[:16]}
+    _say_flashed(
+        args,
+        figures | _device_info(info) | {"project": str(project.path), "kernels": project.kernels},
+        f"{board.id}: flashed {project.build_id} ({project.kernels} kernels), model {card.name}",
     )
     return 0
 

@@ -1,10 +1,10 @@
-"""Energy and LPIRC commands: meter, referee, lpirc-score, map (their parsers, and their handlers, which import
+"""Energy and LPIRC commands: meter, and lpirc referee, score and map (their parsers, and their handlers, which import
 what they run when they run: the parser is built from this module for every command)."""
 
 import sys
 from pathlib import Path
 
-from harness.cli.args import iou_threshold
+from harness.cli.args import command, group, iou_threshold
 from harness.console import print_json, stdout_console
 from harness.errors import LinkError, UserError
 from harness.values import non_negative_float, port_number, positive_float, positive_int, seed_number
@@ -147,47 +147,71 @@ def cmd_map(args) -> int:
     return 0
 
 
-def add_energy_commands(commands, output) -> None:
-    detection = commands.add_parser("map", parents=[output], help="detection mAP of boxes against ground truth")
+def add_meter_command(commands) -> None:
+    meter = command(
+        commands,
+        "meter",
+        cmd_meter,
+        "read a power meter (or replay a log) and sum energy",
+        ("harness meter wt310:TCPIP0::192.168.1.20::5025::SOCKET --seconds 10", "harness meter csv:power.csv"),
+    )
+    meter.add_argument("meter", help="KIND:ADDRESS, e.g. wt310:TCPIP0::127.0.0.1::5025::SOCKET or csv:log.csv")
+    meter.add_argument("--seconds", type=positive_float, default=5.0, help="how long to record a live meter")
+
+
+def add_lpirc_commands(commands) -> None:
+    lpirc = group(
+        commands,
+        "lpirc",
+        "LPIRC-style contests: serve images, score accuracy per energy, detection mAP",
+        "harness lpirc map --truth golden_output.csv --detections results.csv",
+    )
+    referee = command(
+        lpirc,
+        "referee",
+        cmd_referee,
+        "serve images to a networked device, LPIRC style",
+        "harness lpirc referee --dataset lpirc/ --time-limit 600 --meter wt310:TCPIP0::192.168.1.20::5025::SOCKET",
+    )
+    referee.add_argument("--dataset", required=True, help="LPIRC folder (images/<n>.jpg, ground truth) or a dataset")
+    referee.add_argument("--subset", help="with a harness dataset: the subset to serve (default: all)")
+    referee.add_argument("--limit", type=positive_int, help="serve at most this many images")
+    referee.add_argument("--time-limit", type=positive_float, default=600.0, help="seconds from login")
+    referee.add_argument("--host", default="127.0.0.1", help="address to bind")
+    referee.add_argument("--port", type=port_number, default=8000, help="port")
+    referee.add_argument("--allow-remote", action="store_true", help="allow binding beyond this host")
+    referee.add_argument("--password", help="password /login requires (needed with --allow-remote)")
+    referee.add_argument("--meter", help="power meter KIND:ADDRESS, started at login, stopped at logout")
+    referee.add_argument("--seed", type=seed_number, help="seed of the image order (default: a fresh one, recorded)")
+    referee.add_argument("--linger", type=non_negative_float, default=10.0, help="seconds of 401s after the session")
+    referee.add_argument("--results", default="results/referee", help="folder for sessions")
+
+    scores = command(
+        lpirc,
+        "score",
+        cmd_lpirc_score,
+        "accuracy per energy and prizes over runs",
+        "harness lpirc score RUN_A RUN_B --time-limit 600",
+    )
+    scores.add_argument("runs", nargs="+", help="run ids or folders (eval runs with --meter, or referee sessions)")
+    scores.add_argument(
+        "--time-limit", type=non_negative_float, help="count only results received within this many seconds"
+    )
+    scores.add_argument(
+        "--allow-mixed-sources", action="store_true", help="rank runs whose energy comes from different sources"
+    )
+    scores.add_argument("--subset", help="eval runs: the subset whose accuracy counts (default: the first)")
+    scores.add_argument("--results", default="results", help="results folder")
+
+    detection = command(
+        lpirc,
+        "map",
+        cmd_map,
+        "detection mAP of boxes against ground truth",
+        "harness lpirc map --truth golden_output.csv --detections results.csv --iou 0.5",
+    )
     detection.add_argument("--truth", required=True, help="ground truth, 7 columns (LPIRC golden_output layout)")
     detection.add_argument("--detections", required=True, help="detections, 7 columns (LPIRC results layout)")
     detection.add_argument("--iou", default="ilsvrc", help="'ilsvrc' (per-box thresholds, default) or e.g. 0.5")
     detection.add_argument("--continuous", action="store_true", help="widths xmax - xmin (default: inclusive +1)")
     detection.add_argument("--answered-only", action="store_true", help="only the images the detections cover")
-    detection.set_defaults(handler=cmd_map)
-
-    meter = commands.add_parser("meter", parents=[output], help="read a power meter (or replay a log) and sum energy")
-    meter.add_argument("meter", help="KIND:ADDRESS, e.g. wt310:TCPIP0::127.0.0.1::5025::SOCKET or csv:log.csv")
-    meter.add_argument(
-        "--seconds", type=positive_float, default=5.0, help="how long to record a live meter (default: 5)"
-    )
-    meter.set_defaults(handler=cmd_meter)
-
-    referee = commands.add_parser("referee", parents=[output], help="serve images to a networked device, LPIRC style")
-    referee.add_argument("--dataset", required=True, help="LPIRC folder (images/<n>.jpg, ground truth) or a dataset")
-    referee.add_argument("--subset", help="with a harness dataset: the subset to serve (default: all)")
-    referee.add_argument("--limit", type=positive_int, help="serve at most this many images")
-    referee.add_argument("--time-limit", type=positive_float, default=600.0, help="seconds from login (default: 600)")
-    referee.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    referee.add_argument("--port", type=port_number, default=8000, help="port (default: 8000)")
-    referee.add_argument("--allow-remote", action="store_true", help="allow binding beyond this host")
-    referee.add_argument("--password", help="password /login requires (needed with --allow-remote)")
-    referee.add_argument("--meter", help="power meter KIND:ADDRESS, started at login, stopped at logout")
-    referee.add_argument("--seed", type=seed_number, help="seed of the image order (default: a fresh one, recorded)")
-    referee.add_argument(
-        "--linger", type=non_negative_float, default=10.0, help="seconds of 401s after the session (default: 10)"
-    )
-    referee.add_argument("--results", default="results/referee", help="folder for sessions (default: results/referee)")
-    referee.set_defaults(handler=cmd_referee)
-
-    lpirc = commands.add_parser("lpirc-score", parents=[output], help="accuracy per energy and prizes over runs")
-    lpirc.add_argument("runs", nargs="+", help="run ids or folders (eval runs with --meter, or referee sessions)")
-    lpirc.add_argument(
-        "--time-limit", type=non_negative_float, help="count only results received within this many seconds"
-    )
-    lpirc.add_argument(
-        "--allow-mixed-sources", action="store_true", help="rank runs whose energy comes from different sources"
-    )
-    lpirc.add_argument("--subset", help="eval runs: the subset whose accuracy counts (default: the first)")
-    lpirc.add_argument("--results", default="results", help="results folder (default: results)")
-    lpirc.set_defaults(handler=cmd_lpirc_score)

@@ -3,7 +3,8 @@
 import sys
 from pathlib import Path
 
-from harness.console import percent, print_json, stdout_console
+from harness.cli import exits
+from harness.console import percent, percent_interval, print_json, stdout_console
 from harness.errors import UserError
 from harness.eval.settings import EvalSettings
 from harness.eval.subsets import parse_subsets
@@ -219,7 +220,7 @@ def cmd_check(args) -> int:
         for r in results:
             if not args.quiet or not r.passed:
                 console.print(f"{VERDICTS[r.status]} {r.name}: {r.detail}", highlight=False)
-    return 1 if any(r.status == "failed" for r in results) else 0
+    return exits.FAILED if any(r.status == "failed" for r in results) else exits.OK
 
 
 VERDICTS = {"passed": "PASS", "failed": "FAIL", "not judged": "NOT JUDGED"}
@@ -244,7 +245,8 @@ def cmd_score(args) -> int:
     )
     for name, s in result["subsets"].items():
         console.print(
-            f"  {name:22} n={s['n']:<6} accuracy {percent(s['accuracy'])} %  f1_wv {percent(s['f1_wv'])} %  "
+            f"  {name:22} n={s['n']:<6} accuracy {percent(s['accuracy'])} % "
+            f"(95 % CI {percent_interval(s['accuracy_ci95'])})  f1_wv {percent(s['f1_wv'])} %  "
             f"f1_counts {percent(s['f1_counts'])} %",
             highlight=False,
         )

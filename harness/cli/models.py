@@ -1,4 +1,4 @@
-"""Commands about models and data: inspect, convert, models, datasets, dataset build, subsets."""
+"""Commands about models and data: models list|pull|inspect|convert, dataset list|build|subsets."""
 
 import dataclasses
 import sys
@@ -38,10 +38,10 @@ def cmd_inspect(args) -> int:
     if args.model.lower().endswith((".h5", ".keras")) or (target / "saved_model.pb").is_file():
         raise UserError(
             f"{args.model} is a Keras model, not a model card or .tflite: convert it first with "
-            "harness convert --card CARD --model MODEL --out MODEL.tflite, then inspect the .tflite"
+            "harness models convert --card CARD --model MODEL --out MODEL.tflite, then inspect the .tflite"
         )
     if target.is_dir() and target.suffix not in (".tflite", ".toml"):  # those say so as they are read
-        raise UserError(f"{args.model} is a directory; pass a .tflite file or a model card (`harness models`)")
+        raise UserError(f"{args.model} is a directory; pass a .tflite file or a model card (`harness models list`)")
     if args.model.endswith(".tflite") or (target.is_file() and target.suffix != ".toml"):
         model = read_tflite(target)
     else:
@@ -171,20 +171,20 @@ def _pull_frontend(card) -> str | None:
     return str(frontend_file(card))
 
 
-def cmd_models(args) -> int:
-    if args.action == "pull":
-        if not args.name:
-            raise UserError("`harness models pull` needs a card name; see `harness models`")
-        card = load_card(args.name)
-        path = obtain_model(card)  # cache, HARNESS_MODEL_MIRROR, then the source; sha256 checked
-        frontend = _pull_frontend(card)
-        if args.json:
-            print_json({"model": card.name, "file": str(path), "sha256": card.sha256, "frontend": frontend})
-        else:
-            print(path)
-            if frontend:  # stdout stays the model's path alone, for scripts
-                print(f"frontend: {frontend}", file=sys.stderr)
-        return 0
+def cmd_models_pull(args) -> int:
+    card = load_card(args.name)
+    path = obtain_model(card)  # cache, HARNESS_MODEL_MIRROR, then the source; sha256 checked
+    frontend = _pull_frontend(card)
+    if args.json:
+        print_json({"model": card.name, "file": str(path), "sha256": card.sha256, "frontend": frontend})
+    else:
+        print(path)
+        if frontend:  # stdout stays the model's path alone, for scripts
+            print(f"frontend: {frontend}", file=sys.stderr)
+    return 0
+
+
+def cmd_models_list(args) -> int:
     if args.json:
         print_json([dataclasses.asdict(c) for c in all_cards().values()])
         return 0

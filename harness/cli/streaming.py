@@ -1,10 +1,11 @@
-"""Keyword streaming commands: stream (run and build) and stream-score."""
+"""Keyword streaming commands: stream build, run and score."""
 
 import dataclasses
 from pathlib import Path
 
 from rich.table import Table
 
+from harness.cli import exits
 from harness.console import print_json, stdout_console
 from harness.errors import UserError
 
@@ -41,8 +42,6 @@ def cmd_stream_run(args) -> int:
     from harness.results.record import NotScorable, to_json
     from harness.results.stream_report import print_score, print_stream_run
 
-    if not args.wav:
-        raise UserError("`harness stream` needs --wav STREAM.wav (16 kHz mono 16-bit); see `harness stream build`")
     run = stream(
         args.wav,
         board=args.board,
@@ -72,16 +71,12 @@ def cmd_stream_run(args) -> int:
                 console.print(f"{policy}: not scored: {result.not_scorable}", highlight=False)
             else:
                 print_score(result, console)
-    return 0 if run.device_equals_host else 1
+    return exits.OK if run.device_equals_host else exits.FAILED
 
 
-def cmd_stream(args) -> int:
-    if args.action != "build":
-        return cmd_stream_run(args)
+def cmd_stream_build(args) -> int:
     from harness.stream.compose import build_stream, parse_placements
 
-    if not args.clips or not args.out:
-        raise UserError("`harness stream build` needs --clips DIR and --out STREAM.wav")
     out = Path(args.out)
     ledger = Path(args.ledger) if args.ledger else out.with_suffix(".csv")
     for path, flag in ((out, "--out STREAM.wav"), (ledger, "--ledger LEDGER.csv")):

@@ -2,32 +2,39 @@
 
 The parser is built from this module for every command: what the handlers use is imported inside them."""
 
-from harness.cli.args import Parser
+from harness.cli.args import command, group
 from harness.console import print_json, stdout_console
 from harness.errors import UserError
 
 
-def add_tflm_commands(commands, output) -> None:
-    tflm = commands.add_parser("tflm", help="the TFLM trees harness prepares for boards (docs/tflm.md)")
-    actions = tflm.add_subparsers(
-        dest="tflm_command", metavar="{list,prepare,remove,sources}", required=True, parser_class=Parser
-    )
-    listing = actions.add_parser("list", parents=[output], help="cached trees: recipe, size, boards using it")
-    listing.set_defaults(handler=cmd_tflm_list)
-    prepare = actions.add_parser(
-        "prepare", parents=[output], help="fetch TFLM and generate a board's tree now (first time: a few minutes)"
+def add_tflm_commands(commands) -> None:
+    tflm = group(commands, "tflm", "the TFLM trees harness prepares for boards (docs/tflm.md)", "harness tflm list")
+    command(tflm, "list", cmd_tflm_list, "cached trees: recipe, size, boards using it", "harness tflm list")
+    prepare = command(
+        tflm,
+        "prepare",
+        cmd_tflm_prepare,
+        "fetch TFLM and generate a board's tree now (first time: a few minutes)",
+        "harness tflm prepare --board nucleo_h743",
     )
     prepare.add_argument("--board", required=True, help="board id from boards/ (its [tflm] recipe)")
-    prepare.set_defaults(handler=cmd_tflm_prepare)
-    remove = actions.add_parser("remove", parents=[output], help="remove cached trees")
+    remove = command(
+        tflm,
+        "remove",
+        cmd_tflm_remove,
+        "remove cached trees",
+        ("harness tflm remove --board nucleo_h743", "harness tflm remove --all"),
+    )
     remove.add_argument("keys", nargs="*", metavar="KEY", help="recipe keys (or prefixes) from `harness tflm list`")
     remove.add_argument("--board", help="the tree this board uses")
     remove.add_argument("--all", action="store_true", help="every tree, downloaded archive and leftover")
-    remove.set_defaults(handler=cmd_tflm_remove)
-    sources = actions.add_parser(
-        "sources", parents=[output], help="the pinned archives: URL, mirror file name, sha256 (for a mirror)"
+    command(
+        tflm,
+        "sources",
+        cmd_tflm_sources,
+        "the pinned archives: URL, mirror file name, sha256 (for a mirror)",
+        "harness tflm sources --json",
     )
-    sources.set_defaults(handler=cmd_tflm_sources)
 
 
 def _users() -> dict[str, list[str]]:

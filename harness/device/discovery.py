@@ -3,7 +3,7 @@
 from serial.tools import list_ports
 
 from harness.boards import Board
-from harness.errors import UserError, setting
+from harness.errors import DeviceNotFound, UserError, setting
 
 
 def _usb_id(port) -> str | None:
@@ -30,7 +30,7 @@ def find_port(board: Board, serial_number: str | None = None) -> str:
         return candidates[0]["port"]
     if not candidates:
         wanted = f" with serial number {serial_number}" if serial_number else ""
-        raise UserError(
+        raise DeviceNotFound(
             f"no {board.id}{wanted} found on USB (looked for {', '.join(board.link.usb_ids) or 'no IDs'}); "
             f"connect it or pass {setting('port')}"
         )

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 from harness import console
-from harness.errors import LinkError, UserError, setting
+from harness.errors import DeviceNotFound, LinkError, UserError, setting
 from harness.extras import require
 
 COORDINATOR_PORT = 20408  # labgrid's own default
@@ -124,7 +124,7 @@ class _Session:
         place = self.session.places.get(name)
         if place is None:
             known = ", ".join(sorted(self.session.places)) or "none"
-            raise UserError(
+            raise DeviceNotFound(
                 f"the labgrid coordinator at {self.address} has no place {name!r} (places: {known}); pick one "
                 f"for {setting('labgrid_place')} or create it with `labgrid-client -p {name} create`"
             )

@@ -89,7 +89,7 @@ class EvalSettings:
         "'demo', a folder (published Wake Vision layout, or labels.csv + images/), or hf:Harvard-Edge/Wake-Vision",
         DEMO,
     )
-    subset: str = option("comma-separated subsets (see `harness subsets`)", "all")
+    subset: str = option("comma-separated subsets (see `harness dataset subsets`)", "all")
     split: str | None = option("split(s) of a published-layout dataset, e.g. test or test,validation")
     clean_labels: str | None = option(
         "cleaned label CSVs (wv_{split}_cleaned.csv, or folders holding them; comma-separated) whose clean_label "

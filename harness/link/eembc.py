@@ -68,8 +68,8 @@ class EembcClient(DeviceSession):
         "profile": "the DUT protocol times whole inferences, not operators; `harness profile` needs harness firmware",
         "stream_start": NO_STREAMING,
         "stream_audio": NO_STREAMING,
-        "echo": "the DUT protocol has no echo request; `harness link-test` needs harness firmware",
-        "perf": "the DUT protocol has no fixed PERF workload; `harness link-test` needs harness firmware",
+        "echo": "the DUT protocol has no echo request; `harness boards link-test` needs harness firmware",
+        "perf": "the DUT protocol has no fixed PERF workload; `harness boards link-test` needs harness firmware",
         "switch_baud": f"the DUT protocol cannot switch the baud rate; leave {setting('switch_baud')} off",
         "faults": (
             "the DUT protocol has no resends, so a damaged byte ends the run; "

@@ -11,7 +11,7 @@ import time
 
 import serial
 
-from harness.errors import UserError, setting
+from harness.errors import DeviceNotFound, UserError, setting
 from harness.link import rfc2217_fast
 
 POLL_SECONDS = 0.05
@@ -39,7 +39,9 @@ def open_link(url: str, baudrate: int = 115200, reset_on_connect: str | None = N
             port.rts = False
         port.open()
     except (serial.SerialException, ValueError) as exc:
-        raise UserError(f"cannot open link {url!r}: {exc}; check the port or pass {setting('port')}") from exc
+        # ValueError: a URL pyserial cannot read; otherwise nothing is there (no such device, nothing listening)
+        refusal = UserError if isinstance(exc, ValueError) else DeviceNotFound
+        raise refusal(f"cannot open link {url!r}: {exc}; check the port or pass {setting('port')}") from exc
     if reset_on_connect == "esp32":
         port.rts = True  # EN low: reset, with IO0 high so the application boots
         time.sleep(ESP32_RESET_SECONDS)

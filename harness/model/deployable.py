@@ -105,7 +105,8 @@ def require_integer(model: TfliteModel) -> None:
     if floats:
         raise UserError(
             f"{model.path.name} is a float model ({', '.join(floats)} compute with float weights) where an int8 "
-            "model is needed; quantize it first: `harness convert --card CARD --model FLOAT_MODEL --out MODEL.tflite`"
+            "model is needed; quantize it first: "
+            "`harness models convert --card CARD --model FLOAT_MODEL --out MODEL.tflite`"
         )
 
 
@@ -137,14 +138,14 @@ def require_fit(model: TfliteModel, board: Board) -> None:
     if flash_needed > board.memory.flash_bytes:
         raise UserError(
             f"{model.path.name} needs ~{flash_needed:,} bytes of flash with the firmware, {board.id} has "
-            f"{board.memory.flash_bytes:,}; choose a smaller model or a larger board (see `harness inspect`)"
+            f"{board.memory.flash_bytes:,}; choose a smaller model or a larger board (see `harness models inspect`)"
         )
     arena_available = board.firmware.arena_bytes
     arena_needed = arena_estimate(model)
     if arena_available and arena_needed > arena_available:
         raise UserError(
             f"{model.path.name} needs a ~{arena_needed:,}-byte arena (host estimate), {board.id} has "
-            f"{arena_available:,}; choose a smaller model or a larger board (see `harness inspect`)"
+            f"{arena_available:,}; choose a smaller model or a larger board (see `harness models inspect`)"
         )
 
 

@@ -15,7 +15,9 @@ _SCHEMA_TO_TFLITE_TYPE = {0: 1, 1: 10}
 _DEQUANTIZE = 6
 _QUANTIZE = schema.BuiltinOperator.QUANTIZE
 _SUPPORTED_IO = (1, 3, 7, 9)  # float32, uint8, int16, int8
-_IO_FIX = "the harness runs float32, int8, uint8 or int16 inputs and outputs: convert it to one (harness convert --io)"
+_IO_FIX = (
+    "the harness runs float32, int8, uint8 or int16 inputs and outputs: convert it to one (harness models convert --io)"
+)
 # Schema TensorType numbers for names the error message can give when DTYPES has no numpy type.
 _SCHEMA_NAMES = {v: k.lower() for k, v in vars(schema.TensorType).items() if not k.startswith("_")}
 _BUILTIN_NAMES = {value: name for name, value in vars(schema.BuiltinOperator).items() if not name.startswith("_")}

@@ -1,47 +1,21 @@
-"""The per-subset table printed at the end of a run."""
+"""The per-subset tables printed at the end of a run."""
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from harness.console import percent, stdout_console
+from harness.console import percent, percent_interval, stdout_console
 from harness.results.record import Anomaly, AnomalyScore, Arena, Confusion, Energy, EvalSummary, SubsetResult, parse
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-def print_summary(summary: EvalSummary, run_dir: Path | str) -> None:
-    references = summary.references.used
-    primary = summary.primary_reference
-    table = Table(title=f"{summary.model} on {summary.board} — {summary.dataset}", title_justify="left")
-    table.add_column("subset", overflow="fold")
-    table.add_column("n", justify="right", no_wrap=True)
-    decided = summary.anomaly is None  # anomaly scores: no window gets a class, so no accuracy to show
-    if decided:
-        table.add_column("device\nacc %", justify="right", no_wrap=True)
-        table.add_column("device\nF1 %", justify="right", no_wrap=True)
-    rate_f1 = summary.task == "image_classification"
-    if rate_f1:
-        table.add_column("device\nF1wv %", justify="right", no_wrap=True)
-    if references and decided:
-        table.add_column(f"host acc %\n{' / '.join(references)}", justify="right", no_wrap=True)
-    if primary:
-        if decided:
-            table.add_column(f"agree\n{primary} %", justify="right", no_wrap=True)
-        table.add_column("max Δ\nsteps" if decided else f"max Δ\n{summary.output_diff_unit}", justify="right")
-    for subset, entry in summary.subsets.items():
-        device = entry.device
-        row = [subset, str(entry.n)] + ([percent(device.accuracy), percent(device.f1_counts)] if decided else [])
-        if rate_f1:
-            row.append(percent(device.f1_wv))
-        if references and decided:
-            row.append(" / ".join(percent(entry.host[name].accuracy) for name in references))
-        if primary:
-            versus = entry.versus[primary]
-            steps = versus.max_diff_steps
-            row += [percent(versus.agreement)] if decided else []
-            row.append("n/a" if steps is None else f"{steps:g}")
-        table.add_row(*row)
-    console = stdout_console()
-    console.print(table)
+
+def print_summary(summary: EvalSummary, run_dir: Path | str, console: "Console | None" = None) -> None:
+    console = console or stdout_console()
+    for table in summary_tables(summary):
+        console.print(table)
     latency = summary.latency
     if latency.instructions:
         n = latency.instructions
@@ -67,7 +41,7 @@ def print_summary(summary: EvalSummary, run_dir: Path | str) -> None:
     for note in (pool_cost_note(summary.subsets), pool_note(summary.subsets)):
         if note:
             console.print(note, highlight=False)
-    if primary:
+    if primary := summary.primary_reference:
         exact = summary.bit_exact[primary]
         console.print(f"device output bytes equal {primary} host bytes for {exact} of {summary.samples} samples")
     for name, why in summary.references.refused.items():
@@ -79,6 +53,57 @@ def print_summary(summary: EvalSummary, run_dir: Path | str) -> None:
     if summary.model_caveat:
         console.print(f"caveat (model card): {summary.model_caveat}", highlight=False, markup=False)
     console.print(f"results: {run_dir}")
+
+
+def summary_tables(summary: EvalSummary) -> list[Table]:
+    """The device's scores per subset, then the device against the host references: two tables that fit 80
+    columns (a subset's name is never wrapped), rather than one as wide as a terminal seldom is."""
+    decided = summary.anomaly is None  # anomaly scores: no window gets a class, so no accuracy to show
+    scores = Table(title=f"{summary.model} on {summary.board} — {summary.dataset}", title_justify="left")
+    scores.add_column("subset", no_wrap=True)
+    scores.add_column("n", justify="right", no_wrap=True)
+    if decided:
+        scores.add_column("device\nacc %", justify="right", no_wrap=True)
+        scores.add_column("95 % CI\n(Wilson)", justify="right", no_wrap=True)
+        scores.add_column("device\nF1 %", justify="right", no_wrap=True)
+    rate_f1 = summary.task == "image_classification"
+    if rate_f1:
+        scores.add_column("device\nF1wv %", justify="right", no_wrap=True)
+    for subset, entry in summary.subsets.items():
+        device = entry.device
+        row = [subset, str(entry.n)]
+        if decided:
+            row += [percent(device.accuracy), percent_interval(device.accuracy_ci95), percent(device.f1_counts)]
+        if rate_f1:
+            row.append(percent(device.f1_wv))
+        scores.add_row(*row)
+    tables = [scores]
+    references = summary.references.used if decided else []
+    primary = summary.primary_reference
+    if references or primary:
+        tables.append(_versus_table(summary, references, primary, decided))
+    return tables
+
+
+def _versus_table(summary: EvalSummary, references: list[str], primary: str | None, decided: bool) -> Table:
+    table = Table(title="device against the host", title_justify="left")
+    table.add_column("subset", no_wrap=True)
+    for name in references:
+        table.add_column(f"{name}\nacc %", justify="right", no_wrap=True)
+    if primary:
+        if decided:
+            table.add_column(f"agree\n{primary} %", justify="right", no_wrap=True)
+        unit = "steps" if decided else summary.output_diff_unit
+        table.add_column(f"max Δ\n{unit}", justify="right", no_wrap=True)
+    for subset, entry in summary.subsets.items():
+        row = [subset, *(percent(entry.host[name].accuracy) for name in references)]
+        if primary:
+            versus = entry.versus[primary]
+            steps = versus.max_diff_steps
+            row += [percent(versus.agreement)] if decided else []
+            row.append("n/a" if steps is None else f"{steps:g}")
+        table.add_row(*row)
+    return table
 
 
 def pool_note(subsets: dict[str, SubsetResult], fix: str = "evaluate with --pools") -> str | None:

@@ -68,6 +68,7 @@ def test_link_test_command_line_through_a_hal():
             sys.executable,
             "-m",
             "harness",
+            "boards",
             "link-test",
             "--board",
             "hal_stm32duino",

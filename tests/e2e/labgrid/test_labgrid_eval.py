@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from harness.cli import exits
 from harness.device.processes import pty_board_process
 from tests.conftest import error_lines, fixture_model
 from tests.labgrid_farm import labgrid_farm, needs_labgrid
@@ -124,7 +125,7 @@ def test_a_place_held_by_someone_else_is_a_link_error_naming_them(farm, boards_d
         assert farm.holder(PLACE).endswith("/alice")
     finally:
         farm.client("-p", PLACE, "release", user="alice")
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == exits.LINK, done.stderr
     assert "Traceback" not in done.stderr
     notice, line = error_lines(done)  # a notice as harness starts to wait, then the error
     assert notice.startswith("harness: waiting for labgrid place lab-1, held by ") and "/alice" in notice, notice
@@ -139,15 +140,15 @@ def test_a_place_that_does_not_exist_is_refused(farm, boards_dir, tmp_path):
         _env(farm, boards_dir),
         tmp_path,
     )
-    assert done.returncode == 2, done.stderr
+    assert done.returncode == exits.DEVICE_NOT_FOUND, done.stderr
     (line,) = error_lines(done)
     assert "has no place 'nowhere'" in line and "lab-1" in line, line
 
 
 def test_a_place_whose_port_does_not_open_is_a_link_error_and_is_released(farm, boards_dir, tmp_path):
-    command = [sys.executable, "-m", "harness", "link-test", "--board", BOARD, "--labgrid-place", EMPTY]
+    command = [sys.executable, "-m", "harness", "boards", "link-test", "--board", BOARD, "--labgrid-place", EMPTY]
     done = _run(command, _env(farm, boards_dir), tmp_path)
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == exits.LINK, done.stderr
     (line,) = error_lines(done)
     assert (
         line.startswith("harness: link error: labgrid place lab-3's serial port (rfc2217://") and "did not open" in line

@@ -62,7 +62,7 @@ def test_nucleo_project_builds_and_links_with_real_platformio_offline(card, mode
 
     model = fixture_model(model_file)
     env = os.environ | {"PLATFORMIO_CORE_DIR": str(offline_core), "HARNESS_PIO_TIMEOUT": str(BUILD_SECONDS)}
-    command = [sys.executable, "-m", "harness", "build", "--board", "nucleo_h743", "--model", card]
+    command = [sys.executable, "-m", "harness", "firmware", "build", "--board", "nucleo_h743", "--model", card]
     command += ["--tflm", str(TREE), "--out", str(tmp_path), "--json"]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=BUILD_SECONDS + 300)
     assert done.returncode == 0, done.stderr

@@ -51,7 +51,7 @@ def _harness(*args, **kwargs):
 @pytest.mark.parametrize("board", board_ids("emulated"))
 def test_link_test_moves_a_quarter_mebibyte_with_every_crc_checked(board):
     before = _qemu_pids()
-    proc = _harness("link-test", "--board", board, "--bytes", str(1 << 18))  # both ways together
+    proc = _harness("boards", "link-test", "--board", board, "--bytes", str(1 << 18))  # both ways together
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     assert "payload mismatches 0, resends " in out and "corrupt frames 0" in out  # resends: recovered timeouts
@@ -83,7 +83,7 @@ def test_flash_boots_self_test_firmware_and_reports_it(monkeypatch):
 
 def test_ctrl_c_stops_qemu(tmp_path):
     before = _qemu_pids()
-    proc = _harness("link-test", "--board", "qemu_m7", "--bytes", str(50 << 20))
+    proc = _harness("boards", "link-test", "--board", "qemu_m7", "--bytes", str(50 << 20))
     deadline = time.monotonic() + 60
     while not (_qemu_pids() - before) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -101,7 +101,7 @@ def test_ctrl_c_stops_qemu(tmp_path):
 
 def test_killed_harness_takes_qemu_with_it():
     before = _qemu_pids()
-    proc = _harness("link-test", "--board", "qemu_m7", "--bytes", str(50 << 20))
+    proc = _harness("boards", "link-test", "--board", "qemu_m7", "--bytes", str(50 << 20))
     deadline = time.monotonic() + 60
     while not (_qemu_pids() - before) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -65,7 +65,7 @@ def test_ad01_on_the_virtual_boards_c_dut(tmp_path):
     assert "AUC" in done.stdout and "Top-1" in done.stdout and "anomaly detection over files" in done.stdout
     report = tmp_path / "report.html"
     made = subprocess.run(
-        [sys.executable, "-m", "harness", "report", str(_run_folder(tmp_path)), "--out", str(report)],
+        [sys.executable, "-m", "harness", "runs", "report", str(_run_folder(tmp_path)), "--out", str(report)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -75,7 +75,7 @@ def test_ad01_on_the_virtual_boards_c_dut(tmp_path):
     assert "Anomaly detection over files" in report.read_text()
     run = str(_run_folder(tmp_path))
     compared = subprocess.run(
-        [sys.executable, "-m", "harness", "compare", run, run], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "harness", "runs", "compare", run, run], capture_output=True, text=True, timeout=300
     )
     assert compared.returncode == 0, compared.stderr
     assert "anomaly over files (4 → 4): AUC 1.000 → 1.000" in compared.stdout and "accuracy" not in compared.stdout

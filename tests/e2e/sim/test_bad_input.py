@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.cli import exits
 from tests.conftest import REPO, assert_refused_in_one_line
 
 
@@ -23,8 +24,8 @@ def _eval(tmp_path, *args):
     return done
 
 
-def _assert_one_clear_line(done, tmp_path, *expected):
-    assert_refused_in_one_line(done, *expected)
+def _assert_one_clear_line(done, tmp_path, *expected, code=exits.USAGE):
+    assert_refused_in_one_line(done, *expected, code=code)
     results = tmp_path / "results"
     assert not results.exists() or not any(results.iterdir())
 
@@ -81,7 +82,7 @@ def test_missing_dataset(tmp_path):
 
 def test_real_board_that_is_not_connected(tmp_path):
     done = _eval(tmp_path, "--board", "nucleo_h743", "--port", str(tmp_path / "ttyACM9"))
-    _assert_one_clear_line(done, tmp_path, "cannot open link")
+    _assert_one_clear_line(done, tmp_path, "cannot open link", code=exits.DEVICE_NOT_FOUND)
 
 
 @pytest.fixture
@@ -165,7 +166,7 @@ def test_model_with_an_operator_tflm_lacks(tmp_path, model_tflm_cannot_run, comm
     if command == "eval":
         done = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--model-file", str(model_tflm_cannot_run))
     else:
-        done = _harness(tmp_path, "inspect", str(model_tflm_cannot_run))
+        done = _harness(tmp_path, "models", "inspect", str(model_tflm_cannot_run))
     _assert_one_clear_line(done, tmp_path, "TFLM has no kernel for: SKIP_GRAM", "replace those layers")
 
 
@@ -193,7 +194,9 @@ def test_custom_and_unknown_operators_are_named(tmp_path, small_model, command):
             done = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--model-file", str(path))
         else:
             out = tmp_path / "build"
-            done = _harness(tmp_path, "generate", "--board", "esp32dev", "--model-file", str(path), "--out", str(out))
+            done = _harness(
+                tmp_path, "firmware", "generate", "--board", "esp32dev", "--model-file", str(path), "--out", str(out)
+            )
         _assert_one_clear_line(done, tmp_path, f"TFLM has no kernel for: {named}")
 
 
@@ -206,7 +209,7 @@ def test_model_that_runs_at_no_arena_size(tmp_path, small_model):
     path = tmp_path / "huge.tflite"
     path.write_bytes(mutate(small_model.read_bytes(), huge))
     done = subprocess.run(
-        [sys.executable, "-m", "harness", "inspect", str(path), "--no-fit"],
+        [sys.executable, "-m", "harness", "models", "inspect", str(path), "--no-fit"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -237,8 +240,10 @@ def test_float16_model_where_int8_is_needed(tmp_path, float16_model, board):
         done = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--model-file", str(float16_model))
     else:
         out = tmp_path / "build"
-        done = _harness(tmp_path, "generate", "--board", board, "--model-file", str(float16_model), "--out", str(out))
-    _assert_one_clear_line(done, tmp_path, "is a float model", "CONV_2D", "harness convert")
+        done = _harness(
+            tmp_path, "firmware", "generate", "--board", board, "--model-file", str(float16_model), "--out", str(out)
+        )
+    _assert_one_clear_line(done, tmp_path, "is a float model", "CONV_2D", "harness models convert")
 
 
 @pytest.fixture(scope="module")
@@ -256,7 +261,7 @@ def float_model(tmp_path_factory):
 
 def test_float_model_where_int8_is_needed(tmp_path, float_model):
     done = _eval(tmp_path, "--model", "wv_quality_k_2_c_3", "--model-file", str(float_model))
-    _assert_one_clear_line(done, tmp_path, "is a float model", "CONV_2D", "harness convert")
+    _assert_one_clear_line(done, tmp_path, "is a float model", "CONV_2D", "harness models convert")
 
 
 def test_model_that_does_not_fit_the_board(tmp_path):
@@ -264,7 +269,15 @@ def test_model_that_does_not_fit_the_board(tmp_path):
 
     big = fixture_model("wake_vision_zoo/wv_quality_mcunet-320kb-1mb_vww.tflite")
     done = _harness(
-        tmp_path, "generate", "--board", "nano33ble", "--model", "wv_quality_k_2_c_3", "--model-file", str(big)
+        tmp_path,
+        "firmware",
+        "generate",
+        "--board",
+        "nano33ble",
+        "--model",
+        "wv_quality_k_2_c_3",
+        "--model-file",
+        str(big),
     )
     _assert_one_clear_line(done, tmp_path, "bytes of flash", "nano33ble has 983,040", "choose a smaller model")
     assert not (tmp_path / "build").exists()
@@ -275,7 +288,7 @@ def _convert_refused(tmp_path, *args):
     out_folder = tmp_path / "out"
     out_folder.mkdir()
     before = sorted(out_folder.rglob("*"))
-    done = _harness(tmp_path, "convert", *[str(a).replace("OUT", str(out_folder)) for a in args])
+    done = _harness(tmp_path, "models", "convert", *[str(a).replace("OUT", str(out_folder)) for a in args])
     assert sorted(out_folder.rglob("*")) == before, "convert left a file behind"
     return done
 
@@ -314,17 +327,17 @@ def test_convert_refuses_an_out_path_that_is_a_directory(tmp_path):
         ("compare", "--latency-tolerance", "-1"),
         ("compare", "--latency-tolerance", "nan"),
         ("stream-score", "--tolerance-ms", "-1"),
-        ("stream", "--snr-db", "inf"),
-        ("stream", "--seed", "-1"),
+        ("stream-build", "--snr-db", "inf"),
+        ("stream-build", "--seed", "-1"),
     ],
 )
 def test_numeric_options_out_of_range_are_refused_at_parse_time(tmp_path, command, option, value):
     args = {
         "eval": ["eval", "--limit", "1", "--results", str(tmp_path / "results")],
         "perf": ["perf", "--runs", "2"],
-        "compare": ["compare", "A", "B", "--results", str(tmp_path / "results")],
-        "stream-score": ["stream-score", "--ledger", "l.csv", "--detections", "d.csv"],
-        "stream": ["stream", "build"],
+        "compare": ["runs", "compare", "A", "B", "--results", str(tmp_path / "results")],
+        "stream-score": ["stream", "score", "--ledger", "l.csv", "--detections", "d.csv"],
+        "stream-build": ["stream", "build"],
     }[command]
     done = _harness(tmp_path, *args, f"{option}={value}")
     _assert_one_clear_line(done, tmp_path, f"argument {option}", repr(value))

@@ -1,7 +1,7 @@
 """Hostile inputs, one table: each case is a command, the files it is given and the words of its one-line refusal.
 
-Every case is checked for exit code 2, one line on stderr holding every expected word, no traceback and no
-file left in the working folder beyond those the case made."""
+Every case is checked for its exit code (2, a usage error, unless the case says another), one line on stderr
+holding every expected word, no traceback and no file left in the working folder beyond those the case made."""
 
 import io
 import json
@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import assert_refused_in_one_line
+from harness.cli import exits
+from tests.conftest import assert_refused_in_one_line, cli_commands
 
 LABEL_COLUMNS = (
     "filename,person,depiction,body_part,predominantly_female,predominantly_male,gender_unknown,young,"
@@ -65,12 +66,13 @@ class Case:
     args: tuple[str, ...]
     expected: tuple[str, ...]
     files: dict[str, object] = field(default_factory=dict)
+    code: int = exits.USAGE
 
 
 CASES = [
     Case(
         "labels-flag-out-of-range",
-        ("score", "--labels", "labels.csv", "--predictions", "p.csv"),
+        ("dataset", "score", "--labels", "labels.csv", "--predictions", "p.csv"),
         ("labels.csv line 3", "person is '2'", "b.png", "1 (yes), 0 (no) or -1 (unknown"),
         {"labels.csv": _labels(_label_row("a.png"), _label_row("b.png", 2)), "p.csv": b"filename,prediction\n"},
     ),
@@ -92,37 +94,37 @@ CASES = [
     ),
     Case(
         "map-nan-box",
-        ("map", "--truth", "truth.csv", "--detections", "det.csv"),
+        ("lpirc", "map", "--truth", "truth.csv", "--detections", "det.csv"),
         ("det.csv:2", "not a finite number"),
         {"truth.csv": b"1,1,1,10,10,20,20\n", "det.csv": b"1,1,0.9,10,10,20,20\n1,1,0.5,nan,10,20,20\n"},
     ),
     Case(
         "map-infinite-truth",
-        ("map", "--truth", "truth.csv", "--detections", "det.csv"),
+        ("lpirc", "map", "--truth", "truth.csv", "--detections", "det.csv"),
         ("truth.csv:1", "not a finite number"),
         {"truth.csv": b"1,1,1,10,10,inf,20\n", "det.csv": b"1,1,0.9,10,10,20,20\n"},
     ),
     Case(
         "labels-other-flag-out-of-range",
-        ("score", "--labels", "labels.csv", "--predictions", "p.csv"),
+        ("dataset", "score", "--labels", "labels.csv", "--predictions", "p.csv"),
         ("labels.csv line 2", "depiction is '5'", "or -1"),
         {"labels.csv": _labels("a.png,1,5" + ",0" * 17), "p.csv": b"filename,prediction\n"},
     ),
     Case(
         "score-prediction-for-unknown-file",
-        ("score", "--labels", "labels.csv", "--predictions", "p.csv"),
+        ("dataset", "score", "--labels", "labels.csv", "--predictions", "p.csv"),
         ("p.csv line 3", "zz.png is not in", "labels.csv"),
         {"labels.csv": _labels(_label_row("a.png")), "p.csv": b"filename,prediction\na.png,1\nzz.png,0\n"},
     ),
     Case(
         "score-nan",
-        ("score", "--labels", "labels.csv", "--predictions", "p.csv"),
+        ("dataset", "score", "--labels", "labels.csv", "--predictions", "p.csv"),
         ("p.csv line 2", "score 'nan'", "finite number"),
         {"labels.csv": _labels(_label_row("a.png")), "p.csv": b"filename,prediction,score\na.png,1,nan\n"},
     ),
     Case(
         "score-predictions-fifo",
-        ("score", "--labels", "labels.csv", "--predictions", "fifo"),
+        ("dataset", "score", "--labels", "labels.csv", "--predictions", "fifo"),
         ("fifo is not a regular file", "pass a CSV file"),
         {"labels.csv": _labels(_label_row("a.png")), "fifo": FIFO},
     ),
@@ -140,7 +142,7 @@ CASES = [
     ),
     Case(
         "stream-with-image-card",
-        ("stream", "--model", "wv_quality_k_2_c_3", "--wav", "s.wav", "--results", "results"),
+        ("stream", "run", "--model", "wv_quality_k_2_c_3", "--wav", "s.wav", "--results", "results"),
         ("wv_quality_k_2_c_3 is an image_classification card", "keyword spotting card", "--model"),
         {"s.wav": _wav(seconds=2.0)},
     ),
@@ -171,16 +173,18 @@ CASES = [
     ),
     Case(
         "inspect-keras-h5",
-        ("inspect", "x.h5"),
-        ("x.h5 is a Keras model", "harness convert"),
+        ("models", "inspect", "x.h5"),
+        ("x.h5 is a Keras model", "harness models convert"),
         {"x.h5": b"\x89HDF\r\n\x1a\n"},
     ),
 ]
 
 
-def c(case_id: str, expected: tuple[str, ...], *args: str, files: dict[str, object] | None = None) -> None:
+def c(
+    case_id: str, expected: tuple[str, ...], *args: str, files: dict[str, object] | None = None, code=exits.USAGE
+) -> None:
     """One more case for the table, written as the command line reads."""
-    CASES.append(Case(case_id, args, expected, files or {}))
+    CASES.append(Case(case_id, args, expected, files or {}, code))
 
 
 LAB = {"labels.csv": _labels(_label_row("a.png"))}
@@ -370,6 +374,7 @@ c(
 c(
     "link-test-baud-on-qemu",
     ("--baud sets a real board's serial rate", "qemu_m4 (emulated board)", "drop it"),
+    "boards",
     "link-test",
     "--board",
     "qemu_m4",
@@ -481,6 +486,7 @@ c(
     "nucleo_h743",
     "--results",
     "r",
+    code=exits.DEVICE_NOT_FOUND,
 )
 c(
     "eval-references-missing",
@@ -512,6 +518,7 @@ c(
     "/dev/ttyNOSUCH9",
     "--results",
     "r",
+    code=exits.DEVICE_NOT_FOUND,
 )
 c(
     "eval-port-devnull",
@@ -523,6 +530,7 @@ c(
     "/dev/null",
     "--results",
     "r",
+    code=exits.DEVICE_NOT_FOUND,
 )
 c(
     "eval-port-closed-socket",
@@ -534,6 +542,7 @@ c(
     "socket://127.0.0.1:1",
     "--results",
     "r",
+    code=exits.DEVICE_NOT_FOUND,
 )
 c(
     "eval-port-bad-url",
@@ -666,11 +675,19 @@ c(
     "--tflm",
     "nowhere",
 )
-c("build-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "build", "--board", "nosuch")
-c("build-sim", ("sim is not a PlatformIO board", "valid: esp32dev, nano33ble, nucleo_h743"), "build", "--board", "sim")
+c("build-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "firmware", "build", "--board", "nosuch")
+c(
+    "build-sim",
+    ("sim is not a PlatformIO board", "valid: esp32dev, nano33ble, nucleo_h743"),
+    "firmware",
+    "build",
+    "--board",
+    "sim",
+)
 c(
     "build-model-file-bad",
     ("m.tflite is not a TFLite model", "pass a .tflite file"),
+    "firmware",
     "build",
     "--board",
     "nucleo_h743",
@@ -678,10 +695,11 @@ c(
     "m.tflite",
     files={"m.tflite": b"junk"},
 )
-c("generate-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "generate", "--board", "nosuch")
+c("generate-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "firmware", "generate", "--board", "nosuch")
 c(
     "generate-model-file-missing",
     ("model file nowhere.tflite does not exist", "check the path"),
+    "firmware",
     "generate",
     "--board",
     "nucleo_h743",
@@ -691,6 +709,7 @@ c(
 c(
     "generate-tflm-not-a-tree",
     ("t is not a TFLM tree", "micro_interpreter.h", "create_tflm_tree.py"),
+    "firmware",
     "generate",
     "--board",
     "nucleo_h743",
@@ -699,19 +718,21 @@ c(
     files={"t/readme": b"x"},
 )
 # link-test
-c("link-test-bytes-zero", ("--bytes", "whole number of at least 1", "'0'"), "link-test", "--bytes", "0")
-c("link-test-bytes-text", ("--bytes", "whole number of at least 1", "'lots'"), "link-test", "--bytes", "lots")
-c("link-test-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "link-test", "--board", "nosuch")
+c("link-test-bytes-zero", ("--bytes", "whole number of at least 1", "'0'"), "boards", "link-test", "--bytes", "0")
+c("link-test-bytes-text", ("--bytes", "whole number of at least 1", "'lots'"), "boards", "link-test", "--bytes", "lots")
+c("link-test-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "boards", "link-test", "--board", "nosuch")
 c(
     "link-test-closed-socket",
     ("cannot open link 'socket://127.0.0.1:1'", "Connection refused", "check the port"),
+    "boards",
     "link-test",
     "--board",
     "nucleo_h743",
     "--port",
     "socket://127.0.0.1:1",
+    code=exits.DEVICE_NOT_FOUND,
 )
-c("link-test-faults-bad", ("--faults 'drop'", "name=value pairs"), "link-test", "--faults", "drop")
+c("link-test-faults-bad", ("--faults 'drop'", "name=value pairs"), "boards", "link-test", "--faults", "drop")
 # perf/profile
 c("perf-runs-zero", ("--runs", "whole number of at least 1", "'0'"), "perf", "--runs", "0")
 c("perf-warmups-negative", ("--warmups", "whole number of at least 0", "'-1'"), "perf", "--warmups", "-1")
@@ -741,20 +762,29 @@ c(
     "nowhere.tflite",
 )
 # runs/report/compare/check
-c("runs-results-missing", ("results folder nowhere does not exist", "--results"), "runs", "--results", "nowhere")
+c(
+    "runs-results-missing",
+    ("results folder nowhere does not exist", "--results"),
+    "runs",
+    "list",
+    "--results",
+    "nowhere",
+)
 c(
     "report-unknown-run",
     ("nosuch is not a run folder", "manifest.json and summary.json missing", "harness runs"),
+    "runs",
     "report",
     "nosuch",
     "--results",
     "r",
     files={"r/.keep": b""},
 )
-c("report-results-missing", ("x is not a run folder", "harness runs"), "report", "x", "--results", "nowhere")
+c("report-results-missing", ("x is not a run folder", "harness runs"), "runs", "report", "x", "--results", "nowhere")
 c(
     "compare-unknown-runs",
     ("a is not a run folder", "manifest.json and summary.json missing"),
+    "runs",
     "compare",
     "a",
     "b",
@@ -765,6 +795,7 @@ c(
 c(
     "compare-tolerance-negative",
     ("--latency-tolerance", "relative change of at least 0", "'-1'"),
+    "runs",
     "compare",
     "a",
     "b",
@@ -774,6 +805,7 @@ c(
 c(
     "check-unknown-run",
     ("nosuch is not a run folder", "harness runs"),
+    "runs",
     "check",
     "nosuch",
     "--gates",
@@ -786,6 +818,7 @@ c(
 c(
     "convert-card-unknown",
     ("unknown model 'nosuch'", "valid models:"),
+    "models",
     "convert",
     "--card",
     "nosuch",
@@ -795,6 +828,7 @@ c(
 c(
     "convert-model-missing",
     ("model nowhere.h5 does not exist", "pass a .keras or .h5 file or a SavedModel folder"),
+    "models",
     "convert",
     "--card",
     "wv_quality_k_2_c_3",
@@ -806,6 +840,7 @@ c(
 c(
     "convert-samples-zero",
     ("--samples", "whole number of at least 1", "'0'"),
+    "models",
     "convert",
     "--card",
     "wv_quality_k_2_c_3",
@@ -817,6 +852,7 @@ c(
 c(
     "convert-io-unknown",
     ("--io float64 is unknown", "int8, uint8, float32"),
+    "models",
     "convert",
     "--card",
     "wv_quality_k_2_c_3",
@@ -828,6 +864,7 @@ c(
 c(
     "convert-model-not-keras",
     ("m.h5 cannot be loaded by Keras 3 or tf-keras", "pass a .keras or .h5 model"),
+    "models",
     "convert",
     "--card",
     "wv_quality_k_2_c_3",
@@ -838,10 +875,17 @@ c(
     files={"m.h5": b"junk"},
 )
 # inspect
-c("inspect-missing", ("model file nowhere.tflite does not exist", "check the path"), "inspect", "nowhere.tflite")
+c(
+    "inspect-missing",
+    ("model file nowhere.tflite does not exist", "check the path"),
+    "models",
+    "inspect",
+    "nowhere.tflite",
+)
 c(
     "inspect-not-tflite",
     ("m.tflite is not a TFLite model", "pass a .tflite file"),
+    "models",
     "inspect",
     "m.tflite",
     files={"m.tflite": b"junk" * 20},
@@ -849,14 +893,23 @@ c(
 c(
     "inspect-empty",
     ("m.tflite is not a TFLite model", "pass a .tflite file"),
+    "models",
     "inspect",
     "m.tflite",
     files={"m.tflite": b""},
 )
-c("inspect-folder", ("d is a directory", "pass a .tflite file or a model card"), "inspect", "d", files={"d/x": b""})
+c(
+    "inspect-folder",
+    ("d is a directory", "pass a .tflite file or a model card"),
+    "models",
+    "inspect",
+    "d",
+    files={"d/x": b""},
+)
 c(
     "inspect-unknown-board",
     ("unknown board 'nosuch'", "valid boards:"),
+    "models",
     "inspect",
     "wv_quality_k_2_c_3",
     "--board",
@@ -865,13 +918,15 @@ c(
 c(
     "inspect-onnx",
     ("m.onnx is not a TFLite model", "pass a .tflite file"),
+    "models",
     "inspect",
     "m.onnx",
     files={"m.onnx": b"\x08\x07\x12\x04junk"},
 )
 c(
     "inspect-saved-model",
-    ("sm is a Keras model", "harness convert --card CARD"),
+    ("sm is a Keras model", "harness models convert --card CARD"),
+    "models",
     "inspect",
     "sm",
     files={"sm/saved_model.pb": b"junk"},
@@ -880,6 +935,7 @@ c(
 c(
     "score-labels-missing",
     ("label file nowhere.csv does not exist",),
+    "dataset",
     "score",
     "--labels",
     "nowhere.csv",
@@ -890,6 +946,7 @@ c(
 c(
     "score-predictions-missing",
     ("cannot read predictions nowhere.csv", "No such file or directory"),
+    "dataset",
     "score",
     "--labels",
     "labels.csv",
@@ -900,6 +957,7 @@ c(
 c(
     "score-predictions-no-header",
     ("p.csv needs the columns filename,prediction", "optionally score"),
+    "dataset",
     "score",
     "--labels",
     "labels.csv",
@@ -910,6 +968,7 @@ c(
 c(
     "score-predictions-lack-column",
     ("p.csv needs the columns filename,prediction",),
+    "dataset",
     "score",
     "--labels",
     "labels.csv",
@@ -920,6 +979,7 @@ c(
 c(
     "score-prediction-not-binary",
     ("p.csv line 2", "prediction '7' for a.png is not 0 or 1"),
+    "dataset",
     "score",
     "--labels",
     "labels.csv",
@@ -930,6 +990,7 @@ c(
 c(
     "score-prediction-text",
     ("p.csv line 2", "prediction 'yes' for a.png is not 0 or 1"),
+    "dataset",
     "score",
     "--labels",
     "labels.csv",
@@ -940,6 +1001,7 @@ c(
 c(
     "score-duplicate-prediction",
     ("p.csv line 3", "a.png was predicted already on line 2", "give each filename once"),
+    "dataset",
     "score",
     "--labels",
     "labels.csv",
@@ -950,6 +1012,7 @@ c(
 c(
     "score-labels-lack-columns",
     ("labels.csv lacks the Wake Vision columns", "depiction, body_part"),
+    "dataset",
     "score",
     "--labels",
     "labels.csv",
@@ -960,6 +1023,7 @@ c(
 c(
     "score-labels-fifo",
     ("label file fifo is not a regular file", "pass a CSV file"),
+    "dataset",
     "score",
     "--labels",
     "fifo",
@@ -970,6 +1034,7 @@ c(
 c(
     "score-labels-binary",
     ("labels.csv is not a UTF-8 CSV", "save it as UTF-8"),
+    "dataset",
     "score",
     "--labels",
     "labels.csv",
@@ -980,6 +1045,7 @@ c(
 c(
     "score-subset-unknown",
     ("unknown subset nosuch", "valid subsets:"),
+    "dataset",
     "score",
     "--labels",
     "labels.csv",
@@ -992,6 +1058,7 @@ c(
 c(
     "score-labels-duplicate",
     ("labels.csv line 3", "a.png is listed again (first on line 2)", "keep one row per file"),
+    "dataset",
     "score",
     "--labels",
     "labels.csv",
@@ -1002,6 +1069,7 @@ c(
 c(
     "score-labels-short-row",
     ("labels.csv line 2", "3 fields where the header has 20", "fix that row"),
+    "dataset",
     "score",
     "--labels",
     "labels.csv",
@@ -1066,21 +1134,24 @@ c(
         "img/a.png": _png_header_only(4, 4),
     },
 )
-c("dataset-no-subcommand", ("the following arguments are required: {build}", "harness dataset --help"), "dataset")
+c("dataset-unknown-subcommand", ("invalid choice: 'nosuch'", "harness dataset --help"), "dataset", "nosuch")
 # cache
 c("cache-prune-what", ("say what to prune: --older-than DAYS", "--all"), "cache", "prune")
-c("cache-list-prune-flag", ("--older-than, --all and --dry-run go with `harness cache prune`",), "cache", "--all")
+c("cache-list-prune-flag", ("unrecognized arguments: --all",), "cache", "list", "--all")
+c("models-list-extra-arg", ("unrecognized arguments: nosuch",), "models", "list", "nosuch")
+c("tflm-list-extra-arg", ("unrecognized arguments: --board nucleo_h743",), "tflm", "list", "--board", "nucleo_h743")
 c("cache-prune-negative-days", ("--older-than", "at least 0"), "cache", "prune", "--older-than", "-3")
 c("cache-unknown-action", ("invalid choice: 'clear'", "'list', 'prune'"), "cache", "clear")
 # models
 c("models-pull-unknown", ("unknown model 'nosuch'", "valid models:"), "models", "pull", "nosuch")
-c("models-pull-no-name", ("`harness models pull` needs a card name", "harness models"), "models", "pull")
+c("models-pull-no-name", ("the following arguments are required: name", "harness models pull --help"), "models", "pull")
 c("models-unknown-action", ("invalid choice: 'delete'", "'list', 'pull'"), "models", "delete", "x")
 # stream-score
 c(
     "stream-score-ledger-missing",
     ("cannot read ledger nowhere.csv", "No such file or directory"),
-    "stream-score",
+    "stream",
+    "score",
     "--ledger",
     "nowhere.csv",
     "--detections",
@@ -1092,7 +1163,8 @@ c(
 c(
     "stream-score-detections-missing",
     ("cannot read detections nowhere.csv", "No such file or directory"),
-    "stream-score",
+    "stream",
+    "score",
     "--ledger",
     "l.csv",
     "--detections",
@@ -1104,7 +1176,8 @@ c(
 c(
     "stream-score-tolerance-negative",
     ("--tolerance-ms", "milliseconds of at least 0", "'-1'"),
-    "stream-score",
+    "stream",
+    "score",
     "--ledger",
     "l.csv",
     "--detections",
@@ -1118,7 +1191,8 @@ c(
 c(
     "stream-score-duration-zero",
     ("--duration-ms", "whole number of at least 1", "'0'"),
-    "stream-score",
+    "stream",
+    "score",
     "--ledger",
     "l.csv",
     "--detections",
@@ -1130,7 +1204,8 @@ c(
 c(
     "stream-score-ledger-garbage",
     ("ledger l.csv line 1", "expected label,start_ms[,end_ms]"),
-    "stream-score",
+    "stream",
+    "score",
     "--ledger",
     "l.csv",
     "--detections",
@@ -1142,7 +1217,8 @@ c(
 c(
     "stream-score-ledger-end-before-start",
     ("ledger l.csv line 1", "yes ends (200 ms) before it starts (300 ms)"),
-    "stream-score",
+    "stream",
+    "score",
     "--ledger",
     "l.csv",
     "--detections",
@@ -1154,7 +1230,8 @@ c(
 c(
     "stream-score-tf-compat-quoted-label",
     ("ledger l.csv line 1", "TF's reader keeps the quotes in the label '\"yes\"'", "write yes unquoted"),
-    "stream-score",
+    "stream",
+    "score",
     "--ledger",
     "l.csv",
     "--detections",
@@ -1168,7 +1245,8 @@ c(
 c(
     "stream-score-detections-without-header",
     ("detections d.csv needs the columns label,time_ms,score,reference",),
-    "stream-score",
+    "stream",
+    "score",
     "--ledger",
     "l.csv",
     "--detections",
@@ -1180,7 +1258,8 @@ c(
 c(
     "stream-score-audio-missing",
     ("cannot read nowhere.wav as a WAV file", "No such file or directory"),
-    "stream-score",
+    "stream",
+    "score",
     "--ledger",
     "l.csv",
     "--detections",
@@ -1192,7 +1271,8 @@ c(
 c(
     "stream-score-no-duration",
     ("declare the exposure the rates divide by", "--audio W.wav or --duration-ms N"),
-    "stream-score",
+    "stream",
+    "score",
     "--ledger",
     "l.csv",
     "--detections",
@@ -1202,7 +1282,8 @@ c(
 c(
     "stream-score-policy-unknown",
     ("--policy", "invalid choice: 'best'", "'optimal', 'tf-compat', 'mlperf-sww'"),
-    "stream-score",
+    "stream",
+    "score",
     "--ledger",
     "l.csv",
     "--detections",
@@ -1216,6 +1297,7 @@ c(
     "stream-wav-missing",
     ("audio file nowhere.wav does not exist", "pass a 16-bit mono WAV"),
     "stream",
+    "run",
     "--model",
     "tflm_micro_speech",
     "--wav",
@@ -1227,6 +1309,7 @@ c(
     "stream-wav-not-wav",
     ("s.wav: not a readable WAV file", "convert it (e.g. sox"),
     "stream",
+    "run",
     "--model",
     "tflm_micro_speech",
     "--wav",
@@ -1239,6 +1322,7 @@ c(
     "stream-wav-stereo",
     ("s.wav: 2 channel(s), 16-bit, 16000 Hz", "needs mono 16-bit at 16000 Hz"),
     "stream",
+    "run",
     "--model",
     "tflm_micro_speech",
     "--wav",
@@ -1251,6 +1335,7 @@ c(
     "stream-wav-8khz",
     ("s.wav: 1 channel(s), 16-bit, 8000 Hz", "needs mono 16-bit at 16000 Hz"),
     "stream",
+    "run",
     "--model",
     "tflm_micro_speech",
     "--wav",
@@ -1261,8 +1346,9 @@ c(
 )
 c(
     "stream-no-wav",
-    ("`harness stream` needs --wav STREAM.wav", "harness stream build"),
+    ("the following arguments are required: --wav", "harness stream run --help"),
     "stream",
+    "run",
     "--model",
     "tflm_micro_speech",
     "--results",
@@ -1387,6 +1473,7 @@ c(
 c(
     "map-truth-missing",
     ("cannot read boxes from nowhere.csv", "pass an existing CSV"),
+    "lpirc",
     "map",
     "--truth",
     "nowhere.csv",
@@ -1397,6 +1484,7 @@ c(
 c(
     "map-detections-missing",
     ("cannot read boxes from nowhere.csv", "pass an existing CSV"),
+    "lpirc",
     "map",
     "--truth",
     "t.csv",
@@ -1407,6 +1495,7 @@ c(
 c(
     "map-short-row",
     ("d.csv:1", "expected 7 numbers (image, class, confidence, xmin, ymin, xmax, ymax)", "'1,1,0.9'"),
+    "lpirc",
     "map",
     "--truth",
     "t.csv",
@@ -1417,6 +1506,7 @@ c(
 c(
     "map-text-field",
     ("d.csv:1", "expected 7 numbers", "'1,1,high,10,10,20,20'"),
+    "lpirc",
     "map",
     "--truth",
     "t.csv",
@@ -1427,6 +1517,7 @@ c(
 c(
     "map-iou-out-of-range",
     ("--iou '1.5'", "neither 'ilsvrc' nor a number in (0, 1]"),
+    "lpirc",
     "map",
     "--truth",
     "t.csv",
@@ -1439,6 +1530,7 @@ c(
 c(
     "map-empty-truth",
     ("t.csv holds no ground-truth boxes", "pass the golden file"),
+    "lpirc",
     "map",
     "--truth",
     "t.csv",
@@ -1449,6 +1541,7 @@ c(
 c(
     "map-inf-detection",
     ("d.csv:1", "not a finite number", "fix that row"),
+    "lpirc",
     "map",
     "--truth",
     "t.csv",
@@ -1503,11 +1596,21 @@ c(
 )
 c("meter-no-colon", ("--meter 'csv' is not KIND:ADDRESS", "kinds: wt310"), "meter", "csv")
 # referee
-c("referee-dataset-missing", ("dataset 'nowhere' not found", "pass 'demo'"), "referee", "--dataset", "nowhere")
-c("referee-port-text", ("--port", "port number 0..65535", "'http'"), "referee", "--dataset", "demo", "--port", "http")
+c("referee-dataset-missing", ("dataset 'nowhere' not found", "pass 'demo'"), "lpirc", "referee", "--dataset", "nowhere")
+c(
+    "referee-port-text",
+    ("--port", "port number 0..65535", "'http'"),
+    "lpirc",
+    "referee",
+    "--dataset",
+    "demo",
+    "--port",
+    "http",
+)
 c(
     "referee-port-out-of-range",
     ("--port", "port number 0..65535", "'70000'"),
+    "lpirc",
     "referee",
     "--dataset",
     "demo",
@@ -1517,6 +1620,7 @@ c(
 c(
     "referee-limit-zero",
     ("--limit", "whole number of at least 1", "'0'"),
+    "lpirc",
     "referee",
     "--dataset",
     "demo",
@@ -1526,6 +1630,7 @@ c(
 c(
     "referee-time-limit-negative",
     ("--time-limit", "seconds above 0", "'-1'"),
+    "lpirc",
     "referee",
     "--dataset",
     "demo",
@@ -1535,6 +1640,7 @@ c(
 c(
     "referee-remote-without-password",
     ("refusing to serve images on 0.0.0.0", "--allow-remote and --password"),
+    "lpirc",
     "referee",
     "--dataset",
     "demo",
@@ -1544,6 +1650,7 @@ c(
 c(
     "referee-meter-unknown",
     ("unknown meter kind 'nosuch'", "kinds: wt310"),
+    "lpirc",
     "referee",
     "--dataset",
     "demo",
@@ -1553,6 +1660,7 @@ c(
 c(
     "referee-subset-unknown",
     ("unknown subset nosuch", "valid subsets:"),
+    "lpirc",
     "referee",
     "--dataset",
     "demo",
@@ -1562,6 +1670,7 @@ c(
 c(
     "referee-host-unresolvable",
     ("--host 'no.such.host.invalid' is not an IP address", "127.0.0.1 or 0.0.0.0"),
+    "lpirc",
     "referee",
     "--dataset",
     "demo",
@@ -1575,7 +1684,8 @@ c(
 c(
     "lpirc-score-unknown-run",
     ("nosuch is not a run folder or run id under r, r/referee", "harness runs"),
-    "lpirc-score",
+    "lpirc",
+    "score",
     "nosuch",
     "--results",
     "r",
@@ -1584,7 +1694,8 @@ c(
 c(
     "lpirc-score-results-missing",
     ("x is not a run folder or run id under nowhere, nowhere/referee", "harness runs"),
-    "lpirc-score",
+    "lpirc",
+    "score",
     "x",
     "--results",
     "nowhere",
@@ -1599,9 +1710,9 @@ c("tflm-prepare-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "tf
 c("tflm-remove-unknown", ("'nosuch' names 0 cached trees", "cached: none"), "tflm", "remove", "nosuch")
 c("tflm-sources-unknown", ("unrecognized arguments: --board nosuch",), "tflm", "sources", "--board", "nosuch")
 # misc listing commands with bad flags
-c("boards-unknown-flag", ("unrecognized arguments: --color",), "boards", "--color")
-c("datasets-extra-arg", ("unrecognized arguments: extra",), "datasets", "extra")
-c("subsets-extra-arg", ("unrecognized arguments: nosuch",), "subsets", "nosuch")
+c("boards-unknown-flag", ("unrecognized arguments: --color",), "boards", "list", "--color")
+c("datasets-extra-arg", ("unrecognized arguments: extra",), "dataset", "list", "extra")
+c("subsets-extra-arg", ("unrecognized arguments: nosuch",), "dataset", "subsets", "nosuch")
 c("unknown-command", ("invalid choice: 'evaluate'", "'eval'"), "evaluate")
 
 
@@ -1635,7 +1746,7 @@ def test_hostile_input_is_refused_in_one_line(tmp_path, small_model, case):
     _make(tmp_path, case.files)
     before = _tree(tmp_path)
     done = _harness(tmp_path, *case.args)
-    assert_refused_in_one_line(done, *case.expected)
+    assert_refused_in_one_line(done, *case.expected, code=case.code)
     assert _tree(tmp_path) == before, "the refused command left files behind"
 
 
@@ -1677,21 +1788,18 @@ def test_decompression_bomb_is_an_unreadable_image(tmp_path, small_model):
 def test_a_bom_in_labels_and_predictions_is_accepted(tmp_path):
     (tmp_path / "labels.csv").write_bytes(_labels(_label_row("a.png"), _label_row("b.png", 0), bom=True))
     (tmp_path / "p.csv").write_bytes(b"\xef\xbb\xbffilename,prediction,score\na.png,1,0.9\nb.png,0,\n")
-    done = _harness(tmp_path, "score", "--labels", "labels.csv", "--predictions", "p.csv", "--json")
+    done = _harness(tmp_path, "dataset", "score", "--labels", "labels.csv", "--predictions", "p.csv", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["scored"] == 2
 
 
 def test_the_corpus_reaches_every_command():
-    """At least 150 cases, and every command of the CLI among them (damaged run folders and gates files, which
-    need a real run, are in tests/e2e/sim/test_damaged_runs.py besides)."""
-    import argparse
-
-    from harness.cli.app import build_parser
-
-    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    """At least 150 cases, and every command of the CLI among them, each subcommand of a group too (damaged run
+    folders and gates files, which need a real run, are in tests/e2e/sim/test_damaged_runs.py besides)."""
+    commands = [words for words, _ in cli_commands()]
     assert len(CASES) >= 150
-    assert sorted(set(commands.choices) - {case.args[0] for case in CASES}) == []
+    reached = {case.args[: len(words)] for case in CASES for words in commands}
+    assert sorted(" ".join(words) for words in commands if words not in reached) == []
 
 
 def test_inverted_boxes_are_scored_and_said(tmp_path):
@@ -1699,7 +1807,7 @@ def test_inverted_boxes_are_scored_and_said(tmp_path):
     scores them. How many there are is said on stderr, a line per file."""
     (tmp_path / "t.csv").write_bytes(b"1,1,1,10,10,20,20\n2,1,1,30,10,20,20\n")
     (tmp_path / "d.csv").write_bytes(b"1,1,0.9,10,10,20,20\n2,1,0.8,30,10,20,20\n")
-    done = _harness(tmp_path, "map", "--truth", "t.csv", "--detections", "d.csv", "--json")
+    done = _harness(tmp_path, "lpirc", "map", "--truth", "t.csv", "--detections", "d.csv", "--json")
     assert done.returncode == 0, done.stderr
     notes = done.stderr.strip().splitlines()
     assert [line.split(":")[2].strip() for line in notes] == ["t.csv", "d.csv"]

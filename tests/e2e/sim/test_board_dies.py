@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.cli import exits
 from tests.conftest import error_lines
 
 
@@ -25,7 +26,7 @@ def _children(pid: int) -> list[int]:
 
 
 def test_a_board_killed_mid_command_is_a_link_error(tmp_path):
-    command = [sys.executable, "-m", "harness", "link-test", "--board", "sim", "--bytes", "2000000000"]
+    command = [sys.executable, "-m", "harness", "boards", "link-test", "--board", "sim", "--bytes", "2000000000"]
     harness = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -38,7 +39,7 @@ def test_a_board_killed_mid_command_is_a_link_error(tmp_path):
     finally:
         harness.kill()
     done = subprocess.CompletedProcess(command, harness.returncode, out, err)
-    assert done.returncode == 1, err
+    assert done.returncode == exits.LINK, err
     assert "Traceback" not in err
     (line,) = [line for line in error_lines(done) if not line.startswith("link-test sim:")]  # progress lines
     assert line.startswith("harness: link error:") and "port failed" in line, line

@@ -57,9 +57,9 @@ DAMAGES = {  # case: (file, how, the words the one line holds)
     "summary-empty": ("summary.json", _empty, ["summary.json is damaged", "empty"]),
 }
 COMMANDS = {  # the commands that read one run (`run`: the damaged copy's folder, `good`: the undamaged run)
-    "report": lambda run, good: ["report", run, "--out", "report.html"],
-    "compare": lambda run, good: ["compare", good, run],
-    "check": lambda run, good: ["check", run, "--gates", "gates.toml"],
+    "report": lambda run, good: ["runs", "report", run, "--out", "report.html"],
+    "compare": lambda run, good: ["runs", "compare", good, run],
+    "check": lambda run, good: ["runs", "check", run, "--gates", "gates.toml"],
 }
 
 
@@ -101,7 +101,7 @@ def test_runs_lists_the_others_and_names_the_damaged_one(tmp_path, made, damage)
     name, how, expected = DAMAGES[damage]
     how(results / RUN / name)
     before = _listing(tmp_path)
-    done = _harness(tmp_path, "runs", "--results", "results", "--json")
+    done = _harness(tmp_path, "runs", "list", "--results", "results", "--json")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert [row["run_id"] for row in json.loads(done.stdout)] == [made.name]
@@ -127,14 +127,14 @@ def _a_file(tmp_path: Path) -> str:
 def test_runs_refuses_results_that_are_not_a_folder(tmp_path, where, expected):
     results = where(tmp_path)
     before = _listing(tmp_path)
-    _refused(_harness(tmp_path, "runs", "--results", results), tmp_path, before, results, *expected)
+    _refused(_harness(tmp_path, "runs", "list", "--results", results), tmp_path, before, results, *expected)
 
 
 def test_report_out_a_folder_is_refused_before_writing(tmp_path, made):
     _workspace(tmp_path, made)
     (tmp_path / "site").mkdir()
     before = _listing(tmp_path)
-    done = _harness(tmp_path, "report", made.name, "--results", "results", "--out", "site")
+    done = _harness(tmp_path, "runs", "report", made.name, "--results", "results", "--out", "site")
     _refused(done, tmp_path, before, "site is a folder", "--out")
 
 
@@ -143,7 +143,7 @@ def test_a_gate_with_a_non_finite_bound_is_refused(tmp_path, made, bound):
     _workspace(tmp_path, made)
     (tmp_path / "gates.toml").write_text(f"[agreement]\nmin = {bound}\n")
     before = _listing(tmp_path)
-    done = _harness(tmp_path, "check", made.name, "--results", "results", "--gates", "gates.toml")
+    done = _harness(tmp_path, "runs", "check", made.name, "--results", "results", "--gates", "gates.toml")
     _refused(done, tmp_path, before, "[agreement] min", "finite")
 
 
@@ -168,12 +168,12 @@ def test_a_bad_gates_file_is_refused_naming_it(tmp_path, made, case):
     else:
         (tmp_path / "gates.toml").write_bytes(text)
     before = _listing(tmp_path)
-    done = _harness(tmp_path, "check", made.name, "--results", "results", "--gates", "gates.toml")
+    done = _harness(tmp_path, "runs", "check", made.name, "--results", "results", "--gates", "gates.toml")
     _refused(done, tmp_path, before, *expected)
 
 
 def test_check_against_a_baseline_that_is_no_run_is_refused(tmp_path, made):
     _workspace(tmp_path, made)
     before = _listing(tmp_path)
-    args = ("check", made.name, "--results", "results", "--gates", "gates.toml", "--baseline", "zz")
+    args = ("runs", "check", made.name, "--results", "results", "--gates", "gates.toml", "--baseline", "zz")
     _refused(_harness(tmp_path, *args), tmp_path, before, "zz is not a run folder", "harness runs")

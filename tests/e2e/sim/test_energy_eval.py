@@ -79,17 +79,17 @@ def test_eval_with_a_simulated_meter_reports_energy_labelled_sim_and_lpirc_score
     assert manifest["dataset"]["order_seed"] == 3
     assert sorted(windows["received_s"]) == windows["received_s"]
 
-    assert _harness("report", str(run), "--out", str(tmp_path / "r.html"), cwd=tmp_path).returncode == 0
+    assert _harness("runs", "report", str(run), "--out", str(tmp_path / "r.html"), cwd=tmp_path).returncode == 0
     assert "µJ per inference" in (tmp_path / "r.html").read_text()
 
-    scored = _harness("lpirc-score", str(run), "--json", cwd=tmp_path)
+    scored = _harness("lpirc", "score", str(run), "--json", cwd=tmp_path)
     assert scored.returncode == 0, scored.stderr
     report = json.loads(scored.stdout)
     (entry,) = report["runs"]
     assert entry["accuracy"] == pytest.approx(summary["subsets"]["distance_far"]["device"]["accuracy"])
     assert entry["energy_source"] == "sim" and entry["wh"] > 0
     assert entry["score"] == pytest.approx(entry["accuracy"] / entry["wh"])
-    limited = json.loads(_harness("lpirc-score", str(run), "--json", "--time-limit", "0", cwd=tmp_path).stdout)
+    limited = json.loads(_harness("lpirc", "score", str(run), "--json", "--time-limit", "0", cwd=tmp_path).stdout)
     assert limited["runs"][0]["accuracy"] == 0.0 and limited["runs"][0]["wh"] == 0.0
 
 
@@ -256,7 +256,7 @@ def test_lpirc_score_refuses_mixed_energy_sources_unless_asked(tmp_path):
 def test_lpirc_score_text_output_with_a_run_without_energy(tmp_path):
     _eval_run(tmp_path, "metered", 0.8, "sim", 3.6, 2.0, 3.6)
     _eval_run(tmp_path, "idle", 0.5, "sim", 0.0, 2.0, 0.0)
-    done = _harness("lpirc-score", "metered", "idle", "--results", str(tmp_path), cwd=tmp_path)
+    done = _harness("lpirc", "score", "metered", "idle", "--results", str(tmp_path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "idle: accuracy 0.5000, 0 Wh (sim), score - (no energy) per Wh" in done.stdout
     assert "champion: metered" in done.stdout and "no_energy: idle" in done.stdout
@@ -276,12 +276,12 @@ def test_group_shuffle_keeps_groups_in_place_and_repeats_from_its_seed():
         (["eval", "--limit", "2", "--meter", "wt310:NOT::A::RESOURCE"], "cannot open VISA resource"),
         (["meter", "csv:missing.csv"], "cannot read meter log"),
         (["eval", "--limit", "2", "--meter", "csv:log.csv"], "cannot time this run"),
-        (["lpirc-score", "no-such-run"], "is not a run folder"),
-        (["lpirc-score", "run", "--time-limit", "-1"], "at least 0"),
-        (["lpirc-score", "run", "--time-limit", "nan"], "at least 0"),
+        (["lpirc", "score", "no-such-run"], "is not a run folder"),
+        (["lpirc", "score", "run", "--time-limit", "-1"], "at least 0"),
+        (["lpirc", "score", "run", "--time-limit", "nan"], "at least 0"),
         (["meter", "csv:log.csv", "--seconds", "-1"], "above 0"),
         (["meter", "csv:log.csv", "--seconds", "nan"], "above 0"),
-        (["map", "--truth", "binary.csv", "--detections", "binary.csv"], "is not a text file"),
+        (["lpirc", "map", "--truth", "binary.csv", "--detections", "binary.csv"], "is not a text file"),
         (["meter", "csv:binary.csv"], "is not a text CSV file"),
     ],
 )

@@ -52,7 +52,9 @@ def test_four_boards_give_the_one_board_results_sample_for_sample(tmp_path, one_
     assert set(boards) == set(shares)
     assert summary["samples"] == LIMIT and summary["bit_exact"]["tflm"] == LIMIT
     report = tmp_path / "report.html"
-    subprocess.run([sys.executable, "-m", "harness", "report", summary["run_dir"], "--out", str(report)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "harness", "runs", "report", summary["run_dir"], "--out", str(report)], check=True
+    )
     assert "4 boards shared the samples" in report.read_text() and "<td>sim#4</td>" in report.read_text()
 
 

@@ -195,7 +195,7 @@ def test_harness_stream_scores_a_minute_with_24_events_under_every_policy(tmp_pa
         "--background", str(clips / "noise_1000ms.wav"), "--snr-db", "10", "--seed", "1", "--out", "s.wav", "--quiet",
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
-    done = harness("stream", "--wav", "s.wav", "--ledger", "s.csv", "--json")
+    done = harness("stream", "run", "--wav", "s.wav", "--ledger", "s.csv", "--json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["device_equals_host"] and summary["timing_reference"] == "decision"
@@ -205,7 +205,7 @@ def test_harness_stream_scores_a_minute_with_24_events_under_every_policy(tmp_pa
     assert "True Positives" in scores["mlperf-sww"]["line"]
     run = tmp_path / summary["run_dir"]
     assert (run / "detections_device.csv").read_text() == (run / "detections_host.csv").read_text()
-    printed = harness("stream", "--wav", "s.wav", "--ledger", "s.csv")
+    printed = harness("stream", "run", "--wav", "s.wav", "--ledger", "s.csv")
     for heading in ("identical to the host", "optimal: one-to-one", "tf-compat", "mlperf-sww"):
         assert heading in printed.stdout
 
@@ -220,7 +220,7 @@ def test_a_ledger_in_seconds_is_refused_before_the_board_starts(tmp_path):
     write_clip(tmp_path / "s.wav", np.zeros(32000, np.int16), 16000)
     (tmp_path / "s.csv").write_text("label,start_ms\nyes,0.5\nno,1.2\n")
     done = subprocess.run(
-        [sys.executable, "-m", "harness", "stream", "--wav", "s.wav", "--ledger", "s.csv", "--results", "r"],
+        [sys.executable, "-m", "harness", "stream", "run", "--wav", "s.wav", "--ledger", "s.csv", "--results", "r"],
         cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy(),
     )  # fmt: skip
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1

@@ -100,7 +100,7 @@ def test_all_of_all_yes_no_limit_6_is_scored_over_its_own_stratified_draw(tmp_pa
     labels = load_card("tflm_micro_speech").output.labels
     drawn = sorted(labels[label] for label, member in zip(rows["label"], rows["in_all"], strict=True) if member)
     assert drawn == ["silence"] + ["unknown"] * 5
-    done = _harness(tmp_path, "compare", summary["run_id"], summary["run_id"], "--results", "r", "--json")
+    done = _harness(tmp_path, "runs", "compare", summary["run_id"], summary["run_id"], "--results", "r", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["subsets"]["all"]["n_paired"] == 6
 
@@ -150,7 +150,7 @@ def test_the_report_of_a_keyword_run_draws_its_classes(tmp_path):
     empty = [name for name, entry in summary["subsets"].items() if entry["n"] == 0]
     assert empty and all(summary["subsets"][name]["versus"]["tflm"]["max_diff_steps"] is None for name in empty)
     out = tmp_path / "report.html"
-    done = _harness(tmp_path, "report", summary["run_id"], "--results", "r", "--out", str(out))
+    done = _harness(tmp_path, "runs", "report", summary["run_id"], "--results", "r", "--out", str(out))
     assert done.returncode == 0, done.stderr
     figures = dict(re.findall(r'<figure class="plot" data-title="([^"]+)">(<svg.*?</svg>)', out.read_text(), re.S))
     confusion = figures["Confusion matrices"]

@@ -189,7 +189,9 @@ def test_mlperf_kws_streams_a_minute_of_ten_keywords_equal_to_the_host(tmp_path)
         "--seed", "1", "--out", "s.wav", "--quiet",
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
-    done = _harness(tmp_path, "stream", "--model", "mlperf_tiny_kws", "--wav", "s.wav", "--ledger", "s.csv", "--json")
+    done = _harness(
+        tmp_path, "stream", "run", "--model", "mlperf_tiny_kws", "--wav", "s.wav", "--ledger", "s.csv", "--json"
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["device_equals_host"] and summary["audio"]["duration_ms"] == 64000

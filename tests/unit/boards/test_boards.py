@@ -114,14 +114,14 @@ def test_the_user_boards_folder_is_listed_and_its_boards_are_named_by_id(tmp_pat
     folder = tmp_path / "my-boards"
     _write(folder, "bench_sim.toml", SIM_BOARD.replace('id = "sim"', 'id = "bench_sim"'))
     env = {**os.environ, "HARNESS_BOARDS_DIR": str(folder)}
-    done = _harness("boards", env=env)
+    done = _harness("boards", "list", env=env)
     assert done.returncode == 0, done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("bench_sim"))
     assert "yours" in line and "bench_sim.toml" in line
-    listed = json.loads(_harness("boards", "--json", env=env).stdout)["boards"]
+    listed = json.loads(_harness("boards", "list", "--json", env=env).stdout)["boards"]
     assert "bench_sim" in {b["id"] for b in listed}
     _write(folder, "clash.toml", SIM_BOARD)  # a second board called "sim"
-    assert_refused_in_one_line(_harness("boards", env=env), "id 'sim' is already taken", "an id of its own")
+    assert_refused_in_one_line(_harness("boards", "list", env=env), "id 'sim' is already taken", "an id of its own")
 
 
 def test_a_board_of_a_new_family_is_one_board_file_and_one_hal_folder(tmp_path):
@@ -133,7 +133,14 @@ def test_a_board_of_a_new_family_is_one_board_file_and_one_hal_folder(tmp_path):
     board = get_board(str(board_file))
     assert board.id == "pico_rp2040" and board.hal_dir == hal
     done = _harness(
-        "generate", "--board", str(board_file), "--model", "wv_quality_k_2_c_3", "--out", str(tmp_path / "b")
+        "firmware",
+        "generate",
+        "--board",
+        str(board_file),
+        "--model",
+        "wv_quality_k_2_c_3",
+        "--out",
+        str(tmp_path / "b"),
     )
     assert done.returncode == 0, done.stderr
     project = Path(json.loads(done.stdout)["project"]) if done.stdout.startswith("{") else None

@@ -78,7 +78,7 @@ def test_eval_on_the_validation_split(tmp_path, published, small_model):
 
 @pytest.mark.slow
 def test_datasets_lists_the_sources():
-    done = _harness("datasets", "--json")
+    done = _harness("dataset", "list", "--json")
     sources = json.loads(done.stdout)
     names = [source["name"] for source in sources]
     assert names[0] == "demo" and names[3] == "hf:Harvard-Edge/Wake-Vision" and len(names) == 6

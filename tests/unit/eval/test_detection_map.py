@@ -100,7 +100,7 @@ def test_harness_map_command_prints_the_hand_computed_map(tmp_path):
 
     write_boxes(tmp_path / "truth.csv", TRUTH)
     write_boxes(tmp_path / "detections.csv", DETECTIONS)
-    command = [sys.executable, "-m", "harness", "map", "--truth", str(tmp_path / "truth.csv")]
+    command = [sys.executable, "-m", "harness", "lpirc", "map", "--truth", str(tmp_path / "truth.csv")]
     command += ["--detections", str(tmp_path / "detections.csv"), "--iou", "0.5", "--continuous", "--json"]
     done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr

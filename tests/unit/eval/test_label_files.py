@@ -99,6 +99,7 @@ def test_score_joins_clean_labels_and_warns_of_contradicting_rows(tmp_path, publ
         "unlisted.jpg,1\n",
     )
     done = _harness(
+        "dataset",
         "score",
         "--labels",
         str(published / "wake_vision_test.csv"),
@@ -168,7 +169,7 @@ def test_a_folder_of_images_and_cleaned_labels_is_a_dataset(tmp_path):
 def test_plain_binary_labels_score(tmp_path):
     labels = _write(tmp_path / "labels.csv", "filename,label\na.png,1\nb.png,0\nc.png,0\nd.png,1\n")
     predictions = _write(tmp_path / "p.csv", "filename,prediction\na.png,1\nb.png,1\nc.png,0\nd.png,1\n")
-    done = _harness("score", "--labels", str(labels), "--predictions", str(predictions), "--json")
+    done = _harness("dataset", "score", "--labels", str(labels), "--predictions", str(predictions), "--json")
     assert done.returncode == 0, done.stderr
     subsets = json.loads(done.stdout)["subsets"]
     assert set(subsets) == {"all", "test"} and subsets["all"]["accuracy"] == 0.75

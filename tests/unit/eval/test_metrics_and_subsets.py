@@ -215,6 +215,7 @@ def test_score_command_gives_the_same_numbers_from_csv_files(tmp_path):
             sys.executable,
             "-m",
             "harness",
+            "dataset",
             "score",
             "--labels",
             str(labels),
@@ -232,7 +233,7 @@ def test_score_command_gives_the_same_numbers_from_csv_files(tmp_path):
     far = result["subsets"]["distance_far"]
     assert (far["tp"], far["fn"], far["fp"], far["tn"]) == (4, 2, 2, 15)  # N18, a false positive, is unscored
     bad = subprocess.run(
-        [sys.executable, "-m", "harness", "score", "--labels", str(labels), "--predictions", str(labels)],
+        [sys.executable, "-m", "harness", "dataset", "score", "--labels", str(labels), "--predictions", str(labels)],
         capture_output=True,
         text=True,
         env=os.environ.copy(),

@@ -13,6 +13,7 @@ import pytest
 from serial.tools import list_ports_common
 
 from harness.boards import board_ids, get_board
+from harness.cli import exits
 from harness.device.sim_board import SimBoard, TflmRunner
 from harness.firmware.platformio import generate_project, lint
 from harness.firmware.tflm_tree import TflmTree, resolver_method
@@ -82,6 +83,7 @@ def test_nucleo_without_tflm_sources_says_what_to_pass(tmp_path, small_model):
             sys.executable,
             "-m",
             "harness",
+            "firmware",
             "generate",
             "--board",
             "nucleo_h743",
@@ -190,7 +192,10 @@ def test_flash_refuses_a_board_that_answers_with_another_model(fake_pio, tmp_pat
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "code", "message"),
-    [("fail", 1, "PlatformIO build/upload failed (Error: Please specify"), ("hang", 1, "did not finish within 2 s")],
+    [
+        ("fail", exits.BUILD, "PlatformIO build/upload failed (Error: Please specify"),
+        ("hang", exits.BUILD, "did not finish within 2 s"),
+    ],
 )
 def test_flash_reports_pio_failures_in_one_line(fake_pio, tmp_path, tflm_tree, small_model, mode, code, message):
     env, _ = fake_pio
@@ -221,7 +226,7 @@ def test_attached_boards_are_found_by_usb_id_and_serial_number(monkeypatch, caps
         _port("/dev/ttyS0", None, None, None),
     ]
     monkeypatch.setattr(discovery.list_ports, "comports", lambda: ports)
-    assert cli.main(["boards", "--json"]) == 0
+    assert cli.main(["boards", "list", "--json"]) == 0
     attached = json.loads(capsys.readouterr().out)["attached"]
     assert sorted((a["board"], a["port"], a["serial_number"]) for a in attached) == [
         ("esp32dev", "/dev/ttyUSB0", "0001"),
@@ -244,13 +249,13 @@ def test_model_array_is_the_model_byte_for_byte(tmp_path, small_model, tflm_tree
 
 
 def test_a_keyword_card_with_streaming_embeds_its_audio_frontend(tmp_path, tflm_tree):
-    """`harness generate` for tflm_micro_speech: the frontend model and its signal-kernel resolver
+    """`harness firmware generate` for tflm_micro_speech: the frontend model and its signal-kernel resolver
     go into the project beside the keyword model, and the firmware is built to stream."""
     fixture_model("tflm/micro_speech_quantized.tflite")
     fixture_model("tflm/audio_preprocessor_int8.tflite")
     done = subprocess.run(
-        [sys.executable, "-m", "harness", "generate", "--board", "nucleo_h743", "--model", "tflm_micro_speech",
-         "--tflm", str(tflm_tree.root), "--out", str(tmp_path), "--json"],
+        [sys.executable, "-m", "harness", "firmware", "generate", "--board", "nucleo_h743",
+         "--model", "tflm_micro_speech", "--tflm", str(tflm_tree.root), "--out", str(tmp_path), "--json"],
         capture_output=True, text=True, env=os.environ.copy(),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

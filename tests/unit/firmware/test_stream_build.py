@@ -101,8 +101,10 @@ def test_overlapping_clips_refused_in_one_line_and_nothing_written(tmp_path, cli
 
 
 def test_the_device_form_needs_a_wav(capsys):
-    assert main(["stream"]) == 2
-    assert "needs --wav" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["stream", "run"])
+    assert exited.value.code == 2
+    assert "required: --wav" in capsys.readouterr().err
 
 
 def test_compose_refuses_what_it_cannot_do_honestly(tmp_path):

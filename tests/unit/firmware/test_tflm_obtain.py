@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.boards import get_board
+from harness.cli import exits
 from harness.errors import UserError
 from harness.firmware import tflm_obtain
 from harness.firmware.tflm_obtain import PINS_FILE, Recipe, board_recipe, files_sha256, load_pins
@@ -303,7 +304,7 @@ def test_commands_that_build_firmware_go_through_it(standin, small_model):
     env = standin.env | {"HARNESS_TFLM_MIRROR": f"http://127.0.0.1:{closed_port()}/"}
     model = ["--model", "wv_quality_k_2_c_3"]
     for command in (
-        ["generate", "--board", "nucleo_h743", *model, "--out", str(standin.root / "build")],
+        ["firmware", "generate", "--board", "nucleo_h743", *model, "--out", str(standin.root / "build")],
         ["flash", "--board", "nucleo_h743", *model, "--out", str(standin.root / "build"), "--port", "/dev/null"],
         ["eval", "--board", "qemu_m7", *model, "--limit", "1", "--results", str(standin.root / "results")],
     ):
@@ -351,7 +352,7 @@ def test_a_generator_that_fails_leaves_no_tree(standin, mode, expected):
     done = harness(
         standin.env, "tflm", "prepare", "--board", "qemu_m4", STANDIN_GENERATOR=mode, HARNESS_TFLM_GENERATE_TIMEOUT="2"
     )
-    assert done.returncode == 1 and expected in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == exits.BUILD and expected in done.stderr and "Traceback" not in done.stderr, done.stderr
     nothing_half_written(standin.cache)
     log = standin.cache / "tflm-logs" / f"{board_recipe(get_board('qemu_m4')).key}.log"
     assert str(log) in done.stderr and log.is_file()
@@ -370,7 +371,7 @@ def test_an_upstream_checkout_is_refused_with_the_fix(tmp_path):
         TflmTree(checkout)
     fixture_model("wake_vision_zoo/wv_quality_k_2_c_3.tflite")
     done = harness(
-        os.environ.copy(), "generate", "--board", "nucleo_h743", "--model", "wv_quality_k_2_c_3",
+        os.environ.copy(), "firmware", "generate", "--board", "nucleo_h743", "--model", "wv_quality_k_2_c_3",
         "--tflm", str(checkout), "--out", str(tmp_path / "build"),
     )  # fmt: skip
     assert_refused_in_one_line(done, "is a tflite-micro checkout", "create_tflm_tree.py", "harness tflm prepare")

@@ -97,13 +97,23 @@ def test_labgrid_place_without_labgrid_is_a_one_line_user_error(tmp_path):
     (tmp_path / "labgrid").mkdir()
     (tmp_path / "labgrid" / "__init__.py").write_text("raise ImportError('no labgrid here')\n")
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
-    command = [sys.executable, "-m", "harness", "link-test", "--board", "nucleo_h743", "--labgrid-place", "lab1"]
+    command = [
+        sys.executable,
+        "-m",
+        "harness",
+        "boards",
+        "link-test",
+        "--board",
+        "nucleo_h743",
+        "--labgrid-place",
+        "lab1",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "pip install 'harness[farm]'" in done.stderr
 
 
 def test_labgrid_place_needs_a_real_board():
-    done = _harness("link-test", "--board", "sim", "--labgrid-place", "lab1")
+    done = _harness("boards", "link-test", "--board", "sim", "--labgrid-place", "lab1")
     assert done.returncode == 2 and "needs a real board" in done.stderr
 
 

@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 
 from harness import cli
+from harness.cli import exits
 from harness.energy.meter import Meter
 from harness.energy.profile import PowerProfile
 from harness.energy.trace import PowerTrace
@@ -118,7 +119,17 @@ def test_a_client_plays_a_session_and_requests_past_the_limit_get_401(lpirc_fold
 
 
 def test_the_referee_refuses_a_non_local_bind_unless_asked(lpirc_folder):
-    command = [sys.executable, "-m", "harness.cli", "referee", "--dataset", str(lpirc_folder), "--time-limit", "5"]
+    command = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "lpirc",
+        "referee",
+        "--dataset",
+        str(lpirc_folder),
+        "--time-limit",
+        "5",
+    ]
     refused = subprocess.run([*command, "--host", "0.0.0.0"], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2
     assert "--allow-remote" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
@@ -130,7 +141,7 @@ def test_the_referee_refuses_a_non_local_bind_unless_asked(lpirc_folder):
 
 def test_harness_referee_command_serves_a_session_until_logout(lpirc_folder, tmp_path):
     results = tmp_path / "sessions"
-    command = [sys.executable, "-m", "harness.cli", "referee", "--dataset", str(lpirc_folder)]
+    command = [sys.executable, "-m", "harness.cli", "lpirc", "referee", "--dataset", str(lpirc_folder)]
     command += ["--time-limit", "30", "--port", "0", "--seed", "5", "--linger", "0"]
     command += ["--results", str(results), "--json"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -225,7 +236,7 @@ def _referee_command(lpirc_folder, tmp_path, monkeypatch, meter, *extra):
     monkeypatch.setattr("harness.energy.meter.open_live_meter", lambda spec, purpose: meter)
     started = []
     monkeypatch.setattr(referee_module.Referee, "serve_forever", _recording(started, Referee.serve_forever))
-    argv = ["referee", "--dataset", str(lpirc_folder), "--port", "0", "--linger", "0", "--meter", "scripted:1"]
+    argv = ["lpirc", "referee", "--dataset", str(lpirc_folder), "--port", "0", "--linger", "0", "--meter", "scripted:1"]
     argv += ["--results", str(tmp_path / "sessions"), *extra]
     outcome = []
     thread = threading.Thread(target=lambda: outcome.append(cli.main(argv)))
@@ -252,7 +263,7 @@ def test_the_referee_command_reports_a_meter_failure_as_a_link_error_after_savin
     lpirc_folder, tmp_path, monkeypatch, capsys
 ):
     meter = _ScriptedMeter(fail_stop=True)
-    assert _referee_command(lpirc_folder, tmp_path, monkeypatch, meter) == 1
+    assert _referee_command(lpirc_folder, tmp_path, monkeypatch, meter) == exits.LINK
     err = capsys.readouterr().err
     assert "power meter failed" in err and len(err.strip().splitlines()) == 1
     (saved,) = (tmp_path / "sessions").iterdir()
@@ -275,7 +286,7 @@ def test_the_referee_command_prints_a_session_with_zero_energy(lpirc_folder, tmp
     ],
 )
 def test_bad_referee_arguments_are_one_line_and_exit_2(lpirc_folder, tmp_path, args, message):
-    command = [sys.executable, "-m", "harness.cli", "referee", "--dataset", str(lpirc_folder), *args]
+    command = [sys.executable, "-m", "harness.cli", "lpirc", "referee", "--dataset", str(lpirc_folder), *args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1

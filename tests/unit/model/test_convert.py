@@ -24,7 +24,15 @@ def test_vww_h5_converts_and_agrees_with_the_published_int8_model(tmp_path, vww_
     fixture_model("mlperf_tiny/visual_wake_words.h5")
     out = tmp_path / "vww_int8.tflite"
     done = _harness(
-        "convert", "--card", "mlperf_tiny_vww_float", "--out", str(out), "--reference", "mlperf_tiny_vww", "--json"
+        "models",
+        "convert",
+        "--card",
+        "mlperf_tiny_vww_float",
+        "--out",
+        str(out),
+        "--reference",
+        "mlperf_tiny_vww",
+        "--json",
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -71,7 +79,9 @@ def test_quickstart_keras_model_converts_and_runs_on_the_virtual_board(tmp_path)
 def test_a_file_that_is_no_keras_model(tmp_path):
     bogus = tmp_path / "model.h5"
     bogus.write_bytes(b"nope")
-    done = _harness("convert", "--card", "mlperf_tiny_vww_float", "--model", str(bogus), "--out", str(tmp_path / "x"))
+    done = _harness(
+        "models", "convert", "--card", "mlperf_tiny_vww_float", "--model", str(bogus), "--out", str(tmp_path / "x")
+    )
     assert (
         done.returncode == 2
         and done.stderr.count("\n") == 1
@@ -161,7 +171,7 @@ def test_demo_split_is_seeded_and_holds_both_classes_on_each_side():
 
 def test_convert_reports_the_split_seed_and_per_class_counts(tmp_path, two_tiny_models):
     out = tmp_path / "tiny_int8.tflite"
-    args = ["convert", "--card", "wv_quality_k_2_c_3", "--model", str(two_tiny_models[0]), "--out", str(out)]
+    args = ["models", "convert", "--card", "wv_quality_k_2_c_3", "--model", str(two_tiny_models[0]), "--out", str(out)]
     done = _harness(*args, "--seed", "7", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

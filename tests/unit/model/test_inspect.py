@@ -21,7 +21,7 @@ for path, arena in json.loads(sys.argv[1]):
 
 def _inspect(target):
     return subprocess.run(
-        [sys.executable, "-m", "harness", "inspect", target, "--json"],
+        [sys.executable, "-m", "harness", "models", "inspect", target, "--json"],
         capture_output=True,
         text=True,
         env=os.environ.copy(),

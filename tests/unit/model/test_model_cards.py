@@ -44,7 +44,7 @@ def _harness(tmp_path, *args, isolated: bool = True):
 def test_every_shipped_card_loads_and_is_listed(tmp_path):
     cards = all_cards()
     assert len(cards) == len(list(models_dir().glob("*.toml")))
-    done = _harness(tmp_path, "models")
+    done = _harness(tmp_path, "models", "list")
     assert done.returncode == 0, done.stderr
     for name in cards:
         assert name[:12] in done.stdout

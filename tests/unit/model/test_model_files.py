@@ -13,7 +13,7 @@ from tests.model_surgery import mutate
 
 def _inspect(tmp_path, *args):
     return subprocess.run(
-        [sys.executable, "-m", "harness", "inspect", *args],
+        [sys.executable, "-m", "harness", "models", "inspect", *args],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -61,7 +61,7 @@ def test_unsupported_io_type_is_named_not_called_corrupt(tmp_path, small_model, 
     path = tmp_path / f"{end}_{name}.tflite"
     path.write_bytes(mutate(small_model.read_bytes(), retype))
     done = _inspect(tmp_path, str(path), "--no-fit")
-    assert_refused_in_one_line(done, f"unsupported {name}", "harness convert --io")
+    assert_refused_in_one_line(done, f"unsupported {name}", "harness models convert --io")
     assert "corrupt" not in done.stderr
 
 

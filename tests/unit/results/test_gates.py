@@ -236,7 +236,7 @@ def test_compare_latency_of_different_sources_is_not_judged(device_and_sim_runs)
 @pytest.mark.slow
 def test_compare_prints_a_subset_without_pairs_and_both_sources(device_and_sim_runs):
     root, a, b = device_and_sim_runs
-    done = _harness("compare", a, b, "--results", str(root))
+    done = _harness("runs", "compare", a, b, "--results", str(root))
     assert done.returncode == 0, done.stderr
     assert "distance_far: accuracy n/a" in done.stdout
     assert "device → sim" in done.stdout and "not comparable" in done.stdout
@@ -250,10 +250,12 @@ def test_junit_to_an_unwritable_place_is_one_line(device_and_sim_runs):
     gates.write_text("[agreement]\nmin = 0.5\n")
     blocker = root / "a-file"
     blocker.write_text("")
-    done = _harness("check", a, "--gates", str(gates), "--results", str(root), "--junit", str(blocker / "j.xml"))
+    done = _harness(
+        "runs", "check", a, "--gates", str(gates), "--results", str(root), "--junit", str(blocker / "j.xml")
+    )
     assert done.returncode == 2 and "--junit" in done.stderr and done.stderr.count("\n") == 1, done.stderr
     written = root / "new-folder" / "junit.xml"
-    done = _harness("check", a, "--gates", str(gates), "--results", str(root), "--junit", str(written))
+    done = _harness("runs", "check", a, "--gates", str(gates), "--results", str(root), "--junit", str(written))
     assert done.returncode == 0 and written.is_file()
 
 
@@ -385,7 +387,7 @@ def test_check_exits_0_on_gates_not_judged_and_1_when_strict(device_and_sim_runs
     root, run, _ = device_and_sim_runs
     gates = root / "gates.toml"
     gates.write_text("[agreement]\nmin = 0.9\n[latency]\nmax_regression = 0.05\n[arena]\nmax_growth_bytes = 0\n")
-    check = ["check", run, "--gates", str(gates), "--results", str(root)]
+    check = ["runs", "check", run, "--gates", str(gates), "--results", str(root)]
     assert main(check) == 0
     printed = capsys.readouterr().out
     assert "PASS agreement" in printed and "NOT JUDGED latency: not judged: this gate compares" in printed
@@ -473,7 +475,7 @@ def test_check_refuses_a_misspelt_subset_table_in_one_line(device_and_sim_runs, 
     root, run, _ = device_and_sim_runs
     gates = root / "gates.toml"
     gates.write_text("[accuracy.distanse_far]\nmin = 0.9\n")
-    assert main(["check", run, "--gates", str(gates), "--results", str(root)]) == 2
+    assert main(["runs", "check", run, "--gates", str(gates), "--results", str(root)]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "[accuracy.distanse_far] names no subset" in error and "distance_far" in error
 

@@ -47,14 +47,14 @@ def report_runs(tmp_path_factory, private_cache):
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
     ids["stream"] = _run_id(
-        _harness(folder, "stream", "--wav", "s.wav", "--ledger", "s.csv", "--results", "r", "--quiet")
+        _harness(folder, "stream", "run", "--wav", "s.wav", "--ledger", "s.csv", "--results", "r", "--quiet")
     )
     return folder, ids
 
 
 def _report(folder, tmp_path, *ids) -> str:
     out = tmp_path / "report.html"
-    done = _harness(folder, "report", *ids, "--results", "r", "--out", str(out))
+    done = _harness(folder, "runs", "report", *ids, "--results", "r", "--out", str(out))
     assert done.returncode == 0, done.stderr
     return out
 
@@ -62,7 +62,9 @@ def _report(folder, tmp_path, *ids) -> str:
 def test_two_runs_are_set_side_by_side_with_compares_statistics(report_runs, tmp_path):
     folder, ids = report_runs
     page = html.unescape(_report(folder, tmp_path, ids["base"], ids["swapped"]).read_text())
-    compared = json.loads(_harness(folder, "compare", ids["base"], ids["swapped"], "--results", "r", "--json").stdout)
+    compared = json.loads(
+        _harness(folder, "runs", "compare", ids["base"], ids["swapped"], "--results", "r", "--json").stdout
+    )
     assert "Runs side by side" in page and "McNemar p" in page and "Wilson 95 %" in page
     assert 'data-title="Device latency, run by run (ECDF)"><svg' in page  # drawn, not left to a note
     assert f"{compared['prediction_flips']} device prediction flips" in page

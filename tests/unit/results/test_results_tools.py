@@ -37,7 +37,7 @@ def runs(tmp_path_factory, vww_model):
 @pytest.mark.slow
 def test_runs_are_listed(runs):
     results, ids = runs
-    listed = json.loads(_harness("runs", "--results", str(results), "--json").stdout)
+    listed = json.loads(_harness("runs", "list", "--results", str(results), "--json").stdout)
     assert [row["run_id"] for row in listed] == [ids["base"], ids["again"], ids["swapped"]]
     assert all(row["latency_source"] == "sim" for row in listed)
 
@@ -45,7 +45,7 @@ def test_runs_are_listed(runs):
 @pytest.mark.slow
 def test_same_model_twice_is_not_a_significant_difference(runs):
     results, ids = runs
-    done = _harness("compare", ids["base"], ids["again"], "--results", str(results), "--json")
+    done = _harness("runs", "compare", ids["base"], ids["again"], "--results", str(results), "--json")
     result = json.loads(done.stdout)
     assert result["prediction_flips"] == 0
     assert not result["significant"]
@@ -55,11 +55,13 @@ def test_same_model_twice_is_not_a_significant_difference(runs):
 @pytest.mark.slow
 def test_perturbed_model_is_a_significant_difference(runs):
     results, ids = runs
-    result = json.loads(_harness("compare", ids["base"], ids["swapped"], "--results", str(results), "--json").stdout)
+    result = json.loads(
+        _harness("runs", "compare", ids["base"], ids["swapped"], "--results", str(results), "--json").stdout
+    )
     assert result["significant"]
     assert result["subsets"]["all"]["mcnemar_p"] < 0.05
     assert result["prediction_flips"] >= 0.9 * result["paired_samples"]  # inverted, but for exact ties
-    text = _harness("compare", ids["base"], ids["swapped"], "--results", str(results)).stdout
+    text = _harness("runs", "compare", ids["base"], ids["swapped"], "--results", str(results)).stdout
     assert "SIGNIFICANT" in text and "McNemar" in text
 
 
@@ -72,9 +74,12 @@ def test_gates_fail_a_degraded_run_and_write_junit(runs, tmp_path):
         "[arena]\nmax_growth_bytes = 0\n"
     )
     junit = tmp_path / "junit.xml"
-    good = _harness("check", ids["again"], "--gates", str(gates), "--baseline", ids["base"], "--results", str(results))
+    good = _harness(
+        "runs", "check", ids["again"], "--gates", str(gates), "--baseline", ids["base"], "--results", str(results)
+    )
     assert good.returncode == 0, good.stdout
     bad = _harness(
+        "runs",
         "check",
         ids["swapped"],
         "--gates",
@@ -100,7 +105,7 @@ def test_unknown_gate_is_a_clear_error(runs, tmp_path):
     results, ids = runs
     gates = tmp_path / "gates.toml"
     gates.write_text("[speed]\nmax = 1\n")
-    done = _harness("check", ids["base"], "--gates", str(gates), "--results", str(results))
+    done = _harness("runs", "check", ids["base"], "--gates", str(gates), "--results", str(results))
     assert done.returncode == 2 and "unknown gate" in done.stderr and done.stderr.count("\n") == 1
 
 
@@ -110,7 +115,7 @@ def test_report_renders_in_headless_chromium(runs, tmp_path):
     """The default model's runs (the report of the small model's is in test_report_pages.py)."""
     results, ids = runs
     out = tmp_path / "report.html"
-    done = _harness("report", ids["base"], ids["swapped"], "--results", str(results), "--out", str(out))
+    done = _harness("runs", "report", ids["base"], ids["swapped"], "--results", str(results), "--out", str(out))
     assert done.returncode == 0, done.stderr
     shot = tmp_path / "report.png"
     with browser_page() as (page, errors):

@@ -41,7 +41,7 @@ def runs(tmp_path_factory, private_cache):
         "--duration-ms", "8000", "--out", "s.wav", "--quiet",
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
-    stream = ("stream", "--wav", "s.wav", "--results", "r", "--quiet")
+    stream = ("stream", "run", "--wav", "s.wav", "--results", "r", "--quiet")
     ids = {
         "scored": _run_id(_harness(folder, *stream, "--ledger", "s.csv")),
         "unscored": _run_id(_harness(folder, *stream)),
@@ -54,7 +54,7 @@ def runs(tmp_path_factory, private_cache):
 
 def test_runs_lists_stream_runs_beside_eval_runs(runs):
     folder, ids = runs
-    done = _harness(folder, "runs", "--results", "r", "--json")
+    done = _harness(folder, "runs", "list", "--results", "r", "--json")
     assert done.returncode == 0, done.stderr
     listed = {row["run_id"]: row for row in json.loads(done.stdout)}
     assert set(listed) == set(ids.values())
@@ -67,7 +67,7 @@ def test_runs_lists_stream_runs_beside_eval_runs(runs):
     assert unscored["events"] is None and unscored["detections"] == scored["detections"]
     assert evaluated["latency_source"] == "sim" and evaluated["samples"] == 4
 
-    text = _harness(folder, "runs", "--results", "r").stdout
+    text = _harness(folder, "runs", "list", "--results", "r").stdout
     assert "stream runs in r" in text and "not scored" in text and "(sim)" in text
 
 
@@ -87,7 +87,9 @@ def test_a_stream_run_records_where_its_figures_come_from(runs):
 def test_report_of_a_stream_run_shows_its_detections_and_false_alarms(runs):
     folder, ids = runs
     out = folder / "report.html"
-    done = _harness(folder, "report", ids["scored"], ids["unscored"], ids["eval"], "--results", "r", "--out", str(out))
+    done = _harness(
+        folder, "runs", "report", ids["scored"], ids["unscored"], ids["eval"], "--results", "r", "--out", str(out)
+    )
     assert done.returncode == 0, done.stderr
     page = out.read_text()
     for text in ("optimal: one-to-one matching", "false alarms / hour", "unwanted triggers / hour", "per label"):
@@ -108,7 +110,9 @@ def test_check_gates_a_stream_run(runs, tmp_path):
         "[unwanted_triggers_per_hour]\nmax = 1000\n"
     )
     junit = tmp_path / "junit.xml"
-    done = _harness(folder, "check", ids["scored"], "--gates", str(gates), "--results", "r", "--junit", str(junit))
+    done = _harness(
+        folder, "runs", "check", ids["scored"], "--gates", str(gates), "--results", "r", "--junit", str(junit)
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS agreement" in done.stdout and "events; optimal policy" in done.stdout
     cases = ET.parse(junit).getroot().findall("testcase")
@@ -120,10 +124,10 @@ def test_check_gates_a_stream_run(runs, tmp_path):
     ]
 
     gates.write_text("[recall]\nmin = 1.01\n")
-    done = _harness(folder, "check", ids["scored"], "--gates", str(gates), "--results", "r")
+    done = _harness(folder, "runs", "check", ids["scored"], "--gates", str(gates), "--results", "r")
     assert done.returncode == 1 and "FAIL recall" in done.stdout
 
-    done = _harness(folder, "check", ids["unscored"], "--gates", str(gates), "--results", "r")
+    done = _harness(folder, "runs", "check", ids["unscored"], "--gates", str(gates), "--results", "r")
     assert done.returncode == 0 and "NOT JUDGED recall: not judged: the run was not scored" in done.stdout
 
 
@@ -139,14 +143,18 @@ def test_a_gate_naming_a_figure_the_run_has_not_is_refused_in_one_line(runs, tmp
     folder, ids = runs
     gates = tmp_path / "gates.toml"
     gates.write_text(gate)
-    assert_refused_in_one_line(_harness(folder, "check", ids[run], "--gates", str(gates), "--results", "r"), *words)
+    assert_refused_in_one_line(
+        _harness(folder, "runs", "check", ids[run], "--gates", str(gates), "--results", "r"), *words
+    )
 
 
 def test_a_baseline_of_another_kind_and_compare_of_a_stream_run_are_refused(runs, tmp_path):
     folder, ids = runs
     gates = tmp_path / "gates.toml"
     gates.write_text("[agreement]\nmin = 0.9\n")
-    done = _harness(folder, "check", ids["scored"], "--gates", str(gates), "--baseline", ids["eval"], "--results", "r")
+    done = _harness(
+        folder, "runs", "check", ids["scored"], "--gates", str(gates), "--baseline", ids["eval"], "--results", "r"
+    )
     assert_refused_in_one_line(done, "is an eval run", "same kind")
-    done = _harness(folder, "compare", ids["scored"], ids["eval"], "--results", "r")
+    done = _harness(folder, "runs", "compare", ids["scored"], ids["eval"], "--results", "r")
     assert_refused_in_one_line(done, "is a stream run", "two eval runs")

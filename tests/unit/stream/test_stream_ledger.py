@@ -69,7 +69,8 @@ def test_cli_refuses_a_seconds_ledger_in_one_line(tmp_path):
             sys.executable,
             "-m",
             "harness",
-            "stream-score",
+            "stream",
+            "score",
             "--ledger",
             str(ledger),
             "--detections",
@@ -220,7 +221,7 @@ def test_stream_score_says_which_lines_tf_reader_skips(tmp_path, capsys):
     ledger = _ledger(tmp_path, "yes,1000,\nno,4000\nyes,6000,7000\n")
     detections = tmp_path / "d.csv"
     detections.write_text("label,time_ms,score,reference\nyes,1100,0.9,window-start\n")
-    common = ["stream-score", "--ledger", str(ledger), "--detections", str(detections), "--duration-ms", "10000"]
+    common = ["stream", "score", "--ledger", str(ledger), "--detections", str(detections), "--duration-ms", "10000"]
     assert main([*common, "--policy", "tf-compat", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert (result["ground_truth"], result["false_positives"], result["skipped_lines"]) == (1, 1, [1, 3])

@@ -155,7 +155,7 @@ def test_cli_scores_and_prints_every_policy(tmp_path, capsys):
         detections, [Detection("yes", 1000, 0.91, "window-start"), Detection("yes", 1600, 0.8, "window-start")]
     )
     assert load_detections(detections).detections[1] == Detection("yes", 1600, 0.8, "window-start")
-    common = ["stream-score", "--ledger", str(ledger), "--detections", str(detections), "--duration-ms", "10000"]
+    common = ["stream", "score", "--ledger", str(ledger), "--detections", str(detections), "--duration-ms", "10000"]
     assert main([*common, "--policy", "tf-compat", "--tolerance-ms", "1000"]) == 0
     out = capsys.readouterr().out
     assert "200.0% matched, 100.0% correct, 100.0% wrong, 0.0% false positive" in out
