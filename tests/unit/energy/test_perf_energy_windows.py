@@ -133,3 +133,30 @@ def test_a_window_truly_outside_the_trace_is_still_refused():
     for outside in (Window(1.5, 2.0001), Window(-0.0001, 1.0)):
         with pytest.raises(UserError, match="1 of 2 inference windows fall outside"):
             window_energies_j(trace, [Window(0.5, 1.5), outside])
+
+
+class SpeedingUpClient:
+    """Back-to-back invokes that run faster at each request (the virtual board's host clock as load eases)."""
+
+    def __init__(self, seconds_per_invoke: list[float]):
+        self.speeds = iter(seconds_per_invoke)
+        self.counts: list[int] = []
+
+    def back_to_back(self, data: bytes, count: int) -> list[Span]:
+        self.counts.append(count)
+        return [Span(count, count * next(self.speeds), start=0.0, answered=1.0)]
+
+
+def test_a_window_timed_while_invokes_sped_up_is_measured_again_well_past_its_length():
+    # Timed at 4 ms, then 2, 1.8, 1.7 ms per invoke: aiming 5 % past the length after each shortfall never
+    # catches up within three attempts; aiming 25 % past it gets a 0.6 s window on the second.
+    client = SpeedingUpClient([0.002, 0.0018, 0.0017, 0.0016, 0.0015])
+    count = math.ceil(perf_energy.COUNT_MARGIN * 0.6 / 0.004)
+    spans, used = perf_energy._window(client, get_board("sim"), b"", count, 0.6)
+    assert sum(s.seconds for s in spans) >= 0.6 and len(client.counts) == 2 and used == client.counts[-1]
+
+
+def test_a_window_that_never_reaches_its_length_is_a_link_error_naming_it():
+    client = SpeedingUpClient([0.001 / 2**k for k in range(perf_energy.WINDOW_ATTEMPTS)])
+    with pytest.raises(perf_energy.LinkError, match=r"no 0\.6 s window in"):
+        perf_energy._window(client, get_board("sim"), b"", 100, 0.6)
