@@ -147,19 +147,13 @@ def cmd_compare(args) -> int:
         return 0
     console = stdout_console()
     flips = "" if result["anomaly"] else f", {result['prediction_flips']} device prediction flips"
-    console.print(
-        f"{result['run_a']} → {result['run_b']}: {result['paired_samples']} paired samples{flips}", highlight=False
-    )
+    console.print(f"A: {result['run_a']}\nB: {result['run_b']}", highlight=False)
+    console.print(f"{result['paired_samples']} paired samples{flips}", highlight=False)
+    if result["subsets"]:
+        console.print(_compare_tables(result["subsets"]))
     for name, s in result["subsets"].items():
-        verdict = "SIGNIFICANT" if s["significant"] else "not significant"
         if s["n_paired"] == 0:
             console.print(f"  {name}: accuracy n/a (no paired samples)", highlight=False)
-            continue
-        console.print(
-            f"  {name}: accuracy {percent(s['accuracy_a'])} → {percent(s['accuracy_b'])} % "
-            f"(McNemar p = {s['mcnemar_p']:.3g}, {verdict})",
-            highlight=False,
-        )
     if result["anomaly"]:
         change = result["anomaly"]
 
@@ -193,6 +187,39 @@ def cmd_compare(args) -> int:
     else:
         console.print(f"  arena used ({arena['source_a']}): {arena['used_delta']:+,} bytes", highlight=False)
     return 0
+
+
+def _compare_tables(subsets: dict):
+    """Each subset's device accuracy in A and in B on the paired samples, each with its Wilson 95 % interval,
+    then McNemar's test on them: two tables, so that both fit 80 columns with a subset's name whole."""
+    from rich.console import Group
+    from rich.table import Table
+
+    scores = Table(title="device accuracy on the paired samples", title_justify="left")
+    scores.add_column("subset", no_wrap=True)
+    scores.add_column("n", justify="right", no_wrap=True)
+    for run in ("A", "B"):
+        scores.add_column(f"{run}\nacc %", justify="right", no_wrap=True)
+        scores.add_column("95 % CI\n(Wilson)", justify="right", no_wrap=True)
+    tests = Table(title="McNemar's test (exact) on the paired predictions", title_justify="left")
+    tests.add_column("subset", no_wrap=True)
+    for column in ("only A\nright", "only B\nright", "p"):
+        tests.add_column(column, justify="right", no_wrap=True)
+    tests.add_column("verdict", no_wrap=True)
+    for name, s in subsets.items():
+        if s["n_paired"] == 0:
+            continue
+        scores.add_row(
+            name,
+            str(s["n_paired"]),
+            percent(s["accuracy_a"]),
+            percent_interval(s["accuracy_ci95_a"]),
+            percent(s["accuracy_b"]),
+            percent_interval(s["accuracy_ci95_b"]),
+        )
+        verdict = "SIGNIFICANT" if s["significant"] else "not significant"
+        tests.add_row(name, str(s["only_a_correct"]), str(s["only_b_correct"]), f"{s['mcnemar_p']:.3g}", verdict)
+    return Group(scores, tests)
 
 
 def cmd_check(args) -> int:
