@@ -69,10 +69,18 @@ def print_json(data) -> None:
     print(json.dumps(data, indent=2, default=str))
 
 
+def stdout_width() -> int:
+    """The width tables get when stdout is not a terminal: $COLUMNS when it is a number, else 160 (a log
+    file or a pipe has no width of its own)."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    return int(columns) if columns.isdigit() and int(columns) > 0 else 160
+
+
 def stdout_console() -> "Console":
+    """A terminal's own width (rich reads it, or $COLUMNS); off a terminal, `stdout_width()`, no colour."""
     from rich.console import Console
 
-    return Console() if sys.stdout.isatty() else Console(width=160, no_color=True)
+    return Console() if sys.stdout.isatty() else Console(width=stdout_width(), no_color=True)
 
 
 @contextmanager

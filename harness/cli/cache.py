@@ -8,8 +8,6 @@ from harness.console import print_json, stdout_console
 from harness.errors import UserError
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
     from harness.eval.input_cache import CacheEntry
 
 
@@ -25,23 +23,35 @@ def _row(entry: "CacheEntry") -> dict:
     }
 
 
-def _table(title: str, entries: list["CacheEntry"]) -> "Table":
+def _table(title: str, entries: list["CacheEntry"]):
+    """Two tables keyed by the entry's key (24 hex digits, never folded): its size and last use, then how its
+    samples are stored; one table of all six columns is some 100 wide."""
+    from rich.console import Group
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left")
-    for column in ("key", "samples", "stored as", "bytes", "B/sample", "last used (UTC)"):
-        table.add_column(column, justify="left" if column in ("key", "stored as", "last used (UTC)") else "right")
+    sizes = Table(title=title, title_justify="left")
+    stores = Table(title="how each entry is stored", title_justify="left")
+    for table in (sizes, stores):
+        table.add_column("key", no_wrap=True)
+    sizes.add_column("samples", justify="right", no_wrap=True)
+    sizes.add_column("bytes", justify="right", no_wrap=True)
+    sizes.add_column("last used (UTC)", no_wrap=True)
+    stores.add_column("stored as", no_wrap=True)
+    stores.add_column("B/sample", justify="right", no_wrap=True)
     for entry in entries:
         stored = f"{entry.stored} (as {entry.dtype})" if entry.stored and entry.stored != entry.dtype else entry.stored
-        table.add_row(
+        sizes.add_row(
             entry.key,
             "stale" if entry.samples is None else f"{entry.samples:,}",
-            stored or "-",
             f"{entry.bytes:,}",
-            "-" if entry.bytes_per_sample is None else f"{entry.bytes_per_sample:,.0f}",
             time.strftime("%Y-%m-%d %H:%M", time.gmtime(entry.last_used)),
         )
-    return table
+        stores.add_row(
+            entry.key,
+            stored or "-",
+            "-" if entry.bytes_per_sample is None else f"{entry.bytes_per_sample:,.0f}",
+        )
+    return Group(sizes, stores) if entries else sizes
 
 
 def cmd_cache_list(args) -> int:

@@ -64,9 +64,6 @@ def cmd_eval(args) -> int:
 def cmd_runs(args) -> int:
     import dataclasses
 
-    from rich.table import Table
-
-    from harness.results.html_report import latency_cell
     from harness.results.runs import EvalHeadline, headline, scan_runs
 
     listing = scan_runs(Path(args.results))
@@ -80,47 +77,95 @@ def cmd_runs(args) -> int:
     streams = [h for h in heads if not isinstance(h, EvalHeadline)]
     console = stdout_console()
     if evals or not streams:
-        table = Table(title=f"runs in {args.results}", title_justify="left")
-        for column in ("run", "model", "board", "n", "device acc %", "agree %", "latency", "arena B"):
-            table.add_column(column, justify="left" if column in ("run", "model", "board") else "right")
-        for h in evals:
-            table.add_row(
-                h.run_id,
-                h.model,
-                h.board,
-                str(h.samples),
-                "n/a" if h.device_accuracy is None else f"{100 * h.device_accuracy:.1f}",
-                "n/a" if h.agreement is None else f"{100 * h.agreement:.1f}",
-                latency_cell(h),
-                "not reported" if h.arena_used is None else f"{h.arena_used} ({h.arena_source})",
-            )
-        console.print(table)
+        console.print(_keyed_tables(f"runs in {args.results}", [h.run_id for h in evals], _eval_columns(evals)))
     if streams:
-        table = Table(title=f"stream runs in {args.results}", title_justify="left")
-        columns = ("run", "model", "board", "audio s", "detections", "device = host", "hits / events")
-        for column in (*columns, "false alarms / h", "pipeline"):
-            table.add_column(column, justify="left" if column in ("run", "model", "board") else "right")
-        for h in streams:
-            if h.pipeline_instructions is not None:
-                pipeline = f"{h.pipeline_instructions:,} instr ({h.pipeline_source})"
-            elif h.pipeline_seconds is not None:
-                pipeline = f"{h.pipeline_seconds:.2f} s ({h.pipeline_source})"
-            else:
-                pipeline = f"n/a ({h.pipeline_source})"
-            scored = h.events is not None
-            table.add_row(
-                h.run_id,
-                h.model,
-                h.board,
-                f"{h.audio_ms / 1000:g}",
-                str(h.detections),
-                "yes" if h.device_equals_host else "NO",
-                f"{h.hits} / {h.events}" if scored else "not scored",
-                f"{h.false_alarms_per_hour:.2f} ({h.false_alarms})" if scored else "not scored",
-                pipeline,
-            )
-        console.print(table)
+        title = f"stream runs in {args.results}"
+        console.print(_keyed_tables(title, [h.run_id for h in streams], _stream_columns(streams)))
     return 0
+
+
+def _eval_columns(evals) -> list[tuple[str, list[tuple[str, str, list[str]]]]]:
+    from harness.results.html_report import latency_cell
+
+    def shown(value):
+        return "n/a" if value is None else f"{100 * value:.1f}"
+
+    scores = [
+        ("model", "left", [h.model for h in evals]),
+        ("board", "left", [h.board for h in evals]),
+        ("n", "right", [str(h.samples) for h in evals]),
+        ("device\nacc %", "right", [shown(h.device_accuracy) for h in evals]),
+        ("95 % CI\n(Wilson)", "right", [percent_interval(h.device_accuracy_ci95) for h in evals]),
+        ("agree\n%", "right", [shown(h.agreement) for h in evals]),
+    ]
+    costs = [
+        ("first subset", "left", [h.subsets.split(",")[0] for h in evals]),
+        ("latency", "right", [latency_cell(h) for h in evals]),
+        (
+            "arena B",
+            "right",
+            ["not reported" if h.arena_used is None else f"{h.arena_used} ({h.arena_source})" for h in evals],
+        ),
+    ]
+    return [("device on each run's first subset, against the host", scores), ("latency and arena", costs)]
+
+
+def _stream_columns(streams) -> list[tuple[str, list[tuple[str, str, list[str]]]]]:
+    def pipeline(h) -> str:
+        if h.pipeline_instructions is not None:
+            return f"{h.pipeline_instructions:,} instr ({h.pipeline_source})"
+        if h.pipeline_seconds is not None:
+            return f"{h.pipeline_seconds:.2f} s ({h.pipeline_source})"
+        return f"n/a ({h.pipeline_source})"
+
+    scored = [h.events is not None for h in streams]
+    what = [
+        ("model", "left", [h.model for h in streams]),
+        ("board", "left", [h.board for h in streams]),
+        ("audio s", "right", [f"{h.audio_ms / 1000:g}" for h in streams]),
+        ("detections", "right", [str(h.detections) for h in streams]),
+        ("device\n= host", "right", ["yes" if h.device_equals_host else "NO" for h in streams]),
+    ]
+    scores = [
+        (
+            "hits / events",
+            "right",
+            [f"{h.hits} / {h.events}" if s else "not scored" for h, s in zip(streams, scored, strict=True)],
+        ),
+        (
+            "false alarms / h",
+            "right",
+            [
+                f"{h.false_alarms_per_hour:.2f} ({h.false_alarms})" if s else "not scored"
+                for h, s in zip(streams, scored, strict=True)
+            ],
+        ),
+        ("pipeline", "right", [pipeline(h) for h in streams]),
+    ]
+    return [("detections", what), ("scores (optimal policy) and pipeline time", scores)]
+
+
+def _keyed_tables(title: str, run_ids: list[str], groups):
+    """A table of the runs' ids, numbered, then a table per group of columns keyed by that number: a run id
+    alone is some 45 columns, too wide to share a row of an 80-column table with the figures."""
+    from rich.console import Group
+    from rich.table import Table
+
+    ids = Table(title=title, title_justify="left")
+    ids.add_column("#", justify="right", no_wrap=True)
+    ids.add_column("run", no_wrap=True)
+    for number, run_id in enumerate(run_ids, 1):
+        ids.add_row(str(number), run_id)
+    tables = [ids]
+    for group_title, columns in groups:
+        table = Table(title=group_title, title_justify="left")
+        table.add_column("#", justify="right", no_wrap=True)
+        for header, justify, _ in columns:
+            table.add_column(header, justify=justify, no_wrap=True)
+        for number in range(len(run_ids)):
+            table.add_row(str(number + 1), *(cells[number] for _, _, cells in columns))
+        tables.append(table)
+    return Group(*tables)
 
 
 def cmd_report(args) -> int:
@@ -147,19 +192,13 @@ def cmd_compare(args) -> int:
         return 0
     console = stdout_console()
     flips = "" if result["anomaly"] else f", {result['prediction_flips']} device prediction flips"
-    console.print(
-        f"{result['run_a']} → {result['run_b']}: {result['paired_samples']} paired samples{flips}", highlight=False
-    )
+    console.print(f"A: {result['run_a']}\nB: {result['run_b']}", highlight=False)
+    console.print(f"{result['paired_samples']} paired samples{flips}", highlight=False)
+    if result["subsets"]:
+        console.print(_compare_tables(result["subsets"]))
     for name, s in result["subsets"].items():
-        verdict = "SIGNIFICANT" if s["significant"] else "not significant"
         if s["n_paired"] == 0:
             console.print(f"  {name}: accuracy n/a (no paired samples)", highlight=False)
-            continue
-        console.print(
-            f"  {name}: accuracy {percent(s['accuracy_a'])} → {percent(s['accuracy_b'])} % "
-            f"(McNemar p = {s['mcnemar_p']:.3g}, {verdict})",
-            highlight=False,
-        )
     if result["anomaly"]:
         change = result["anomaly"]
 
@@ -193,6 +232,39 @@ def cmd_compare(args) -> int:
     else:
         console.print(f"  arena used ({arena['source_a']}): {arena['used_delta']:+,} bytes", highlight=False)
     return 0
+
+
+def _compare_tables(subsets: dict):
+    """Each subset's device accuracy in A and in B on the paired samples, each with its Wilson 95 % interval,
+    then McNemar's test on them: two tables, so that both fit 80 columns with a subset's name whole."""
+    from rich.console import Group
+    from rich.table import Table
+
+    scores = Table(title="device accuracy on the paired samples", title_justify="left")
+    scores.add_column("subset", no_wrap=True)
+    scores.add_column("n", justify="right", no_wrap=True)
+    for run in ("A", "B"):
+        scores.add_column(f"{run}\nacc %", justify="right", no_wrap=True)
+        scores.add_column("95 % CI\n(Wilson)", justify="right", no_wrap=True)
+    tests = Table(title="McNemar's test (exact) on the paired predictions", title_justify="left")
+    tests.add_column("subset", no_wrap=True)
+    for column in ("only A\nright", "only B\nright", "p"):
+        tests.add_column(column, justify="right", no_wrap=True)
+    tests.add_column("verdict", no_wrap=True)
+    for name, s in subsets.items():
+        if s["n_paired"] == 0:
+            continue
+        scores.add_row(
+            name,
+            str(s["n_paired"]),
+            percent(s["accuracy_a"]),
+            percent_interval(s["accuracy_ci95_a"]),
+            percent(s["accuracy_b"]),
+            percent_interval(s["accuracy_ci95_b"]),
+        )
+        verdict = "SIGNIFICANT" if s["significant"] else "not significant"
+        tests.add_row(name, str(s["only_a_correct"]), str(s["only_b_correct"]), f"{s['mcnemar_p']:.3g}", verdict)
+    return Group(scores, tests)
 
 
 def cmd_check(args) -> int:

@@ -66,27 +66,49 @@ def cmd_inspect(args) -> int:
         highlight=False,
     )
     if args.layers:
-        layers = Table(title="layers")
-        for column in ("#", "operator", "output", "MACs"):
-            layers.add_column(column, justify="left" if column == "operator" else "right")
+        layers = Table(title="layers", title_justify="left")
+        layers.add_column("#", justify="right", no_wrap=True)
+        layers.add_column("operator", no_wrap=True)
+        layers.add_column("output", justify="right", no_wrap=True)
+        layers.add_column("MACs", justify="right", no_wrap=True)
         for layer in result.layers:
             # escaped: a shape like [1, 2] or a custom operator's name is text, not Rich markup
             layers.add_row(str(layer.index), escape(layer.operator), escape(str(layer.output_shape)), f"{layer.macs:,}")
         console.print(layers)
     if result.fits:
-        table = Table(title="fit (flash: model + a 128 KiB code allowance; RAM: the arena)")
-        for column in ("board", "fits", "flash needed / available", "arena needed / available", "arena margin"):
-            table.add_column(column, justify="left" if column in ("board", "fits") else "right")
-        for fit in result.fits:
-            table.add_row(
-                fit.board,
-                "yes" if fit.fits else "NO",
-                f"{fit.flash_needed:,} / {fit.flash_available:,}",
-                f"{fit.arena_needed:,} / {fit.arena_available:,}",
-                f"{fit.arena_available - fit.arena_needed:+,}",
-            )
-        console.print(table)
+        console.print(_fit_table(result.fits))
     return 0
+
+
+def _fit_table(fits):
+    """Board fit in 80 columns: what the model needs is the same on every board (harness/model/inspect.py), so
+    it is said once under the table and each row holds what the board has."""
+    from rich.console import Group
+    from rich.table import Table
+
+    table = Table(title="fit (flash: model + a 128 KiB code allowance; RAM: the arena)", title_justify="left")
+    table.add_column("board", no_wrap=True)
+    table.add_column("fits", no_wrap=True)
+    needs = {(f.flash_needed, f.arena_needed) for f in fits}
+    same = len(needs) == 1
+    if not same:  # not so today; said per board should a board ever need more
+        table.add_column("flash B\nneeded", justify="right", no_wrap=True)
+    table.add_column("flash B\navailable", justify="right", no_wrap=True)
+    if not same:
+        table.add_column("arena B\nneeded", justify="right", no_wrap=True)
+    table.add_column("arena B\navailable", justify="right", no_wrap=True)
+    table.add_column("arena B\nmargin", justify="right", no_wrap=True)
+    for fit in fits:
+        flash = [f"{fit.flash_available:,}"] if same else [f"{fit.flash_needed:,}", f"{fit.flash_available:,}"]
+        arena = [f"{fit.arena_available:,}"] if same else [f"{fit.arena_needed:,}", f"{fit.arena_available:,}"]
+        margin = f"{fit.arena_available - fit.arena_needed:+,}"
+        table.add_row(fit.board, "yes" if fit.fits else "NO", *flash, *arena, margin)
+    if not same:
+        return table
+    flash_needed, arena_needed = needs.pop()
+    return Group(
+        table, f"on every board the model needs {flash_needed:,} B of flash and an arena of {arena_needed:,} B"
+    )
 
 
 def cmd_convert(args) -> int:

@@ -4,6 +4,7 @@ import numpy as np
 from scipy.stats import binomtest
 
 from harness.errors import UserError
+from harness.eval.metrics import wilson_interval
 from harness.results.record import EvalSummary, parse_summary
 from harness.results.runs import Run
 
@@ -105,6 +106,8 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict
             "n_paired": int(members.sum()),
             "accuracy_a": float(a_ok.mean()) if members.any() else None,
             "accuracy_b": float(b_ok.mean()) if members.any() else None,
+            "accuracy_ci95_a": wilson_interval(int(a_ok.sum()), int(members.sum())),  # Wilson 95 %
+            "accuracy_ci95_b": wilson_interval(int(b_ok.sum()), int(members.sum())),
             "delta": float(b_ok.mean() - a_ok.mean()) if members.any() else None,
             "only_a_correct": only_a,
             "only_b_correct": only_b,

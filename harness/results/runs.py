@@ -147,6 +147,7 @@ class EvalHeadline:
     samples: int
     subsets: str
     device_accuracy: float | None  # on the first subset
+    device_accuracy_ci95: tuple[float, float] | None  # its Wilson 95 % interval
     agreement: float | None  # with the primary host reference, on the first subset
     latency_median_us: float | None
     instructions_median: float | None
@@ -210,6 +211,7 @@ def headline(run: Run) -> EvalHeadline | StreamHeadline:
         samples=summary.samples,
         subsets=",".join(summary.subsets),
         device_accuracy=first.device.accuracy if first else None,
+        device_accuracy_ci95=first.device.accuracy_ci95 if first else None,
         agreement=first.versus[reference].agreement if first and reference else None,
         latency_median_us=latency.micros.median if latency.micros else None,
         instructions_median=latency.instructions.median if latency.instructions else None,

@@ -18,9 +18,9 @@ pytestmark = pytest.mark.slow  # stream runs on the virtual board, made once for
 AUDIO = SHARED / "fixtures" / "audio"
 
 
-def _harness(cwd, *args):
+def _harness(cwd, *args, env=None):
     command = [sys.executable, "-m", "harness", *args]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=os.environ.copy())
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=os.environ.copy() | (env or {}))
 
 
 def _run_id(done) -> str:
@@ -67,8 +67,13 @@ def test_runs_lists_stream_runs_beside_eval_runs(runs):
     assert unscored["events"] is None and unscored["detections"] == scored["detections"]
     assert evaluated["latency_source"] == "sim" and evaluated["samples"] == 4
 
-    text = _harness(folder, "runs", "list", "--results", "r").stdout
+    text = _harness(folder, "runs", "list", "--results", "r", env={"COLUMNS": "80"}).stdout
     assert "stream runs in r" in text and "not scored" in text and "(sim)" in text
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80, text
+    cells = [cell.strip() for line in lines if line.startswith("│") for cell in line.strip("│").split("│")]
+    for run_id in ids.values():  # each id whole on a line, in the table of eval runs or of stream runs
+        assert cells.count(run_id) == 1, (run_id, text)
 
 
 def test_a_stream_run_records_where_its_figures_come_from(runs):
