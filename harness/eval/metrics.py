@@ -11,23 +11,12 @@ other subsets were asked for, not on the model. A dataset that holds only part o
 size (hf: streamed without --pools) gives no F1 at all.
 """
 
-import math
-
 import numpy as np
 
+from harness.results.intervals import wilson_interval
 from harness.results.record import Score
 
-Z95 = 1.959963984540054
 UNKNOWN_POOL = "streamed from hf: without --pools; --pools streams each subset's whole pool"
-
-
-def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:
-    if n == 0:
-        return None
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 # A subset's scores are stored in the run record as they are computed: one dataclass for both.

@@ -4,7 +4,7 @@ import numpy as np
 from scipy.stats import binomtest
 
 from harness.errors import UserError
-from harness.eval.metrics import wilson_interval
+from harness.results.intervals import wilson_interval
 from harness.results.record import EvalSummary, parse_summary
 from harness.results.runs import Run
 

@@ -6,9 +6,10 @@ import pytest
 
 from harness.errors import UserError
 from harness.eval.demo_dataset import COLUMNS
-from harness.eval.metrics import pool_size, score, wilson_interval
+from harness.eval.metrics import pool_size, score
 from harness.eval.sampling import select_samples
 from harness.eval.subsets import SUBSETS, parse_subsets
+from harness.results.intervals import wilson_interval
 from harness.samples import Sample
 
 FLAGS = COLUMNS[1:]
