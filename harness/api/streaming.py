@@ -1,5 +1,5 @@
 """Run a keyword stream (a WAV) through a board and the host, scored against a ledger when one is given.
-`harness stream` calls this too."""
+`harness stream run` calls this too."""
 
 from pathlib import Path
 from types import SimpleNamespace

@@ -59,7 +59,7 @@ class EnergyModeFirmware(UserError):
 
 
 NO_MODEL = f"{setting('protocol')} eembc needs a model: the DUT reports no tensor layout, the model gives it"
-NO_STREAMING = "the DUT protocol has no audio streaming; `harness stream` needs harness firmware"
+NO_STREAMING = "the DUT protocol has no audio streaming; `harness stream run` needs harness firmware"
 
 
 class EembcClient(DeviceSession):

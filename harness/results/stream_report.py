@@ -168,7 +168,7 @@ def print_score(result, console: Console) -> None:
 
 
 def print_stream_run(summary: StreamSummary, console: Console) -> None:
-    """What `harness stream` did: detections on device and host, and whether they agree."""
+    """What `harness stream run` did: detections on device and host, and whether they agree."""
     device, host = summary.detections.device, summary.detections.host
     console.print(
         f"{summary.model} on {summary.board}: {_exposure(summary.audio.duration_ms)} of audio, "

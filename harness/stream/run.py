@@ -1,4 +1,4 @@
-"""`harness stream`: a WAV through the keyword pipeline on the board and on the host, compared and stored."""
+"""`harness stream run`: a WAV through the keyword pipeline on the board and on the host, compared and stored."""
 
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime

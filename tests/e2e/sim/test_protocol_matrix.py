@@ -67,7 +67,7 @@ MATRIX = {
         {"harness": "no per-operator timer", "eembc": "--protocol eembc: the DUT protocol times whole inferences"},
     ),
     "stream": (
-        ("stream", *KEYWORDS, "--wav", "{wav}", "--json", *RESULTS),
+        ("stream", "run", *KEYWORDS, "--wav", "{wav}", "--json", *RESULTS),
         {"harness": None, "eembc": "--protocol eembc: the DUT protocol has no audio streaming"},
     ),
 }
