@@ -1,24 +1,78 @@
-"""Atomic file writes: a reader never sees half a file (a ledger, a WAV, a model in the cache)."""
+"""One way out: every file harness writes is written here, atomically, and only ever over a regular file.
+
+A reader never sees half a file (a ledger, a WAV, a model in the cache): the bytes go to a partial file beside
+the target, which then replaces it in one step. Nothing but a regular file is ever replaced: a target that is a
+device, a FIFO, a socket or a folder is refused (`check_output`, which commands call on their --out before any
+work is done, and again just before the rename). A link is followed, so the file it names is what is written.
+"""
 
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
+
+from harness.errors import UserError
+
+_WHAT = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
 
 
 def partial_path(target: Path) -> Path:
     return target.with_name(f".{target.name}.{os.getpid()}.partial")
 
 
-def write_atomically(target: Path, write: Callable[[Path], None]) -> None:
+def check_output(target: Path | str, what: str = "output") -> Path:
+    """target resolved through links, if it may be written: nothing there yet, or a regular file.
+
+    Anything else (a device, a FIFO, a socket, a folder) is refused in one line naming it and the fix."""
+    target = Path(target)
+    if str(target) == "":
+        raise UserError(f"the {what} path is empty; name a file")
+    resolved = Path(os.path.realpath(target))
+    try:
+        mode = os.stat(resolved).st_mode
+    except FileNotFoundError:
+        return resolved
+    except OSError as exc:
+        raise UserError(f"{what} {target} cannot be written ({exc.strerror}); name another file") from None
+    if not stat.S_ISREG(mode):
+        kind = _WHAT.get(stat.S_IFMT(mode), "not a regular file")
+        raise UserError(f"{what} {target} is {kind}; harness only ever replaces regular files: name a file")
+    return resolved
+
+
+def check_output_folder(folder: Path | str, what: str = "output folder") -> Path:
+    """folder, if it is one or can be made: anything else there (a file, a device) is refused."""
+    folder = Path(folder)
+    if str(folder) == "":
+        raise UserError(f"the {what} path is empty; name a folder")
+    resolved = Path(os.path.realpath(folder))
+    if resolved.exists() and not resolved.is_dir():
+        raise UserError(f"{what} {folder} exists and is not a folder; name a folder")
+    return resolved
+
+
+def write_atomically(target: Path, write: Callable[[Path], None], what: str = "output") -> None:
     """write(partial) fills a temporary file next to target, which then replaces target in one step."""
+    target = check_output(target, what)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = partial_path(target)
     try:
         write(partial)
+        check_output(target, what)  # it may have become something else while we wrote
         partial.replace(target)
     finally:
         partial.unlink(missing_ok=True)
 
 
-def write_bytes_atomically(target: Path, data: bytes) -> None:
-    write_atomically(target, lambda partial: partial.write_bytes(data))
+def write_bytes_atomically(target: Path, data: bytes, what: str = "output") -> None:
+    write_atomically(target, lambda partial: partial.write_bytes(data), what)
+
+
+def write_text_atomically(target: Path, text: str, what: str = "output") -> None:
+    write_atomically(target, lambda partial: partial.write_text(text, encoding="utf-8"), what)

@@ -1,0 +1,321 @@
+"""One way in: every file harness reads comes through here (docs/cli.md, "What harness reads").
+
+A reader names the kind of file it reads (`FileKind`: what the file is called in messages and how large it may
+be). Before a byte is read the path's links are resolved and anything that is not a regular file (a FIFO, a
+device, a socket, a folder) is refused, so nothing blocks and nothing unbounded is read. Text is UTF-8 (a BOM is
+dropped); anything else is refused naming the file and the byte. Structured data (TOML, JSON) is parsed with a
+nesting limit, NaN and infinities are refused, and it is validated against a declared schema (pydantic), so an
+unknown, missing or mistyped field is named with its file. Every refusal is a `UserError`: one line, exit 2.
+"""
+
+import csv
+import io
+import json
+import math
+import os
+import stat
+import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pydantic
+
+from harness.errors import UserError
+
+KIB = 1024
+MIB = 1024 * KIB
+GIB = 1024 * MIB
+
+MAX_DEPTH = 32  # how deeply a TOML or JSON file may nest tables and lists
+MAX_CSV_FIELD = 64 * KIB  # one CSV field (a file name, a label, a number)
+
+
+@dataclass(frozen=True)
+class FileKind:
+    """A kind of file harness reads: its name in messages and the largest it may be."""
+
+    name: str
+    max_bytes: int
+
+
+# The kinds, with their limits; docs/cli.md lists them (tests/unit/test_reading.py keeps the two in step).
+BOARD = FileKind("board file", 1 * MIB)
+CARD = FileKind("model card", 1 * MIB)
+GATES = FileKind("gates file", 1 * MIB)
+LABELS = FileKind("labels file", 512 * MIB)
+SPLIT = FileKind("split file", 512 * MIB)
+PREDICTIONS = FileKind("predictions file", 512 * MIB)
+CLASS_DESCRIPTIONS = FileKind("class descriptions file", 64 * MIB)
+ANNOTATIONS = FileKind("annotations file", 2 * GIB)
+LEDGER = FileKind("ledger", 64 * MIB)
+DETECTIONS = FileKind("detections file", 512 * MIB)
+MAP_TRUTH = FileKind("ground-truth file", 512 * MIB)
+METER_LOG = FileKind("meter log", 1 * GIB)
+WAV = FileKind("WAV file", 2 * GIB)
+IMAGE = FileKind("image", 256 * MIB)
+SHARD = FileKind("dataset shard", 16 * GIB)
+MODEL = FileKind("model file", 1 * GIB)
+MANIFEST = FileKind("run manifest", 16 * MIB)
+SUMMARY = FileKind("run summary", 64 * MIB)
+REQUEST = FileKind("run request", 16 * MIB)
+JOURNAL = FileKind("run journal", 4 * GIB)
+SAMPLES = FileKind("samples table", 16 * GIB)
+CACHE_INDEX = FileKind("cache index", 64 * MIB)
+CACHE_DATA = FileKind("cache entry", 64 * GIB)
+JSON_STREAM = FileKind("JSON input", 64 * MIB)
+TEXT = FileKind("text file", 16 * MIB)
+
+_NOT_REGULAR = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
+
+
+def _what_it_is(mode: int) -> str:
+    return _NOT_REGULAR.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def _size(nbytes: int) -> str:
+    for unit, factor in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
+        if nbytes >= factor and nbytes % factor == 0:
+            return f"{nbytes // factor} {unit}"
+    return f"{nbytes:,} bytes"
+
+
+def _refuse(kind: FileKind, path: Path, problem: str) -> UserError:
+    return UserError(f"{kind.name} {path} {problem}")
+
+
+def _too_large(kind: FileKind, path: Path, what: str) -> UserError:
+    return _refuse(kind, path, f"{what}, more than the {_size(kind.max_bytes)} a {kind.name} may be")
+
+
+def _open_fd(path: Path, kind: FileKind) -> int:
+    """An open descriptor on path's regular file, or the reason it is not one, without ever blocking."""
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting; fstat then refuses it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise _refuse(kind, path, "does not exist; check the path") from None
+    except IsADirectoryError:
+        raise _refuse(kind, path, "is a folder, not a file; name a file") from None
+    except OSError as exc:
+        raise _refuse(kind, path, f"cannot be read ({exc.strerror or exc})") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise _refuse(kind, path, f"is {_what_it_is(info.st_mode)}, not a regular file; name a file")
+    if info.st_size > kind.max_bytes:
+        os.close(fd)
+        raise _too_large(kind, path, f"is {_size(info.st_size)}")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def check_regular(path: Path | str, kind: FileKind) -> Path:
+    """path, checked as one would read it (exists, a regular file, within the kind's size); nothing is read."""
+    path = Path(path)
+    os.close(_open_fd(path, kind))
+    return path
+
+
+@contextmanager
+def open_binary(path: Path | str, kind: FileKind) -> Iterator[BinaryIO]:
+    """A binary file object on a checked regular file, for readers that stream (images, WAVs, Parquet, tar)."""
+    path = Path(path)
+    with os.fdopen(_open_fd(path, kind), "rb") as handle:
+        yield handle
+
+
+def read_bytes(path: Path | str, kind: FileKind) -> bytes:
+    path = Path(path)
+    with open_binary(path, kind) as handle:
+        data = handle.read(kind.max_bytes + 1)
+    if len(data) > kind.max_bytes:  # it grew while being read
+        raise _too_large(kind, path, "grew while it was read")
+    return data
+
+
+def decode_text(data: bytes, kind: FileKind, path: Path | str) -> str:
+    """UTF-8 text (a leading BOM dropped); anything else refused naming the byte."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise _refuse(kind, Path(path), "is UTF-16 text; save it as UTF-8")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        byte = f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
+        raise _refuse(kind, Path(path), f"is not UTF-8 text ({byte}); save it as UTF-8") from None
+    if "\x00" in text:
+        raise _refuse(kind, Path(path), f"holds a NUL character at offset {text.index(chr(0))}; it is not a text file")
+    return text
+
+
+def read_text(path: Path | str, kind: FileKind) -> str:
+    return decode_text(read_bytes(path, kind), kind, path)
+
+
+def read_lines(path: Path | str, kind: FileKind) -> list[str]:
+    return read_text(path, kind).splitlines()
+
+
+def read_csv(path: Path | str, kind: FileKind) -> list[list[str]]:
+    """A CSV file's rows (header included), each field at most MAX_CSV_FIELD characters."""
+    path = Path(path)
+    text = read_text(path, kind)
+    previous = csv.field_size_limit(MAX_CSV_FIELD)
+    try:
+        return list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        limit = f"a field may be at most {MAX_CSV_FIELD:,} characters"
+        raise _refuse(kind, path, f"is not valid CSV ({exc}; {limit})") from None
+    finally:
+        csv.field_size_limit(previous)
+
+
+def read_csv_dicts(path: Path | str, kind: FileKind) -> tuple[list[str], list[dict[str, str]]]:
+    """A CSV file with a header: (the columns, one dict a row). Rows are numbered from 2 (the header is line 1)."""
+    rows = read_csv(path, kind)
+    if not rows:
+        raise _refuse(kind, Path(path), "is empty; it needs a header line")
+    header = [column.strip() for column in rows[0]]
+    return header, [dict(zip(header, row, strict=False)) for row in rows[1:]]
+
+
+# Structured data ------------------------------------------------------------------------------------------
+
+
+def depth(value: Any) -> int:
+    """How deeply lists and tables nest in value (a scalar: 0), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level + 1)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _too_deep(kind: FileKind, path: Path) -> UserError:
+    return _refuse(kind, path, f"nests lists or tables more than {MAX_DEPTH} deep; it is not a {kind.name}")
+
+
+def _first_clause(exc: Exception) -> str:
+    return str(exc).split(";")[0]
+
+
+def _check_depth(value: Any, kind: FileKind, path: Path) -> None:
+    if depth(value) > MAX_DEPTH:
+        raise _too_deep(kind, path)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a finite number")
+
+
+def parse_json(text: str, kind: FileKind, path: Path | str) -> Any:
+    """JSON text, parsed: NaN, infinities, numbers of over 4300 digits and nesting deeper than MAX_DEPTH refused."""
+    path = Path(path)
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise _too_deep(kind, path) from None
+    except json.JSONDecodeError as exc:
+        raise _refuse(kind, path, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except ValueError as exc:  # NaN/Infinity, or an integer too long to convert
+        raise _refuse(kind, path, f"is not valid JSON ({_first_clause(exc)})") from None
+    _check_depth(value, kind, path)
+    _check_finite(value, kind, path)
+    return value
+
+
+def _check_finite(value: Any, kind: FileKind, path: Path) -> None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise _refuse(kind, path, f"holds {item}, which is not a finite number")
+        if isinstance(item, int) and not isinstance(item, bool) and abs(item) > 2**64:
+            digits = len(str(abs(item)))
+            raise _refuse(kind, path, f"holds a {digits}-digit integer, larger than any figure harness uses")
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+
+
+def parse_toml(text: str, kind: FileKind, path: Path | str) -> dict:
+    path = Path(path)
+    try:
+        value = tomllib.loads(text)
+    except RecursionError:
+        raise _too_deep(kind, path) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise _refuse(kind, path, f"is not valid TOML ({exc})") from None
+    except ValueError as exc:  # an integer too long to convert
+        raise _refuse(kind, path, f"is not valid TOML ({_first_clause(exc)})") from None
+    _check_depth(value, kind, path)
+    _check_finite(value, kind, path)
+    return value
+
+
+def read_json(path: Path | str, kind: FileKind) -> Any:
+    return parse_json(read_text(path, kind), kind, path)
+
+
+def read_toml(path: Path | str, kind: FileKind) -> dict:
+    return parse_toml(read_text(path, kind), kind, path)
+
+
+# Schemas ---------------------------------------------------------------------------------------------------
+
+# The config every file schema uses: unknown keys refused, NaN and infinities refused, types checked.
+STRICT = pydantic.ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+
+
+def schema_problem(error: dict) -> str:
+    """One pydantic error, worded for a person: the field's dotted path and what is wrong with it."""
+    where = ".".join(str(part) for part in error["loc"]) or "the top level"
+    if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
+        return f"unknown field {where!r}"
+    if error["type"] in ("missing", "missing_argument"):
+        return f"missing field {where!r}"
+    return f"field {where!r}: {error['msg']}"
+
+
+def first_problem(exc: pydantic.ValidationError) -> str:
+    """The error to name first (a misspelt field is both unknown and missing: the unknown one names the typo)."""
+    errors = sorted(exc.errors(), key=lambda e: e["type"] not in ("extra_forbidden", "unexpected_keyword_argument"))
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return schema_problem(errors[0]) + more
+
+
+def validate(data: Any, schema: Any, kind: FileKind, path: Path | str, *, fix: str = "") -> Any:
+    """data checked against schema (a pydantic model, dataclass or type); a problem names the file and field."""
+    adapter = schema if isinstance(schema, pydantic.TypeAdapter) else pydantic.TypeAdapter(schema)
+    try:
+        return adapter.validate_python(data)
+    except pydantic.ValidationError as exc:
+        raise UserError(f"{kind.name} {path}: {first_problem(exc)}{'; ' + fix if fix else ''}") from None
+    except RecursionError:
+        raise _refuse(kind, Path(path), f"nests lists or tables too deeply; it is not a {kind.name}") from None
+
+
+def load_json(path: Path | str, kind: FileKind, schema: Any, *, fix: str = "") -> Any:
+    return validate(read_json(path, kind), schema, kind, path, fix=fix)
+
+
+def load_toml(path: Path | str, kind: FileKind, schema: Any, *, fix: str = "") -> Any:
+    return validate(read_toml(path, kind), schema, kind, path, fix=fix)
