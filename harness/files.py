@@ -30,9 +30,9 @@ def check_output(target: Path | str, what: str = "output") -> Path:
     """target resolved through links, if it may be written: nothing there yet, or a regular file.
 
     Anything else (a device, a FIFO, a socket, a folder) is refused in one line naming it and the fix."""
-    target = Path(target)
     if str(target) == "":
         raise UserError(f"the {what} path is empty; name a file")
+    target = Path(target)
     resolved = Path(os.path.realpath(target))
     try:
         mode = os.stat(resolved).st_mode
@@ -48,9 +48,9 @@ def check_output(target: Path | str, what: str = "output") -> Path:
 
 def check_output_folder(folder: Path | str, what: str = "output folder") -> Path:
     """folder, if it is one or can be made: anything else there (a file, a device) is refused."""
-    folder = Path(folder)
     if str(folder) == "":
         raise UserError(f"the {what} path is empty; name a folder")
+    folder = Path(folder)
     resolved = Path(os.path.realpath(folder))
     if resolved.exists() and not resolved.is_dir():
         raise UserError(f"{what} {folder} exists and is not a folder; name a folder")
