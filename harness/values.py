@@ -1,68 +1,130 @@
 """Values typed on the command line: numbers in range, seeds, baud rates, host reference names, link fault
-specs. Each is an argparse type: bad text is refused in one line naming what was expected. They live below
-the command line so that settings declared elsewhere (harness/eval/settings.py) can name them."""
+specs, port URLs, paths. Each is an argparse type: bad text is refused in one line naming what was expected.
+They live below the command line so that settings declared elsewhere (harness/eval/settings.py) can name them.
+
+A number is typed in ASCII digits (Python's int() reads an Arabic-Indic one as 1; a user did not mean it), is
+finite, and lies in the range its type declares (`Bounded`): the option's help and docs/cli.md's "Option ranges"
+table are made from that one declaration (tests/unit/cli/test_option_ranges.py keeps the table in step and checks
+that every numeric option has a bounded type)."""
 
 import argparse
 import math
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from harness.defaults import REFERENCE_NAMES
 from harness.errors import UserError
 
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_REAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
-def _number(text: str, convert, valid, expected: str):
-    """`text` converted and checked, or the parser's one-line error naming what was expected."""
-    try:
-        value = convert(text)
-    except ValueError:
-        value = None
-    if value is None or not valid(value):
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+
+def ascii_int(text: str) -> int:
+    """int(text) for ASCII digits only (no Unicode digits, underscores, or exponent); else ValueError."""
+    if not _WHOLE.fullmatch(text.strip()):
+        raise ValueError(f"not a whole number: {text!r}")
+    return int(text)
+
+
+def ascii_float(text: str) -> float:
+    """A finite float(text) from ASCII digits only (no 'nan', 'inf', Unicode digits or underscores); else
+    ValueError. 1e400 is refused too: it is infinite as a float."""
+    if not _REAL.fullmatch(text.strip()):
+        raise ValueError(f"not a number: {text!r}")
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {text!r}")
     return value
 
 
-def positive_int(text: str) -> int:
-    return _number(text, int, lambda v: v >= 1, "a whole number of at least 1")
+def _shown(number: float) -> str:
+    if number == (1 << 63) - 1:
+        return "2^63-1"
+    if float(number).is_integer():
+        return f"{int(number):,}"
+    return f"{number:g}"
 
 
-def positive_float(text: str) -> float:
-    return _number(text, float, lambda v: v > 0 and math.isfinite(v), "a number of seconds above 0")
+@dataclass(frozen=True)
+class Bounded:
+    """An argparse type for a number in a declared range: whole (`whole`) or finite real, from `low` (excluded
+    when `above`) to `high`. `noun` names what is expected in the refusal ("a baud rate: a whole number");
+    `span` words the range "from L to H" rather than "of at least L and at most H"; `note` says what a
+    special value means ("0: unpaced")."""
+
+    noun: str
+    low: float
+    high: float
+    whole: bool = True
+    above: bool = False
+    span: bool = False
+    note: str = ""
+
+    @property
+    def __name__(self) -> str:  # argparse names a type by it
+        return self.noun
+
+    def range_text(self) -> str:
+        """The range as --help and docs/cli.md show it, e.g. "1 to 64" or "above 0 to 86,400"."""
+        text = f"{'above ' if self.above else ''}{_shown(self.low)} to {_shown(self.high)}"
+        return f"{text} ({self.note})" if self.note else text
+
+    def _expected(self) -> str:
+        if self.span:
+            words = f"from {_shown(self.low)} to {_shown(self.high)}"
+        else:
+            words = f"{'above' if self.above else 'of at least'} {_shown(self.low)} and at most {_shown(self.high)}"
+        return f"{self.noun} {words}" + (f" ({self.note})" if self.note else "")
+
+    def __call__(self, text: str):
+        try:
+            value = ascii_int(text) if self.whole else ascii_float(text)
+        except ValueError:
+            value = None
+        low_ok = value is not None and (value > self.low if self.above else value >= self.low)
+        if not low_ok or value > self.high:
+            raise argparse.ArgumentTypeError(f"expected {self._expected()}, got {text!r}")
+        return value
 
 
-def non_negative_float(text: str) -> float:
-    return _number(text, float, lambda v: v >= 0 and math.isfinite(v), "a number of at least 0")
-
-
-def whole_number(low: int, high: int, expected: str):
-    """An argparse type: a whole number in low..high, else one line naming `expected`."""
-
-    def parse(text: str) -> int:
-        return _number(text, int, lambda v: low <= v <= high, expected)
-
-    return parse
-
-
-def real_number(low: float, high: float, expected: str):
-    """An argparse type: a finite number in low..high (NaN and infinities refused)."""
-
-    def parse(text: str) -> float:
-        return _number(text, float, lambda v: math.isfinite(v) and low <= v <= high, expected)
-
-    return parse
-
-
+# Every numeric option's range, declared once here and named by the option's declaration.
 U32 = (1 << 32) - 1
-non_negative_int = whole_number(0, U32, "a whole number of at least 0")
-seed_number = whole_number(0, (1 << 63) - 1, "a seed: a whole number of at least 0")
-baud_rate = whole_number(0, U32, "a baud rate: a whole number of at least 0 (0: unpaced or stay)")
-serial_baud = whole_number(1, U32, "a baud rate: a whole number of at least 1")
-milliseconds = whole_number(0, U32, "a number of milliseconds of at least 0")
-invoke_ms = real_number(0, 3_600_000, "a number of milliseconds from 0 to 3600000")
-fraction = real_number(0, 1e6, "a relative change of at least 0 (e.g. 0.02 for 2 %)")
-decibels = real_number(-200, 200, "a number of decibels from -200 to 200")
+MAX_BAUD = 16_000_000  # the fastest UART rate harness drives or emulates
+MAX_BOARDS = 64  # boards one run deals its samples among
+DAY_SECONDS = 86_400
+HOUR_MS = 3_600_000
+
+seed_number = Bounded("a seed: a whole number", 0, (1 << 63) - 1)
+sample_count = Bounded("a number of samples: a whole number", 1, 100_000_000)
+board_count = Bounded("a number of boards: a whole number", 1, MAX_BOARDS)
+serial_baud = Bounded("a baud rate: a whole number", 1, MAX_BAUD)
+baud_rate = Bounded("a baud rate: a whole number", 0, MAX_BAUD, note="0: unpaced, or stay")
+invoke_ms = Bounded("a number of milliseconds", 0, HOUR_MS, whole=False, span=True)
+timed_runs = Bounded("a number of invokes: a whole number", 1, 1_000_000)
+warmup_runs = Bounded("a number of invokes: a whole number", 0, 1_000_000)
+window_seconds = Bounded("a number of seconds", 0, 3600, whole=False, above=True)
+link_bytes = Bounded("a number of bytes: a whole number", 1, 1 << 30)
+relative_change = Bounded("a relative change (0.02: 2 percent)", 0, 1000, whole=False)
+calibration_samples = Bounded("a number of samples: a whole number", 1, 1_000_000)
+clip_count = Bounded("a number of clips: a whole number", 1, 100_000)
+gap_ms = Bounded("a number of milliseconds: a whole number", 0, HOUR_MS)
+stream_ms = Bounded("a stream length in milliseconds: a whole number", 1, HOUR_MS)
+exposure_ms = Bounded("an exposure in milliseconds: a whole number", 1, 365 * DAY_SECONDS * 1000)
+tolerance_ms = Bounded("a number of milliseconds", 0, HOUR_MS)
+decibels = Bounded("a number of decibels", -200, 200, whole=False, span=True)
+meter_seconds = Bounded("a number of seconds", 0, DAY_SECONDS, whole=False, above=True)
+session_seconds = Bounded("a number of seconds", 0, DAY_SECONDS, whole=False, above=True)
+linger_seconds = Bounded("a number of seconds", 0, 3600, whole=False)
+results_seconds = Bounded("a number of seconds", 0, DAY_SECONDS, whole=False)
+image_count = Bounded("a number of images: a whole number", 1, 100_000_000)
+port_number = Bounded("a port number: a whole number", 0, 65535, note="0: any free port")
+age_days = Bounded("a number of days", 0, 36_500, whole=False)
 
 
-def port_number(text: str) -> int:
-    return _number(text, int, lambda v: 0 <= v <= 65535, "a port number 0..65535 (0: any free port)")
+def _repeated(names) -> list[str]:
+    seen: set[str] = set()
+    return [name for name in names if name in seen or seen.add(name)]
 
 
 def reference_names(text: str) -> tuple[str, ...]:
@@ -70,11 +132,28 @@ def reference_names(text: str) -> tuple[str, ...]:
         return ()
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in REFERENCE_NAMES]
-    if unknown:
+    repeated = _repeated(names)
+    if unknown or repeated or not names:
+        problems = [f"unknown reference {', '.join(unknown)}"] if unknown else []
+        problems += [f"{', '.join(dict.fromkeys(repeated))} named twice"] if repeated else []
+        problems = problems or [f"no reference in {text!r}"]
         raise argparse.ArgumentTypeError(
-            f"unknown reference {', '.join(unknown)}; valid: {', '.join(REFERENCE_NAMES)}, or none"
+            f"{'; '.join(problems)}; valid: {', '.join(REFERENCE_NAMES)}, each once, or none"
         )
     return names
+
+
+def distinct_names(text: str) -> str:
+    """A comma-separated list of names (subsets, splits, words, serial numbers, places): each at most once."""
+    names = name_list(text)
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected names, comma-separated, got {text!r}")
+    repeated = _repeated(names)
+    if repeated:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(dict.fromkeys(repeated))} named twice in {text!r}: name each once"
+        )
+    return text
 
 
 def fault_spec(text: str):
@@ -91,6 +170,9 @@ def place_tags(text: str) -> str:
     pairs = [part.strip() for part in text.split(",") if part.strip()]
     if not pairs or not all(_is_tag(pair) for pair in pairs):
         raise argparse.ArgumentTypeError(f"expected tags as key=value[,key=value], got {text!r}")
+    keys = [pair.partition("=")[0].strip() for pair in pairs]
+    if _repeated(keys):
+        raise argparse.ArgumentTypeError(f"tag {', '.join(dict.fromkeys(_repeated(keys)))} given twice in {text!r}")
     return ",".join(pairs)
 
 
@@ -107,3 +189,78 @@ def tag_filter(text: str) -> dict[str, str]:
 def name_list(text: str | None) -> list[str]:
     """A comma-separated list (several --port, --serial or --labgrid-place values), blanks dropped."""
     return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+
+# pyserial's URL schemes; socket:// and rfc2217:// reach a board over the network and name HOST:PORT.
+_NETWORK_SCHEMES = ("socket", "rfc2217")
+_LOCAL_SCHEMES = ("loop", "spy", "alt", "hwgrep", "cp2110")
+PORT_FORMS = "a serial device (/dev/ttyACM0, COM3), auto, socket://HOST:PORT, rfc2217://HOST:PORT or loop://"
+
+
+def port_url_problem(url: str, custom_schemes: bool = False) -> str | None:
+    """Why `url` cannot name a board's port (None: it can). `custom_schemes`: HARNESS_URL_HANDLERS adds schemes
+    of its own, which only pyserial can judge."""
+    if not url.strip():
+        return "it is empty"
+    scheme, separator, _ = url.partition("://")
+    if not separator:
+        return None  # a device path: whether it opens is the board's business (exit 3)
+    scheme = scheme.lower()
+    if scheme in _LOCAL_SCHEMES:
+        return None
+    if scheme not in _NETWORK_SCHEMES:
+        return None if custom_schemes else f"protocol {scheme!r} not known"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:  # a bracket left open, a port that is no number or out of 0..65535
+        return "its host or port cannot be read" if "IPv6" in str(exc) else "its port is not a number from 1 to 65535"
+    if not parts.hostname or port is None:
+        return f"{scheme}:// needs HOST:PORT"
+    if not 1 <= port <= 65535:
+        return "its port is not a number from 1 to 65535"
+    return None
+
+
+def port_names(text: str) -> str:
+    """--port: a device or pyserial URL, or several comma-separated; kept as given."""
+    import os
+
+    custom = bool(os.environ.get("HARNESS_URL_HANDLERS", "").strip())
+    for url in name_list(text) or [text]:
+        problem = port_url_problem(url, custom)
+        if problem:
+            raise argparse.ArgumentTypeError(f"cannot open link {url!r}: {problem}; check the port: use {PORT_FORMS}")
+    return text  # a port named twice is refused with the boards (harness/device/fleet.py)
+
+
+def path_text(text: str) -> str:
+    """A path option's text: never empty (an empty --results would mean the working folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the path is empty; name a file or folder")
+    if "\x00" in text:
+        raise argparse.ArgumentTypeError(f"the path {text!r} holds a NUL byte")
+    return text
+
+
+def output_file(text: str) -> str:
+    """An option naming a file to write: nothing there yet, or a regular file (never a device, FIFO, socket or
+    folder), checked before any work is done; kept as given (harness/files.py checks again as it writes)."""
+    from harness.files import check_output
+
+    try:
+        check_output(path_text(text), "the file")
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(exc.worded_for_cli()) from None
+    return text
+
+
+def output_folder(text: str) -> str:
+    """An option naming a folder to write into: a folder, or nothing there yet; kept as given."""
+    from harness.files import check_output_folder
+
+    try:
+        check_output_folder(path_text(text), "the folder")
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(exc.worded_for_cli()) from None
+    return text

@@ -8,6 +8,7 @@ import sys
 
 from harness.cli import exits
 from harness.errors import UserError
+from harness.values import Bounded, ascii_float
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -16,6 +17,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescript
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
+        if isinstance(action.type, Bounded) and text:  # the range, from the type that enforces it
+            text = f"{text}; {action.type.range_text()}"
         default = action.default
         if "default" in text or default in (None, False, argparse.SUPPRESS) or not action.option_strings:
             return text
@@ -42,9 +45,24 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self.register("action", "parsers", _Subcommands)
 
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        for action in self._actions:
+            if _is_empty(getattr(namespace, action.dest, None)) and action.default != "":
+                name = "/".join(action.option_strings) or action.metavar or action.dest
+                self.error(f"argument {name}: the value is empty; give one")
+        return namespace, extras
+
     def error(self, message: str):
         print(f"harness: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         sys.exit(exits.USAGE)
+
+
+def _is_empty(value) -> bool:
+    """An option given as '' (or only blanks): never meaningful, and as a path it would mean the working folder."""
+    if isinstance(value, list | tuple):
+        return any(_is_empty(item) for item in value)
+    return isinstance(value, str) and not value.strip()
 
 
 def _sentence(help: str) -> str:
@@ -74,7 +92,7 @@ def command(commands, name: str, handler, help: str, example: str | tuple[str, .
 
 def iou_threshold(text: str) -> float:
     try:
-        value = float(text)
+        value = ascii_float(text)  # not NaN, not infinite, no Unicode digits
     except ValueError:
         value = -1.0
     if not 0 < value <= 1:
