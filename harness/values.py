@@ -70,7 +70,7 @@ class Bounded:
         text = f"{'above ' if self.above else ''}{_shown(self.low)} to {_shown(self.high)}"
         return f"{text} ({self.note})" if self.note else text
 
-    def _expected(self) -> str:
+    def expected(self) -> str:
         if self.span:
             words = f"from {_shown(self.low)} to {_shown(self.high)}"
         else:
@@ -84,8 +84,34 @@ class Bounded:
             value = None
         low_ok = value is not None and (value > self.low if self.above else value >= self.low)
         if not low_ok or value > self.high:
-            raise argparse.ArgumentTypeError(f"expected {self._expected()}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected {self.expected()}, got {text!r}")
         return value
+
+
+@dataclass(frozen=True)
+class WordOrBounded:
+    """An argparse type for a number in a declared range, or one word standing for a rule ("ilsvrc"); kept as
+    the text given (the command reads the number from it)."""
+
+    word: str
+    bounded: Bounded
+
+    @property
+    def __name__(self) -> str:
+        return self.bounded.noun
+
+    def range_text(self) -> str:
+        return f"{self.word}, or {self.bounded.range_text()}"
+
+    def __call__(self, text: str) -> str:
+        if text.strip() == self.word:
+            return self.word
+        try:
+            self.bounded(text)
+        except argparse.ArgumentTypeError:
+            expected = f"{self.word!r} or {self.bounded.expected()}"
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        return text
 
 
 # Every numeric option's range, declared once here and named by the option's declaration.
@@ -99,7 +125,8 @@ seed_number = Bounded("a seed: a whole number", 0, (1 << 63) - 1)
 sample_count = Bounded("a number of samples: a whole number", 1, 100_000_000)
 board_count = Bounded("a number of boards: a whole number", 1, MAX_BOARDS)
 serial_baud = Bounded("a baud rate: a whole number", 1, MAX_BAUD)
-baud_rate = Bounded("a baud rate: a whole number", 0, MAX_BAUD, note="0: unpaced, or stay")
+link_baud_rate = Bounded("a baud rate: a whole number", 0, MAX_BAUD, note="0: unpaced")
+switch_baud_rate = Bounded("a baud rate: a whole number", 0, MAX_BAUD, note="0: stay")
 invoke_ms = Bounded("a number of milliseconds", 0, HOUR_MS, whole=False, span=True)
 timed_runs = Bounded("a number of invokes: a whole number", 1, 1_000_000)
 warmup_runs = Bounded("a number of invokes: a whole number", 0, 1_000_000)
@@ -264,3 +291,6 @@ def output_folder(text: str) -> str:
     except UserError as exc:
         raise argparse.ArgumentTypeError(exc.worded_for_cli()) from None
     return text
+
+
+iou_rule = WordOrBounded("ilsvrc", Bounded("an IoU threshold", 0, 1, whole=False, above=True))

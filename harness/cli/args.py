@@ -8,7 +8,7 @@ import sys
 
 from harness.cli import exits
 from harness.errors import UserError
-from harness.values import Bounded, ascii_float
+from harness.values import Bounded, WordOrBounded, ascii_float
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -17,7 +17,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescript
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if isinstance(action.type, Bounded) and text:  # the range, from the type that enforces it
+        if isinstance(action.type, Bounded | WordOrBounded) and text:  # the range, from the type that enforces it
             text = f"{text}; {action.type.range_text()}"
         default = action.default
         if "default" in text or default in (None, False, argparse.SUPPRESS) or not action.option_strings:
@@ -114,3 +114,27 @@ def link_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     add_arguments(common, LINK_SETTINGS)
     return common
+
+
+def _commands(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):
+    """(words, parser) of every command that runs, below `parser`."""
+    groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not groups:
+        yield words, parser
+    for action in groups:
+        for name, sub in action.choices.items():
+            yield from _commands(sub, (*words, name))
+
+
+def option_ranges_table(parser: argparse.ArgumentParser) -> str:
+    """docs/cli.md's "Option ranges" table, made from the options' types (a test keeps the two in step)."""
+    rows: dict[tuple[str, str], list[str]] = {}
+    for words, command_parser in _commands(parser):
+        for action in command_parser._actions:
+            if isinstance(action.type, Bounded | WordOrBounded):
+                key = (action.option_strings[0], action.type.__name__, action.type.range_text())
+                rows.setdefault(key, []).append(" ".join(words))
+    lines = ["| option | a value is | range | commands |", "|---|---|---|---|"]
+    for (option, noun, text), commands in sorted(rows.items()):
+        lines.append(f"| `{option}` | {noun} | {text} | {', '.join(commands)} |")
+    return "\n".join(lines)

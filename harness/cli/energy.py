@@ -9,6 +9,7 @@ from harness.console import print_json, stdout_console
 from harness.errors import LinkError, UserError
 from harness.values import (
     image_count,
+    iou_rule,
     linger_seconds,
     meter_seconds,
     output_folder,
@@ -222,6 +223,8 @@ def add_lpirc_commands(commands) -> None:
     )
     detection.add_argument("--truth", required=True, help="ground truth, 7 columns (LPIRC golden_output layout)")
     detection.add_argument("--detections", required=True, help="detections, 7 columns (LPIRC results layout)")
-    detection.add_argument("--iou", default="ilsvrc", help="'ilsvrc' (per-box thresholds, default) or e.g. 0.5")
+    detection.add_argument(
+        "--iou", type=iou_rule, default="ilsvrc", help="'ilsvrc' (per-box thresholds, default) or e.g. 0.5"
+    )
     detection.add_argument("--continuous", action="store_true", help="widths xmax - xmin (default: inclusive +1)")
     detection.add_argument("--answered-only", action="store_true", help="only the images the detections cover")

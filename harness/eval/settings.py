@@ -19,11 +19,11 @@ from harness.defaults import AUTO_POOL_SAMPLES, DEFAULT_BOARD, DEFAULT_MODEL, DE
 from harness.errors import UserError, setting
 from harness.link.faults import FaultSpec
 from harness.values import (
-    baud_rate,
     board_count,
     distinct_names,
     fault_spec,
     invoke_ms,
+    link_baud_rate,
     path_text,
     place_tags,
     port_names,
@@ -31,6 +31,7 @@ from harness.values import (
     sample_count,
     seed_number,
     serial_baud,
+    switch_baud_rate,
 )
 
 
@@ -141,10 +142,12 @@ class EvalSettings:
         type=serial_baud,
     )
     link_baud: int | None = option(
-        "virtual board: pace its link like a UART at this baud rate (0: unpaced)", type=baud_rate
+        "virtual board: pace its link like a UART at this baud rate (0: unpaced)", type=link_baud_rate
     )
     emulate_invoke_ms: float | None = option("virtual board: each inference takes at least this long", type=invoke_ms)
-    switch_baud: int | None = option("after the handshake, switch the link to this baud rate (0: stay)", type=baud_rate)
+    switch_baud: int | None = option(
+        "after the handshake, switch the link to this baud rate (0: stay)", type=switch_baud_rate
+    )
     faults: FaultSpec | None = option(
         "inject link faults through a proxy, e.g. drop=1e-3,corrupt=1e-3,dup=1e-4,reset-every=200", type=fault_spec
     )
