@@ -45,24 +45,21 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self.register("action", "parsers", _Subcommands)
 
-    def parse_known_args(self, args=None, namespace=None):
-        namespace, extras = super().parse_known_args(args, namespace)
-        for action in self._actions:
-            if _is_empty(getattr(namespace, action.dest, None)) and action.default != "":
-                name = "/".join(action.option_strings) or action.metavar or action.dest
-                self.error(f"argument {name}: the value is empty; give one")
-        return namespace, extras
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]):
+        """An empty value ('' or blanks) is refused as argparse reads it, before required options are checked:
+        it is never meaningful, and as a path it would mean the working folder."""
+        if not isinstance(action, argparse._SubParsersAction) and any(_is_empty(text) for text in arg_strings):
+            name = "/".join(action.option_strings) or action.metavar or action.dest
+            self.error(f"argument {name}: the value is empty; give one")
+        return super()._get_values(action, arg_strings)
 
     def error(self, message: str):
         print(f"harness: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         sys.exit(exits.USAGE)
 
 
-def _is_empty(value) -> bool:
-    """An option given as '' (or only blanks): never meaningful, and as a path it would mean the working folder."""
-    if isinstance(value, list | tuple):
-        return any(_is_empty(item) for item in value)
-    return isinstance(value, str) and not value.strip()
+def _is_empty(text) -> bool:
+    return isinstance(text, str) and not text.strip()
 
 
 def _sentence(help: str) -> str:
