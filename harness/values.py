@@ -50,8 +50,8 @@ def _shown(number: float) -> str:
 class Bounded:
     """An argparse type for a number in a declared range: whole (`whole`) or finite real, from `low` (excluded
     when `above`) to `high`. `noun` names what is expected in the refusal ("a baud rate: a whole number");
-    `span` words the range "from L to H" rather than "of at least L and at most H"; `note` says what a
-    special value means ("0: unpaced")."""
+    `span` words the range "from L to H" rather than "of at least L and at most H", `terse` leaves the range to
+    the noun ("a port number 0..65535"); `note` says what a special value means ("0: unpaced")."""
 
     noun: str
     low: float
@@ -59,6 +59,7 @@ class Bounded:
     whole: bool = True
     above: bool = False
     span: bool = False
+    terse: bool = False
     note: str = ""
 
     @property
@@ -71,11 +72,13 @@ class Bounded:
         return f"{text} ({self.note})" if self.note else text
 
     def expected(self) -> str:
-        if self.span:
+        if self.terse:
+            words = ""
+        elif self.span:
             words = f"from {_shown(self.low)} to {_shown(self.high)}"
         else:
             words = f"{'above' if self.above else 'of at least'} {_shown(self.low)} and at most {_shown(self.high)}"
-        return f"{self.noun} {words}" + (f" ({self.note})" if self.note else "")
+        return " ".join(filter(None, (self.noun, words))) + (f" ({self.note})" if self.note else "")
 
     def __call__(self, text: str):
         try:
@@ -95,6 +98,7 @@ class WordOrBounded:
 
     word: str
     bounded: Bounded
+    flag: str  # the option, named in the refusal
 
     @property
     def __name__(self) -> str:
@@ -109,8 +113,8 @@ class WordOrBounded:
         try:
             self.bounded(text)
         except argparse.ArgumentTypeError:
-            expected = f"{self.word!r} or {self.bounded.expected()}"
-            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+            expected = f"neither {self.word!r} nor {self.bounded.expected()}"
+            raise argparse.ArgumentTypeError(f"{self.flag} {text!r} is {expected}") from None
         return text
 
 
@@ -132,7 +136,7 @@ timed_runs = Bounded("a number of invokes: a whole number", 1, 1_000_000)
 warmup_runs = Bounded("a number of invokes: a whole number", 0, 1_000_000)
 window_seconds = Bounded("a number of seconds", 0, 3600, whole=False, above=True)
 link_bytes = Bounded("a number of bytes: a whole number", 1, 1 << 30)
-relative_change = Bounded("a relative change (0.02: 2 percent)", 0, 1000, whole=False)
+relative_change = Bounded("a relative change", 0, 1000, whole=False, note="0.02: 2 percent")
 calibration_samples = Bounded("a number of samples: a whole number", 1, 1_000_000)
 clip_count = Bounded("a number of clips: a whole number", 1, 100_000)
 gap_ms = Bounded("a number of milliseconds: a whole number", 0, HOUR_MS)
@@ -145,7 +149,7 @@ session_seconds = Bounded("a number of seconds", 0, DAY_SECONDS, whole=False, ab
 linger_seconds = Bounded("a number of seconds", 0, 3600, whole=False)
 results_seconds = Bounded("a number of seconds", 0, DAY_SECONDS, whole=False)
 image_count = Bounded("a number of images: a whole number", 1, 100_000_000)
-port_number = Bounded("a port number: a whole number", 0, 65535, note="0: any free port")
+port_number = Bounded("a port number 0..65535", 0, 65535, terse=True, note="0: any free port")
 age_days = Bounded("a number of days", 0, 36_500, whole=False)
 
 
@@ -261,6 +265,14 @@ def port_names(text: str) -> str:
     return text  # a port named twice is refused with the boards (harness/device/fleet.py)
 
 
+def run_reference(text: str) -> str:
+    """--resume RUN: an unfinished run's id or its .partial folder (resolved when the run is resumed)."""
+    return text
+
+
+run_reference.when_empty = "--resume needs the id of an unfinished run (its id under --results, or its .partial folder)"
+
+
 def path_text(text: str) -> str:
     """A path option's text: never empty (an empty --results would mean the working folder)."""
     if not text.strip():
@@ -270,27 +282,40 @@ def path_text(text: str) -> str:
     return text
 
 
-def output_file(text: str) -> str:
-    """An option naming a file to write: nothing there yet, or a regular file (never a device, FIFO, socket or
-    folder), checked before any work is done; kept as given (harness/files.py checks again as it writes)."""
-    from harness.files import check_output
+@dataclass(frozen=True)
+class OutputPath:
+    """An argparse type for an option naming what a command writes: a file (nothing there yet, or a regular
+    file: never a device, FIFO, socket or folder) or a folder (a folder, or nothing there yet), checked before
+    any work is done and kept as given (harness/files.py checks again as it writes). `fix` ends the refusal:
+    what to pass instead ("a file to write as --out STREAM.wav")."""
 
-    try:
-        check_output(path_text(text), "the file")
-    except UserError as exc:
-        raise argparse.ArgumentTypeError(exc.worded_for_cli()) from None
-    return text
+    folder: bool
+    fix: str
+
+    @property
+    def __name__(self) -> str:
+        return "output_folder" if self.folder else "output_file"
+
+    def __call__(self, text: str) -> str:
+        from harness.files import check_output, check_output_folder
+
+        try:
+            if self.folder:
+                check_output_folder(path_text(text), "the folder")
+            else:
+                check_output(path_text(text), "the file")
+        except UserError as exc:
+            why = f"cannot write in {text} (Not a directory)" if self.folder else exc.worded_for_cli().split("; ")[0]
+            raise argparse.ArgumentTypeError(f"{why}; pass {self.fix}") from None
+        return text
 
 
-def output_folder(text: str) -> str:
-    """An option naming a folder to write into: a folder, or nothing there yet; kept as given."""
-    from harness.files import check_output_folder
-
-    try:
-        check_output_folder(path_text(text), "the folder")
-    except UserError as exc:
-        raise argparse.ArgumentTypeError(exc.worded_for_cli()) from None
-    return text
+def output_file(example: str) -> OutputPath:
+    return OutputPath(folder=False, fix=f"a file to write as {example}")
 
 
-iou_rule = WordOrBounded("ilsvrc", Bounded("an IoU threshold", 0, 1, whole=False, above=True))
+def output_folder(option: str) -> OutputPath:
+    return OutputPath(folder=True, fix=f"a writable {option}")
+
+
+iou_rule = WordOrBounded("ilsvrc", Bounded("a number in (0, 1]", 0, 1, whole=False, above=True, terse=True), "--iou")

@@ -36,6 +36,7 @@ from harness.values import (
     path_text,
     port_names,
     relative_change,
+    run_reference,
     seed_number,
     stream_ms,
     timed_runs,
@@ -118,10 +119,11 @@ def _add_main_job(commands) -> None:
         ("harness eval --board sim --subset all --limit 24", "harness eval --resume RUN"),
     )
     add_eval_settings(run)  # every setting of the run, declared in harness/eval/settings.py
-    run.add_argument("--results", type=output_folder, default="results", help="folder for run folders")
+    run.add_argument("--results", type=output_folder("--results"), default="results", help="folder for run folders")
     run.add_argument(
         "--resume",
         metavar="RUN",
+        type=run_reference,
         help="finish an interrupted run (its id under --results, or its .partial folder) from its journal",
     )
 
@@ -143,7 +145,9 @@ def _add_main_job(commands) -> None:
         "--port", type=port_names, help="serial port of a real board, or 'auto' (default: found by USB id)"
     )
     flash.add_argument("--serial", help="with several boards of a kind attached: the USB serial number to use")
-    flash.add_argument("--out", type=output_folder, default="build", help="where PlatformIO projects are generated")
+    flash.add_argument(
+        "--out", type=output_folder("--out"), default="build", help="where PlatformIO projects are generated"
+    )
 
 
 def _add_timing(commands) -> None:
@@ -217,7 +221,7 @@ def _add_firmware(commands) -> None:
             "--tflm", help="TFLM tree (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree or its pinned package)"
         )
         project.add_argument(
-            "--out", type=output_folder, default="build", help="where projects go: OUT/<board>/<model hash>/"
+            "--out", type=output_folder("--out"), default="build", help="where projects go: OUT/<board>/<model hash>/"
         )
 
 
@@ -256,7 +260,7 @@ def _add_models(commands) -> None:
     )
     conv.add_argument("--card", required=True, help="the float model's card: its preprocessing and output")
     conv.add_argument("--model", help="the .keras/.h5 file or SavedModel folder (default: the card's file)")
-    conv.add_argument("--out", type=output_file, required=True, help="the .tflite to write")
+    conv.add_argument("--out", type=output_file("--out MODEL.tflite"), required=True, help="the .tflite to write")
     conv.add_argument("--dataset", default=DEMO, help="calibration and check data")
     conv.add_argument("--subset", type=distinct_names, default="all", help="subsets to draw samples from")
     conv.add_argument(
@@ -291,7 +295,10 @@ def _add_dataset(commands) -> None:
     )
     build.add_argument("--images", required=True, help="folder with the images (named by ImageID)")
     build.add_argument(
-        "--out", type=output_folder, required=True, help="folder for labels.csv (and an images/ link): a --dataset"
+        "--out",
+        type=output_folder("--out"),
+        required=True,
+        help="folder for labels.csv (and an images/ link): a --dataset",
     )
     command(
         dataset,
@@ -348,7 +355,9 @@ def _add_runs(commands) -> None:
         "harness runs report RUN_A RUN_B --out report.html",
     )
     report.add_argument("runs", nargs="+", help="run ids (under --results) or run folders")
-    report.add_argument("--out", type=output_file, default="report.html", help="the HTML file to write")
+    report.add_argument(
+        "--out", type=output_file("--out REPORT.html"), default="report.html", help="the HTML file to write"
+    )
     report.add_argument("--results", type=path_text, default="results", help="results folder")
 
     compare = command(
@@ -378,7 +387,9 @@ def _add_runs(commands) -> None:
     check.add_argument("run")
     check.add_argument("--gates", required=True, help="gates TOML file (see docs/lab-ci.md)")
     check.add_argument("--baseline", help="run to compare latency, arena and flash against")
-    check.add_argument("--junit", type=output_file, help="write JUnit XML with one test case per gate")
+    check.add_argument(
+        "--junit", type=output_file("--junit GATES.xml"), help="write JUnit XML with one test case per gate"
+    )
     check.add_argument(
         "--strict", action="store_true", help="fail a gate that cannot be judged (no baseline, no such figure)"
     )
@@ -400,8 +411,10 @@ def _add_stream(commands) -> None:
         "harness stream build --clips clips/ --out stream.wav --count 20 --seed 1",
     )
     build.add_argument("--clips", required=True, help="folder of 16 kHz mono clips (label from folder or file name)")
-    build.add_argument("--out", type=output_file, required=True, help="the stream WAV to write")
-    build.add_argument("--ledger", type=output_file, help="the ledger to write (default: OUT with .csv)")
+    build.add_argument("--out", type=output_file("--out STREAM.wav"), required=True, help="the stream WAV to write")
+    build.add_argument(
+        "--ledger", type=output_file("--ledger LEDGER.csv"), help="the ledger to write (default: OUT with .csv)"
+    )
     build.add_argument("--at", help="clips at fixed times, label:start_ms,... (e.g. yes:1000,no:3500)")
     build.add_argument("--count", type=clip_count, help="this many clips at random times instead of --at")
     build.add_argument(
@@ -428,7 +441,7 @@ def _add_stream(commands) -> None:
     run.add_argument("--ledger-unit", choices=("ms", "s"), help="the ledger's time unit when not ms")
     run.add_argument("--tolerance-ms", type=tolerance_ms, help="matching tolerance for optimal and tf-compat")
     run.add_argument("--wakeword", help="mlperf-sww's wakeword (default: the card's first keyword)")
-    run.add_argument("--results", type=output_folder, default="results", help="folder for run folders")
+    run.add_argument("--results", type=output_folder("--results"), default="results", help="folder for run folders")
     run.add_argument("--port", type=port_names, help="serial device or pyserial URL of a real board")
     run.add_argument("--serial", help="the USB serial number, with several boards of a kind")
     run.add_argument("--tflm", help=TFLM_HELP)

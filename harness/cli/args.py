@@ -50,7 +50,7 @@ class Parser(argparse.ArgumentParser):
         it is never meaningful, and as a path it would mean the working folder."""
         if not isinstance(action, argparse._SubParsersAction) and any(_is_empty(text) for text in arg_strings):
             name = "/".join(action.option_strings) or action.metavar or action.dest
-            self.error(f"argument {name}: the value is empty; give one")
+            self.error(f"argument {name}: {getattr(action.type, 'when_empty', 'the value is empty; give one')}")
         return super()._get_values(action, arg_strings)
 
     def error(self, message: str):

@@ -195,7 +195,9 @@ def add_lpirc_commands(commands) -> None:
     referee.add_argument("--meter", help="power meter KIND:ADDRESS, started at login, stopped at logout")
     referee.add_argument("--seed", type=seed_number, help="seed of the image order (default: a fresh one, recorded)")
     referee.add_argument("--linger", type=linger_seconds, default=10.0, help="seconds of 401s after the session")
-    referee.add_argument("--results", type=output_folder, default="results/referee", help="folder for sessions")
+    referee.add_argument(
+        "--results", type=output_folder("--results"), default="results/referee", help="folder for sessions"
+    )
 
     scores = command(
         lpirc,

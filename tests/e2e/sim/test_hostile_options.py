@@ -43,7 +43,7 @@ def numeric_cases():
     for words, flag, kind in _bounded_options():
         for form, text in _hostile_numbers(kind).items():
             words_id = "-".join(words)
-            yield Case(f"{words_id}{flag}-{form}", (*words, flag, text), (f"argument {flag}", "expected", repr(text)))
+            yield Case(f"{words_id}{flag}-{form}", (*words, flag, text), (f"argument {flag}", repr(text)))
 
 
 # List options: a member named twice is refused while parsing (`names`), or with the boards, before any starts.
@@ -133,7 +133,8 @@ def empty_value_cases():
             flag = action.option_strings[0] if action.option_strings else None
             args = (*words, flag, "") if flag else (*words, "")
             name = flag or action.metavar or action.dest
-            yield Case(f"{'-'.join(words)}-{name.lstrip('-')}-empty", args, (f"argument {name}", "empty"))
+            refusal = getattr(action.type, "when_empty", "the value is empty")
+            yield Case(f"{'-'.join(words)}-{name.lstrip('-')}-empty", args, (f"argument {name}", refusal))
 
 
 CASES = [*numeric_cases(), *DUPLICATES, *FAULTS, *PORTS, *empty_value_cases()]
@@ -216,7 +217,7 @@ def test_an_output_option_leaves_a_fifo_and_a_device_as_they_were(tmp_path, comm
     done = run_harness(tmp_path, *_args(command, flag, str(path)))
     kind = "a FIFO" if target == "fifo" else "a character device"
     folder = _writes(command, flag) == "output_folder"
-    assert_refused_in_one_line(done, f"argument {flag}", str(path), "not a folder" if folder else kind)
+    assert_refused_in_one_line(done, f"argument {flag}", str(path), "Not a directory" if folder else kind)
     assert {name: _identity(p) for name, p in specials.items()} == before
     assert sorted(p.name for p in private.iterdir()) == ["fifo", "full"]
 
@@ -228,7 +229,7 @@ def test_an_output_option_of_the_wrong_kind_is_refused(tmp_path, command, flag):
     case = Case(
         f"{command} {flag} wrong kind",
         _args(command, flag, "wrong"),
-        (f"argument {flag}", "wrong", "not a folder" if folder else "is a folder"),
+        (f"argument {flag}", "wrong", "Not a directory" if folder else "is a folder"),
         files={"wrong": b"a file\n"} if folder else {"wrong/kept": b"kept\n"},
     )
     run_case(tmp_path, case)
@@ -239,4 +240,4 @@ def test_an_argparse_type_error_never_leaks_python_words():
     for words, flag, kind in _bounded_options():
         with pytest.raises(argparse.ArgumentTypeError) as refused:
             kind("nan")
-        assert "invalid" not in str(refused.value) and "expected" in str(refused.value), (words, flag)
+        assert "invalid" not in str(refused.value) and "'nan'" in str(refused.value), (words, flag)
