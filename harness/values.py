@@ -8,34 +8,12 @@ table are made from that one declaration (tests/unit/cli/test_option_ranges.py k
 that every numeric option has a bounded type)."""
 
 import argparse
-import math
-import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from harness.defaults import REFERENCE_NAMES
+from harness.digits import ascii_float, ascii_int
 from harness.errors import UserError
-
-_WHOLE = re.compile(r"[+-]?[0-9]+")
-_REAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-
-
-def ascii_int(text: str) -> int:
-    """int(text) for ASCII digits only (no Unicode digits, underscores, or exponent); else ValueError."""
-    if not _WHOLE.fullmatch(text.strip()):
-        raise ValueError(f"not a whole number: {text!r}")
-    return int(text)
-
-
-def ascii_float(text: str) -> float:
-    """A finite float(text) from ASCII digits only (no 'nan', 'inf', Unicode digits or underscores); else
-    ValueError. 1e400 is refused too: it is infinite as a float."""
-    if not _REAL.fullmatch(text.strip()):
-        raise ValueError(f"not a number: {text!r}")
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"not a finite number: {text!r}")
-    return value
+from harness.link.port_urls import PORT_FORMS, port_url_problem
 
 
 def _shown(number: float) -> str:
@@ -220,37 +198,6 @@ def tag_filter(text: str) -> dict[str, str]:
 def name_list(text: str | None) -> list[str]:
     """A comma-separated list (several --port, --serial or --labgrid-place values), blanks dropped."""
     return [part.strip() for part in (text or "").split(",") if part.strip()]
-
-
-# pyserial's URL schemes; socket:// and rfc2217:// reach a board over the network and name HOST:PORT.
-_NETWORK_SCHEMES = ("socket", "rfc2217")
-_LOCAL_SCHEMES = ("loop", "spy", "alt", "hwgrep", "cp2110")
-PORT_FORMS = "a serial device (/dev/ttyACM0, COM3), auto, socket://HOST:PORT, rfc2217://HOST:PORT or loop://"
-
-
-def port_url_problem(url: str, custom_schemes: bool = False) -> str | None:
-    """Why `url` cannot name a board's port (None: it can). `custom_schemes`: HARNESS_URL_HANDLERS adds schemes
-    of its own, which only pyserial can judge."""
-    if not url.strip():
-        return "it is empty"
-    scheme, separator, _ = url.partition("://")
-    if not separator:
-        return None  # a device path: whether it opens is the board's business (exit 3)
-    scheme = scheme.lower()
-    if scheme in _LOCAL_SCHEMES:
-        return None
-    if scheme not in _NETWORK_SCHEMES:
-        return None if custom_schemes else f"protocol {scheme!r} not known"
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:  # a bracket left open, a port that is no number or out of 0..65535
-        return "its host or port cannot be read" if "IPv6" in str(exc) else "its port is not a number from 1 to 65535"
-    if not parts.hostname or port is None:
-        return f"{scheme}:// needs HOST:PORT"
-    if not 1 <= port <= 65535:
-        return "its port is not a number from 1 to 65535"
-    return None
 
 
 def port_names(text: str) -> str:

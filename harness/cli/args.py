@@ -7,8 +7,9 @@ import argparse
 import sys
 
 from harness.cli import exits
+from harness.digits import ascii_float
 from harness.errors import UserError
-from harness.values import Bounded, WordOrBounded, ascii_float
+from harness.values import Bounded, WordOrBounded
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):

@@ -53,7 +53,7 @@ MAX_RESET_EVERY = (1 << 32) - 1
 
 def _fault_value(name: str, value: str) -> float | int:
     """One pair's value, in ASCII digits (no NaN, no infinity, no Unicode digits), in its range."""
-    from harness.values import ascii_float, ascii_int
+    from harness.digits import ascii_float, ascii_int
 
     try:
         number = ascii_int(value) if name == "reset-every" else ascii_float(value)

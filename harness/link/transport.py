@@ -13,7 +13,7 @@ import serial
 
 from harness.errors import DeviceNotFound, UserError, setting
 from harness.link import rfc2217_fast
-from harness.values import PORT_FORMS, port_url_problem
+from harness.link.port_urls import PORT_FORMS, port_url_problem
 
 POLL_SECONDS = 0.05
 ESP32_RESET_SECONDS = 0.1
