@@ -118,6 +118,7 @@ relative_change = Bounded("a relative change", 0, 1000, whole=False, note="0.02:
 calibration_samples = Bounded("a number of samples: a whole number", 1, 1_000_000)
 clip_count = Bounded("a number of clips: a whole number", 1, 100_000)
 gap_ms = Bounded("a number of milliseconds: a whole number", 0, HOUR_MS)
+clip_start_ms = Bounded("a start in milliseconds: a whole number", 0, HOUR_MS)
 stream_ms = Bounded("a stream length in milliseconds: a whole number", 1, HOUR_MS)
 exposure_ms = Bounded("an exposure in milliseconds: a whole number", 1, 365 * DAY_SECONDS * 1000)
 tolerance_ms = Bounded("a number of milliseconds", 0, HOUR_MS)
@@ -162,6 +163,25 @@ def distinct_names(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"{', '.join(dict.fromkeys(repeated))} named twice in {text!r}: name each once"
         )
+    return text
+
+
+def clip_placements(text: str) -> str:
+    """stream build --at: label:start_ms items, comma-separated, each start within `clip_start_ms` (a start
+    beyond it would make a stream too long to hold); kept as given."""
+    items = name_list(text)
+    for item in items:
+        label, _, start = item.rpartition(":")
+        try:
+            clip_start_ms(start)
+        except argparse.ArgumentTypeError:
+            label = ""
+        if not label.strip():
+            raise argparse.ArgumentTypeError(
+                f"item {item!r} is not label:start_ms with start_ms from 0 to {HOUR_MS:,} (e.g. yes:1000,no:3500)"
+            )
+    if not items:
+        raise argparse.ArgumentTypeError(f"expected label:start_ms items (e.g. yes:1000,no:3500), got {text!r}")
     return text
 
 

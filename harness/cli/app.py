@@ -26,6 +26,7 @@ from harness.values import (
     age_days,
     calibration_samples,
     clip_count,
+    clip_placements,
     decibels,
     distinct_names,
     exposure_ms,
@@ -415,7 +416,9 @@ def _add_stream(commands) -> None:
     build.add_argument(
         "--ledger", type=output_file("--ledger LEDGER.csv"), help="the ledger to write (default: OUT with .csv)"
     )
-    build.add_argument("--at", help="clips at fixed times, label:start_ms,... (e.g. yes:1000,no:3500)")
+    build.add_argument(
+        "--at", type=clip_placements, help="clips at fixed times, label:start_ms,... (e.g. yes:1000,no:3500)"
+    )
     build.add_argument("--count", type=clip_count, help="this many clips at random times instead of --at")
     build.add_argument(
         "--words", type=distinct_names, help="with --count: labels to draw from, comma-separated (default: all)"

@@ -94,6 +94,18 @@ FAULTS = [
     )
 ]
 
+# stream build --at: start times in ASCII digits, within an hour (a later start would be a stream too long to hold).
+PLACEMENTS = [
+    Case(f"stream-build-at-{name}", ("stream", "build", "--clips", "c", "--out", "s.wav", "--at", text), ("--at", text))
+    for name, text in (
+        ("unicode", "yes:\u0661\u0660\u0660\u0660"),
+        ("huge", "yes:99999999999"),
+        ("exponent", "yes:1e9"),
+        ("negative", "yes:-5"),
+        ("no-label", ":1000"),
+    )
+]
+
 BAD_PORTS = {
     "rfc2217-empty": ("rfc2217://", "needs HOST:PORT"),
     "socket-empty": ("socket://", "needs HOST:PORT"),
@@ -137,7 +149,7 @@ def empty_value_cases():
             yield Case(f"{'-'.join(words)}-{name.lstrip('-')}-empty", args, (f"argument {name}", refusal))
 
 
-CASES = [*numeric_cases(), *DUPLICATES, *FAULTS, *PORTS, *empty_value_cases()]
+CASES = [*numeric_cases(), *DUPLICATES, *FAULTS, *PLACEMENTS, *PORTS, *empty_value_cases()]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])

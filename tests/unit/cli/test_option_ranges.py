@@ -20,6 +20,7 @@ from harness.link.faults import FaultSpec
 from harness.values import (
     Bounded,
     WordOrBounded,
+    clip_placements,
     distinct_names,
     fault_spec,
     place_tags,
@@ -34,6 +35,7 @@ COMMANDS = cli_commands()
 
 # The argparse types that take no number: names, paths, specs (each checks its own text).
 NOT_NUMERIC = {
+    "clip_placements",  # its times are checked against clip_start_ms' range
     "distinct_names",
     "fault_spec",
     "output_file",
@@ -170,6 +172,13 @@ def test_a_list_names_each_member_once(text):
     with pytest.raises(argparse.ArgumentTypeError):
         distinct_names(text)
     assert distinct_names("all,far") == "all,far"
+
+
+@pytest.mark.parametrize("text", ["yes:\u0661", "yes:99999999999", "yes:-5", "yes:1e3", ":100", "yes", "yes:nan"])
+def test_clip_times_are_ascii_and_within_a_stream(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="label:start_ms"):
+        clip_placements(text)
+    assert clip_placements("yes:0,no:3500,yes:3600000") == "yes:0,no:3500,yes:3600000"
 
 
 def test_tags_name_each_key_once():
