@@ -97,7 +97,6 @@ class WordOrBounded:
 
 
 # Every numeric option's range, declared once here and named by the option's declaration.
-U32 = (1 << 32) - 1
 MAX_BAUD = 16_000_000  # the fastest UART rate harness drives or emulates
 MAX_BOARDS = 64  # boards one run deals its samples among
 DAY_SECONDS = 86_400
