@@ -3,6 +3,7 @@
 rich is imported where it is used: every command imports this module, most before they print anything, and
 a refused command prints one plain line."""
 
+import errno
 import json
 import os
 import sys
@@ -80,7 +81,12 @@ def stdout_console() -> "Console":
     """A terminal's own width (rich reads it, or $COLUMNS); off a terminal, `stdout_width()`, no colour."""
     from rich.console import Console
 
-    return Console() if sys.stdout.isatty() else Console(width=stdout_width(), no_color=True)
+    class StdoutConsole(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits 1 here; a closed reader (`| head -1`) is the CLI's to end, quietly (harness/cli/app.py)
+            raise BrokenPipeError(errno.EPIPE, "stdout closed by its reader")
+
+    return StdoutConsole() if sys.stdout.isatty() else StdoutConsole(width=stdout_width(), no_color=True)
 
 
 @contextmanager

@@ -8,6 +8,8 @@ tests/unit/architecture/test_cli_startup.py checks that building the parser impo
 import argparse
 import errno
 import importlib
+import os
+import select
 import sys
 
 from harness import __version__, console
@@ -21,14 +23,27 @@ from harness.errors import BuildError, DeviceNotFound, InterruptedRun, LinkError
 from harness.eval.settings import TFLM_HELP
 from harness.eval.settings import add_arguments as add_eval_settings
 from harness.values import (
+    age_days,
+    calibration_samples,
+    clip_count,
+    clip_placements,
     decibels,
-    fraction,
-    milliseconds,
-    non_negative_float,
-    non_negative_int,
-    positive_float,
-    positive_int,
+    distinct_names,
+    exposure_ms,
+    gap_ms,
+    link_bytes,
+    output_file,
+    output_folder,
+    path_text,
+    port_names,
+    relative_change,
+    run_reference,
     seed_number,
+    stream_ms,
+    timed_runs,
+    tolerance_ms,
+    warmup_runs,
+    window_seconds,
 )
 
 PROTOCOL_HELP = "the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware"
@@ -105,10 +120,11 @@ def _add_main_job(commands) -> None:
         ("harness eval --board sim --subset all --limit 24", "harness eval --resume RUN"),
     )
     add_eval_settings(run)  # every setting of the run, declared in harness/eval/settings.py
-    run.add_argument("--results", default="results", help="folder for run folders")
+    run.add_argument("--results", type=output_folder("--results"), default="results", help="folder for run folders")
     run.add_argument(
         "--resume",
         metavar="RUN",
+        type=run_reference,
         help="finish an interrupted run (its id under --results, or its .partial folder) from its journal",
     )
 
@@ -126,9 +142,13 @@ def _add_main_job(commands) -> None:
         help="TFLM tree (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree or its pinned package, see "
         "`harness tflm`); QEMU boards without it: self-test firmware",
     )
-    flash.add_argument("--port", help="serial port of a real board, or 'auto' (default: found by USB id)")
+    flash.add_argument(
+        "--port", type=port_names, help="serial port of a real board, or 'auto' (default: found by USB id)"
+    )
     flash.add_argument("--serial", help="with several boards of a kind attached: the USB serial number to use")
-    flash.add_argument("--out", default="build", help="where PlatformIO projects are generated")
+    flash.add_argument(
+        "--out", type=output_folder("--out"), default="build", help="where PlatformIO projects are generated"
+    )
 
 
 def _add_timing(commands) -> None:
@@ -139,18 +159,18 @@ def _add_timing(commands) -> None:
         timed = command(commands, name, f"harness.cli.devices:cmd_{name}", text, example)
         timed.add_argument("--board", default="sim", help="board id from boards/")
         _model_options(timed)
-        timed.add_argument("--port", help="serial device or pyserial URL of a real board")
+        timed.add_argument("--port", type=port_names, help="serial device or pyserial URL of a real board")
         timed.add_argument("--dataset", default=DEMO, help="where the input comes from (its first image)")
         timed.add_argument("--tflm", help=TFLM_HELP)
         add_protocol_option(timed)
         add_eval_settings(timed, ("baud", "emulate_invoke_ms", "meter") if name == "perf" else ("baud",))
         if name == "perf":
-            timed.add_argument("--runs", type=positive_int, default=50, help="timed invokes")
-            timed.add_argument("--warmups", type=non_negative_int, default=5, help="untimed invokes first")
+            timed.add_argument("--runs", type=timed_runs, default=50, help="timed invokes")
+            timed.add_argument("--warmups", type=warmup_runs, default=5, help="untimed invokes first")
             timed.add_argument("--mlperf", action="store_true", help="also the median of 5 windows of >= 10 s")
             timed.add_argument(
                 "--window-seconds",
-                type=positive_float,
+                type=window_seconds,
                 default=MLPERF_WINDOW_SECONDS,
                 help="with --meter: the least device time per energy window (default: MLPerf Tiny's 10)",
             )
@@ -174,8 +194,8 @@ def _add_boards(commands) -> None:
         parents=[link_options()],
     )
     link.add_argument("--board", default="sim", help="board id from boards/")
-    link.add_argument("--port", help="serial device or pyserial URL of a real board")
-    link.add_argument("--bytes", type=positive_int, default=1 << 20, help="bytes through the link, both ways")
+    link.add_argument("--port", type=port_names, help="serial device or pyserial URL of a real board")
+    link.add_argument("--bytes", type=link_bytes, default=1 << 20, help="bytes through the link, both ways")
 
 
 def _add_firmware(commands) -> None:
@@ -201,7 +221,9 @@ def _add_firmware(commands) -> None:
         project.add_argument(
             "--tflm", help="TFLM tree (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree or its pinned package)"
         )
-        project.add_argument("--out", default="build", help="where projects go: OUT/<board>/<model hash>/")
+        project.add_argument(
+            "--out", type=output_folder("--out"), default="build", help="where projects go: OUT/<board>/<model hash>/"
+        )
 
 
 def _add_models(commands) -> None:
@@ -239,10 +261,12 @@ def _add_models(commands) -> None:
     )
     conv.add_argument("--card", required=True, help="the float model's card: its preprocessing and output")
     conv.add_argument("--model", help="the .keras/.h5 file or SavedModel folder (default: the card's file)")
-    conv.add_argument("--out", required=True, help="the .tflite to write")
+    conv.add_argument("--out", type=output_file("--out MODEL.tflite"), required=True, help="the .tflite to write")
     conv.add_argument("--dataset", default=DEMO, help="calibration and check data")
-    conv.add_argument("--subset", default="all", help="subsets to draw samples from")
-    conv.add_argument("--samples", type=positive_int, default=50, help="calibration samples; the rest are held out")
+    conv.add_argument("--subset", type=distinct_names, default="all", help="subsets to draw samples from")
+    conv.add_argument(
+        "--samples", type=calibration_samples, default=50, help="calibration samples; the rest are held out"
+    )
     conv.add_argument(
         "--seed",
         type=seed_number,
@@ -271,7 +295,12 @@ def _add_dataset(commands) -> None:
         "--annotations", required=True, help="folder with *bbox*.csv, *class-descriptions*.csv, *miap*.csv"
     )
     build.add_argument("--images", required=True, help="folder with the images (named by ImageID)")
-    build.add_argument("--out", required=True, help="folder for labels.csv (and an images/ link): a --dataset")
+    build.add_argument(
+        "--out",
+        type=output_folder("--out"),
+        required=True,
+        help="folder for labels.csv (and an images/ link): a --dataset",
+    )
     command(
         dataset,
         "subsets",
@@ -296,11 +325,14 @@ def _add_dataset(commands) -> None:
     scorer.add_argument(
         "--clean-labels",
         metavar="PATH",
+        type=distinct_names,
         help="cleaned label CSVs (or folders holding them; comma-separated) whose clean_label replaces --labels' "
         "person label ('none' or not given: none)",
     )
     scorer.add_argument(
-        "--subset", help="comma-separated subsets (default: every subset the labels have the flags for)"
+        "--subset",
+        type=distinct_names,
+        help="comma-separated subsets (default: every subset the labels have the flags for)",
     )
 
 
@@ -314,7 +346,7 @@ def _add_runs(commands) -> None:
     listing = command(
         runs, "list", "harness.cli.evaluation:cmd_runs", "list the runs in a results folder", "harness runs list"
     )
-    listing.add_argument("--results", default="results", help="results folder")
+    listing.add_argument("--results", type=path_text, default="results", help="results folder")
 
     report = command(
         runs,
@@ -324,8 +356,10 @@ def _add_runs(commands) -> None:
         "harness runs report RUN_A RUN_B --out report.html",
     )
     report.add_argument("runs", nargs="+", help="run ids (under --results) or run folders")
-    report.add_argument("--out", default="report.html", help="the HTML file to write")
-    report.add_argument("--results", default="results", help="results folder")
+    report.add_argument(
+        "--out", type=output_file("--out REPORT.html"), default="report.html", help="the HTML file to write"
+    )
+    report.add_argument("--results", type=path_text, default="results", help="results folder")
 
     compare = command(
         runs,
@@ -336,10 +370,10 @@ def _add_runs(commands) -> None:
     )
     compare.add_argument("run_a")
     compare.add_argument("run_b")
-    compare.add_argument("--results", default="results", help="results folder")
+    compare.add_argument("--results", type=path_text, default="results", help="results folder")
     compare.add_argument(
         "--latency-tolerance",
-        type=fraction,
+        type=relative_change,
         help="smallest relative latency change called significant (default by source: emulated 0, device 0.02; "
         "sim latency is host time and is judged only with this option)",
     )
@@ -354,11 +388,13 @@ def _add_runs(commands) -> None:
     check.add_argument("run")
     check.add_argument("--gates", required=True, help="gates TOML file (see docs/lab-ci.md)")
     check.add_argument("--baseline", help="run to compare latency, arena and flash against")
-    check.add_argument("--junit", help="write JUnit XML with one test case per gate")
+    check.add_argument(
+        "--junit", type=output_file("--junit GATES.xml"), help="write JUnit XML with one test case per gate"
+    )
     check.add_argument(
         "--strict", action="store_true", help="fail a gate that cannot be judged (no baseline, no such figure)"
     )
-    check.add_argument("--results", default="results", help="results folder")
+    check.add_argument("--results", type=path_text, default="results", help="results folder")
 
 
 def _add_stream(commands) -> None:
@@ -376,13 +412,19 @@ def _add_stream(commands) -> None:
         "harness stream build --clips clips/ --out stream.wav --count 20 --seed 1",
     )
     build.add_argument("--clips", required=True, help="folder of 16 kHz mono clips (label from folder or file name)")
-    build.add_argument("--out", required=True, help="the stream WAV to write")
-    build.add_argument("--ledger", help="the ledger to write (default: OUT with .csv)")
-    build.add_argument("--at", help="clips at fixed times, label:start_ms,... (e.g. yes:1000,no:3500)")
-    build.add_argument("--count", type=positive_int, help="this many clips at random times instead of --at")
-    build.add_argument("--words", help="with --count: labels to draw from, comma-separated (default: all)")
-    build.add_argument("--min-gap-ms", type=milliseconds, default=1000, help="with --count: least gap")
-    build.add_argument("--duration-ms", type=positive_int, help="stream length (default: last clip + 1 s)")
+    build.add_argument("--out", type=output_file("--out STREAM.wav"), required=True, help="the stream WAV to write")
+    build.add_argument(
+        "--ledger", type=output_file("--ledger LEDGER.csv"), help="the ledger to write (default: OUT with .csv)"
+    )
+    build.add_argument(
+        "--at", type=clip_placements, help="clips at fixed times, label:start_ms,... (e.g. yes:1000,no:3500)"
+    )
+    build.add_argument("--count", type=clip_count, help="this many clips at random times instead of --at")
+    build.add_argument(
+        "--words", type=distinct_names, help="with --count: labels to draw from, comma-separated (default: all)"
+    )
+    build.add_argument("--min-gap-ms", type=gap_ms, default=1000, help="with --count: least gap")
+    build.add_argument("--duration-ms", type=stream_ms, help="stream length (default: last clip + 1 s)")
     build.add_argument("--background", default="silence", help="'silence' or a WAV looped underneath")
     build.add_argument("--snr-db", type=decibels, help="each clip's power over the background's, in dB")
     build.add_argument("--seed", type=seed_number, default=0, help="random seed for times and clip choice")
@@ -400,10 +442,10 @@ def _add_stream(commands) -> None:
     run.add_argument("--model", default="tflm_micro_speech", help="a keyword card with [streaming]")
     run.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
     run.add_argument("--ledger-unit", choices=("ms", "s"), help="the ledger's time unit when not ms")
-    run.add_argument("--tolerance-ms", type=milliseconds, help="matching tolerance for optimal and tf-compat")
+    run.add_argument("--tolerance-ms", type=tolerance_ms, help="matching tolerance for optimal and tf-compat")
     run.add_argument("--wakeword", help="mlperf-sww's wakeword (default: the card's first keyword)")
-    run.add_argument("--results", default="results", help="folder for run folders")
-    run.add_argument("--port", help="serial device or pyserial URL of a real board")
+    run.add_argument("--results", type=output_folder("--results"), default="results", help="folder for run folders")
+    run.add_argument("--port", type=port_names, help="serial device or pyserial URL of a real board")
     run.add_argument("--serial", help="the USB serial number, with several boards of a kind")
     run.add_argument("--tflm", help=TFLM_HELP)
     add_protocol_option(run)
@@ -422,12 +464,12 @@ def _add_stream(commands) -> None:
     )
     score.add_argument(
         "--tolerance-ms",
-        type=milliseconds,
+        type=tolerance_ms,
         help="match window either side of an event (default: optimal 1000, tf-compat 1500)",
     )
     exposure = score.add_mutually_exclusive_group()
     exposure.add_argument("--audio", help="the stream's WAV: its length is the exposure and bounds the ledger")
-    exposure.add_argument("--duration-ms", type=positive_int, help="the exposure, when the WAV is not at hand")
+    exposure.add_argument("--duration-ms", type=exposure_ms, help="the exposure, when the WAV is not at hand")
     score.add_argument("--ledger-unit", choices=("ms", "s"), help="the ledger's time unit, when not ms")
     score.add_argument("--wakeword", help="mlperf-sww: the wakeword label (default: the ledger's only label)")
 
@@ -447,12 +489,25 @@ def _add_cache(commands) -> None:
         "remove input cache entries",
         ("harness cache prune --older-than 30", "harness cache prune --all --dry-run"),
     )
-    prune.add_argument("--older-than", type=non_negative_float, metavar="DAYS", help="entries unused this long")
+    prune.add_argument("--older-than", type=age_days, metavar="DAYS", help="entries unused this long")
     prune.add_argument("--all", action="store_true", help="every entry")
     prune.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; a reader that closed our stdout (`harness models list | head -1`) ends it quietly,
+    with 0, whatever the command was doing."""
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # what is still buffered meets a closed pipe here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        return _after_closed_stdout()
+
+
+def _run(argv: list[str] | None) -> int:
     argv, deprecated = modern_spelling(sys.argv[1:] if argv is None else list(argv))
     if deprecated:
         print(f"harness: warning: {deprecated}", file=sys.stderr)
@@ -480,6 +535,8 @@ def main(argv: list[str] | None = None) -> int:
         print("harness: interrupted; no results were written", file=sys.stderr)
         return exits.INTERRUPTED
     except OSError as exc:
+        if isinstance(exc, BrokenPipeError) and _stdout_closed():
+            return _after_closed_stdout()
         if _port_failed(exc):  # the board's port failed under us: a board or QEMU that died mid-run
             print(
                 f"harness: link error: the board's port failed ({exc.strerror or exc}); check that the board "
@@ -513,3 +570,23 @@ def _port_failed(exc: OSError) -> bool:
     return isinstance(exc, serial.SerialException) or (
         exc.filename is None and exc.errno in (errno.EIO, errno.ENXIO, errno.ENODEV)
     )
+
+
+def _stdout_closed() -> bool:
+    """Whether the reader of our stdout has gone (a pipe whose other end closed), rather than some other pipe
+    (a board's socket) breaking."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's capture): not a closed pipe
+        return False
+
+
+def _after_closed_stdout() -> int:
+    """stdout pointed at /dev/null, so that the interpreter's last flush does not fail (and exit 120) on the
+    closed pipe; the command's work is done or abandoned: a closed reader is a quiet success."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return exits.OK

@@ -7,7 +7,9 @@ import argparse
 import sys
 
 from harness.cli import exits
+from harness.digits import ascii_float
 from harness.errors import UserError
+from harness.values import Bounded, WordOrBounded
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -16,6 +18,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescript
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
+        if isinstance(action.type, Bounded | WordOrBounded) and text:  # the range, from the type that enforces it
+            text = f"{text}; {action.type.range_text()}"
         default = action.default
         if "default" in text or default in (None, False, argparse.SUPPRESS) or not action.option_strings:
             return text
@@ -42,9 +46,21 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self.register("action", "parsers", _Subcommands)
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]):
+        """An empty value ('' or blanks) is refused as argparse reads it, before required options are checked:
+        it is never meaningful, and as a path it would mean the working folder."""
+        if not isinstance(action, argparse._SubParsersAction) and any(_is_empty(text) for text in arg_strings):
+            name = "/".join(action.option_strings) or action.metavar or action.dest
+            self.error(f"argument {name}: {getattr(action.type, 'when_empty', 'the value is empty; give one')}")
+        return super()._get_values(action, arg_strings)
+
     def error(self, message: str):
         print(f"harness: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         sys.exit(exits.USAGE)
+
+
+def _is_empty(text) -> bool:
+    return isinstance(text, str) and not text.strip()
 
 
 def _sentence(help: str) -> str:
@@ -74,7 +90,7 @@ def command(commands, name: str, handler, help: str, example: str | tuple[str, .
 
 def iou_threshold(text: str) -> float:
     try:
-        value = float(text)
+        value = ascii_float(text)  # not NaN, not infinite, no Unicode digits
     except ValueError:
         value = -1.0
     if not 0 < value <= 1:
@@ -96,3 +112,27 @@ def link_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     add_arguments(common, LINK_SETTINGS)
     return common
+
+
+def _commands(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):
+    """(words, parser) of every command that runs, below `parser`."""
+    groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not groups:
+        yield words, parser
+    for action in groups:
+        for name, sub in action.choices.items():
+            yield from _commands(sub, (*words, name))
+
+
+def option_ranges_table(parser: argparse.ArgumentParser) -> str:
+    """docs/cli.md's "Option ranges" table, made from the options' types (a test keeps the two in step)."""
+    rows: dict[tuple[str, str], list[str]] = {}
+    for words, command_parser in _commands(parser):
+        for action in command_parser._actions:
+            if isinstance(action.type, Bounded | WordOrBounded):
+                key = (action.option_strings[0], action.type.__name__, action.type.range_text())
+                rows.setdefault(key, []).append(" ".join(words))
+    lines = ["| option | a value is | range | commands |", "|---|---|---|---|"]
+    for (option, noun, text), commands in sorted(rows.items()):
+        lines.append(f"| `{option}` | {noun} | {text} | {', '.join(commands)} |")
+    return "\n".join(lines)

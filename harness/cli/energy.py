@@ -7,7 +7,18 @@ from pathlib import Path
 from harness.cli.args import command, group, iou_threshold
 from harness.console import print_json, stdout_console
 from harness.errors import LinkError, UserError
-from harness.values import non_negative_float, port_number, positive_float, positive_int, seed_number
+from harness.values import (
+    image_count,
+    iou_rule,
+    linger_seconds,
+    meter_seconds,
+    output_folder,
+    path_text,
+    port_number,
+    results_seconds,
+    seed_number,
+    session_seconds,
+)
 
 
 def cmd_meter(args) -> int:
@@ -156,7 +167,7 @@ def add_meter_command(commands) -> None:
         ("harness meter wt310:TCPIP0::192.168.1.20::5025::SOCKET --seconds 10", "harness meter csv:power.csv"),
     )
     meter.add_argument("meter", help="KIND:ADDRESS, e.g. wt310:TCPIP0::127.0.0.1::5025::SOCKET or csv:log.csv")
-    meter.add_argument("--seconds", type=positive_float, default=5.0, help="how long to record a live meter")
+    meter.add_argument("--seconds", type=meter_seconds, default=5.0, help="how long to record a live meter")
 
 
 def add_lpirc_commands(commands) -> None:
@@ -175,16 +186,18 @@ def add_lpirc_commands(commands) -> None:
     )
     referee.add_argument("--dataset", required=True, help="LPIRC folder (images/<n>.jpg, ground truth) or a dataset")
     referee.add_argument("--subset", help="with a harness dataset: the subset to serve (default: all)")
-    referee.add_argument("--limit", type=positive_int, help="serve at most this many images")
-    referee.add_argument("--time-limit", type=positive_float, default=600.0, help="seconds from login")
+    referee.add_argument("--limit", type=image_count, help="serve at most this many images")
+    referee.add_argument("--time-limit", type=session_seconds, default=600.0, help="seconds from login")
     referee.add_argument("--host", default="127.0.0.1", help="address to bind")
     referee.add_argument("--port", type=port_number, default=8000, help="port")
     referee.add_argument("--allow-remote", action="store_true", help="allow binding beyond this host")
     referee.add_argument("--password", help="password /login requires (needed with --allow-remote)")
     referee.add_argument("--meter", help="power meter KIND:ADDRESS, started at login, stopped at logout")
     referee.add_argument("--seed", type=seed_number, help="seed of the image order (default: a fresh one, recorded)")
-    referee.add_argument("--linger", type=non_negative_float, default=10.0, help="seconds of 401s after the session")
-    referee.add_argument("--results", default="results/referee", help="folder for sessions")
+    referee.add_argument("--linger", type=linger_seconds, default=10.0, help="seconds of 401s after the session")
+    referee.add_argument(
+        "--results", type=output_folder("--results"), default="results/referee", help="folder for sessions"
+    )
 
     scores = command(
         lpirc,
@@ -195,13 +208,13 @@ def add_lpirc_commands(commands) -> None:
     )
     scores.add_argument("runs", nargs="+", help="run ids or folders (eval runs with --meter, or referee sessions)")
     scores.add_argument(
-        "--time-limit", type=non_negative_float, help="count only results received within this many seconds"
+        "--time-limit", type=results_seconds, help="count only results received within this many seconds"
     )
     scores.add_argument(
         "--allow-mixed-sources", action="store_true", help="rank runs whose energy comes from different sources"
     )
     scores.add_argument("--subset", help="eval runs: the subset whose accuracy counts (default: the first)")
-    scores.add_argument("--results", default="results", help="results folder")
+    scores.add_argument("--results", type=path_text, default="results", help="results folder")
 
     detection = command(
         lpirc,
@@ -212,6 +225,8 @@ def add_lpirc_commands(commands) -> None:
     )
     detection.add_argument("--truth", required=True, help="ground truth, 7 columns (LPIRC golden_output layout)")
     detection.add_argument("--detections", required=True, help="detections, 7 columns (LPIRC results layout)")
-    detection.add_argument("--iou", default="ilsvrc", help="'ilsvrc' (per-box thresholds, default) or e.g. 0.5")
+    detection.add_argument(
+        "--iou", type=iou_rule, default="ilsvrc", help="'ilsvrc' (per-box thresholds, default) or e.g. 0.5"
+    )
     detection.add_argument("--continuous", action="store_true", help="widths xmax - xmin (default: inclusive +1)")
     detection.add_argument("--answered-only", action="store_true", help="only the images the detections cover")

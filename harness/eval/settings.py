@@ -19,14 +19,19 @@ from harness.defaults import AUTO_POOL_SAMPLES, DEFAULT_BOARD, DEFAULT_MODEL, DE
 from harness.errors import UserError, setting
 from harness.link.faults import FaultSpec
 from harness.values import (
-    baud_rate,
+    board_count,
+    distinct_names,
     fault_spec,
     invoke_ms,
+    link_baud_rate,
+    path_text,
     place_tags,
-    positive_int,
+    port_names,
     reference_names,
+    sample_count,
     seed_number,
     serial_baud,
+    switch_baud_rate,
 )
 
 
@@ -69,11 +74,14 @@ TFLM_HELP = "TFLM tree for QEMU firmware builds (default: $HARNESS_TFLM_TREE, el
 @dataclass(frozen=True)
 class EvalSettings:
     board: str = option("board id from boards/ (default: sim, the virtual board)", DEFAULT_BOARD)
-    model: str = option("model card name or card .toml path", DEFAULT_MODEL)
-    model_file: str | None = option("a .tflite to use instead of the card's own file (same preprocessing)")
+    model: str = option("model card name or card .toml path", DEFAULT_MODEL, type=path_text)
+    model_file: str | None = option(
+        "a .tflite to use instead of the card's own file (same preprocessing)", type=path_text
+    )
     port: str | None = option(
         "serial device or pyserial URL of a real board (default: found by USB id); comma-separated: several "
-        "boards of the board's kind share the run's samples"
+        "boards of the board's kind share the run's samples",
+        type=port_names,
     )
     serial: str | None = option(
         "with several boards of a kind attached: the USB serial number to use; comma-separated: use each"
@@ -82,23 +90,26 @@ class EvalSettings:
         "deal the samples among this many boards of the kind: virtual, QEMU and hosted boards are started "
         "that many times; with --labgrid-tags, this many places are reserved",
         1,
-        type=positive_int,
+        type=board_count,
         metavar="N",
     )
     dataset: str = option(
         "'demo', a folder (published Wake Vision layout, or labels.csv + images/), or hf:Harvard-Edge/Wake-Vision",
         DEMO,
     )
-    subset: str = option("comma-separated subsets (see `harness dataset subsets`)", "all")
-    split: str | None = option("split(s) of a published-layout dataset, e.g. test or test,validation")
+    subset: str = option("comma-separated subsets (see `harness dataset subsets`)", "all", type=distinct_names)
+    split: str | None = option(
+        "split(s) of a published-layout dataset, e.g. test or test,validation", type=distinct_names
+    )
     clean_labels: str | None = option(
         "cleaned label CSVs (wv_{split}_cleaned.csv, or folders holding them; comma-separated) whose clean_label "
         "replaces the flag CSVs' person label (default: those beside a published layout's flag CSVs; 'none': none)",
         metavar="PATH",
+        type=distinct_names,
     )
     limit: int | None = option(
         "evaluate this many members of each subset, drawn by --seed in proportion to its classes (pools whole)",
-        type=positive_int,
+        type=sample_count,
     )
     order: str = option(
         "sampled: --limit draws each subset's members; dataset: the first --limit samples in dataset order",
@@ -131,10 +142,12 @@ class EvalSettings:
         type=serial_baud,
     )
     link_baud: int | None = option(
-        "virtual board: pace its link like a UART at this baud rate (0: unpaced)", type=baud_rate
+        "virtual board: pace its link like a UART at this baud rate (0: unpaced)", type=link_baud_rate
     )
     emulate_invoke_ms: float | None = option("virtual board: each inference takes at least this long", type=invoke_ms)
-    switch_baud: int | None = option("after the handshake, switch the link to this baud rate (0: stay)", type=baud_rate)
+    switch_baud: int | None = option(
+        "after the handshake, switch the link to this baud rate (0: stay)", type=switch_baud_rate
+    )
     faults: FaultSpec | None = option(
         "inject link faults through a proxy, e.g. drop=1e-3,corrupt=1e-3,dup=1e-4,reset-every=200", type=fault_spec
     )

@@ -34,19 +34,36 @@ class FaultSpec:
 
     @classmethod
     def parse(cls, text: str) -> "FaultSpec":
+        """`name=value` pairs, each name once: rates per byte are finite and below 0.5, reset-every a whole
+        number of samples up to MAX_RESET_EVERY."""
         values: dict = {}
         for item in filter(None, (part.strip() for part in text.split(","))):
             name, _, value = item.partition("=")
             if name not in KNOWN or not value:
                 raise UserError(f"{setting('faults')} {text!r}: use name=value pairs among {', '.join(KNOWN)}")
-            try:
-                number = int(value) if name == "reset-every" else float(value)
-            except ValueError:
-                raise UserError(f"{setting('faults')}: {name}={value} is not a number") from None
-            if number < 0 or (name != "reset-every" and number >= 0.5):
-                raise UserError(f"{setting('faults')}: {name}={value} is out of range (rates are per byte, below 0.5)")
-            values[name.replace("-", "_")] = number
+            key = name.replace("-", "_")
+            if key in values:
+                raise UserError(f"{setting('faults')} {text!r}: {name} is given twice; give each once")
+            values[key] = _fault_value(name, value)
         return cls(**values)
+
+
+MAX_RESET_EVERY = (1 << 32) - 1
+
+
+def _fault_value(name: str, value: str) -> float | int:
+    """One pair's value, in ASCII digits (no NaN, no infinity, no Unicode digits), in its range."""
+    from harness.digits import ascii_float, ascii_int
+
+    try:
+        number = ascii_int(value) if name == "reset-every" else ascii_float(value)
+    except ValueError:
+        raise UserError(f"{setting('faults')}: {name}={value} is not a number") from None
+    if name == "reset-every" and not 0 <= number <= MAX_RESET_EVERY:
+        raise UserError(f"{setting('faults')}: {name}={value} is out of range (0 to {MAX_RESET_EVERY} samples)")
+    if name != "reset-every" and not 0 <= number < 0.5:
+        raise UserError(f"{setting('faults')}: {name}={value} is out of range (rates are per byte, below 0.5)")
+    return number
 
 
 class FaultProxy:

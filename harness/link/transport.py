@@ -13,6 +13,7 @@ import serial
 
 from harness.errors import DeviceNotFound, UserError, setting
 from harness.link import rfc2217_fast
+from harness.link.port_urls import PORT_FORMS, port_url_problem
 
 POLL_SECONDS = 0.05
 ESP32_RESET_SECONDS = 0.1
@@ -25,8 +26,17 @@ def _add_url_handlers() -> None:
             serial.protocol_handler_packages.append(package)
 
 
+def check_url(url: str) -> None:
+    """A malformed URL (`socket://host:99999`, `socket://[::1`, `tcp://x`) is bad input, refused in one line
+    naming it and the accepted forms, before pyserial words it in its own terms (or as a board not found)."""
+    problem = port_url_problem(url, custom_schemes=len(serial.protocol_handler_packages) > 1)
+    if problem:
+        raise UserError(f"cannot open link {url!r}: {problem}; check the port: use {PORT_FORMS} with {setting('port')}")
+
+
 def open_link(url: str, baudrate: int = 115200, reset_on_connect: str | None = None) -> serial.SerialBase:
     _add_url_handlers()
+    check_url(url)
     try:
         settings = {"baudrate": baudrate, "timeout": POLL_SECONDS, "write_timeout": 10}
         if url.startswith("rfc2217://"):

@@ -312,7 +312,7 @@ def test_convert_refuses_an_out_path_that_is_a_directory(tmp_path):
     model = tmp_path / "tiny.keras"
     model.write_bytes(b"not read: --out is refused first")
     done = _convert_refused(tmp_path, "--card", "wv_quality_k_2_c_3", "--model", model, "--out", "OUT")
-    _assert_one_clear_line(done, tmp_path, "is a directory", "pass the path of the .tflite file")
+    _assert_one_clear_line(done, tmp_path, "is a folder", "pass a file to write as --out MODEL.tflite")
 
 
 @pytest.mark.parametrize(

@@ -38,8 +38,12 @@ def test_settings_from_keywords_are_checked_as_the_flags_are():
     settings = EvalSettings.from_keywords(limit=5, references=["tflm"], subset="distance_far", seed="3")
     assert (settings.limit, settings.references, settings.subset, settings.seed) == (5, ("tflm",), "distance_far", 3)
     assert EvalSettings.from_keywords(references=[]).references == ()
-    with pytest.raises(UserError, match=r"^'limit': expected a whole number of at least 1, got '0'$"):
+    with pytest.raises(
+        UserError, match=r"^'limit': expected a number of samples: a whole number of at least 1 and at most "
+    ):
         EvalSettings.from_keywords(limit=0)
+    with pytest.raises(UserError, match=r"^'references': tflm named twice"):
+        EvalSettings.from_keywords(references=["tflm", "tflm"])
     with pytest.raises(UserError, match=r"^unknown setting colour; the settings are: board, model, "):
         EvalSettings.from_keywords(colour="red")
     with pytest.raises(UserError, match=r"^'faults': "):

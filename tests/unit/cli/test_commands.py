@@ -64,7 +64,7 @@ def test_defaults_are_shown_with_their_values():
     text = " ".join(evaluation.format_help().split())
     assert f"(default: {DEFAULT_MODEL})" in text and "(default: results)" in text
     (perf,) = [parser for words, parser in COMMANDS if words == ("perf",)]
-    assert "timed invokes (default: 50)" in " ".join(perf.format_help().split())
+    assert "timed invokes; 1 to 1,000,000 (default: 50)" in " ".join(perf.format_help().split())
 
 
 @pytest.mark.parametrize("old", sorted(RENAMED))
