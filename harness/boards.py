@@ -6,6 +6,7 @@ The package's boards/ folder holds the boards harness ships; a user adds their o
 """
 
 import dataclasses
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -15,14 +16,16 @@ from typing import Literal
 import platformdirs
 import pydantic
 
+from harness import reading
 from harness.defaults import DEFAULT_BOARD as DEFAULT_BOARD  # the board a command runs on unless told
 from harness.errors import UserError
+from harness.names import check_id
 from harness.paths import boards_dir, share_dir
 
 Kind = Literal["virtual", "emulated", "hosted", "device"]
 LatencySource = Literal["device", "emulated", "sim"]
-# A board file is refused, naming the field, when it holds a key no table declares.
-_STRICT = pydantic.ConfigDict(extra="forbid", strict=False, frozen=True)
+# A board file is refused, naming the field, when it holds a key no table declares or a number that is not finite.
+_STRICT = pydantic.ConfigDict(extra="forbid", strict=False, frozen=True, allow_inf_nan=False)
 
 
 @dataclass(frozen=True)
@@ -164,14 +167,43 @@ def _problem(error: dict) -> str:
     return f"field {where!r}: {error['msg']}"
 
 
+def _non_finite_field(data: object, where: str = "") -> str | None:
+    """The dotted name of the first NaN or infinite number in data (a parsed TOML file), or None."""
+    stack = [(data, where)]
+    while stack:
+        value, name = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return name or "the top level"
+        if isinstance(value, dict):
+            stack.extend((child, f"{name}.{key}" if name else str(key)) for key, child in value.items())
+        elif isinstance(value, list):
+            stack.extend((child, f"{name}[{index}]") for index, child in enumerate(value))
+    return None
+
+
+def read_toml_naming_field(path: Path, kind: reading.FileKind) -> dict:
+    """reading.read_toml, with a NaN or infinity refused naming its field (reading names only the value)."""
+    text = reading.read_text(path, kind)
+    try:
+        return reading.parse_toml(text, kind, path)
+    except UserError:
+        field_name = _non_finite_field(_parsed_or_none(text))
+        if field_name is None:
+            raise
+        raise UserError(f"{kind.name} {path}: field {field_name!r} is not a finite number; write one") from None
+
+
+def _parsed_or_none(text: str) -> object:
+    try:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError):
+        return None
+
+
 def load_board_file(path: Path) -> Board:
     """One board file, validated: an unknown, missing or mistyped field is refused naming the field."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise UserError(f"board file {path} cannot be read ({exc.strerror})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"board file {path} is not valid TOML ({exc})") from exc
+    path = Path(path)
+    data = read_toml_naming_field(path, reading.BOARD)
     if "source_file" in data:
         raise UserError(f"board file {path}: unknown field 'source_file'")
     try:
@@ -180,7 +212,8 @@ def load_board_file(path: Path) -> Board:
         # A misspelt field is both unknown and missing: the unknown one names the typo.
         errors = sorted(exc.errors(), key=lambda e: e["type"] not in ("extra_forbidden", "unexpected_keyword_argument"))
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise UserError(f"board file {path}: {_problem(errors[0])}{more}; see docs/boards.md") from exc
+        raise UserError(f"board file {path}: {_problem(errors[0])}{more}; see docs/boards.md") from None
+    check_id(board.id, "board id", f"board file {path}")
     _check_consistent(board, path)
     return board
 
@@ -211,19 +244,43 @@ def user_boards_dir() -> Path:
     return Path(override) if override else Path(platformdirs.user_config_dir("harness")) / "boards"
 
 
-def all_boards() -> dict[str, Board]:
-    """The package's boards, then the user's; a user board may not reuse a package board's id."""
+@dataclass(frozen=True)
+class BoardFiles:
+    """Every board file read: the boards, and each file refused with its one-line reason."""
+
+    boards: dict[str, Board]
+    damaged: dict[Path, str]
+
+
+def scan_boards() -> BoardFiles:
+    """The package's boards, then the user's; a damaged file is set aside with its reason, never dropped.
+    A user board may not reuse a package board's id."""
     boards: dict[str, Board] = {}
+    damaged: dict[Path, str] = {}
     folders = [boards_dir(), user_boards_dir()]
     for path in (p for folder in folders if folder.is_dir() for p in sorted(folder.glob("*.toml"))):
-        board = load_board_file(path)
+        try:
+            board = load_board_file(path)
+        except UserError as exc:
+            damaged[path] = exc.worded_for_cli()
+            continue
         if board.id in boards:
             raise UserError(
                 f"board file {path}: id {board.id!r} is already taken by {boards[board.id].source_file}; "
                 "give the board an id of its own"
             )
         boards[board.id] = board
-    return boards
+    return BoardFiles(boards, damaged)
+
+
+def all_boards() -> dict[str, Board]:
+    """Every board; a damaged board file is refused (its board might be the one asked for)."""
+    found = scan_boards()
+    if found.damaged:
+        path, reason = next(iter(found.damaged.items()))
+        others = f" ({len(found.damaged) - 1} more damaged board files)" if len(found.damaged) > 1 else ""
+        raise UserError(f"{reason}{others}; fix or remove {path} (`harness boards list` names every damaged file)")
+    return found.boards
 
 
 def is_board_file(spec: str) -> bool:
