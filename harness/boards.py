@@ -167,13 +167,13 @@ def _problem(error: dict) -> str:
     return f"field {where!r}: {error['msg']}"
 
 
-def _non_finite_field(data: object, where: str = "") -> str | None:
-    """The dotted name of the first NaN or infinite number in data (a parsed TOML file), or None."""
-    stack = [(data, where)]
+def _non_finite_field(data: object) -> tuple[str, float] | None:
+    """The dotted name and value of a NaN or infinite number in data (a parsed TOML file), or None."""
+    stack = [(data, "")]
     while stack:
         value, name = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
-            return name or "the top level"
+            return name, value
         if isinstance(value, dict):
             stack.extend((child, f"{name}.{key}" if name else str(key)) for key, child in value.items())
         elif isinstance(value, list):
@@ -187,10 +187,11 @@ def read_toml_naming_field(path: Path, kind: reading.FileKind) -> dict:
     try:
         return reading.parse_toml(text, kind, path)
     except UserError:
-        field_name = _non_finite_field(_parsed_or_none(text))
-        if field_name is None:
+        found = _non_finite_field(_parsed_or_none(text))
+        if found is None:
             raise
-        raise UserError(f"{kind.name} {path}: field {field_name!r} is not a finite number; write one") from None
+        name, value = found
+        raise UserError(f"{kind.name} {path}: field {name!r} is {value}, not a finite number; write one") from None
 
 
 def _parsed_or_none(text: str) -> object:
