@@ -183,7 +183,10 @@ def _non_finite_field(data: object) -> tuple[str, float] | None:
 
 def read_toml_naming_field(path: Path, kind: reading.FileKind) -> dict:
     """reading.read_toml, with a NaN or infinity refused naming its field (reading names only the value)."""
-    text = reading.read_text(path, kind)
+    try:
+        text = reading.read_text(path, kind)
+    except OSError as exc:  # an error while reading (EIO): reading checks what it opens, not every read
+        raise UserError(f"cannot read {kind.name} {path} ({exc.strerror or exc}); check its permissions") from None
     try:
         return reading.parse_toml(text, kind, path)
     except UserError:
