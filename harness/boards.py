@@ -207,7 +207,11 @@ def _parsed_or_none(text: str) -> object:
 def load_board_file(path: Path) -> Board:
     """One board file, validated: an unknown, missing or mistyped field is refused naming the field."""
     path = Path(path)
-    data = read_toml_naming_field(path, reading.BOARD)
+    return board_from_data(read_toml_naming_field(path, reading.BOARD), path)
+
+
+def board_from_data(data: dict, path: Path) -> Board:
+    """A board from its file's parsed TOML: checked field by field, or a UserError naming the field."""
     if "source_file" in data:
         raise UserError(f"board file {path}: unknown field 'source_file'")
     try:
@@ -228,6 +232,8 @@ def _check_consistent(board: Board, path: Path) -> None:
 
     if board.link.baudrate in board.link.forbidden_baudrates:
         refuse(f"link.baudrate {board.link.baudrate} is one of this board's forbidden_baudrates")
+    if board.firmware.family is not None:  # a folder name under firmware/boards, never a path out of it
+        check_id(board.firmware.family, "firmware.family", f"board file {path}")
     if board.firmware.family and board.firmware.hal:
         refuse("firmware.family and firmware.hal both name a HAL folder: keep one")
     if board.hal_dir is not None and not board.hal_dir.is_dir():

@@ -496,7 +496,11 @@ def _refuse_schema(path: Path, error: pydantic.ValidationError) -> UserError:
 
 
 def _parse(path: Path) -> ModelCard:
-    data = read_toml_naming_field(path, reading.CARD)
+    return card_from_data(read_toml_naming_field(path, reading.CARD), path)
+
+
+def card_from_data(data: dict, path: Path) -> ModelCard:
+    """A card from its parsed TOML: checked against CardFile and the rules below, or a UserError."""
     schema_error = _schema_error(data)
     if schema_error and any(e["type"] in _UNKNOWN_KEY for e in schema_error.errors()):
         raise _refuse_schema(path, schema_error)  # a misspelt key: named before the value it left missing
