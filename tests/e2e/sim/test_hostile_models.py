@@ -204,3 +204,26 @@ def test_boards_list_json_names_the_damaged_files(tmp_path):
     damaged = json.loads(done.stdout)["damaged"]
     assert [Path(d["file"]).name for d in damaged] == ["a.toml", "b.toml"]
     assert "FIFO" in damaged[0]["problem"] and "not a valid id" in damaged[1]["problem"]
+
+
+PINS_CASES = list(every_bad_form("tflm-pins", ("tflm", "list"), "pins.toml", FILE_FORMS))
+
+
+@pytest.mark.parametrize("case", PINS_CASES, ids=[case.id for case in PINS_CASES])
+def test_a_hostile_tflm_pins_file_is_refused_in_one_line(tmp_path, case):
+    run_case(tmp_path, case, env={"HARNESS_TFLM_PINS": "pins.toml"})
+
+
+def test_a_build_record_is_looked_up_only_inside_the_build_folder(tmp_path):
+    import json
+
+    from harness.firmware.platformio import BUILD_RECORD, recorded_build
+
+    outside = tmp_path / "outside" / "x"
+    outside.mkdir(parents=True)
+    (outside / BUILD_RECORD).write_text(json.dumps({"build_id": "../outside-1"}))
+    build = tmp_path / "build"
+    (build / "sim" / "a").mkdir(parents=True)
+    (build / "sim" / "a" / BUILD_RECORD).write_bytes(b"[" * 10000)  # damaged: no record, no traceback
+    assert recorded_build("../outside-1", build) is None
+    assert recorded_build("sim-1", build) is None
