@@ -155,7 +155,12 @@ def _model_cases():
         yield Case(f"model-{how}", args, ("model.tflite", *words), {"model.tflite": make})
 
 
-CASES = [*_board_file_cases(), *_card_cases(), *_model_cases()]
+def _float_model_cases():
+    args = ("models", "convert", "--card", "mlperf_tiny_vww_float", "--model", "float.keras", "--out", "o.tflite")
+    yield from every_bad_form("float-model", args, "float.keras", NOT_A_FILE)
+
+
+CASES = [*_board_file_cases(), *_card_cases(), *_model_cases(), *_float_model_cases()]
 
 
 def _made(case: Case) -> Case:
