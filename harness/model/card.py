@@ -272,7 +272,7 @@ def _text(table: dict, key: str, where: str = "", default=_MISSING) -> str:
 
 def _choice(table: dict, key: str, choices, where: str, default=_MISSING) -> str:
     value = _get(table, key, where, default)
-    if value not in choices:
+    if not isinstance(value, str) or value not in choices:
         raise _Bad(f"{where}{key}", f"is {value!r}; use one of {', '.join(choices)}")
     return value
 
@@ -519,7 +519,7 @@ def _checked(data: dict, path: Path) -> ModelCard:
         source, mirror_path = _source(data)
         pre = _table(data, "preprocessing")
         eembc = _eembc(data)
-        if pre.get("pipeline") in FILE_PIPELINES:
+        if isinstance(pre.get("pipeline"), str) and pre["pipeline"] in FILE_PIPELINES:
             preprocessing = _file_preprocessing(pre, eembc)
         elif task == "keyword_spotting":
             preprocessing = _audio_preprocessing(pre, _frontend(data))

@@ -20,7 +20,7 @@ CARD_PATH = Path("/nowhere/card.toml")
 BOARD_PATH = Path("/nowhere/board.toml")
 SHIPPED_CARDS = sorted(models_dir().glob("*.toml"))
 SHIPPED_BOARDS = sorted(boards_dir().glob("*.toml"))
-PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # What a TOML file can hold: text, whole numbers within what reading lets through (|n| <= 2**64), finite
 # floats, booleans, and lists and tables of those.
