@@ -169,16 +169,32 @@ def _problem(error: dict) -> str:
 
 def _non_finite_field(data: object) -> tuple[str, float] | None:
     """The dotted name and value of a NaN or infinite number in data (a parsed TOML file), or None."""
-    stack = [(data, "")]
+    return next(((name, v) for name, v in _fields(data) if isinstance(v, float) and not math.isfinite(v)), None)
+
+
+def _fields(data: object, name: str = ""):
+    """(dotted name, value) of every value in data, tables and lists walked without recursion."""
+    stack = [(data, name)]
     while stack:
         value, name = stack.pop()
-        if isinstance(value, float) and not math.isfinite(value):
-            return name, value
+        yield name, value
         if isinstance(value, dict):
             stack.extend((child, f"{name}.{key}" if name else str(key)) for key, child in value.items())
         elif isinstance(value, list):
             stack.extend((child, f"{name}[{index}]") for index, child in enumerate(value))
-    return None
+
+
+def refuse_control_characters(data: dict, kind: reading.FileKind, path: Path, multiline: tuple[str, ...] = ()) -> None:
+    """A text value holding a control character (a newline, an escape) is refused naming its field: it would
+    end a line of output, or of a file written from it (platformio.ini, a C header). `multiline` fields may
+    hold newlines and tabs."""
+    for name, value in _fields(data):
+        if not isinstance(value, str):
+            continue
+        allowed = "\n\t\r" if name in multiline else ""
+        bad = next((ch for ch in value if (ch < " " or ch == "\x7f") and ch not in allowed), None)
+        if bad is not None:
+            raise UserError(f"{kind.name} {path}: field {name!r} holds the control character {bad!r}; remove it")
 
 
 def read_toml_naming_field(path: Path, kind: reading.FileKind) -> dict:
@@ -214,6 +230,7 @@ def board_from_data(data: dict, path: Path) -> Board:
     """A board from its file's parsed TOML: checked field by field, or a UserError naming the field."""
     if "source_file" in data:
         raise UserError(f"board file {path}: unknown field 'source_file'")
+    refuse_control_characters(data, reading.BOARD, path)
     try:
         board = _BOARD.validate_python({**data, "source_file": path})
     except pydantic.ValidationError as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pydantic
 
 from harness import reading
-from harness.boards import read_toml_naming_field
+from harness.boards import read_toml_naming_field, refuse_control_characters
 from harness.defaults import DEFAULT_MODEL
 from harness.errors import UserError
 from harness.model.pipelines import AUDIO_PIPELINES, DECODERS, FILE_PIPELINES, IMAGE_PIPELINES, SCALINGS
@@ -501,6 +501,7 @@ def _parse(path: Path) -> ModelCard:
 
 def card_from_data(data: dict, path: Path) -> ModelCard:
     """A card from its parsed TOML: checked against CardFile and the rules below, or a UserError."""
+    refuse_control_characters(data, reading.CARD, path, multiline=("notes", "caveat"))
     schema_error = _schema_error(data)
     if schema_error and any(e["type"] in _UNKNOWN_KEY for e in schema_error.errors()):
         raise _refuse_schema(path, schema_error)  # a misspelt key: named before the value it left missing

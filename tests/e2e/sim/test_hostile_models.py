@@ -41,7 +41,9 @@ def _changed(text: str, old: str, new: str) -> bytes:
 # A board file's content, changed: (how, the file, the words of its refusal).
 BAD_BOARDS = {
     "id-escapes": (_changed(SIM_BOARD, r'^id = "mine"', 'id = "x/../../../escaped"'), ("not a valid id",)),
-    "id-newline": (_changed(SIM_BOARD, r'^id = "mine"', 'id = "a\\nb"'), ("not a valid id", "'a\\nb'")),
+    "id-newline": (_changed(SIM_BOARD, r'^id = "mine"', 'id = "a\\nb"'), ("'id' holds the control character",)),
+    "name-escape-code": (_changed(SIM_BOARD, r"^name = .*", 'name = "\\u001b[2Jgone"'), ("'name'", "control")),
+    "core-newline": (_changed(SIM_BOARD, r"^core = .*", 'core = "host\\n[evil]"'), ("'core'", "control")),
     "id-empty": (_changed(SIM_BOARD, r'^id = "mine"', 'id = ""'), ("not a valid id",)),
     "id-number": (_changed(SIM_BOARD, r'^id = "mine"', "id = 5"), ("field 'id'",)),
     "invoke-inf": (
@@ -82,7 +84,9 @@ def _user_board_cases():
 # A card's content, changed.
 BAD_CARDS = {
     "name-escapes": (_changed(CARD, r'^name = "wv_quality_k_2_c_3"', 'name = "../../x"'), ("name is '../../x'",)),
-    "name-newline": (_changed(CARD, r'^name = "wv_quality_k_2_c_3"', 'name = "a\\nb"'), ("name", "'a\\nb'")),
+    "name-newline": (_changed(CARD, r'^name = "wv_quality_k_2_c_3"', 'name = "a\\nb"'), ("'name'", "control")),
+    "title-newline": (_changed(CARD, r"^title = .*", 'title = "a\\nb"'), ("'title'", "control character")),
+    "notes-multiline": (_changed(CARD, r"^notes = .*", 'notes = "a\\nb"\nnots = 1'), ("unknown field 'nots'",)),
     "name-long": (_changed(CARD, r'^name = "wv_quality_k_2_c_3"', f'name = "{"a" * 65}"'), ("not a valid id",)),
     "misspelt-key": (_changed(CARD, r"^labels = ", "lables = "), ("unknown field 'output.lables'",)),
     "unknown-table": (CARD.encode() + b"\n[extra]\na = 1\n", ("unknown field 'extra'",)),
@@ -208,7 +212,7 @@ def test_boards_list_json_names_the_damaged_files(tmp_path):
     assert done.returncode == 0, done.stderr
     damaged = json.loads(done.stdout)["damaged"]
     assert [Path(d["file"]).name for d in damaged] == ["a.toml", "b.toml"]
-    assert "FIFO" in damaged[0]["problem"] and "not a valid id" in damaged[1]["problem"]
+    assert "FIFO" in damaged[0]["problem"] and "control character" in damaged[1]["problem"]
 
 
 PINS_CASES = list(every_bad_form("tflm-pins", ("tflm", "list"), "pins.toml", FILE_FORMS))
