@@ -236,3 +236,18 @@ def test_a_build_record_is_looked_up_only_inside_the_build_folder(tmp_path):
     (build / "sim" / "a" / BUILD_RECORD).write_bytes(b"[" * 10000)  # damaged: no record, no traceback
     assert recorded_build("../outside-1", build) is None
     assert recorded_build("sim-1", build) is None
+
+
+def test_inspect_shows_a_file_name_that_is_not_utf8_escaped(tmp_path):
+    import json
+    import os
+
+    if not SMALL_MODEL.is_file():
+        pytest.skip(f"needs {SMALL_MODEL} (the shared fixtures)")
+    name = os.fsdecode(b"\xffmodel.tflite")
+    (tmp_path / name).write_bytes(SMALL_MODEL.read_bytes())
+    done = run_harness(tmp_path, "models", "inspect", name, "--no-fit", "--json")
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)["model"]
+    assert shown == "\\xffmodel.tflite"
+    shown.encode("utf-8")  # no lone surrogate: any JSON reader takes it
