@@ -6,6 +6,7 @@ The package's boards/ folder holds the boards harness ships; a user adds their o
 """
 
 import dataclasses
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -15,14 +16,16 @@ from typing import Literal
 import platformdirs
 import pydantic
 
+from harness import reading
 from harness.defaults import DEFAULT_BOARD as DEFAULT_BOARD  # the board a command runs on unless told
 from harness.errors import UserError
+from harness.names import check_id
 from harness.paths import boards_dir, share_dir
 
 Kind = Literal["virtual", "emulated", "hosted", "device"]
 LatencySource = Literal["device", "emulated", "sim"]
-# A board file is refused, naming the field, when it holds a key no table declares.
-_STRICT = pydantic.ConfigDict(extra="forbid", strict=False, frozen=True)
+# A board file is refused, naming the field, when it holds a key no table declares or a number that is not finite.
+_STRICT = pydantic.ConfigDict(extra="forbid", strict=False, frozen=True, allow_inf_nan=False)
 
 
 @dataclass(frozen=True)
@@ -164,23 +167,78 @@ def _problem(error: dict) -> str:
     return f"field {where!r}: {error['msg']}"
 
 
+def _non_finite_field(data: object) -> tuple[str, float] | None:
+    """The dotted name and value of a NaN or infinite number in data (a parsed TOML file), or None."""
+    return next(((name, v) for name, v in _fields(data) if isinstance(v, float) and not math.isfinite(v)), None)
+
+
+def _fields(data: object, name: str = ""):
+    """(dotted name, value) of every value in data, tables and lists walked without recursion."""
+    stack = [(data, name)]
+    while stack:
+        value, name = stack.pop()
+        yield name, value
+        if isinstance(value, dict):
+            stack.extend((child, f"{name}.{key}" if name else str(key)) for key, child in value.items())
+        elif isinstance(value, list):
+            stack.extend((child, f"{name}[{index}]") for index, child in enumerate(value))
+
+
+def refuse_control_characters(data: dict, kind: reading.FileKind, path: Path, multiline: tuple[str, ...] = ()) -> None:
+    """A text value holding a control character (a newline, an escape) is refused naming its field: it would
+    end a line of output, or of a file written from it (platformio.ini, a C header). `multiline` fields may
+    hold newlines and tabs."""
+    for name, value in _fields(data):
+        if not isinstance(value, str):
+            continue
+        allowed = "\n\t\r" if name in multiline else ""
+        bad = next((ch for ch in value if (ch < " " or ch == "\x7f") and ch not in allowed), None)
+        if bad is not None:
+            raise UserError(f"{kind.name} {path}: field {name!r} holds the control character {bad!r}; remove it")
+
+
+def read_toml_naming_field(path: Path, kind: reading.FileKind) -> dict:
+    """reading.read_toml, with a NaN or infinity refused naming its field (reading names only the value)."""
+    try:
+        text = reading.read_text(path, kind)
+    except OSError as exc:  # an error while reading (EIO): reading checks what it opens, not every read
+        raise UserError(f"cannot read {kind.name} {path} ({exc.strerror or exc}); check its permissions") from None
+    try:
+        return reading.parse_toml(text, kind, path)
+    except UserError:
+        found = _non_finite_field(_parsed_or_none(text))
+        if found is None:
+            raise
+        name, value = found
+        raise UserError(f"{kind.name} {path}: field {name!r} is {value}, not a finite number; write one") from None
+
+
+def _parsed_or_none(text: str) -> object:
+    try:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError):
+        return None
+
+
 def load_board_file(path: Path) -> Board:
     """One board file, validated: an unknown, missing or mistyped field is refused naming the field."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise UserError(f"board file {path} cannot be read ({exc.strerror})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"board file {path} is not valid TOML ({exc})") from exc
+    path = Path(path)
+    return board_from_data(read_toml_naming_field(path, reading.BOARD), path)
+
+
+def board_from_data(data: dict, path: Path) -> Board:
+    """A board from its file's parsed TOML: checked field by field, or a UserError naming the field."""
     if "source_file" in data:
         raise UserError(f"board file {path}: unknown field 'source_file'")
+    refuse_control_characters(data, reading.BOARD, path)
     try:
         board = _BOARD.validate_python({**data, "source_file": path})
     except pydantic.ValidationError as exc:
         # A misspelt field is both unknown and missing: the unknown one names the typo.
         errors = sorted(exc.errors(), key=lambda e: e["type"] not in ("extra_forbidden", "unexpected_keyword_argument"))
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise UserError(f"board file {path}: {_problem(errors[0])}{more}; see docs/boards.md") from exc
+        raise UserError(f"board file {path}: {_problem(errors[0])}{more}; see docs/boards.md") from None
+    check_id(board.id, "board id", f"board file {path}")
     _check_consistent(board, path)
     return board
 
@@ -191,6 +249,8 @@ def _check_consistent(board: Board, path: Path) -> None:
 
     if board.link.baudrate in board.link.forbidden_baudrates:
         refuse(f"link.baudrate {board.link.baudrate} is one of this board's forbidden_baudrates")
+    if board.firmware.family is not None:  # a folder name under firmware/boards, never a path out of it
+        check_id(board.firmware.family, "firmware.family", f"board file {path}")
     if board.firmware.family and board.firmware.hal:
         refuse("firmware.family and firmware.hal both name a HAL folder: keep one")
     if board.hal_dir is not None and not board.hal_dir.is_dir():
@@ -211,19 +271,43 @@ def user_boards_dir() -> Path:
     return Path(override) if override else Path(platformdirs.user_config_dir("harness")) / "boards"
 
 
-def all_boards() -> dict[str, Board]:
-    """The package's boards, then the user's; a user board may not reuse a package board's id."""
+@dataclass(frozen=True)
+class BoardFiles:
+    """Every board file read: the boards, and each file refused with its one-line reason."""
+
+    boards: dict[str, Board]
+    damaged: dict[Path, str]
+
+
+def scan_boards() -> BoardFiles:
+    """The package's boards, then the user's; a damaged file is set aside with its reason, never dropped.
+    A user board may not reuse a package board's id."""
     boards: dict[str, Board] = {}
+    damaged: dict[Path, str] = {}
     folders = [boards_dir(), user_boards_dir()]
     for path in (p for folder in folders if folder.is_dir() for p in sorted(folder.glob("*.toml"))):
-        board = load_board_file(path)
+        try:
+            board = load_board_file(path)
+        except UserError as exc:
+            damaged[path] = exc.worded_for_cli()
+            continue
         if board.id in boards:
             raise UserError(
                 f"board file {path}: id {board.id!r} is already taken by {boards[board.id].source_file}; "
                 "give the board an id of its own"
             )
         boards[board.id] = board
-    return boards
+    return BoardFiles(boards, damaged)
+
+
+def all_boards() -> dict[str, Board]:
+    """Every board; a damaged board file is refused (its board might be the one asked for)."""
+    found = scan_boards()
+    if found.damaged:
+        path, reason = next(iter(found.damaged.items()))
+        others = f" ({len(found.damaged) - 1} more damaged board files)" if len(found.damaged) > 1 else ""
+        raise UserError(f"{reason}{others}; fix or remove {path} (`harness boards list` names every damaged file)")
+    return found.boards
 
 
 def is_board_file(spec: str) -> bool:

@@ -1,10 +1,11 @@
 """Commands that talk to boards: flash, generate, link-test, perf, profile, boards."""
 
 import dataclasses
+import sys
 from pathlib import Path
 
 from harness.api.resolve import board_with_link_options, model_for, tflm_tree
-from harness.boards import all_boards, get_board, user_boards_dir
+from harness.boards import get_board, scan_boards, user_boards_dir
 from harness.cli import exits
 from harness.console import print_json, stdout_console
 from harness.errors import UserError
@@ -230,10 +231,15 @@ def cmd_build(args) -> int:
 def cmd_boards(args) -> int:
     from harness.device.discovery import attached_boards
 
-    boards = all_boards()
+    found = scan_boards()
+    for reason in found.damaged.values():  # named, not dropped: the good boards still show
+        print(f"harness: not listed, damaged: {reason}", file=sys.stderr)
+    boards = found.boards
     attached = attached_boards(boards.values())
     if args.json:
-        print_json({"boards": [dataclasses.asdict(b) for b in boards.values()], "attached": attached})
+        damaged = [{"file": str(path), "problem": reason} for path, reason in found.damaged.items()]
+        boards_json = [dataclasses.asdict(b) for b in boards.values()]
+        print_json({"boards": boards_json, "attached": attached, "damaged": damaged})
         return 0
     console = stdout_console()
     for found in attached:

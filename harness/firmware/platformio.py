@@ -16,7 +16,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from harness import __version__
+from harness import __version__, reading
 from harness.boards import Board, board_ids
 from harness.errors import BuildError, UserError
 from harness.extras import install_hint, require
@@ -26,6 +26,7 @@ from harness.firmware.elf import memory_usage
 from harness.firmware.tflm_tree import TflmTree
 from harness.model.tflite_file import TfliteModel
 from harness.model.tflm import arena_used_bytes, make_interpreter
+from harness.names import is_valid_id
 from harness.paths import cache_dir
 
 # The frameworks build for size: the firmware and the TFLM library (build_flags reach it too) get -O2 instead.
@@ -38,6 +39,7 @@ ARENA_MARGIN = 1.25  # the host's 64-bit figure is an estimate; 32-bit devices n
 ARENA_SLACK_BYTES = 4096
 UPLOAD_TIMEOUT_SECONDS = 1800
 BUILD_RECORD = "harness-build.json"
+BUILD_RECORD_KIND = reading.FileKind("build record", 1 * reading.MIB)
 FRAMEWORK_SOURCES = 210  # what stm32duino adds to a build (measured: 209); only for the progress bar
 
 
@@ -326,8 +328,13 @@ def _record_build(project: PioProject) -> dict:
 def recorded_build(build_id: str, out_root: Path = Path("build")) -> dict | None:
     """The record `harness flash` left for the firmware a board reports, if it was flashed from here."""
     board = build_id.rsplit("-", 1)[0]
+    if not is_valid_id(board):  # the board says it: never a path out of out_root
+        return None
     for record in sorted((out_root / board).glob(f"*/{BUILD_RECORD}")):
-        data = json.loads(record.read_text())
-        if data.get("build_id") == build_id:
+        try:
+            data = reading.read_json(record, BUILD_RECORD_KIND)
+        except (OSError, UserError):
+            continue  # a damaged record is no record of this build
+        if isinstance(data, dict) and data.get("build_id") == build_id:
             return data
     return None

@@ -16,7 +16,6 @@ import stat
 import subprocess
 import sys
 import time
-import tomllib
 import urllib.error
 import urllib.request
 import zipfile
@@ -24,11 +23,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from harness import console
+from harness import console, reading
+from harness.boards import read_toml_naming_field
 from harness.errors import BuildError, UserError, setting
 from harness.paths import cache_dir
 
 PINS_FILE = Path(__file__).with_name("tflm_pins.toml")
+PINS = reading.FileKind("TFLM pins file", 1 * reading.MIB)  # harness's, or the one HARNESS_TFLM_PINS names
 RECIPE_FORMAT = 1  # bump when what a key stands for changes
 GENERATOR = "tensorflow/lite/micro/tools/project_generation/create_tflm_tree.py"
 DOWNLOADS = "tensorflow/lite/micro/tools/make/downloads"
@@ -103,8 +104,8 @@ def _archive(entry: dict, where: Path) -> Archive:
 def load_pins() -> Pins:
     """harness's pins, or the file HARNESS_TFLM_PINS names (same layout: a lab pinning other versions, tests)."""
     path = Path(os.environ.get("HARNESS_TFLM_PINS") or PINS_FILE)
+    data = read_toml_naming_field(path, PINS)  # a FIFO, a device, non-UTF-8 or deep nesting: one line
     try:
-        data = tomllib.loads(path.read_text())
         tflm = data["tflite_micro"]
         return Pins(
             commit=tflm["commit"],
@@ -114,7 +115,7 @@ def load_pins() -> Pins:
             toolchain_root=tflm.get("toolchain_root", "/usr/bin/"),
             source=path,
         )
-    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError) as exc:
+    except (KeyError, TypeError, AttributeError) as exc:
         raise UserError(f"TFLM pins {path} are unreadable ({exc}); compare them with {PINS_FILE}") from exc
 
 
@@ -504,8 +505,10 @@ def cached_trees() -> list[CachedTree]:
         if path.name.endswith(".partial") or not (path / "recipe.json").is_file():
             continue
         try:
-            record = json.loads((path / "recipe.json").read_text())
-        except (OSError, ValueError):
+            record = reading.read_json(path / "recipe.json", reading.CACHE_INDEX)
+        except (OSError, UserError):
+            record = {}  # damaged: the tree is listed without its recipe
+        if not isinstance(record, dict):
             record = {}
         found.append(CachedTree(path.name, path, record))
     return found

@@ -2,14 +2,18 @@
 
 import math
 import re
-import tomllib
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+import pydantic
+
+from harness import reading
+from harness.boards import read_toml_naming_field, refuse_control_characters
 from harness.defaults import DEFAULT_MODEL
 from harness.errors import UserError
 from harness.model.pipelines import AUDIO_PIPELINES, DECODERS, FILE_PIPELINES, IMAGE_PIPELINES, SCALINGS
+from harness.names import check_id
 from harness.paths import models_dir
 
 OUTPUT_KINDS = ("softmax", "logits", "sigmoid", "reconstruction_mse")
@@ -127,6 +131,108 @@ MAX_IMAGE_SIDE = 4096
 STREAMING_NUMBERS = ("model_every", "average_ms", "min_count", "suppression_ms", "threshold")
 
 
+# The card file's declared shape: every table and key a card may hold, with its type. It refuses what the
+# checks below do not look at (a misspelt or unknown key anywhere, a number where text belongs); the checks
+# below then say what each value must be, in the card's own words.
+_CARD_CONFIG = pydantic.ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
+
+
+class _Table(pydantic.BaseModel):
+    model_config = _CARD_CONFIG
+
+
+class _FileTable(_Table):
+    name: str | None = None
+    sha256: str | None = None
+
+
+class _SourceTable(_Table):
+    kind: str | None = None
+    path: str | None = None
+    url: str | None = None
+    mirror_path: str | None = None
+    package: str | None = None
+    version: str | None = None
+    python_version: str | None = None
+    platform: str | None = None
+    member: list[str] | None = None
+
+
+class _PreprocessingTable(_Table):
+    pipeline: str | None = None
+    size: list[int] | None = None
+    color: str | None = None
+    interpolation: str | None = None
+    crop: str | None = None
+    scaling: str | None = None
+    dtype: str | None = None
+    rounding: str | None = None
+    decoder: str | None = None
+    sample_rate: int | None = None
+    clip_ms: int | None = None
+    window_ms: int | None = None
+    stride_ms: int | None = None
+
+
+class _FrontendTable(_Table):
+    kind: str | None = None
+    name: str | None = None
+    sha256: str | None = None
+    url: str | None = None
+    path: str | None = None
+    mirror_path: str | None = None
+    # kind = "microfrontend": the settings harness/audio/microfrontend.py generates the frontend from
+    channels: int | None = None
+    lower_band_hz: float | None = None
+    upper_band_hz: float | None = None
+    log_scale_shift: int | None = None
+    scale: float | None = None
+
+
+class _OutputTable(_Table):
+    kind: str | None = None
+    positive_index: int | None = None
+    labels: list[str] | None = None
+    threshold: float | None = None
+    silence_label: str | None = None
+    unknown_label: str | None = None
+
+
+class _StreamingTable(_Table):
+    model_every: int | None = None
+    average_ms: int | None = None
+    min_count: int | None = None
+    suppression_ms: int | None = None
+    threshold: int | None = None
+    keywords: list[str] | None = None
+
+
+class _EembcTable(_Table):
+    model: str | None = None
+    input: str | None = None
+
+
+class CardFile(_Table):
+    """A model card file as written: its tables and keys."""
+
+    name: str | None = None
+    title: str | None = None
+    task: str | None = None
+    licence: str | None = None
+    notes: str | None = None
+    caveat: str | None = None
+    file: _FileTable | None = None
+    source: _SourceTable | None = None
+    preprocessing: _PreprocessingTable | None = None
+    frontend: _FrontendTable | None = None
+    output: _OutputTable | None = None
+    streaming: _StreamingTable | None = None
+    eembc: _EembcTable | None = None
+
+
+_UNKNOWN_KEY = ("extra_forbidden", "unexpected_keyword_argument")
+
+
 class _Bad(Exception):
     """A card field that is wrong: the field, and what to write instead."""
 
@@ -166,7 +272,7 @@ def _text(table: dict, key: str, where: str = "", default=_MISSING) -> str:
 
 def _choice(table: dict, key: str, choices, where: str, default=_MISSING) -> str:
     value = _get(table, key, where, default)
-    if value not in choices:
+    if not isinstance(value, str) or value not in choices:
         raise _Bad(f"{where}{key}", f"is {value!r}; use one of {', '.join(choices)}")
     return value
 
@@ -376,25 +482,45 @@ def _caveat(data: dict) -> str:
     return " ".join(_text(data, "caveat", "", "").split())
 
 
-def _parse(path: Path) -> ModelCard:
-    if path.is_dir():
-        raise UserError(f"model card {path} is a directory; pass the card's .toml file")
+def _schema_error(data: dict) -> pydantic.ValidationError | None:
     try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise UserError(f"cannot read model card {path} ({exc.strerror or exc}); check its permissions") from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(
-            f"model card {path} is not valid TOML ({exc}); compare it with models/{DEFAULT_MODEL}.toml"
-        ) from exc
+        CardFile.model_validate(data)
+    except pydantic.ValidationError as exc:
+        return exc
+    return None
+
+
+def _refuse_schema(path: Path, error: pydantic.ValidationError) -> UserError:
+    fix = f"compare it with models/{DEFAULT_MODEL}.toml"
+    return UserError(f"model card {path}: {reading.first_problem(error)}; {fix}")
+
+
+def _parse(path: Path) -> ModelCard:
+    return card_from_data(read_toml_naming_field(path, reading.CARD), path)
+
+
+def card_from_data(data: dict, path: Path) -> ModelCard:
+    """A card from its parsed TOML: checked against CardFile and the rules below, or a UserError."""
+    refuse_control_characters(data, reading.CARD, path, multiline=("notes", "caveat"))
+    schema_error = _schema_error(data)
+    if schema_error and any(e["type"] in _UNKNOWN_KEY for e in schema_error.errors()):
+        raise _refuse_schema(path, schema_error)  # a misspelt key: named before the value it left missing
+    card = _checked(data, path)
+    if schema_error:  # a mistyped value the checks do not read
+        raise _refuse_schema(path, schema_error)
+    return card
+
+
+def _checked(data: dict, path: Path) -> ModelCard:
     try:
         name = _file_name(data, "name", "")
+        check_id(name, "model card name", f"model card {path}")
         task = _choice(data, "task", TASKS, "")
         file = _table(data, "file")
         source, mirror_path = _source(data)
         pre = _table(data, "preprocessing")
         eembc = _eembc(data)
-        if pre.get("pipeline") in FILE_PIPELINES:
+        if isinstance(pre.get("pipeline"), str) and pre["pipeline"] in FILE_PIPELINES:
             preprocessing = _file_preprocessing(pre, eembc)
         elif task == "keyword_spotting":
             preprocessing = _audio_preprocessing(pre, _frontend(data))

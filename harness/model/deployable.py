@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
 
+from harness import reading
 from harness.boards import Board
 from harness.errors import UserError
 from harness.model.arena_probe import NO_ARENA
-from harness.model.tflite_file import TfliteModel, model_operators
+from harness.model.tflite_file import TfliteModel, model_operators, model_operators_of
 from harness.paths import cache_dir
 
 PROBE_TIMEOUT_SECONDS = 120
@@ -68,10 +69,12 @@ def float_weight_operators(model: TfliteModel) -> list[str]:
 
 
 def _custom_operators(tflite: Path) -> list[str]:
-    flat = schema.ModelT.InitFromPackedBuf(bytearray(Path(tflite).read_bytes()), 0)
+    """The custom operators' names, a name that is not UTF-8 shown with its bytes escaped."""
+    flat = schema.ModelT.InitFromPackedBuf(bytearray(reading.read_bytes(tflite, reading.MODEL)), 0)
+    names = model_operators_of(flat)
     return [
-        f"custom {code.customCode.decode(errors='replace') if code.customCode else '(unnamed)'}"
-        for code in flat.operatorCodes or ()
+        f"custom {names[index] if code.customCode else '(unnamed)'}"
+        for index, code in enumerate(flat.operatorCodes or ())
         if max(code.builtinCode, code.deprecatedBuiltinCode) == _CUSTOM
     ]
 
@@ -115,7 +118,9 @@ def arena_estimate(model: TfliteModel) -> int:
     interpreter may crash on a probe; cached by the model's hash, as it takes a few seconds."""
     cached = cache_dir() / "arena" / f"{model.sha256[:24]}.txt"
     if cached.is_file():
-        return int(cached.read_text())
+        text = reading.read_text(cached, reading.TEXT).strip()
+        if text.isascii() and text.isdigit():  # else damaged: probed again and rewritten
+            return int(text)
     require_tflm_kernels(model)
     done = _probe([sys.executable, "-m", "harness.model.arena_probe", str(model.path)], model.path, "the arena probe")
     if done.returncode == NO_ARENA and done.stdout.strip().isdigit():

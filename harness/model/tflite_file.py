@@ -1,12 +1,14 @@
 """Read and validate a .tflite flatbuffer: its single input and output, and its quantization."""
 
 import hashlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
 
+from harness import reading
 from harness.errors import UserError
 from harness.tensors import DTYPES, TensorSpec
 
@@ -123,16 +125,57 @@ def _check_indices(model, graph) -> None:
                 raise ValueError("operator output index out of range")
 
 
+def _check_quantization(model) -> None:
+    """Every quantization scale is a finite number: a NaN scale makes every score NaN and every prediction 0."""
+    for graph_index, graph in enumerate(model.subgraphs or ()):
+        for index, tensor in enumerate(graph.tensors or ()):
+            quant = tensor.quantization
+            scales = quant.scale if quant is not None and quant.scale is not None else ()
+            bad = next((float(v) for v in scales if not math.isfinite(v)), None)
+            if bad is not None:
+                where = f"tensor {index}" + (f" of subgraph {graph_index}" if graph_index else "")
+                raise _BadGraph(f"{where} ({_name(tensor)}) has quantization scale {bad}, not a finite number")
+
+
+def _check_execution_order(model, graph) -> None:
+    """Every operator reads only tensors that exist when it runs: the graph's inputs, constants, variables and
+    what an earlier operator wrote. TFLM would run a graph that reads a later operator's output (from an
+    arena that holds anything); LiteRT refuses it."""
+    tensors = graph.tensors or []
+    ready = set(graph.inputs if graph.inputs is not None else ())
+    ready |= {i for i, t in enumerate(tensors) if t.isVariable or model.buffers[t.buffer].data is not None}
+    writer = {out: step for step, op in enumerate(graph.operators or ()) for out in op.outputs}
+    names = model_operators_of(model)
+    for step, op in enumerate(graph.operators or ()):
+        for index in op.inputs if op.inputs is not None else ():
+            if index >= 0 and index not in ready and writer.get(index, -1) > step:
+                raise _BadGraph(
+                    f"operator {step} ({names[op.opcodeIndex]}) reads tensor {index} ({_name(tensors[index])}), "
+                    f"which only operator {writer[index]}, later, writes: LiteRT refuses this graph, TFLM would "
+                    "run it on whatever the arena holds"
+                )
+        ready.update(op.outputs)
+
+
+class _BadGraph(Exception):
+    """A model that parses but must not run: the reason, in a person's words."""
+
+
+def _name(tensor) -> str:
+    raw = tensor.name if tensor.name is not None else b""
+    return (raw.decode("utf-8", "backslashreplace") if isinstance(raw, bytes) else str(raw)) or "unnamed"
+
+
+def _read_model_bytes(path: Path) -> bytes:
+    try:
+        return reading.read_bytes(path, reading.MODEL)
+    except OSError as exc:  # an error while reading (EIO): reading checks what it opens, not every read
+        raise UserError(f"cannot read model file {path} ({exc.strerror or exc}); check its permissions") from None
+
+
 def read_tflite(path: Path) -> TfliteModel:
     path = Path(path)
-    if path.is_dir():
-        raise UserError(f"model file {path} is a directory; pass the .tflite file inside it")
-    if not path.is_file():
-        raise UserError(f"model file {path} does not exist; check the path or run `harness models`")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UserError(f"cannot read model file {path} ({exc.strerror or exc}); check its permissions") from exc
+    data = _read_model_bytes(path)
     if len(data) < 8 or data[4:8] != b"TFL3":
         raise UserError(f"{path} is not a TFLite model (no TFL3 flatbuffer identifier); pass a .tflite file")
     try:
@@ -148,8 +191,12 @@ def read_tflite(path: Path) -> TfliteModel:
         output_spec = _spec(graph.tensors[graph.outputs[0]])
         output_step = _output_step(model, graph)
         quantized_as = _input_quantized_as(model, graph)
+        _check_quantization(model)
+        _check_execution_order(model, graph)
     except UserError:
         raise
+    except _BadGraph as bad:
+        raise UserError(f"{path} cannot be run: {bad}; re-export the model") from None
     except UnsupportedType as exc:
         raise UserError(f"{path}: unsupported {exc.name} input or output tensor; {_IO_FIX}") from None
     except Exception as exc:  # a damaged flatbuffer fails in many ways inside the generated parser
@@ -163,10 +210,17 @@ def read_tflite(path: Path) -> TfliteModel:
 
 def model_operators(model_data: bytes) -> list[str]:
     """Builtin operator names (or custom codes) in the order the model lists them."""
-    model = schema.ModelT.InitFromPackedBuf(bytearray(model_data), 0)
+    return model_operators_of(schema.ModelT.InitFromPackedBuf(bytearray(model_data), 0))
+
+
+def model_operators_of(model) -> list[str]:
+    """model_operators of an unpacked model; a custom code that is not UTF-8 is shown with its bytes escaped."""
     names = []
-    for code in model.operatorCodes:
+    for code in model.operatorCodes or ():
         builtin = max(code.builtinCode, code.deprecatedBuiltinCode)
         name = _BUILTIN_NAMES.get(builtin, f"BUILTIN_{builtin}")
-        names.append(code.customCode.decode() if name == "CUSTOM" and code.customCode else name)
+        custom = code.customCode
+        if name == "CUSTOM" and custom:
+            name = custom.decode("utf-8", "backslashreplace") if isinstance(custom, bytes) else str(custom)
+        names.append(name)
     return names

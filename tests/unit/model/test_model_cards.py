@@ -62,7 +62,7 @@ HOSTILE = {
     "pos_big": (r"^positive_index = 1", "positive_index = 5", "output.positive_index is 5"),
     "pos_bool": (r"^positive_index = 1", "positive_index = true", "output.positive_index is True"),
     "pos_float": (r"^positive_index = 1", "positive_index = 1.9", "output.positive_index is 1.9"),
-    "threshold_nan": (r'^kind = "softmax"', 'kind = "softmax"\nthreshold = nan', "output.threshold is nan"),
+    "threshold_nan": (r'^kind = "softmax"', 'kind = "softmax"\nthreshold = nan', "'output.threshold' is nan"),
     "rounding": (r'^rounding = "truncate"', 'rounding = "trunc"', "preprocessing.rounding is 'trunc'"),
     "color": (r'^color = "rgb"', 'color = "greyscale"', "preprocessing.color is 'greyscale'"),
     "crop": (r'^crop = "none"', 'crop = "centre"', "preprocessing.crop is 'centre'"),
@@ -83,7 +83,8 @@ HOSTILE = {
     "path_missing": (r'^kind = "url"\nurl = ".*"', 'kind = "path"', "source.path is missing"),
     "path_int": (r'^kind = "url"', 'kind = "path"\npath = 5', "source.path is 5"),
     "pypi_no_package": (r'^kind = "url"', 'kind = "pypi_wheel_member"', "source.package is missing"),
-    "source_string": (r"^\[source\]\n(.*\n)*?\n", 'source = "url"\n\n', "[source]"),
+    # a source key left under [file] (its own table removed): an unknown key, named
+    "source_string": (r"^\[source\]\n(.*\n)*?\n", 'source = "url"\n\n', "unknown field 'file.source'"),
     "task_unknown": (r'^task = ".*"', 'task = "detection"', "task is 'detection'"),
     # M2: names that would leave the results folder or the cache
     "name_escape": (r'^name = "wv_quality_k_2_c_3"', 'name = "../../esc_run"', "name is '../../esc_run'"),

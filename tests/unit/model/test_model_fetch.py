@@ -35,7 +35,21 @@ def test_mirror_file_is_used_only_when_its_sha256_matches(tmp_path, monkeypatch)
     monkeypatch.setenv("HARNESS_MODEL_MIRROR", str(good))
     assert obtain_model(fake).read_bytes() == payload
     monkeypatch.setenv("HARNESS_MODEL_MIRROR", str(bad))
-    with pytest.raises(UserError, match="download failed"):
+    with pytest.raises(UserError, match="download failed") as refused:
+        obtain_model(fake)
+    # worded for what happened: the mirror holds the file, with another sha256 than the card's
+    message = str(refused.value)
+    held = hashlib.sha256(payload + b"!").hexdigest()
+    assert f"{bad / 'mlperf_tiny' / card.file_name} has sha256 {held}" in message, message
+    assert f"says {fake.sha256}" in message and "set HARNESS_MODEL_MIRROR" not in message, message
+
+
+def test_a_mirror_without_the_file_is_named(tmp_path, monkeypatch):
+    card = load_card(DEFAULT_MODEL)
+    fake = replace(card, source={"kind": "url", "url": "file:///nowhere"})
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARNESS_MODEL_MIRROR", str(tmp_path))
+    with pytest.raises(UserError, match=f"HARNESS_MODEL_MIRROR \\({tmp_path}\\) holds no {card.file_name}"):
         obtain_model(fake)
 
 

@@ -67,12 +67,12 @@ def test_unsupported_io_type_is_named_not_called_corrupt(tmp_path, small_model, 
 
 def test_model_file_that_is_a_directory(tmp_path):
     (tmp_path / "model.tflite").mkdir()
-    assert_refused_in_one_line(_inspect(tmp_path, str(tmp_path / "model.tflite"), "--no-fit"), "is a directory")
+    assert_refused_in_one_line(_inspect(tmp_path, str(tmp_path / "model.tflite"), "--no-fit"), "is a folder")
 
 
 def test_card_that_is_a_directory(tmp_path):
     (tmp_path / "card.toml").mkdir()
-    assert_refused_in_one_line(_inspect(tmp_path, str(tmp_path / "card.toml"), "--no-fit"), "card", "is a directory")
+    assert_refused_in_one_line(_inspect(tmp_path, str(tmp_path / "card.toml"), "--no-fit"), "card", "is a folder")
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs /proc/self/mem (Linux) as an unreadable file")
