@@ -659,9 +659,12 @@ def read_json(path: Path, spec: str | Path) -> dict:
 
 
 def reading_problem(exc: UserError, kind: reading.FileKind, path: Path) -> str:
-    """What harness/reading.py found wrong with the file, without its own naming of the file nor its fix."""
+    """What harness/reading.py found wrong with the file, without its own naming of the file (a run's file is
+    named by its folder and name) nor its "name a file" (the fix is the run's: restore it)."""
     said, prefix = str(exc), f"{kind.name} {path} "
-    return "it " + said.removeprefix(prefix).split(";")[0] if said.startswith(prefix) else said
+    if not said.startswith(prefix):
+        return said
+    return "it " + said.removeprefix(prefix).replace("; name a file", "")
 
 
 def _json_type(data) -> str:
