@@ -11,9 +11,13 @@ the summary holds the figures. Every figure keeps the label of its source: `devi
 `emulated` (QEMU instruction counts), `sim` (the virtual board or a simulated meter: this machine's time),
 `host`, `estimated`.
 
-The records are frozen dataclasses; pydantic turns them into the JSON on disk and back. Reading is lenient,
-so run folders of earlier versions (and hand-made ones) still load: a field they lack takes its default, a
-key this version no longer reads is ignored, and `_upgraded` moves what earlier versions kept elsewhere."""
+The records are frozen dataclasses; pydantic turns them into the JSON on disk and back. Reading is lenient
+about what is absent, so run folders of earlier versions (and hand-made ones) still load: a field they lack
+takes its default, a key this version no longer reads is ignored, and `_upgraded` moves what earlier versions
+kept elsewhere. It is strict about what is there: the files are read as harness/reading.py reads every file
+(a regular file within its size, UTF-8, nesting and numbers bounded, no NaN), every field is of its type and
+every figure in its range (harness/results/ranges.py); anything else makes the run damaged, named with its
+file and field (`damaged`)."""
 
 import os
 from dataclasses import asdict, dataclass, field
