@@ -1,5 +1,6 @@
 """Reading run folders back: one run, or every run under a results folder, eval and stream runs alike."""
 
+import math
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -81,6 +82,9 @@ class Run:
 SAMPLES = "samples.parquet"
 
 
+MEASURES = ("microseconds", "instructions", "cycles", "ticks")  # per-sample latency figures of samples.parquet
+
+
 class SampleColumns:
     """The columns of a samples.parquet, each read when first asked for (and kept): a report or compare
     of a run of any size reads the few columns it uses, never the output bytes it does not."""
@@ -111,8 +115,24 @@ class SampleColumns:
         if name not in self._read:
             if name not in self.names:
                 raise KeyError(name)
-            self._read[name] = self._guarded(lambda handle: pq.read_table(handle, columns=[name]).column(0).to_pylist())
+            values = self._guarded(lambda handle: pq.read_table(handle, columns=[name]).column(0).to_pylist())
+            self._check(name, values)
+            self._read[name] = values
         return self._read[name]
+
+    def _check(self, name: str, values: list) -> None:
+        """A column's values as compare and the report use them: sample ids once each, measures finite and >= 0."""
+        if name == "sample_id":
+            seen = set()
+            for sample_id in values:
+                if sample_id in seen:
+                    raise damaged(self._run_id, SAMPLES, f"sample_id {sample_id!r} appears twice")
+                seen.add(sample_id)
+        if name in MEASURES:
+            for row, value in enumerate(values, 1):
+                if value is not None and not (math.isfinite(value) and value >= 0):
+                    why = f"column {name!r} holds {value!r} in row {row}; a measure is a finite number of at least 0"
+                    raise damaged(self._run_id, SAMPLES, why)
 
     def get(self, name: str, default=None):
         if name not in self.names:

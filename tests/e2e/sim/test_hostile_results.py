@@ -217,6 +217,33 @@ def test_runs_list_names_the_hostile_run_and_lists_the_good_one(tmp_path, made, 
     assert tree(tmp_path) == before
 
 
+def _column(name: str, values):
+    def change(table: pa.Table) -> pa.Table:
+        index = table.schema.get_field_index(name)
+        return table.set_column(index, table.schema.field(index), pa.array(values, table.schema.field(index).type))
+
+    return change
+
+
+SAMPLE_VALUES = {  # rows compare and the report read: (change of the real table, the words)
+    "latency-nan": (_column("microseconds", [1.0, float("nan"), 1.0, 1.0]), ("'microseconds'", "nan", "row 2")),
+    "latency-negative": (_column("microseconds", [1.0, 1.0, -5.0, 1.0]), ("'microseconds'", "-5.0", "row 3")),
+    "latency-infinite": (_column("microseconds", [float("inf"), 1.0, 1.0, 1.0]), ("'microseconds'", "inf")),
+    "sample-id-twice": (_column("sample_id", ["a", "b", "a", "c"]), ("sample_id 'a' appears twice",)),
+}
+# compare reads every one of these columns; a report of one run reads latencies only (it pairs no samples).
+READS_ROWS = [(case, "compare") for case in SAMPLE_VALUES] + [
+    (case, "report") for case in SAMPLE_VALUES if case.startswith("latency")
+]
+
+
+@pytest.mark.parametrize(("case", "command"), READS_ROWS)
+def test_a_sample_row_out_of_range_is_refused_naming_column_and_row(tmp_path, made, case, command):
+    change, words = SAMPLE_VALUES[case]
+    _hostile(tmp_path, made, "samples.parquet", _samples_of(made, change))
+    run_case(tmp_path, Case(f"{command}-{case}", COMMANDS[command], ("samples.parquet is damaged", *words)))
+
+
 def test_a_run_file_with_a_byte_order_mark_is_read(tmp_path, made):
     """A BOM is dropped, as harness/reading.py reads every text file: the run is listed and checked."""
     results = _workspace(tmp_path, made)
