@@ -69,7 +69,10 @@ class EvalRun(RunView):
         require("pandas", "run.samples_frame()")
         import pyarrow.parquet as pq
 
-        return pq.read_table(self.path / SAMPLES).to_pandas()
+        from harness import reading
+
+        with reading.open_binary(self.path / SAMPLES, reading.SAMPLES) as handle:
+            return pq.read_table(handle).to_pandas()
 
     def check(self, gates: str | Path, baseline: "EvalRun | None" = None, strict: bool = False) -> list:
         """The gates file's verdicts on this run, as `harness runs check` judges them (harness/results/gates.py):

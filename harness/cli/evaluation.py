@@ -8,7 +8,7 @@ from harness.console import percent, percent_interval, print_json, stdout_consol
 from harness.errors import UserError
 from harness.eval.settings import EvalSettings
 from harness.eval.subsets import parse_subsets
-from harness.files import write_atomically
+from harness.files import check_output, write_atomically
 
 
 def _refuse_settings_with_resume(args) -> None:
@@ -169,9 +169,10 @@ def _keyed_tables(title: str, run_ids: list[str], groups):
 
 
 def cmd_report(args) -> int:
-    from harness.results.html_report import write_report
+    from harness.results.html_report import require_writable, write_report
     from harness.results.runs import load_run
 
+    require_writable(Path(args.out))  # a device, a FIFO or a folder is refused before any run is read
     out = write_report([load_run(spec, Path(args.results)) for spec in args.runs], Path(args.out))
     if args.json:
         print_json({"report": str(out)})
@@ -274,6 +275,8 @@ def cmd_check(args) -> int:
     from harness.results.runs import load_run
 
     results_root = Path(args.results)
+    if args.junit:
+        check_output(args.junit, "--junit")  # a device, a FIFO or a folder is refused before any gate is judged
     run = load_run(args.run, results_root)
     baseline = load_run(args.baseline, results_root) if args.baseline else None
     gates = load_gates(Path(args.gates))
@@ -282,7 +285,7 @@ def cmd_check(args) -> int:
     if args.junit:
         junit = Path(args.junit)
         try:
-            write_atomically(junit, lambda partial: partial.write_text(junit_xml(run, results)))
+            write_atomically(junit, lambda partial: partial.write_text(junit_xml(run, results)), "--junit")
         except OSError as exc:
             raise UserError(f"cannot write --junit {junit} ({exc.strerror}); name a writable file") from exc
     if args.json:

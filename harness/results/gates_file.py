@@ -3,12 +3,16 @@
 A gate is a TOML table of bounds. Gates over subsets take a bound for every subset evaluated and/or
 `[gate.SUBSET]` tables, a bound for that subset alone (it wins over the one for every subset)."""
 
-import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import reading
 from harness.errors import UserError
+
+FRACTION = (0.0, 1.0)  # a share: accuracy, F1, agreement, AUC, recall, precision
+CHANGE = (-1.0, 1.0)  # a change of a share, or a relative change: 0.02 for 2 points, 0.1 for 10 %
+AT_LEAST_0 = (0.0, None)
+ANY = (None, None)
 
 
 @dataclass(frozen=True)
@@ -19,6 +23,7 @@ class Gate:
     any_of: bool = False  # takes one or more of its settings (else every one)
     per_subset: bool = False  # takes [gate.SUBSET] tables of its settings
     unit: str = ""  # of its bounds
+    range: tuple[float | None, float | None] = FRACTION  # its bounds' lowest and highest (None: no limit)
 
 
 # Kinds: eval (samples given a class), anomaly (eval runs of anomaly scores: AUC over files), stream.
@@ -26,22 +31,22 @@ GATES = {
     "agreement": Gate(("min",), ("eval", "stream")),
     "accuracy": Gate(("min",), ("eval",), per_subset=True),
     "f1": Gate(("min",), ("eval",), per_subset=True),
-    "accuracy_drop": Gate(("max",), ("eval",), per_subset=True),
-    "f1_drop": Gate(("max",), ("eval",), per_subset=True),
-    "accuracy_vs_baseline": Gate(("max_drop",), ("eval",), baseline=True, per_subset=True),
+    "accuracy_drop": Gate(("max",), ("eval",), per_subset=True, range=CHANGE),
+    "f1_drop": Gate(("max",), ("eval",), per_subset=True, range=CHANGE),
+    "accuracy_vs_baseline": Gate(("max_drop",), ("eval",), baseline=True, per_subset=True, range=CHANGE),
     "auc": Gate(("min",), ("anomaly",)),
-    "auc_drop": Gate(("max",), ("anomaly",)),
-    "auc_vs_baseline": Gate(("max_drop",), ("anomaly",), baseline=True),
-    "latency_ms": Gate(("max_median", "max_p90"), ("eval", "anomaly"), any_of=True, unit="ms"),
-    "arena_bytes": Gate(("max",), ("eval", "anomaly"), unit="bytes"),
-    "flash_bytes": Gate(("max",), ("eval", "anomaly"), unit="bytes"),
-    "latency": Gate(("max_regression",), ("eval", "anomaly"), baseline=True),
-    "arena": Gate(("max_growth_bytes",), ("eval", "anomaly"), baseline=True, unit="bytes"),
-    "flash": Gate(("max_growth_bytes",), ("eval", "anomaly"), baseline=True, unit="bytes"),
+    "auc_drop": Gate(("max",), ("anomaly",), range=CHANGE),
+    "auc_vs_baseline": Gate(("max_drop",), ("anomaly",), baseline=True, range=CHANGE),
+    "latency_ms": Gate(("max_median", "max_p90"), ("eval", "anomaly"), any_of=True, unit="ms", range=AT_LEAST_0),
+    "arena_bytes": Gate(("max",), ("eval", "anomaly"), unit="bytes", range=AT_LEAST_0),
+    "flash_bytes": Gate(("max",), ("eval", "anomaly"), unit="bytes", range=AT_LEAST_0),
+    "latency": Gate(("max_regression",), ("eval", "anomaly"), baseline=True, range=CHANGE),
+    "arena": Gate(("max_growth_bytes",), ("eval", "anomaly"), baseline=True, unit="bytes", range=ANY),
+    "flash": Gate(("max_growth_bytes",), ("eval", "anomaly"), baseline=True, unit="bytes", range=ANY),
     "recall": Gate(("min",), ("stream",)),
     "precision": Gate(("min",), ("stream",)),
-    "false_alarms_per_hour": Gate(("max",), ("stream",)),
-    "unwanted_triggers_per_hour": Gate(("max",), ("stream",)),
+    "false_alarms_per_hour": Gate(("max",), ("stream",), range=AT_LEAST_0),
+    "unwanted_triggers_per_hour": Gate(("max",), ("stream",), range=AT_LEAST_0),
 }
 BASELINE_GATES = {name for name, gate in GATES.items() if gate.baseline}
 
@@ -53,15 +58,20 @@ def listed(kind: str | None = None) -> str:
 
 
 def load_gates(path: Path) -> dict:
+    """The gates file, read as harness/reading.py reads every file (a regular file of at most 1 MiB, UTF-8
+    TOML nesting at most 32 deep, no NaN nor huge integers), each gate checked: known, its settings known,
+    every bound a finite number in the gate's range."""
     try:
-        gates = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise UserError(f"cannot read gates file {path} ({exc}); see docs/lab-ci.md for its format") from exc
+        gates = reading.read_toml(path, reading.GATES)
+    except UserError as exc:
+        raise UserError(f"{exc}; see docs/lab-ci.md for its format") from None
     if not gates:
         raise UserError(f"gates file {path} has no gates; add at least one, e.g. [agreement] min = 0.99")
     for name, settings in gates.items():
-        if name not in GATES or not isinstance(settings, dict):
+        if name not in GATES:
             raise UserError(f"gates file {path}: unknown gate [{name}]; valid: {listed()}")
+        if not isinstance(settings, dict):
+            raise UserError(f"gates file {path}: {name} = {settings!r} is no table; write [{name}] and its bounds")
         _check_gate(path, name, settings)
     return gates
 
@@ -100,11 +110,21 @@ def _check_bounds(path: Path, where: str, gate: Gate, bounds: dict, optional: bo
         value = bounds[key]
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise UserError(f"gates file {path}: {where} {key} must be a number, not {value!r}")
-        if not math.isfinite(value):
-            raise UserError(
-                f"gates file {path}: {where} {key} must be a finite number, not {value}; a bound of {value} "
-                "judges nothing"
-            )
+        _check_range(path, where, key, value, gate.range)
+
+
+def _check_range(path: Path, where: str, key: str, value: float, bounds: tuple[float | None, float | None]) -> None:
+    """A bound within its gate's range (harness/reading.py has refused NaN and infinities already)."""
+    low, high = bounds
+    if (low is None or value >= low) and (high is None or value <= high):
+        return
+    if bounds == FRACTION:
+        hint = "bounds are fractions from 0 to 1 (0.9 for 90 %)"
+    elif bounds == CHANGE:
+        hint = "bounds are fractions from -1 to 1 (0.02 for 2 points or 2 %)"
+    else:
+        hint = f"it must be at least {low:g}"
+    raise UserError(f"gates file {path}: {where} {key} = {value:g} is out of range; {hint}")
 
 
 def bound_text(name: str, settings: dict) -> str:

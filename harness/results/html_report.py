@@ -8,7 +8,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from harness import __version__
 from harness.console import percent
 from harness.errors import UserError, setting
-from harness.files import write_atomically
+from harness.files import check_output, write_atomically
 from harness.results import cross_run, stream_report
 from harness.results.cross_run import latency_cell  # noqa: F401 (harness runs uses it from here)
 from harness.results.plots import ANOMALY_FIGURES, FIGURES, Figure, draw
@@ -25,9 +25,11 @@ def _figures(run: Run) -> list[Figure]:
 
 
 def require_writable(out: Path) -> None:
-    """The report's file can be written: not a folder, its parent not a file (refused before anything is)."""
+    """The report's file can be written: nothing there yet or a regular file (never a device, a FIFO, a socket
+    or a folder), in a folder (refused before anything is read or written)."""
     if out.is_dir():
         raise UserError(f"{out} is a folder; pass the HTML file to write as {setting('out')}, e.g. {out}/report.html")
+    check_output(out, setting("out"))
     parent = next((p for p in out.parents if p.exists()), None)
     if parent is not None and not parent.is_dir():
         raise UserError(f"{parent} is a file, not a folder; pass an HTML file in a folder as {setting('out')}")
@@ -55,7 +57,7 @@ def write_report(runs: list[Run], out: Path) -> Path:
     require_writable(out)
     page = render(runs)
     try:
-        write_atomically(out, lambda partial: partial.write_text(page))
+        write_atomically(out, lambda partial: partial.write_text(page), setting("out"))
     except OSError as exc:  # the partial file is gone: name the file the user asked for
         raise UserError(f"cannot write {out} ({exc.strerror or exc}); pass a writable {setting('out')}") from None
     return out

@@ -11,11 +11,15 @@ the summary holds the figures. Every figure keeps the label of its source: `devi
 `emulated` (QEMU instruction counts), `sim` (the virtual board or a simulated meter: this machine's time),
 `host`, `estimated`.
 
-The records are frozen dataclasses; pydantic turns them into the JSON on disk and back. Reading is lenient,
-so run folders of earlier versions (and hand-made ones) still load: a field they lack takes its default, a
-key this version no longer reads is ignored, and `_upgraded` moves what earlier versions kept elsewhere."""
+The records are frozen dataclasses; pydantic turns them into the JSON on disk and back. Reading is lenient
+about what is absent, so run folders of earlier versions (and hand-made ones) still load: a field they lack
+takes its default, a key this version no longer reads is ignored, and `_upgraded` moves what earlier versions
+kept elsewhere. It is strict about what is there: the files are read as harness/reading.py reads every file
+(a regular file within its size, UTF-8, nesting and numbers bounded, no NaN), every field is of its type and
+every figure in its range (harness/results/ranges.py); anything else makes the run damaged, named with its
+file and field (`damaged`)."""
 
-import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -23,8 +27,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import pydantic
 from pydantic import AfterValidator, BeforeValidator, PlainSerializer
 
+from harness import reading
 from harness.errors import UserError
 from harness.results.provenance import harness_source, host_machine, subset_content_hashes
+from harness.results.ranges import Count, Finite, Fraction, NonNegative, Percent
 from harness.results.stream_scores import Detection, MlperfSwwScore, OptimalScore, TfCompatScore
 from harness.samples import CleanLabels
 
@@ -45,7 +51,7 @@ TABLES: dict[str, tuple[str, ...]] = {
 }
 Source = Literal["device", "emulated", "sim", "host", "estimated"]
 # 0 from a DUT means it did not report the figure (no model runs in an empty arena); older runs stored 0.
-Reported = Annotated[int | None, AfterValidator(lambda value: value or None)]
+Reported = Annotated[Count | None, AfterValidator(lambda value: value or None)]
 
 
 # ---------------------------------------------------------------- manifest
@@ -63,7 +69,7 @@ class ModelProvenance:
     card: str
     file: str | None = None
     sha256: str | None = None
-    bytes: int | None = None
+    bytes: Count | None = None
     card_file: str | None = None
     input: str | None = None
     output: str | None = None
@@ -90,8 +96,8 @@ class BoardProvenance:
     kind: str | None = None
     latency_source: Source | None = None
     usb_serial_number: str | None = None
-    flash_bytes: int | None = None
-    ram_bytes: int | None = None
+    flash_bytes: Count | None = None
+    ram_bytes: Count | None = None
 
     @classmethod
     def of(cls, board: "Board", usb_serial_number: str | None) -> "BoardProvenance":
@@ -119,15 +125,15 @@ class FirmwareBuild:
     platform: str | None = None
     framework: str | None = None
     project: str | None = None
-    flash_bytes: int | None = None
-    static_ram_bytes: int | None = None
-    sections: dict[str, int] | None = None
+    flash_bytes: Count | None = None
+    static_ram_bytes: Count | None = None
+    sections: dict[str, Count] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class Timer:
     kind: str
-    hz: int
+    hz: Count
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,7 +146,7 @@ class DeviceProvenance:
     model_sha256_prefix: str | None = None
     arena_configured: Reported = None
     arena_used: Reported = None
-    cpu_hz: int | None = None
+    cpu_hz: Count | None = None
     timer: Timer | None = None
     firmware: FirmwareBuild | None = None
 
@@ -168,7 +174,7 @@ class DatasetProvenance:
     labels_sha256: str | None = None
     subsets: list[str] = field(default_factory=list)
     subset_content_sha256: dict[str, str] = field(default_factory=dict)
-    limit: int | None = None  # members per subset (order "dataset": samples in all)
+    limit: Count | None = None  # members per subset (order "dataset": samples in all)
     order: str | None = None  # "sampled": each subset's members drawn by `seed`; "dataset": the first ones
     seed: int | None = None
     order_seed: int | None = None  # --shuffle
@@ -242,10 +248,10 @@ class Manifest:
 class Stats:
     """A distribution's figures (hand-made and early records may hold only the median)."""
 
-    min: float | None = None
-    median: float
-    p90: float | None = None
-    max: float | None = None
+    min: NonNegative | None = None
+    median: NonNegative
+    p90: NonNegative | None = None
+    max: NonNegative | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -255,7 +261,7 @@ class Latency:
     micros: Stats | None = None
     cycles: Stats | None = None
     instructions: Stats | None = None  # emulated boards: exact under QEMU -icount
-    cpu_hz: int | None = None
+    cpu_hz: Count | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -269,17 +275,17 @@ class Arena:
 class Score:
     """One source's scores on one subset (computed by harness/eval/metrics.py)."""
 
-    n: int = 0
-    accuracy: float | None = None
-    accuracy_ci95: tuple[float, float] | None = None  # Wilson 95 %
-    f1_wv: float | None = None
-    f1_counts: float | None = None
-    tp: int | None = None
-    fn: int | None = None
-    fp: int | None = None
-    tn: int | None = None
-    negatives: int | None = None  # evaluated members of the negative pool
-    pool_size: int | None = None  # members of the negative pool in the whole dataset
+    n: Count = 0
+    accuracy: Fraction | None = None
+    accuracy_ci95: tuple[Fraction, Fraction] | None = None  # Wilson 95 %
+    f1_wv: Fraction | None = None
+    f1_counts: Fraction | None = None
+    tp: Count | None = None
+    fn: Count | None = None
+    fp: Count | None = None
+    tn: Count | None = None
+    negatives: Count | None = None  # evaluated members of the negative pool
+    pool_size: Count | None = None  # members of the negative pool in the whole dataset
     pool_incomplete: str | None = None  # "k of N" when only k of the pool's N members were evaluated
     f1_unavailable: str | None = None  # why f1_wv / f1_counts are None (an empty or incomplete pool, ...)
 
@@ -291,18 +297,18 @@ class Score:
 class Versus:
     """The device against one host reference on one subset."""
 
-    agreement: float | None = None
-    max_diff_steps: float | None = None
+    agreement: Fraction | None = None
+    max_diff_steps: NonNegative | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class SubsetResult:
-    n: int = 0
+    n: Count = 0
     positive_class: str | None = None
     device: Score = Score()
     host: dict[str, Score] = field(default_factory=dict)
     versus: dict[str, Versus] = field(default_factory=dict)
-    pool_added: int = 0  # samples the subset's negative pool added to the run (its F1's cost)
+    pool_added: Count = 0  # samples the subset's negative pool added to the run (its F1's cost)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -317,7 +323,7 @@ class Confusion:
     predicted). Stored flat, as earlier versions did: {"labels": [...], "device": [[...]], "tflm": [[...]]}."""
 
     labels: list[str]
-    matrices: dict[str, list[list[int]]]
+    matrices: dict[str, list[list[Count]]]
 
 
 def _nested_confusion(value):
@@ -339,12 +345,12 @@ StoredConfusion = Annotated[
 class AnomalyScore:
     """Anomaly detection over files, each scored by the mean of its windows (harness/eval/anomaly.py)."""
 
-    files: int = 0  # files scored: every window of theirs evaluated
-    anomalous_files: int = 0
-    windows: int = 0
-    partial_files: int = 0  # files left out: some of their windows not evaluated (--limit, unreadable)
-    auc: float | None = None  # None without both normal and anomalous files
-    top1_percent: float | None = None  # the MLPerf Tiny runner's "Top 1%": its best (precision + recall) / 2
+    files: Count = 0  # files scored: every window of theirs evaluated
+    anomalous_files: Count = 0
+    windows: Count = 0
+    partial_files: Count = 0  # files left out: some of their windows not evaluated (--limit, unreadable)
+    auc: Fraction | None = None  # None without both normal and anomalous files
+    top1_percent: Percent | None = None  # the MLPerf Tiny runner's "Top 1%": its best (precision + recall) / 2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -357,35 +363,35 @@ class Anomaly:
 
 @dataclass(frozen=True, kw_only=True)
 class Unreadable:
-    count: int = 0
+    count: Count = 0
     first: list[tuple[str, str]] = field(default_factory=list)  # (sample id, why)
 
 
 @dataclass(frozen=True, kw_only=True)
 class PerInference:
-    median: float | None = None
-    p10: float | None = None
-    p90: float | None = None
-    mean: float | None = None
+    median: Finite | None = None
+    p10: Finite | None = None
+    p90: Finite | None = None
+    mean: Finite | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class Streaming:
-    joules: float
-    wh: float | None = None
-    seconds: float | None = None
+    joules: Finite
+    wh: Finite | None = None
+    seconds: NonNegative | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class Resolution:
     """The windows against the meter's sample period (harness/energy/windows.py resolution)."""
 
-    meter_period_s: float | None = None
-    min_window_periods: int | None = None
-    shortest_window_s: float | None = None
-    median_window_s: float | None = None
-    windows_too_short: int = 0
-    windows: int = 0
+    meter_period_s: NonNegative | None = None
+    min_window_periods: Count | None = None
+    shortest_window_s: NonNegative | None = None
+    median_window_s: NonNegative | None = None
+    windows_too_short: Count = 0
+    windows: Count = 0
     statement: str | None = None  # set when some windows are too short: their energy is interpolated
 
 
@@ -396,14 +402,14 @@ class Energy:
     source: Source
     meter: str | None = None
     windows: str | None = None  # how inferences were windowed: host, device-timed, gpio
-    inferences: int | None = None
+    inferences: Count | None = None
     uj_per_inference: PerInference = PerInference()
-    mean_watts_in_windows: float | None = None
+    mean_watts_in_windows: Finite | None = None
     resolution: Resolution | None = None  # absent in runs recorded before it was
-    idle_watts: float | None = None
-    idle_seconds: float | None = None
-    total_j: float | None = None
-    seconds: float | None = None
+    idle_watts: Finite | None = None
+    idle_seconds: NonNegative | None = None
+    total_j: Finite | None = None
+    seconds: NonNegative | None = None
     streaming: Streaming | None = None  # first sample to last answer
     meter_spec: str | None = None
 
@@ -414,7 +420,7 @@ class BoardShare:
 
     name: str  # its port, USB serial number or labgrid place; `sim#2` for the second board harness started
     usb_serial_number: str | None = None  # a board on this machine's USB, whatever named it
-    samples: int = 0
+    samples: Count = 0
     latency: Latency | None = None
     link: dict[str, Any] = field(default_factory=dict)
     failure: str | None = None  # why it stopped before the run ended (its unfinished samples went to the others)
@@ -427,10 +433,10 @@ class EvalSummary:
     model_caveat: str | None = None
     board: str | None = None
     dataset: str | None = None
-    samples: int = 0
+    samples: Count = 0
     subsets: dict[str, SubsetResult] = field(default_factory=dict)
     primary_reference: str | None = None
-    bit_exact: dict[str, int] = field(default_factory=dict)  # per reference: samples with equal output bytes
+    bit_exact: dict[str, Count] = field(default_factory=dict)  # per reference: samples with equal output bytes
     output_diff_unit: str | None = None
     latency: Latency
     arena: Arena
@@ -456,8 +462,8 @@ class EvalSummary:
 @dataclass(frozen=True, kw_only=True)
 class Audio:
     file: str
-    duration_ms: int
-    sample_rate: int
+    duration_ms: Count
+    sample_rate: Count
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -471,15 +477,15 @@ class Busy:
     """The pipeline's compute time over the whole stream: instructions (emulated) or seconds."""
 
     source: Source
-    instructions: int | None = None
-    seconds: float | None = None
-    real_time_factor: float | None = None
+    instructions: Count | None = None
+    seconds: NonNegative | None = None
+    real_time_factor: NonNegative | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class SourcedBytes:
     source: Source
-    bytes: int | None = None
+    bytes: Count | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -520,8 +526,8 @@ class StreamSummary:
     audio: Audio
     timing_reference: str | None = None  # which instant a detection's time stamps (harness/stream/detections.py)
     settings: dict[str, Any] = field(default_factory=dict)  # the pipeline's, as the device got them
-    feature_rows: int = 0
-    model_runs: int = 0
+    feature_rows: Count = 0
+    model_runs: Count = 0
     detections: StreamDetections = StreamDetections()
     device_equals_host: bool
     busy: Busy
@@ -565,9 +571,24 @@ def _parse(cls, data, where: str = "the run record"):
     try:
         return _adapter(cls).validate_python(data)
     except pydantic.ValidationError as exc:
-        error = exc.errors()[0]
-        name = ".".join(str(part) for part in error["loc"]) or "it"
-        raise UserError(f"{where}: {name}: {error['msg']}; it is not a run record harness can read") from None
+        raise UserError(f"{where}: {field_problem(exc)}; it is not a run record harness can read") from None
+
+
+def field_problem(exc: pydantic.ValidationError) -> str:
+    """The first problem pydantic found, for a person: the field's dotted path, what it holds, what is wrong."""
+    error = exc.errors()[0]
+    # A union's member or a validator's name is no key of the file: leave them out of the path.
+    parts = [str(part) for part in error["loc"] if not _internal(part)]
+    name = ".".join(parts) or "the top level"
+    if error["type"] == "missing":
+        return f"field {name!r} is missing"
+    held = repr(error["input"])
+    held = held if len(held) <= 40 else held[:37] + "..."
+    return f"field {name!r} is {held}: {error['msg'][0].lower()}{error['msg'][1:]}"
+
+
+def _internal(part) -> bool:
+    return isinstance(part, str) and (part in KINDS or any(mark in part for mark in "[(") or part[:1].isupper())
 
 
 def to_json(record) -> dict:
@@ -575,15 +596,15 @@ def to_json(record) -> dict:
     return _adapter(type(record)).dump_python(record, mode="json", by_alias=True)
 
 
-def _kind(data: dict) -> str:
+def _kind(data: dict):
     return data.get("kind") or "eval"  # eval runs of earlier versions say no kind
 
 
 def _upgraded(manifest: dict) -> dict:
     """Where earlier versions kept things: a stream run's firmware build id sat under board."""
     manifest = dict(manifest, kind=_kind(manifest))
-    board = manifest.get("board") or {}
-    if "firmware_build_id" in board and "device" not in manifest:
+    board = manifest.get("board")
+    if isinstance(board, dict) and "firmware_build_id" in board and "device" not in manifest:
         manifest["device"] = {"firmware_build_id": board["firmware_build_id"]}
     return manifest
 
@@ -601,32 +622,53 @@ def parse(cls, data, where: str = "the run record"):
     return _parse(cls, data, where)
 
 
-def kind_of(path: Path) -> str | None:
-    """The kind a folder's manifest names (None: no readable manifest)."""
+# The kind of file (harness/reading.py: its name in messages, its size limit) of each JSON file of a run folder.
+FILE_KINDS = {MANIFEST: reading.MANIFEST, SUMMARY: reading.SUMMARY, "request.json": reading.REQUEST}
+
+
+def kind_of(path: Path):
+    """The kind a folder's manifest names, as stored (None: no readable manifest)."""
     try:
-        return _kind(json.loads((path / MANIFEST).read_text()))
-    except (OSError, ValueError, AttributeError):
+        return _kind(reading.read_json(path / MANIFEST, reading.MANIFEST))
+    except (UserError, AttributeError):
         return None
 
 
 DAMAGED_FIX = "restore the file or remove the run folder; `harness runs` lists the runs it can read"
 
 
+def damaged(spec, name: str, why: str) -> UserError:
+    """The one line naming a run folder's damaged file and why."""
+    return UserError(f"{spec}: {name} is damaged: {why}; {DAMAGED_FIX}")
+
+
 def read_json(path: Path, spec: str | Path) -> dict:
-    """A run folder's JSON object `path` (the folder named `spec`, as the user knows it); a damaged one
-    is refused in one line naming the file and why."""
+    """A run folder's JSON object `path` (the folder named `spec`, as the user knows it), read as
+    harness/reading.py reads every file (a regular file, within its size, UTF-8, nesting and numbers bounded);
+    a damaged one is refused in one line naming the file and why."""
+    kind = FILE_KINDS.get(path.name, reading.JSON_STREAM)
     try:
-        text = path.read_text()
-    except UnicodeDecodeError:
-        raise UserError(f"{spec}: {path.name} is damaged (not text); {DAMAGED_FIX}") from None
+        text = reading.read_text(path, kind)
+    except UserError as exc:
+        raise damaged(spec, path.name, reading_problem(exc, kind, path)) from None
+    if not text.strip():
+        raise damaged(spec, path.name, "it is empty")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        why = "empty" if not text.strip() else f"not valid JSON: {exc.msg} at line {exc.lineno}, cut short?"
-        raise UserError(f"{spec}: {path.name} is damaged ({why}); {DAMAGED_FIX}") from None
+        data = reading.parse_json(text, kind, path)
+    except UserError as exc:
+        raise damaged(spec, path.name, reading_problem(exc, kind, path)) from None
     if not isinstance(data, dict):
-        raise UserError(f"{spec}: {path.name} is damaged (a JSON {_json_type(data)}, not an object); {DAMAGED_FIX}")
+        raise damaged(spec, path.name, f"it is a JSON {_json_type(data)}, not an object")
     return data
+
+
+def reading_problem(exc: UserError, kind: reading.FileKind, path: Path) -> str:
+    """What harness/reading.py found wrong with the file, without its own naming of the file (a run's file is
+    named by its folder and name) nor its "name a file" (the fix is the run's: restore it)."""
+    said, prefix = str(exc), f"{kind.name} {path} "
+    if not said.startswith(prefix):
+        return said
+    return "it " + said.removeprefix(prefix).replace("; name a file", "")
 
 
 def _json_type(data) -> str:
@@ -637,7 +679,7 @@ def _json_type(data) -> str:
 def read_files(path: Path, spec: str | None = None) -> tuple[dict, dict]:
     """The stored manifest and summary of the run folder `path` (named `spec` on the command line)."""
     spec = spec or path
-    missing = [name for name in (MANIFEST, SUMMARY) if not (path / name).is_file()]
+    missing = [name for name in (MANIFEST, SUMMARY) if not os.path.lexists(path / name)]
     if missing:
         raise UserError(
             f"{spec} is not a run folder (needs {MANIFEST} and {SUMMARY}; {' and '.join(missing)} missing); "
@@ -647,22 +689,33 @@ def read_files(path: Path, spec: str | None = None) -> tuple[dict, dict]:
 
 
 def record_of(manifest: dict, summary: dict, where: Path | str = "") -> RunRecord:
-    """The typed record of a run folder's stored manifest and summary (`where`: the folder, for messages)."""
+    """The typed record of a run folder's stored manifest and summary (`where`: the folder, for messages):
+    every field of its type and every figure in its range (harness/results/ranges.py), else the run is
+    damaged, named with its file and field."""
+    where = where or "the run"
     for name, data in ((MANIFEST, manifest), (SUMMARY, summary)):
         if not isinstance(data, dict):
-            raise UserError(f"{where or 'the run'}: {name} is damaged (not a JSON object); {DAMAGED_FIX}")
+            raise damaged(where, name, f"it is a JSON {_json_type(data)}, not an object")
+        if not isinstance(_kind(data), str):
+            raise damaged(where, name, f"field 'kind' is {_kind(data)!r}, not a kind of run (eval or stream)")
     if _kind(manifest) not in KINDS:
-        raise UserError(f"{where or 'the run'} is a {_kind(manifest)} run, not an eval or stream run")
+        raise UserError(f"{where} is a {_kind(manifest)} run, not an eval or stream run")
     record = RunRecord(
-        parse_manifest(manifest, f"{where}/{MANIFEST}" if where else MANIFEST),
-        parse_summary(summary, f"{where}/{SUMMARY}" if where else SUMMARY),
+        _checked(Manifest, _upgraded(manifest), where, MANIFEST),
+        _checked(Summary, dict(summary, kind=_kind(summary)), where, SUMMARY),
     )
     if record.summary.kind != record.manifest.kind:
-        raise UserError(
-            f"{where or 'the run'}: its manifest is of a {record.manifest.kind} run, its summary of a "
-            f"{record.summary.kind} run; it is damaged"
+        raise damaged(
+            where, SUMMARY, f"it is of a {record.summary.kind} run, its {MANIFEST} of a {record.manifest.kind} run"
         )
     return record
+
+
+def _checked(schema, data: dict, where, name: str):
+    try:
+        return _adapter(schema).validate_python(data)
+    except pydantic.ValidationError as exc:
+        raise damaged(where, name, field_problem(exc)) from None
 
 
 def write_record(folder, record: RunRecord) -> None:

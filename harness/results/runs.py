@@ -1,5 +1,7 @@
 """Reading run folders back: one run, or every run under a results folder, eval and stream runs alike."""
 
+import math
+import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -7,18 +9,20 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harness import reading
 from harness.errors import UserError, setting
 from harness.results.record import (
     DAMAGED_FIX,
-    KINDS,
     MANIFEST,
     SUMMARY,
     TABLES,
     EvalSummary,
     RunRecord,
     StreamSummary,
+    damaged,
     kind_of,
     read_files,
+    reading_problem,
     record_of,
 )
 
@@ -78,6 +82,9 @@ class Run:
 SAMPLES = "samples.parquet"
 
 
+MEASURES = ("microseconds", "instructions", "cycles", "ticks")  # per-sample latency figures of samples.parquet
+
+
 class SampleColumns:
     """The columns of a samples.parquet, each read when first asked for (and kept): a report or compare
     of a run of any size reads the few columns it uses, never the output bytes it does not."""
@@ -90,12 +97,14 @@ class SampleColumns:
     @property
     def names(self) -> list[str]:
         if self._names is None:
-            self._names = self._guarded(lambda: pq.read_schema(self._path).names)
+            self._names = self._guarded(lambda handle: pq.read_schema(handle).names)
         return self._names
 
     def _guarded(self, read):
+        """read(handle) on the table, opened as harness/reading.py opens every file it reads."""
         try:
-            return read()
+            with reading.open_binary(self._path, reading.SAMPLES) as handle:
+                return read(handle)
         except (pa.ArrowException, OSError) as exc:
             raise UserError(_damaged_table(self._run_id, SAMPLES, exc)) from None
 
@@ -106,8 +115,24 @@ class SampleColumns:
         if name not in self._read:
             if name not in self.names:
                 raise KeyError(name)
-            self._read[name] = self._guarded(lambda: pq.read_table(self._path, columns=[name]).column(0).to_pylist())
+            values = self._guarded(lambda handle: pq.read_table(handle, columns=[name]).column(0).to_pylist())
+            self._check(name, values)
+            self._read[name] = values
         return self._read[name]
+
+    def _check(self, name: str, values: list) -> None:
+        """A column's values as compare and the report use them: sample ids once each, measures finite and >= 0."""
+        if name == "sample_id":
+            seen = set()
+            for sample_id in values:
+                if sample_id in seen:
+                    raise damaged(self._run_id, SAMPLES, f"sample_id {sample_id!r} appears twice")
+                seen.add(sample_id)
+        if name in MEASURES:
+            for row, value in enumerate(values, 1):
+                if value is not None and not (math.isfinite(value) and value >= 0):
+                    why = f"column {name!r} holds {value!r} in row {row}; a measure is a finite number of at least 0"
+                    raise damaged(self._run_id, SAMPLES, why)
 
     def get(self, name: str, default=None):
         if name not in self.names:
@@ -122,18 +147,53 @@ def _damaged_table(spec, name: str, exc: Exception) -> str:
     return f"{spec}: {name} is damaged ({why}); {DAMAGED_FIX}"
 
 
-def _check_tables(path: Path, spec, kind: str) -> None:
+def _check_tables(run: Run, spec) -> None:
     """The tables beside the record are there and readable (their footer and schema; rows are read when
-    used). A damaged table is refused in one line naming the run and the file."""
-    missing = ", ".join(t for t in TABLES[kind] if not (path / t).is_file())
+    used). A damaged table is refused in one line naming the run, the file and, for a column, the column."""
+    missing = ", ".join(t for t in TABLES[run.kind] if not os.path.lexists(run.path / t))
     if missing:
         raise UserError(f"{spec} has no {missing}; it is not a complete run folder")
-    if kind != "eval":
-        return
+    for table in TABLES[run.kind]:  # a FIFO, a device or a folder is refused without blocking
+        kind = reading.SAMPLES if table == SAMPLES else reading.DETECTIONS
+        try:
+            reading.check_regular(run.path / table, kind)
+        except UserError as exc:
+            raise damaged(spec, table, reading_problem(exc, kind, run.path / table)) from None
+    if run.kind == "eval":
+        _check_samples(run, spec)
+
+
+def _is_number(column_type: pa.DataType) -> bool:
+    # A column of a run whose board gave no such figure (QEMU boards give no microseconds) holds nulls only.
+    return pa.types.is_floating(column_type) or pa.types.is_integer(column_type) or pa.types.is_null(column_type)
+
+
+TEXT = (pa.types.is_string, "text")
+WHOLE = (pa.types.is_integer, "whole numbers")
+NUMBERS = (_is_number, "numbers")
+# The columns every eval run's samples.parquet holds, read by compare, report and check, and their types;
+# each host reference adds its predictions.
+SAMPLE_COLUMNS = {"sample_id": TEXT, "label": WHOLE, "device_prediction": WHOLE, "microseconds": NUMBERS}
+
+
+def _check_samples(run: Run, spec) -> None:
+    """samples.parquet is a table of this run: its columns and their types, and rows when the run has samples."""
     try:
-        pq.read_schema(path / SAMPLES)
+        with reading.open_binary(run.path / SAMPLES, reading.SAMPLES) as handle:
+            table = pq.ParquetFile(handle)
+            schema, rows = table.schema_arrow, table.metadata.num_rows
     except (pa.ArrowException, OSError) as exc:
         raise UserError(_damaged_table(spec, SAMPLES, exc)) from None
+    summary = run.eval_summary
+    wanted = SAMPLE_COLUMNS | {f"{name}_prediction": WHOLE for name in summary.references.used}
+    for column, (is_type, type_name) in wanted.items():
+        if column not in schema.names:
+            raise damaged(spec, SAMPLES, f"it has no column {column!r}; it is not the samples table of this run")
+        if not is_type(schema.field(column).type):
+            held = schema.field(column).type
+            raise damaged(spec, SAMPLES, f"column {column!r} holds {held}, not {type_name}")
+    if rows == 0 and summary.samples:
+        raise damaged(spec, SAMPLES, f"it has no rows, and {SUMMARY} counts {summary.samples} samples")
 
 
 @dataclass(frozen=True)
@@ -222,19 +282,15 @@ def headline(run: Run) -> EvalHeadline | StreamHeadline:
     )
 
 
-def _complete(path: Path, kind: str) -> bool:
-    return all((path / table).is_file() for table in TABLES[kind])
-
-
 def load_run(spec: str, root: Path = Path("results")) -> Run:
     """A run by folder path or by run id under `root`."""
     path = Path(spec)
-    if not (path / MANIFEST).is_file():
+    if not os.path.lexists(path / MANIFEST):
         path = root / spec
     manifest, summary = read_files(path, spec)
     run = Run(path, manifest, summary)
-    kind = run.kind  # reads the record: a damaged one is refused here, naming the field
-    _check_tables(path, spec, kind)
+    run.record  # noqa: B018 (reads the record: a damaged one is refused here, naming the file and field)
+    _check_tables(run, spec)
     return run
 
 
@@ -249,6 +305,10 @@ def results_folder(root: Path) -> Path:
             f"results folder {root} is a file, not a folder; pass the folder of run folders as {setting('results')}"
         )
     return root
+
+
+# Records of another kind that share a results folder with runs (harness/lpirc/referee.py's sessions).
+OTHER_RECORDS = ("referee",)
 
 
 @dataclass(frozen=True)
@@ -266,9 +326,8 @@ def scan_runs(root: Path) -> Listing:
             continue
         if not any((path / name).exists() for name in (MANIFEST, SUMMARY)):
             continue
-        kind = kind_of(path)
-        if kind is not None and kind not in KINDS:
-            continue  # a referee session, or another kind of record
+        if kind_of(path) in OTHER_RECORDS:
+            continue  # listed by their own commands
         try:
             run = load_run(str(path))  # reads the record and checks its tables
         except UserError as exc:

@@ -3,6 +3,8 @@ against an event ledger under a policy), kept in the run record (harness/results
 
 from dataclasses import dataclass, field
 
+from harness.results.ranges import Count, Fraction, NonNegative
+
 
 @dataclass(frozen=True)
 class Detection:
@@ -33,8 +35,8 @@ class LabelRow:
     wrong_label: int  # detections of this label on another label's event
     duplicates: int
     false_alarms: int
-    recall: float | None
-    precision: float | None
+    recall: Fraction | None
+    precision: Fraction | None
 
 
 @dataclass
@@ -54,20 +56,20 @@ class Latency:
 class OptimalScore:
     policy: str
     tolerance_ms: int
-    duration_ms: int
+    duration_ms: Count
     timing_reference: str | None
-    events: int
-    detections: int
-    hits: int
-    misses: int
-    substitutions: int
-    duplicates: int
-    false_alarms: int
-    recall: float | None  # hits / events
-    precision: float | None  # hits / detections
-    false_alarms_per_hour: float | None
-    unwanted_triggers: int  # false alarms + duplicates + substitutions: every action nobody asked for
-    unwanted_triggers_per_hour: float | None
+    events: Count
+    detections: Count
+    hits: Count
+    misses: Count
+    substitutions: Count
+    duplicates: Count
+    false_alarms: Count
+    recall: Fraction | None  # hits / events
+    precision: Fraction | None  # hits / detections
+    false_alarms_per_hour: NonNegative | None
+    unwanted_triggers: Count  # false alarms + duplicates + substitutions: every action nobody asked for
+    unwanted_triggers_per_hour: NonNegative | None
     ignored_events: int  # _silence_/_unknown_ annotations: not commands
     ignored_detections: int  # _silence_/_unknown_ detections: no action follows
     per_label: list[LabelRow]
@@ -135,6 +137,6 @@ class MlperfSwwScore:
     true_positive_ms: list[int]
     false_negative_ms: list[int]
     false_positive_ms: list[int]
-    false_positives_per_hour: float | None
+    false_positives_per_hour: NonNegative | None
     line: str  # summarize_sww_result's count line
     caveats: list[str]

@@ -144,12 +144,12 @@ def test_a_gate_with_a_non_finite_bound_is_refused(tmp_path, made, bound):
     (tmp_path / "gates.toml").write_text(f"[agreement]\nmin = {bound}\n")
     before = _listing(tmp_path)
     done = _harness(tmp_path, "runs", "check", made.name, "--results", "results", "--gates", "gates.toml")
-    _refused(done, tmp_path, before, "[agreement] min", "finite")
+    _refused(done, tmp_path, before, "gates file gates.toml", bound.removeprefix("-"), "not a finite number")
 
 
 GATE_FILES = {  # case: (gates.toml's text, or None for no file; the words the one line holds)
-    "gates-missing": (None, ["cannot read gates file gates.toml", "No such file", "docs/lab-ci.md"]),
-    "gates-bad-toml": (b"[agreement\n", ["cannot read gates file gates.toml", "line 1", "docs/lab-ci.md"]),
+    "gates-missing": (None, ["gates file gates.toml does not exist", "docs/lab-ci.md"]),
+    "gates-bad-toml": (b"[agreement\n", ["gates file gates.toml is not valid TOML", "line 1", "docs/lab-ci.md"]),
     "gates-empty": (b"", ["gates file gates.toml has no gates", "[agreement] min = 0.99"]),
     "gates-unknown-gate": (b"[nosuch]\nmin = 1\n", ["unknown gate [nosuch]", "valid: [agreement] min"]),
     "gates-unknown-setting": (b"[agreement]\nminimum = 1\n", ["[agreement] has no setting minimum", "it takes min"]),
