@@ -52,7 +52,9 @@ def evaluate_settings(
     from harness.eval.runner import run_eval
     from harness.eval.subsets import label_notes
     from harness.results.runs import load_run
+    from harness.results.store import results_root
 
+    results = results_root(results)  # before any work: '', a name that is not UTF-8, a file or a FIFO refused
     with quieted(not progress):
         request = eval_request(settings, results, run_id)
         said, _ = label_notes(request.dataset, request.subsets)
@@ -66,7 +68,7 @@ def resume(run: str, results: str | Path = "results", *, progress: bool = False,
     """Finish an interrupted eval run (its id under `results`, or its .partial folder) with the settings it
     started with."""
     from harness.results.journal import REQUEST, known_as, load_request
-    from harness.results.store import partial_path, resume_target
+    from harness.results.store import check_not_held, partial_path, resume_target
 
     if not str(run).strip():
         raise UserError(f"{setting('resume')} needs the id of an unfinished run; `harness runs` lists runs")
@@ -75,5 +77,6 @@ def resume(run: str, results: str | Path = "results", *, progress: bool = False,
     if not folder.is_dir():
         done = " (it finished already)" if (root / run_id).is_dir() else ""
         raise UserError(f"no unfinished run {run_id} in {root}{done}; `harness runs --results {root}` lists runs")
+    check_not_held(folder)  # at once, before the model and the dataset are loaded
     settings = EvalSettings.restored(load_request(folder), known_as(folder / REQUEST))
     return evaluate_settings(settings, root, run_id, progress=progress, notes=notes)
