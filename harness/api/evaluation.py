@@ -32,8 +32,11 @@ def evaluate(
     to. `progress`: show the progress bar (or CI progress lines) on stderr. `notes`: called with each line
     the run says once about its labels (they are in the run's `notes` too). Raises harness.errors.UserError
     for bad input, LinkError when the board fails; nothing is printed."""
+    from harness.results.store import results_root
+
     if not isinstance(subsets, str):
         subsets = ",".join(subsets)
+    results_root(results)  # as given: Path('') would be the working folder
     chosen = EvalSettings.from_keywords(board=board, model=model, dataset=dataset, subset=subsets, **settings)
     return evaluate_settings(chosen, Path(results), progress=progress, notes=notes)
 
@@ -68,10 +71,11 @@ def resume(run: str, results: str | Path = "results", *, progress: bool = False,
     """Finish an interrupted eval run (its id under `results`, or its .partial folder) with the settings it
     started with."""
     from harness.results.journal import REQUEST, known_as, load_request
-    from harness.results.store import check_not_held, partial_path, resume_target
+    from harness.results.store import check_not_held, partial_path, results_root, resume_target
 
     if not str(run).strip():
         raise UserError(f"{setting('resume')} needs the id of an unfinished run; `harness runs` lists runs")
+    results_root(results)  # as given: Path('') would be the working folder
     root, run_id = resume_target(Path(results), str(run))
     folder = partial_path(root, run_id)
     if not folder.is_dir():
