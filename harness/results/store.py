@@ -7,11 +7,13 @@ no id, link or `..` puts a run anywhere else. While a process writes a run folde
 the folder's lock (harness/locks.py, `hold_run`): a second writer is refused naming the holder's pid and host.
 """
 
+import errno
 import json
 import os
 import re
 import secrets
 import shutil
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -22,7 +24,6 @@ import pyarrow.parquet as pq
 
 from harness import locks
 from harness.errors import UserError, setting
-from harness.files import check_output_folder
 from harness.names import ID_PATTERN, check_id
 
 # A run id: <stamp>-<model id>-<board id>-<4 hex>, so longer than one id may be, in the ids' characters. At most
@@ -35,7 +36,7 @@ def check_run_id(run_id: object, where: str = "") -> str:
     """run_id, if a run folder may be named after it; else one line with the rule."""
     if not isinstance(run_id, str) or RUN_ID_PATTERN.fullmatch(run_id) is None:
         place = f"{where}: " if where else ""
-        raise UserError(f"{place}run id {shown_path(str(run_id))!r} is not a valid run id ({RUN_ID_RULE})")
+        raise UserError(f"{place}run id {run_id!r} is not a valid run id ({RUN_ID_RULE})")
     return run_id
 
 
@@ -67,11 +68,33 @@ def results_root(results: Path | str) -> Path:
     except UnicodeEncodeError as exc:
         byte = os.fsencode(text[exc.start])[0]
         raise UserError(
-            f"{setting('results')} {shown_path(text)!r} is not UTF-8 text (byte 0x{byte:02x}); "
+            f"{setting('results')} {shown_path(text)} is not UTF-8 text (byte 0x{byte:02x}); "
             "name a folder whose name is UTF-8"
         ) from None
-    check_output_folder(results, f"results folder ({setting('results')})")
+    mode = _mode(results)
+    if mode is not None and not stat.S_ISDIR(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "a file")
+        raise UserError(
+            f"cannot create runs in {shown_path(text)} ({os.strerror(errno.ENOTDIR)}): it is {kind}, not a folder; "
+            f"pass a writable {setting('results')}"
+        )
     return Path(results)
+
+
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def _mode(path: Path | str) -> int | None:
+    """The mode of what path names, through links (None: nothing there yet, or nothing that can be looked at)."""
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return None
 
 
 def run_path(root: Path, name: str) -> Path:
