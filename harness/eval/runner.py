@@ -27,6 +27,7 @@ from harness.eval.settings import EvalSettings
 from harness.eval.sharding import BoardEnd, ShardedStream
 from harness.eval.subsets import Subset, flag_contradictions
 from harness.eval.tasks import task_for
+from harness.files import check_output, write_atomically
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.protocol import DeviceInfo
@@ -411,6 +412,9 @@ def _count(samples: int) -> str:
     return f"{samples} sample{'' if samples == 1 else 's'}"
 
 
+RUN_FILES = ("samples.parquet", "energy.parquet", "power.parquet", "manifest.json", "summary.json")
+
+
 @dataclass(frozen=True)
 class OpenRun:
     """The run's partial folder, opened or found again, and what the run started with."""
@@ -482,6 +486,8 @@ def _open_run(request: EvalRequest, inputs: Inputs, run_id: str, folder: RunFold
     else:  # before any sample runs: journaled outputs only count for the same model and inputs
         origin = load_origin(folder.path)
         require_same_origin(origin, inputs_origin)
+        for name in RUN_FILES:  # a FIFO or a folder where a run file goes is refused now, not after every sample
+            check_output(folder.path / name, "run file")
     return OpenRun(run_id, folder, origin, datetime.fromisoformat(origin["started"]).isoformat())
 
 
@@ -589,7 +595,8 @@ def _store(request: EvalRequest, run: OpenRun, streamed: Streamed, selection, in
             request.board.latency_source,
         )
         with naming_the_file(samples_path):
-            write_samples(samples_path, Journal(run.folder.path), maker)
+            journal = Journal(run.folder.path)
+            write_atomically(samples_path, lambda partial: write_samples(partial, journal, maker), "run file")
         readings = read_rows(samples_path, names)
         manifest = _manifest(request, run, streamed, inputs, refs, metering, selection)
         summary = _summarise(request, run, streamed, readings, refs, inputs, metering, selection)

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.errors import UserError
+from harness.files import write_text_atomically
 from harness.reading import GIB, MIB, FileKind, open_binary, parse_json, read_bytes, read_json
 from harness.reading import JOURNAL as JOURNAL_FILE
 from harness.reading import REQUEST as REQUEST_FILE
@@ -192,7 +193,8 @@ class Journal:
         if self._lines is None:
             self.done()
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            # O_NOFOLLOW: the journal is the run's own file, never one a link names elsewhere
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
         start = os.fstat(self._fd).st_size
         written = 0
@@ -228,9 +230,7 @@ class Journal:
     def _rewrite(self, entries: list[dict]) -> None:
         self.close()
         text = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in entries)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, self.path)
+        write_text_atomically(self.path, text, JOURNAL_FILE.name)
 
     def close(self) -> None:
         if self._fd is not None:
@@ -247,9 +247,7 @@ def _read_group(group: Path, columns: list[str] | None = None) -> pa.Table:
 
 
 def _write_json_atomically(path: Path, data: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
+    write_text_atomically(path, json.dumps(data, indent=2) + "\n", "run file")
 
 
 def known_as(path: Path) -> str:

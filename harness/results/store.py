@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from harness import locks
 from harness.errors import UserError, setting
+from harness.files import write_atomically, write_text_atomically
 from harness.names import ID_PATTERN, check_id
 
 # A run id: <stamp>-<model id>-<board id>-<4 hex>, so longer than one id may be, in the ids' characters. At most
@@ -144,21 +145,22 @@ class RunFolder:
     def write_json(self, name: str, data: dict) -> None:
         text = json.dumps(data, indent=2, sort_keys=False) + "\n"
         with naming_the_file(self.path / name):
-            (self.path / name).write_text(text)
+            write_text_atomically(self.path / name, text, "run file")
 
     def write_table(self, name: str, columns: dict[str, list], schema: pa.Schema | None = None) -> None:
         table = pa.table(columns, schema=schema)
         with naming_the_file(self.path / name):
-            pq.write_table(table, self.path / name)
+            write_atomically(self.path / name, lambda partial: pq.write_table(table, partial), "run file")
 
 
 @contextmanager
 def naming_the_file(path: Path) -> Iterator[None]:
-    """A failed write (a full disk reports itself on write, with no file name) names the file it was writing."""
+    """A failed write names the file it was writing: a full disk reports itself on write, with no file name, and
+    an atomic write (harness/files.py) fails on the partial file beside it."""
     try:
         yield
     except OSError as exc:
-        if exc.filename is not None:
+        if exc.filename is not None and Path(exc.filename).parent != path.parent:
             raise
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 

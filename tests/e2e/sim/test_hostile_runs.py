@@ -5,6 +5,7 @@ import errno
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,19 @@ import harness
 import harness.results.journal as journal_module
 from harness.errors import LinkError, UserError
 from tests.conftest import assert_refused_in_one_line, fixture_model
-from tests.hostile import DEV_ZERO, FIFO, FOLDER, NOT_A_FILE, NOT_JSON, NOT_TEXT, Case, make_files, run_case, tree
+from tests.hostile import (
+    DEV_ZERO,
+    FIFO,
+    FOLDER,
+    NOT_A_FILE,
+    NOT_JSON,
+    NOT_TEXT,
+    Case,
+    make_files,
+    run_case,
+    run_harness,
+    tree,
+)
 
 MODEL = "wv_quality_k_2_c_3"
 LIMIT = 8
@@ -289,3 +302,21 @@ def test_a_handshake_failure_on_resume_keeps_the_run(tmp_path, monkeypatch, unfi
         harness.resume(run_id, results)
     monkeypatch.undo()
     assert harness.resume(run_id, results).summary.samples == LIMIT
+
+
+@pytest.mark.parametrize("name", ["samples.parquet", "manifest.json", "summary.json"])
+def test_a_fifo_where_a_run_file_goes_is_refused_left_as_it_is_and_the_run_resumes(tmp_path, unfinished, name):
+    results = tmp_path / "results"
+    partial = results / unfinished.name
+    shutil.copytree(unfinished, partial)
+    os.mkfifo(partial / name)
+    run_id = unfinished.name[1 : -len(".partial")]
+    command = ("eval", "--resume", run_id, "--results", str(results), "--quiet")
+    before = tree(tmp_path)
+    assert_refused_in_one_line(run_harness(tmp_path, *command), name, "is a FIFO", "only ever replaces regular files")
+    assert _without_lock(tree(tmp_path)) == _without_lock(before)  # refused before any sample ran
+    assert stat.S_ISFIFO((partial / name).lstat().st_mode)
+    (partial / name).unlink()
+    done = run_harness(tmp_path, *command)
+    assert done.returncode == 0, done.stderr
+    assert (results / run_id / "summary.json").is_file() and not partial.exists()
