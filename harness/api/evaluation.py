@@ -32,8 +32,11 @@ def evaluate(
     to. `progress`: show the progress bar (or CI progress lines) on stderr. `notes`: called with each line
     the run says once about its labels (they are in the run's `notes` too). Raises harness.errors.UserError
     for bad input, LinkError when the board fails; nothing is printed."""
+    from harness.results.store import results_root
+
     if not isinstance(subsets, str):
         subsets = ",".join(subsets)
+    results_root(results)  # as given: Path('') would be the working folder
     chosen = EvalSettings.from_keywords(board=board, model=model, dataset=dataset, subset=subsets, **settings)
     return evaluate_settings(chosen, Path(results), progress=progress, notes=notes)
 
@@ -52,7 +55,9 @@ def evaluate_settings(
     from harness.eval.runner import run_eval
     from harness.eval.subsets import label_notes
     from harness.results.runs import load_run
+    from harness.results.store import results_root
 
+    results = results_root(results)  # before any work: '', a name that is not UTF-8, a file or a FIFO refused
     with quieted(not progress):
         request = eval_request(settings, results, run_id)
         said, _ = label_notes(request.dataset, request.subsets)
@@ -66,14 +71,16 @@ def resume(run: str, results: str | Path = "results", *, progress: bool = False,
     """Finish an interrupted eval run (its id under `results`, or its .partial folder) with the settings it
     started with."""
     from harness.results.journal import REQUEST, known_as, load_request
-    from harness.results.store import partial_path, resume_target
+    from harness.results.store import check_not_held, partial_path, results_root, resume_target
 
     if not str(run).strip():
         raise UserError(f"{setting('resume')} needs the id of an unfinished run; `harness runs` lists runs")
+    results_root(results)  # as given: Path('') would be the working folder
     root, run_id = resume_target(Path(results), str(run))
     folder = partial_path(root, run_id)
     if not folder.is_dir():
         done = " (it finished already)" if (root / run_id).is_dir() else ""
         raise UserError(f"no unfinished run {run_id} in {root}{done}; `harness runs --results {root}` lists runs")
+    check_not_held(folder)  # at once, before the model and the dataset are loaded
     settings = EvalSettings.restored(load_request(folder), known_as(folder / REQUEST))
     return evaluate_settings(settings, root, run_id, progress=progress, notes=notes)

@@ -45,8 +45,10 @@ def cmd_eval(args) -> int:
     from harness.api.evaluation import evaluate_settings, resume
     from harness.results.record import to_json
     from harness.results.report import print_summary
+    from harness.results.store import results_root
 
     progress = not (args.quiet or args.json)
+    results_root(args.results)  # as given: Path('') would be the working folder
     if args.resume is not None:
         _refuse_settings_with_resume(args)
         run = resume(args.resume, args.results, progress=progress, notes=_say)

@@ -14,7 +14,7 @@ from harness.device.fleet import FleetRequest, board_fleet
 from harness.device.launch import ConnectOptions
 from harness.device.qemu import emulated_instructions
 from harness.energy.metering import EvalMetering
-from harness.errors import InterruptedRun, LinkError, UserError
+from harness.errors import InterruptedRun, LinkError, UserError, setting
 from harness.eval.anomaly import anomaly_score, windows_per_file
 from harness.eval.host_work import HostReferences
 from harness.eval.inputs import Inputs, as_the_model_quantizes, prepare_inputs
@@ -27,6 +27,7 @@ from harness.eval.settings import EvalSettings
 from harness.eval.sharding import BoardEnd, ShardedStream
 from harness.eval.subsets import Subset, flag_contradictions
 from harness.eval.tasks import task_for
+from harness.files import check_output, write_atomically
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.protocol import DeviceInfo
@@ -35,7 +36,17 @@ from harness.model.deployable import require_tflm_kernels
 from harness.model.dut import DutComputation, dut_computation
 from harness.model.references import load_references
 from harness.model.tflite_file import TfliteModel
-from harness.results.journal import Journal, load_origin, require_same_origin, save_origin, save_request
+from harness.results.journal import (
+    JOURNAL,
+    Journal,
+    WriteFailed,
+    known_as,
+    load_origin,
+    require_same_origin,
+    resume_command,
+    save_origin,
+    save_request,
+)
 from harness.results.provenance import usb_serial_number
 from harness.results.record import (
     Anomaly,
@@ -62,7 +73,7 @@ from harness.results.record import (
     to_json,
     write_record,
 )
-from harness.results.store import RunFolder, new_run_id, open_partial, publish
+from harness.results.store import RunFolder, hold_run, naming_the_file, new_run_id, open_partial, publish
 from harness.samples import Dataset, Sample
 
 
@@ -401,6 +412,9 @@ def _count(samples: int) -> str:
     return f"{samples} sample{'' if samples == 1 else 's'}"
 
 
+RUN_FILES = ("samples.parquet", "energy.parquet", "power.parquet", "manifest.json", "summary.json")
+
+
 @dataclass(frozen=True)
 class OpenRun:
     """The run's partial folder, opened or found again, and what the run started with."""
@@ -451,10 +465,8 @@ def _selection(request: EvalRequest) -> Selection:
     return dataclasses.replace(selection, samples=[selection.samples[i] for i in order])
 
 
-def _open_run(request: EvalRequest, inputs: Inputs) -> OpenRun:
-    """A new run's partial folder with its settings and origin, or a resumed run's, checked against them."""
-    run_id = request.run_id or new_run_id(request.card.name, request.board.id)
-    folder = open_partial(request.results_root, run_id, resume=request.run_id is not None)
+def _open_run(request: EvalRequest, inputs: Inputs, run_id: str, folder: RunFolder) -> OpenRun:
+    """A new run's partial folder (held) given its settings and origin, or a resumed run's, checked against them."""
     inputs_origin = {
         "model_sha256": request.model.sha256,
         "labels_sha256": request.dataset.csv_sha256,
@@ -462,40 +474,86 @@ def _open_run(request: EvalRequest, inputs: Inputs) -> OpenRun:
     }
     if request.run_id is None:
         origin = inputs_origin | {"started": datetime.now(UTC).isoformat()}
-        save_request(folder.path, request.settings.stored())
-        save_origin(folder.path, origin)
+        try:
+            save_request(folder.path, request.settings.stored())
+            save_origin(folder.path, origin)
+        except OSError as exc:  # a full disk: a run that cannot start leaves nothing
+            folder.discard()
+            raise UserError(
+                f"cannot create run {run_id} in {request.results_root} ({exc.strerror or exc}); nothing was kept: "
+                f"free some space or pass another {setting('results')}"
+            ) from exc
     else:  # before any sample runs: journaled outputs only count for the same model and inputs
         origin = load_origin(folder.path)
         require_same_origin(origin, inputs_origin)
+        for name in RUN_FILES:  # a FIFO or a folder where a run file goes is refused now, not after every sample
+            check_output(folder.path / name, "run file")
     return OpenRun(run_id, folder, origin, datetime.fromisoformat(origin["started"]).isoformat())
 
 
 def _stream_journaled(request: EvalRequest, run: OpenRun, inputs: Inputs, refs, metering) -> Streamed:
     """Every sample through the board, journaled as it arrives; an interrupted run is left resumable (or, with
-    nothing journaled, not left at all)."""
+    nothing journaled, not left at all: a failed start, at the handshake or before, leaves nothing)."""
     journal = Journal(run.folder.path)
     try:
         return _stream(request, inputs, refs.references, journal, run.origin, metering)
-    except UserError:
+    except BaseException as exc:
         journal.close()
-        if request.run_id is None and not journal.done():  # nothing to resume: leave nothing behind
+        kept = _kept(journal)
+        if request.run_id is None and kept == 0:  # nothing to resume: leave nothing behind
             run.folder.discard()
-        raise
-    except LinkError as exc:
-        journal.close()
-        if request.run_id is None and not journal.done():
-            run.folder.discard()
+            if isinstance(exc, WriteFailed) or _in_run_folder(exc, run):
+                raise _nothing_kept(exc, request, run) from exc
             raise
-        raise LinkError(f"{exc.args[0]} (the samples done are kept: `harness eval --resume {run.id}` goes on)") from exc
-    except KeyboardInterrupt:
-        journal.close()
-        kept = len(journal.done())
-        if request.run_id is None and not kept:
-            run.folder.discard()
+        resumable = _resumable(exc, run, kept)
+        if resumable is exc:
             raise
-        raise InterruptedRun(f"{_count(kept)} kept; `harness eval --resume {run.id}` goes on") from None
+        raise resumable from None
     finally:
         journal.close()
+
+
+def _nothing_kept(exc: OSError | WriteFailed, request: EvalRequest, run: OpenRun) -> UserError:
+    path, reason = (exc.path, exc.reason) if isinstance(exc, WriteFailed) else (exc.filename, exc.strerror or exc)
+    return UserError(
+        f"cannot write {Path(path).name} of run {run.id} in {request.results_root} ({reason}); nothing was kept: "
+        "free some space, then run again"
+    )
+
+
+def _kept(journal: Journal) -> int | None:
+    """How many samples the journal holds (None: it cannot be read, so it is kept as it is)."""
+    try:
+        return len(journal.done())
+    except UserError:
+        return None
+
+
+def _resumable(exc: BaseException, run: OpenRun, kept: int | None) -> BaseException:
+    """exc, worded with the command that goes on with the run (a damaged journal's own message names its line)."""
+    go_on = f"`{resume_command(run.folder.path)}` goes on"
+    if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, InterruptedRun):
+        return InterruptedRun(f"{_count(kept) if kept is not None else 'the samples done are'} kept; {go_on}")
+    if isinstance(exc, LinkError):
+        return LinkError(f"{exc.args[0]} (the samples done are kept: {go_on})")
+    if _in_run_folder(exc, run):  # a file of the run could not be written (a full disk)
+        return _write_failed(exc, run)
+    return exc
+
+
+def _in_run_folder(exc: BaseException, run: OpenRun) -> bool:
+    """An OSError of a file in the run's folder (not the board's port, nor an input file)."""
+    if not isinstance(exc, OSError) or not isinstance(exc.filename, str):
+        return False
+    return Path(exc.filename).is_relative_to(run.folder.path)
+
+
+def _write_failed(exc: OSError, run: OpenRun) -> UserError:
+    """A file of the run could not be written: named, with the command that goes on once it can be."""
+    return UserError(
+        f"cannot write {known_as(Path(exc.filename))} ({exc.strerror or exc}); every sample done is kept: "
+        f"free some space, then `{resume_command(run.folder.path)}` goes on"
+    )
 
 
 def run_eval(request: EvalRequest) -> EvalOutcome:
@@ -509,8 +567,21 @@ def run_eval(request: EvalRequest) -> EvalOutcome:
         preparation = as_the_model_quantizes(preparation, request.model.input_quantized_as)
     inputs = prepare_inputs(request.dataset, samples, preparation, request.settings.strict)
     refs = load_references(request.model, request.settings.references)
-    run = _open_run(request, inputs)
-    streamed = _stream_journaled(request, run, inputs, refs, metering)
+    run_id = request.run_id or new_run_id(request.card.name, request.board.id)
+    folder = open_partial(request.results_root, run_id, resume=request.run_id is not None)
+    try:
+        with hold_run(folder.path):  # a second eval --resume of this run is refused while this one writes it
+            run = _open_run(request, inputs, run_id, folder)
+            streamed = _stream_journaled(request, run, inputs, refs, metering)
+            return _store(request, run, streamed, selection, inputs, refs, metering)
+    except UserError:
+        if request.run_id is None and not (folder.path / JOURNAL).exists():
+            folder.discard()  # it never got going (the lock could not be taken): leave nothing
+        raise
+
+
+def _store(request: EvalRequest, run: OpenRun, streamed: Streamed, selection, inputs, refs, metering) -> EvalOutcome:
+    """The run's tables and record from its journal, then the run folder published."""
     names = [ref.name for ref in refs.references]
     try:  # every sample is journaled: from here on, an interrupted run only has to be written
         samples_path = run.folder.path / "samples.parquet"
@@ -523,7 +594,9 @@ def run_eval(request: EvalRequest) -> EvalOutcome:
             selection,
             request.board.latency_source,
         )
-        write_samples(samples_path, Journal(run.folder.path), maker)
+        with naming_the_file(samples_path):
+            journal = Journal(run.folder.path)
+            write_atomically(samples_path, lambda partial: write_samples(partial, journal, maker), "run file")
         readings = read_rows(samples_path, names)
         manifest = _manifest(request, run, streamed, inputs, refs, metering, selection)
         summary = _summarise(request, run, streamed, readings, refs, inputs, metering, selection)
@@ -533,4 +606,9 @@ def run_eval(request: EvalRequest) -> EvalOutcome:
         write_record(run.folder, RunRecord(manifest, summary))
         return EvalOutcome(summary, publish(request.results_root, run.id))
     except KeyboardInterrupt:
-        raise InterruptedRun(f"{_count(streamed.samples)} kept; `harness eval --resume {run.id}` goes on") from None
+        go_on = f"`{resume_command(run.folder.path)}` goes on"
+        raise InterruptedRun(f"{_count(streamed.samples)} kept; {go_on}") from None
+    except OSError as exc:
+        if not _in_run_folder(exc, run):
+            raise
+        raise _write_failed(exc, run) from exc

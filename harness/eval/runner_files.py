@@ -6,14 +6,16 @@ y_labels.csv has no header; a row is `file,classes,class` (vww01, ic01, kws01), 
 of window_bytes every stride_bytes (harness/eval/anomaly.py scores a file over its windows).
 """
 
-import csv
 import hashlib
+import os
+import re
 from pathlib import Path
 
 import numpy as np
 
 from harness.errors import UserError, setting
 from harness.model.card import REFERENCE_INPUTS, EembcDut, ModelCard
+from harness.reading import LABELS, read_bytes, read_csv
 from harness.samples import Dataset, Preparation, Sample
 from harness.tensors import TensorSpec
 
@@ -25,11 +27,13 @@ def is_runner_folder(spec: str) -> bool:
     return (Path(spec) / LABELS_FILE).is_file()
 
 
+WHOLE_NUMBER = re.compile(r"-?[0-9]{1,18}")  # ASCII digits only: int() also takes Arabic-Indic digits and '1_0'
+
+
 def _row_numbers(path: Path, line: int, row: list[str], classes: int) -> tuple[int, ...]:
-    try:
-        numbers = tuple(int(v) for v in row[1:])
-    except ValueError:
-        raise UserError(f"{path} line {line}: {row[1:]} are not whole numbers; write file,classes,class") from None
+    if not all(WHOLE_NUMBER.fullmatch(v) for v in row[1:]):
+        raise UserError(f"{path} line {line}: {row[1:]} are not whole numbers; write file,classes,class")
+    numbers = tuple(int(v) for v in row[1:])
     if numbers[0] != classes:
         raise UserError(
             f"{path} line {line}: {row[0]} counts {numbers[0]} classes but the model card has {classes}; "
@@ -56,36 +60,44 @@ def load_runner_dataset(spec: str, card: ModelCard, windows: bool = False) -> Da
     classes = len(card.output.labels)
     samples: list[Sample] = []
     fields = None  # every row as the first: whole files or windows, never both
-    with open(labels, newline="", encoding="utf-8-sig") as f:
-        for line, row in enumerate(csv.reader(f), start=1):
-            row = [v.strip() for v in row]
-            if not row or not any(row):
-                continue
-            if len(row) not in (3, 5):
-                raise UserError(
-                    f"{labels} line {line}: {len(row)} fields; a row is file,classes,class "
-                    "(or file,classes,class,window_bytes,stride_bytes)"
-                )
-            if len(row) == 5 and not windows:
-                raise UserError(
-                    f"{labels} line {line}: a windowed row (window_bytes, stride_bytes), which the runner "
-                    f"sends only to ad01; card {card.name} takes whole files: file,classes,class"
-                )
-            if fields is not None and len(row) != fields:
-                raise UserError(
-                    f"{labels} line {line}: {len(row)} fields where the rows before have {fields}; "
-                    "a dataset is whole files or windows, not both"
-                )
-            fields = len(row)
-            numbers = _row_numbers(labels, line, row, classes)
-            path = root / row[0]
-            if not path.is_file():
-                raise UserError(f"{labels} line {line}: {row[0]} is not in {root}; copy the dataset's .bin files there")
-            size = path.stat().st_size
-            samples.extend(_file_samples(labels, line, row[0], path, size, numbers, input_bytes))
+    # the rows through harness/reading.py: a regular UTF-8 file, its fields capped
+    for line, row in enumerate(read_csv(labels, LABELS), start=1):
+        row = [v.strip() for v in row]
+        if not row or not any(row):
+            continue
+        if len(row) not in (3, 5):
+            raise UserError(
+                f"{labels} line {line}: {len(row)} fields; a row is file,classes,class "
+                "(or file,classes,class,window_bytes,stride_bytes)"
+            )
+        if len(row) == 5 and not windows:
+            raise UserError(
+                f"{labels} line {line}: a windowed row (window_bytes, stride_bytes), which the runner "
+                f"sends only to ad01; card {card.name} takes whole files: file,classes,class"
+            )
+        if fields is not None and len(row) != fields:
+            raise UserError(
+                f"{labels} line {line}: {len(row)} fields where the rows before have {fields}; "
+                "a dataset is whole files or windows, not both"
+            )
+        fields = len(row)
+        numbers = _row_numbers(labels, line, row, classes)
+        path = _inside(root, labels, line, row[0])
+        if not path.is_file():
+            raise UserError(f"{labels} line {line}: {row[0]} is not in {root}; copy the dataset's .bin files there")
+        size = path.stat().st_size
+        samples.extend(_file_samples(labels, line, row[0], path, size, numbers, input_bytes))
     if not samples:
         raise UserError(f"{labels} names no file; fill it from the benchmark's y_labels.csv")
-    return Dataset(root.name, labels, hashlib.sha256(labels.read_bytes()).hexdigest(), tuple(samples))
+    return Dataset(root.name, labels, hashlib.sha256(read_bytes(labels, LABELS)).hexdigest(), tuple(samples))
+
+
+def _inside(root: Path, labels: Path, line: int, name: str) -> Path:
+    """The file a row names, if it resolves inside the dataset's folder (no '..', no absolute path, no link out)."""
+    path = root / name
+    if not Path(os.path.realpath(path)).is_relative_to(os.path.realpath(root)):
+        raise UserError(f"{labels} line {line}: {name} lies outside {root}; a row names a file in the dataset's folder")
+    return path
 
 
 def _file_samples(labels: Path, line: int, name: str, path: Path, size: int, numbers, input_bytes: int):

@@ -470,11 +470,11 @@ def save_session(referee: Referee, results_root: Path, started_iso: str) -> dict
     with received.parquet (when each result came), power.parquet when a meter ran."""
     from harness.eval.detection import write_boxes
     from harness.results.provenance import harness_source, host_machine
-    from harness.results.store import new_run_id, run_folder
+    from harness.results.store import id_part, new_run_id, run_folder
 
     results, images_sent = referee.snapshot()
     summary = referee.score(results, images_sent)
-    run_id = new_run_id("referee", referee.images.name)
+    run_id = new_run_id("referee", id_part(referee.images.name))  # a folder's name is no id: made into one
     summary = {"run_id": run_id, "kind": "referee", **summary}
     session = referee.session
     manifest = {

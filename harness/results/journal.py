@@ -5,10 +5,14 @@ place) and the lines are cut off, so neither the file nor a resume's reading of 
 what is done is the groups' index and id columns and the lines since the last group.
 
 Beside it, `origin.json` records what the journaled outputs came from (model, labels, input tensors,
-firmware) and when the run started; a resume with anything else changed is refused."""
+firmware) and when the run started; a resume with anything else changed is refused.
+
+Everything a resume reads comes through harness/reading.py: a line cut short by a kill is run again, a line
+that is whole JSON but no entry (or too deep, or holding NaN or a huge number) is named with its line."""
 
 import json
 import os
+import shlex
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -17,6 +21,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.errors import UserError
+from harness.files import write_text_atomically
+from harness.reading import GIB, MIB, FileKind, open_binary, parse_json, read_bytes, read_json
+from harness.reading import JOURNAL as JOURNAL_FILE
+from harness.reading import REQUEST as REQUEST_FILE
+
+# Kinds harness/reading.py does not declare (yet): a journal's row groups and a run's origin.json.
+ROW_GROUP_FILE = FileKind("run journal row group", 4 * GIB)
+ORIGIN_FILE = FileKind("run origin", 1 * MIB)
 
 JOURNAL = "journal.jsonl"
 ROWS = "rows"  # the row groups: rows/group-00000.parquet, …
@@ -34,20 +46,54 @@ def _is_hex(value) -> bool:
     return True
 
 
+def _is_count(value) -> bool:
+    """A whole number a Parquet int64 column holds, not negative."""
+    return type(value) is int and 0 <= value < 2**63
+
+
 def _is_entry(entry) -> bool:
-    """A whole entry as `harness eval` writes it; anything else is what is left of a damaged line."""
+    """A whole entry as `harness eval` writes it."""
     try:
         return (
-            type(entry["index"]) is int
-            and entry["index"] >= 0
+            _is_count(entry["index"])
             and isinstance(entry["id"], str)
             and _is_hex(entry["device_output"])
-            and all(type(entry[k]) is int for k in ("ticks", "tick_hz", "timer"))
+            and all(_is_count(entry[k]) for k in ("ticks", "tick_hz", "timer"))
             and all(isinstance(n, str) and _is_hex(out) for n, out in entry["host"].items())
-            and (entry["instructions"] is None or type(entry["instructions"]) is int)
+            and (entry["instructions"] is None or _is_count(entry["instructions"]))
+            and (entry.get("board") is None or isinstance(entry["board"], str))
         )
     except (TypeError, KeyError, AttributeError):
         return False
+
+
+def _is_torn(text: str) -> bool:
+    """A line a kill or a short write cut off (with the next line possibly glued on): not JSON at all."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return True
+    except (ValueError, RecursionError):
+        return False
+    return False
+
+
+def resume_command(folder: Path) -> str:
+    """The command that goes on with the unfinished run in its partial folder."""
+    run_id = folder.name[1 : -len(".partial")]
+    return f"harness eval --resume {shlex.quote(run_id)} --results {shlex.quote(str(folder.parent))}"
+
+
+class WriteFailed(UserError):
+    """A file of an unfinished run could not be written (a full disk, a quota): the samples before are kept."""
+
+    def __init__(self, path: Path, reason: str):
+        self.path, self.reason = path, reason
+        folder = path.parent if path.name == JOURNAL else path.parent.parent
+        super().__init__(
+            f"cannot write {known_as(path)} ({reason}); the samples before are kept: free some space, then "
+            f"`{resume_command(folder)}` goes on"
+        )
 
 
 def entries_table(entries: list[dict]) -> pa.Table:
@@ -78,26 +124,46 @@ class Journal:
 
     def load(self) -> dict[int, dict]:
         """The entries since the last row group, by sample index. A line that is cut short (by a kill or a
-        short write, possibly with the next line glued on) is not an entry: those samples run again."""
+        short write, possibly with the next line glued on) is not an entry: those samples run again. A whole
+        line that is no entry was damaged by something else: it is named, with its line number."""
         entries: dict[int, dict] = {}
         if not self.path.exists():
             return entries
-        raw = self.path.read_bytes()
+        raw = read_bytes(self.path, JOURNAL_FILE)
         whole = raw[: raw.rfind(b"\n") + 1]
         if len(whole) != len(raw):
             with open(self.path, "r+b") as f:  # drop the torn tail so appends start on a fresh line
                 f.truncate(len(whole))
-        for line in whole.splitlines():
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if not _is_entry(entry):
+        for number, line in enumerate(whole.splitlines(), start=1):
+            entry = self._entry(number, line)
+            if entry is None:
                 continue
             if entry["index"] in entries:
-                raise UserError(f"{known_as(self.path)}: sample {entry['index']} appears twice; the journal is damaged")
+                raise self._damaged(number, f"holds sample {entry['index']} a second time")
             entries[entry["index"]] = entry
         return entries
+
+    def _entry(self, number: int, line: bytes) -> dict | None:
+        """The entry on a line, or None for a line cut short (its sample runs again)."""
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            return None  # cut inside a character
+        try:
+            entry = parse_json(text, JOURNAL_FILE, f"{self.path} line {number}")
+        except UserError as exc:
+            if _is_torn(text):
+                return None
+            raise UserError(f"{exc}; {self._fix(number)}") from None
+        if not _is_entry(entry):
+            raise self._damaged(number, "is not a journal entry (index, id, device_output, ticks, …)")
+        return entry
+
+    def _damaged(self, number: int, problem: str) -> UserError:
+        return UserError(f"{JOURNAL_FILE.name} {self.path} line {number} {problem}; {self._fix(number)}")
+
+    def _fix(self, number: int) -> str:
+        return f"the journal is damaged: delete line {number} to run that sample again, or start a new run"
 
     def groups(self) -> list[Path]:
         return sorted(self.rows.glob("group-*.parquet")) if self.rows.is_dir() else []
@@ -106,10 +172,7 @@ class Journal:
         """Every journaled sample: index -> sample id, from the row groups and the lines since."""
         done: dict[int, str] = {}
         for group in self.groups():
-            try:
-                table = pq.read_table(group, columns=["index", "id"])
-            except (pa.ArrowException, OSError) as exc:
-                raise UserError(f"{known_as(group)} is damaged ({exc}); start a new run") from None
+            table = _read_group(group, columns=["index", "id"])
             done |= dict(zip(table.column("index").to_pylist(), table.column("id").to_pylist(), strict=True))
         lines = self.load()
         if any(index in done for index in lines):  # killed after a group was renamed, before the lines were cut
@@ -121,7 +184,7 @@ class Journal:
     def tables(self) -> Iterator[pa.Table]:
         """Every journaled sample as tables: each row group, then the lines since the last."""
         for group in self.groups():
-            yield pq.read_table(group)
+            yield _read_group(group)
         if lines := self.load():
             yield entries_table(list(lines.values()))
 
@@ -130,7 +193,8 @@ class Journal:
         if self._lines is None:
             self.done()
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            # O_NOFOLLOW: the journal is the run's own file, never one a link names elsewhere
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
         start = os.fstat(self._fd).st_size
         written = 0
@@ -140,10 +204,7 @@ class Journal:
         except BaseException as exc:
             os.ftruncate(self._fd, start)
             if isinstance(exc, OSError):
-                raise UserError(
-                    f"cannot write {known_as(self.path)} ({exc.strerror}); the samples before are kept: "
-                    "fix that, then `harness eval --resume RUN` goes on"
-                ) from exc
+                raise WriteFailed(self.path, exc.strerror or str(exc)) from exc
             raise
         self._lines += 1
         if self._lines >= self.rows_per_group:
@@ -162,19 +223,14 @@ class Journal:
             partial.replace(group)
         except OSError as exc:
             partial.unlink(missing_ok=True)
-            raise UserError(
-                f"cannot write {known_as(group)} ({exc.strerror}); the samples before are kept: "
-                "fix that, then `harness eval --resume RUN` goes on"
-            ) from exc
+            raise WriteFailed(group, exc.strerror or str(exc)) from exc
         os.ftruncate(self._fd, 0)
         self._lines = 0
 
     def _rewrite(self, entries: list[dict]) -> None:
         self.close()
         text = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in entries)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, self.path)
+        write_text_atomically(self.path, text, JOURNAL_FILE.name)
 
     def close(self) -> None:
         if self._fd is not None:
@@ -182,10 +238,16 @@ class Journal:
             self._fd = None
 
 
+def _read_group(group: Path, columns: list[str] | None = None) -> pa.Table:
+    try:
+        with open_binary(group, ROW_GROUP_FILE) as handle:
+            return pq.read_table(handle, columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        raise UserError(f"{known_as(group)} is damaged ({exc}); start a new run") from None
+
+
 def _write_json_atomically(path: Path, data: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
+    write_text_atomically(path, json.dumps(data, indent=2) + "\n", "run file")
 
 
 def known_as(path: Path) -> str:
@@ -203,11 +265,18 @@ def save_request(folder: Path, settings: dict) -> None:
     _write_json_atomically(folder / REQUEST, settings)
 
 
+def _read_object(path: Path, kind: FileKind) -> dict:
+    """A JSON object through harness/reading.py; a missing file or another value named as not resumable."""
+    if not path.exists():
+        raise UserError(f"{known_as(path.parent)} has no {path.name}; it is not a resumable run")
+    value = read_json(path, kind)
+    if not isinstance(value, dict):
+        raise UserError(f"{kind.name} {known_as(path)} holds a {type(value).__name__}, not an object: start a new run")
+    return value
+
+
 def load_request(folder: Path) -> dict:
-    try:
-        return json.loads((folder / REQUEST).read_text())
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{known_as(folder)} has no readable {REQUEST}; it is not a resumable run") from exc
+    return _read_object(folder / REQUEST, REQUEST_FILE)
 
 
 def save_origin(folder: Path, origin: dict) -> None:
@@ -215,13 +284,12 @@ def save_origin(folder: Path, origin: dict) -> None:
 
 
 def load_origin(folder: Path) -> dict:
-    try:
-        origin = json.loads((folder / ORIGIN).read_text())
-    except (OSError, ValueError) as exc:
+    if not (folder / ORIGIN).exists():
         raise UserError(
-            f"{known_as(folder)} has no readable {ORIGIN}, so its results cannot be matched to this model and data: "
+            f"{known_as(folder)} has no {ORIGIN}, so its results cannot be matched to this model and data: "
             "start a new run"
-        ) from exc
+        )
+    origin = _read_object(folder / ORIGIN, ORIGIN_FILE)
     try:
         datetime.fromisoformat(origin["started"])
     except (TypeError, KeyError, ValueError) as exc:

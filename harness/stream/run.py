@@ -34,7 +34,7 @@ from harness.results.record import (
     to_json,
     write_record,
 )
-from harness.results.store import new_run_id, run_folder
+from harness.results.store import new_run_id, results_root, run_folder
 from harness.stream.detections import Detections, write_detections
 from harness.stream.ledger import load_ledger
 from harness.stream.pipeline import TIMING_REFERENCE, HostStream, detections, keywords_of, stream_settings
@@ -116,6 +116,7 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
             f"card {card.name} is an {card.task} card; streams are audio, so pass a keyword spotting card "
             f"to {setting('model')} (harness models lists them)"
         )
+    results_root(request.results_root)  # before the board runs: '', a file, a FIFO or a non-UTF-8 name refused
     audio = read_stream_audio(request.wav, pre.sample_rate)
     if len(audio) < pre.clip_samples:
         raise UserError(f"{request.wav} holds {len(audio)} samples, less than the model's {pre.clip_ms} ms window")

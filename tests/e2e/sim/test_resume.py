@@ -4,6 +4,7 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -150,6 +151,40 @@ def test_ctrl_c_names_the_samples_kept_and_how_to_go_on(tmp_path, small_model):
     kept = _journal_lines(results)
     assert proc.returncode == 130
     assert proc.stderr.read().strip() == (
-        f"harness: interrupted: {kept} samples kept; `harness eval --resume {run_id}` goes on"
+        f"harness: interrupted: {kept} samples kept; `harness eval --resume {run_id} --results {results}` goes on"
     )
     assert _resume(run_id, results).returncode == 0
+
+
+def _holds(lock, pid: int) -> bool:
+    try:
+        return lock.read_text().split()[:1] == [str(pid)]
+    except OSError:
+        return False
+
+
+def test_two_resumes_of_one_run_at_once_the_second_is_refused_and_the_run_completes(tmp_path, small_model):
+    results = tmp_path / "results"
+    run_id, _ = _interrupted_run(results, "--emulate-invoke-ms", "300", after=3)  # the rest takes some 6 s
+    journaled = _journal_lines(results)
+    first = subprocess.Popen(
+        [sys.executable, "-m", "harness", "eval", "--resume", run_id, "--results", str(results), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lock = results / f".{run_id}.partial" / ".lock"
+    deadline = time.monotonic() + 60
+    while not _holds(lock, first.pid) and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _holds(lock, first.pid), "the first resume never held the run"
+
+    second = _resume(run_id, results)
+    _one_line_error(second, "is being written by", f"pid {first.pid} on host {socket.gethostname()}")
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    summary = json.loads(out)
+    assert summary["samples"] == LIMIT and summary["link"]["samples_from_journal"] == journaled
+    assert not list(results.glob(".*.partial"))
+    (run,) = results.iterdir()
+    assert pq.read_table(run / "samples.parquet").num_rows == LIMIT

@@ -71,6 +71,38 @@ def test_a_wrong_row_is_one_line_naming_it(tmp_path, rows, sizes, expected):
         load_runner_dataset(str(folder), load_card("mlperf_tiny_kws01"), windows=True)
 
 
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ("../outside.bin,12,1", "lies outside"),
+        ("sub/../../outside.bin,12,1", "lies outside"),
+        ("{outside},12,1", "lies outside"),
+        ("link.bin,12,1", "lies outside"),
+        ("a.bin,12,\u0661", "are not whole numbers"),
+        ("a.bin,1_2,1", "are not whole numbers"),
+        ("a.bin,12," + "9" * 5001, "are not whole numbers"),
+    ],
+    ids=["dotdot", "dotdot-deeper", "absolute", "link-out", "arabic-indic-digit", "underscore", "5001-digits"],
+)
+def test_a_row_naming_a_file_outside_the_dataset_or_no_ascii_number_is_refused(tmp_path, row, expected):
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(bytes(490))
+    folder = _folder(tmp_path, [row.format(outside=outside)], {"a.bin": 490})
+    (folder / "link.bin").symlink_to(outside)
+    with pytest.raises(UserError, match=re.escape(expected)):
+        load_runner_dataset(str(folder), load_card("mlperf_tiny_kws01"))
+
+
+def test_labels_that_are_not_utf8_or_have_a_bom_are_read_through_the_one_reader(tmp_path):
+    folder = _folder(tmp_path, ["a.bin,12,7"], {"a.bin": 490})
+    labels = folder / "y_labels.csv"
+    labels.write_bytes(b"\xef\xbb\xbfa.bin,12,7\n")
+    assert [s.id for s in load_runner_dataset(str(folder), load_card("mlperf_tiny_kws01")).samples] == ["a.bin"]
+    labels.write_bytes(b"a.bin,12,7\n\xff\n")
+    with pytest.raises(UserError, match="not UTF-8"):
+        load_runner_dataset(str(folder), load_card("mlperf_tiny_kws01"))
+
+
 def test_windows_are_refused_where_the_runner_sends_whole_files(tmp_path):
     folder = _folder(tmp_path, ["a.bin,12,1,490,490"], {"a.bin": 980})
     with pytest.raises(UserError, match=re.escape("which the runner sends only to ad01; card mlperf_tiny_kws01")):

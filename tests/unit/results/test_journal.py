@@ -53,17 +53,79 @@ def test_a_write_that_fails_part_way_leaves_no_cut_line(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "damaged",
+    "torn",
     [
         b'{"index":1,"id":"b.jpg","dev',
-        b"[1, 2]",
-        b'{"index":"1"}',
-        json.dumps(ENTRY | {"index": 1, "device_output": "zz"}).encode(),
+        b'{"index":1,"id":"b.jpg","dev' + json.dumps(ENTRY | {"index": 2}).encode(),  # the next append glued on
+        b'{"index":1,"id":"caf\xc3',  # cut inside a character
     ],
 )
-def test_a_damaged_line_is_no_entry(tmp_path, damaged):
-    (tmp_path / "journal.jsonl").write_bytes(json.dumps(ENTRY).encode() + b"\n" + damaged + b"\n")
+def test_a_line_cut_short_is_no_entry_and_its_sample_runs_again(tmp_path, torn):
+    (tmp_path / "journal.jsonl").write_bytes(json.dumps(ENTRY).encode() + b"\n" + torn + b"\n")
     assert list(Journal(tmp_path).load()) == [0]
+
+
+@pytest.mark.parametrize(
+    ("damaged", "words"),
+    [
+        (b"[1, 2]", "not a journal entry"),
+        (b'{"index":"1"}', "not a journal entry"),
+        (json.dumps(ENTRY | {"index": 1, "device_output": "zz"}).encode(), "not a journal entry"),
+        (json.dumps(ENTRY | {"index": -1}).encode(), "not a journal entry"),
+        (json.dumps(ENTRY | {"index": 1, "ticks": 2**64}).encode(), "not a journal entry"),
+        (json.dumps(ENTRY | {"index": 1, "board": 5}).encode(), "not a journal entry"),
+        (b"[" * 10000 + b"]" * 10000, "deep"),
+        (json.dumps(ENTRY | {"index": 1}).encode().replace(b'"ticks": 5', b'"ticks": NaN'), "NaN"),
+        (b'{"index": ' + b"9" * 5001 + b"}", "integer"),
+        (json.dumps(ENTRY).encode(), "holds sample 0 a second time"),
+    ],
+    ids=[
+        "list",
+        "index-text",
+        "output-not-hex",
+        "index-negative",
+        "ticks-huge",
+        "board-number",
+        "deep",
+        "nan",
+        "5001-digits",
+        "twice",
+    ],
+)
+def test_a_whole_line_that_is_no_entry_is_named_with_its_line(tmp_path, damaged, words):
+    (tmp_path / "journal.jsonl").write_bytes(json.dumps(ENTRY).encode() + b"\n" + damaged + b"\n")
+    with pytest.raises(UserError) as refused:
+        Journal(tmp_path).load()
+    message = str(refused.value)
+    assert all(w in message for w in (words, "journal.jsonl line 2", "delete line 2")), message
+    assert "\n" not in message
+
+
+def test_a_journal_that_is_a_fifo_is_refused_without_blocking(tmp_path):
+    os.mkfifo(tmp_path / "journal.jsonl")
+    with pytest.raises(UserError, match="is a FIFO"):
+        Journal(tmp_path).done()
+
+
+def test_a_row_group_that_is_a_fifo_is_refused_without_blocking(tmp_path):
+    (tmp_path / "rows").mkdir()
+    os.mkfifo(tmp_path / "rows" / "group-00000.parquet")
+    with pytest.raises(UserError, match="is a FIFO"):
+        Journal(tmp_path).done()
+
+
+def test_a_full_disk_names_the_journal_and_the_exact_resume_command(tmp_path, monkeypatch):
+    partial = tmp_path / "my results" / ".20260101T000000Z-m-b-abcd.partial"
+    partial.mkdir(parents=True)
+    journal = Journal(partial)
+    journal.append(ENTRY)
+    monkeypatch.setattr(os, "write", lambda fd, data: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left")))
+    with pytest.raises(UserError) as refused:
+        journal.append(ENTRY | {"index": 1})
+    journal.close()
+    message = str(refused.value)
+    assert "journal.jsonl of unfinished run 20260101T000000Z-m-b-abcd" in message
+    assert f"`harness eval --resume 20260101T000000Z-m-b-abcd --results '{tmp_path}/my results'` goes on" in message
 
 
 def _append(journal, indices):
