@@ -13,22 +13,39 @@ Sources:
 """
 
 import hashlib
-import json
 import tarfile
+import zlib
 from pathlib import Path
+
+import pydantic
 
 from harness.errors import UserError
 from harness.eval.demo_dataset import COLUMNS, RECIPE_VERSION, build_demo_dataset
 from harness.eval.label_files import (
     CLEAN_FILE,
+    ascii_int,
     clean_labels_named,
     csv_header,
+    inside,
     is_label_only,
     join_clean_labels,
     label_only_samples,
     read_rows,
+    refuse_unless_regular,
 )
 from harness.paths import cache_dir
+from harness.reading import (
+    IMAGE,
+    JSON_STREAM,
+    LABELS,
+    SHARD,
+    SPLIT,
+    STRICT,
+    load_json,
+    open_binary,
+    read_bytes,
+    read_text,
+)
 from harness.samples import DEMO, Dataset, Sample
 
 PUBLISHED_SPLITS = {"test": "wake_vision_test.csv", "validation": "wake_vision_validation.csv"}
@@ -36,9 +53,18 @@ PUBLISHED_SPLITS = {"test": "wake_vision_test.csv", "validation": "wake_vision_v
 STREAM_NOTE = "streamed.json"
 
 
+class StreamNote(pydantic.BaseModel):
+    """What harness/eval/hf_source.py notes in the folder it streams."""
+
+    model_config = STRICT
+    source: str
+    whole_pools: bool = True
+    seed: int | None = None
+
+
 def _whole_pools(folder: Path) -> bool:
     note = folder / STREAM_NOTE
-    return json.loads(note.read_text()).get("whole_pools", True) if note.is_file() else True
+    return load_json(note, JSON_STREAM, StreamNote).whole_pools if note.exists() else True
 
 
 def _demo_root() -> Path:
@@ -58,25 +84,25 @@ def _samples(csv_path: Path, image_dir: Path, split: str) -> list[Sample]:
     samples = []
     fix = "; or give labels alone: filename,label (0/1) or the cleaned filename,original_label,clean_label"
     for line, row in read_rows(csv_path, COLUMNS, "the Wake Vision columns", fix):
-        try:
-            flags = {c: int(row[c]) for c in COLUMNS[1:]}
-        except ValueError as exc:
-            raise UserError(f"{csv_path} line {line}: a flag is not an integer ({exc})") from exc
+        flags = {c: ascii_int(row[c]) for c in COLUMNS[1:]}  # ASCII: an Arabic-Indic one is no flag
         bad = next((c for c in COLUMNS[1:] if flags[c] not in FLAG_VALUES), None)
         if bad is not None:
             raise UserError(
                 f"{csv_path} line {line}: {bad} is {row[bad].strip()!r} for {row['filename']}; "
-                "a flag is 1 (yes), 0 (no) or -1 (unknown: the far-only rows)"
+                "a flag is 1 (yes), 0 (no) or -1 (unknown: the far-only rows), in ASCII digits"
             )
-        samples.append(Sample(row["filename"], image_dir / row["filename"], flags, split))
+        samples.append(Sample(row["filename"], inside(image_dir, row["filename"], csv_path, line), flags, split))
     return samples
 
 
 def _split_of(csv_path: Path) -> str:
     """A SPLIT file beside the CSV names it, else a published file name, else `test`."""
     marker = csv_path.parent / "SPLIT"
-    if marker.is_file():
-        return marker.read_text().strip()
+    if marker.exists():
+        split = read_text(marker, SPLIT).strip()
+        if not split or len(split.splitlines()) > 1:
+            raise UserError(f"split file {marker} should hold one split name (test or validation) on one line")
+        return split
     named = {CLEAN_FILE.format(split=split): split for split in PUBLISHED_SPLITS}
     named |= {name: split for split, name in PUBLISHED_SPLITS.items()}
     return named.get(csv_path.name, "test")
@@ -90,13 +116,12 @@ def _read(name: str, csv_path: Path, image_dir: Path) -> Dataset:
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(read_bytes(path, LABELS)).hexdigest()
 
 
 def read_labels(csv_path: Path) -> Dataset:
     """A label CSV on its own (images beside it in images/, if anyone asks for them)."""
-    if Path(csv_path).exists() and not Path(csv_path).is_file():
-        raise UserError(f"label file {csv_path} is not a regular file (a folder, FIFO or device); pass a CSV file")
+    refuse_unless_regular(Path(csv_path), "label file")
     if not Path(csv_path).is_file():
         raise UserError(f"label file {csv_path} does not exist")
     return _read(Path(csv_path).stem, Path(csv_path), Path(csv_path).parent / "images")
@@ -109,15 +134,25 @@ def _extract_from_shards(shards: list[Path], wanted: set[str], into: Path) -> No
     for shard in shards:
         if not missing:
             return
-        with tarfile.open(shard, mode="r|gz") as archive:
-            for member in archive:
-                name = Path(member.name).name
-                if member.isfile() and name in missing:
-                    data = archive.extractfile(member).read()
-                    partial = into / f".{name}.partial"
-                    partial.write_bytes(data)
-                    partial.replace(into / name)
-                    missing.discard(name)
+        try:
+            with open_binary(shard, SHARD) as handle, tarfile.open(fileobj=handle, mode="r|gz") as archive:
+                _extract_members(archive, missing, into)
+        except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:  # gzip's BadGzipFile is an OSError
+            raise UserError(
+                f"dataset shard {shard} is not a readable .tar.gz ({exc or type(exc).__name__}); "
+                "download it again or move it out of the folder"
+            ) from None
+
+
+def _extract_members(archive: tarfile.TarFile, missing: set[str], into: Path) -> None:
+    for member in archive:
+        name = Path(member.name).name  # the base name only: a member's folders never reach outside `into`
+        if member.isfile() and name in missing and member.size <= IMAGE.max_bytes:
+            data = archive.extractfile(member).read()
+            partial = into / f".{name}.partial"
+            partial.write_bytes(data)
+            partial.replace(into / name)
+            missing.discard(name)
 
 
 def _published(root: Path, splits: list[str]) -> tuple[Dataset, list[Path]]:

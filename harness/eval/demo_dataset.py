@@ -9,6 +9,7 @@ Wake Vision: it exercises the pipeline, and its accuracies say nothing about rea
 """
 
 import csv
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,8 +227,9 @@ def build_demo_dataset(target: Path, seed: int = 20240501) -> Path:
 
 
 def demo_copies(n: int, folder: Path, demo) -> Path:
-    """A dataset folder of `n` samples for scale tests: the images of `demo` (the loaded demo Dataset) linked
-    under new names (c0000_<name>, c0001_<name>, …), each row's flags copied. Offline, and a few kB of links."""
+    """A dataset folder of `n` samples for scale tests: the images of `demo` (the loaded demo Dataset) hard-linked
+    under new names (c0000_<name>, c0001_<name>, …), each row's flags copied. Offline, and a few kB of links.
+    Hard links, not symbolic ones: a labels row whose file links outside its image folder is refused."""
     demo_images = demo.samples[0].image_path.parent
     with open(demo.csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -237,10 +239,17 @@ def demo_copies(n: int, folder: Path, demo) -> Path:
     for i in range(n):
         row = rows[i % len(rows)]
         name = f"c{i // len(rows):04d}_{row['filename']}"
-        (images / name).symlink_to(demo_images / row["filename"])
+        _link_or_copy(demo_images / row["filename"], images / name)
         copies.append(row | {"filename": name})
     with open(folder / "labels.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(copies)
     return folder
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system
+        shutil.copyfile(source, target)
