@@ -27,16 +27,20 @@ CLEAN_FILE = "wv_{split}_cleaned.csv"  # the published name
 CLEAN_PERSON = {"1": 1, "0": 0, "-2": 0, "-1": None}  # None: excluded
 
 
-NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")  # ASCII only, unlike float()
+# ASCII only, unlike float(); nan and inf pass, for the caller to name as not finite
+NUMBER = re.compile(r"[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|nan|inf|infinity)", re.IGNORECASE)
 INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII only: int() also takes Arabic-Indic digits and '1_0'
 FILE_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
 FILE_KINDS |= {stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
 
 
+MAX_DIGITS = 30  # more is no flag, label or index; int() refuses over 4300 digits with a ValueError
+
+
 def ascii_int(text: str) -> int | None:
     """The integer text spells in ASCII digits (surrounding spaces allowed), else None."""
     text = text.strip()
-    return int(text) if INTEGER.fullmatch(text) else None
+    return int(text) if len(text) <= MAX_DIGITS and INTEGER.fullmatch(text) else None
 
 
 def ascii_float(text: str) -> float | None:
