@@ -19,7 +19,9 @@ from PIL import Image
 
 from harness.errors import UserError
 from harness.eval.demo_dataset import COLUMNS
-from harness.eval.preprocess import luma
+from harness.eval.label_files import ascii_float, csv_dicts, csv_lines
+from harness.eval.preprocess import load_rgb, luma
+from harness.reading import ANNOTATIONS, CLASS_DESCRIPTIONS
 
 PERSON_CLASSES = {"Person", "Man", "Woman", "Boy", "Girl"}
 BODY_PART_CLASSES = {
@@ -52,36 +54,26 @@ MIAP_COLUMNS = ("ImageID",)
 
 
 def _read_csv(path: Path, needed: tuple[str, ...]) -> list[dict]:
-    """The rows of an annotation CSV that has every needed column (a BOM is dropped)."""
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in needed if c not in (reader.fieldnames or ())]
-            if missing:
-                raise UserError(
-                    f"{path} lacks the columns {', '.join(missing)}; Open Images box files need {','.join(needed)}"
-                )
-            rows = list(reader)
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path} is not a UTF-8 CSV ({exc.reason} at byte {exc.start}); save it as UTF-8") from exc
-    except csv.Error as exc:
-        raise UserError(f"{path} is not a readable CSV ({exc})") from exc
-    for number, row in enumerate(rows, 2):
+    """The rows of an annotation CSV that has every needed column (read through harness.reading)."""
+    header, rows = csv_dicts(path, ANNOTATIONS, "annotations file")
+    missing = [c for c in needed if c not in (header or ())]
+    if missing:
+        raise UserError(f"{path} lacks the columns {', '.join(missing)}; Open Images box files need {','.join(needed)}")
+    for number, row in rows:
         if any(row.get(c) is None for c in needed):
             raise UserError(f"{path} line {number}: the row is short; every row needs {','.join(needed)}")
         for column in COORDINATES & set(needed):
             if not _is_unit_coordinate(row[column]):
                 raise UserError(
-                    f"{path} line {number}: {column} is {row[column]!r}, not a coordinate from 0 to 1; fix that row"
+                    f"{path} line {number}: {column} is {row[column]!r}, not a coordinate from 0 to 1 "
+                    "(in ASCII digits); fix that row"
                 )
-    return rows
+    return [row for _, row in rows]
 
 
 def _is_unit_coordinate(text: str) -> bool:
-    try:
-        return 0.0 <= float(text) <= 1.0
-    except ValueError:
-        return False
+    value = ascii_float(text)
+    return value is not None and 0.0 <= value <= 1.0
 
 
 def _class_names(annotations: Path) -> dict[str, str]:
@@ -89,10 +81,9 @@ def _class_names(annotations: Path) -> dict[str, str]:
     if not files:
         raise UserError(f"{annotations} has no *class-descriptions*.csv (MID → name); add Open Images' file")
     names = {}
-    with open(files[0], newline="") as f:
-        for row in csv.reader(f):
-            if len(row) >= 2 and row[0] != "LabelName":
-                names[row[0]] = row[1]
+    for _, row in csv_lines(files[0], CLASS_DESCRIPTIONS, "class descriptions file"):
+        if len(row) >= 2 and row[0] != "LabelName":
+            names[row[0]] = row[1]
     return names
 
 
@@ -130,11 +121,11 @@ def _crop_share(box: dict, width: int, height: int) -> float:
 def label_image(image: Path, boxes: list[dict], miap: list[dict], names: dict[str, str]) -> dict[str, int]:
     flags = dict.fromkeys(COLUMNS[1:], 0)
     try:
-        with Image.open(image) as picture:
-            width, height = picture.size
-            grey = float(luma(np.asarray(picture.convert("RGB"), dtype=np.float32)).mean())
+        rgb = load_rgb(image)
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
         raise UserError(f"image {image} cannot be read ({exc}); replace it or move it out of the folder") from exc
+    height, width = rgb.shape[:2]
+    grey = float(luma(rgb.astype(np.float32)).mean())
     named = [(names.get(b["LabelName"], b["LabelName"]), b) for b in boxes]
     real = [(n, b) for n, b in named if b.get("IsDepiction", "0") != "1"]
     human = [b for n, b in real if n in PERSON_CLASSES | BODY_PART_CLASSES]
