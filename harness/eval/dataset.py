@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pydantic
 
+from harness.console import notice
 from harness.errors import UserError
-from harness.eval.demo_dataset import COLUMNS, RECIPE_VERSION, build_demo_dataset
+from harness.eval.demo_dataset import CHECKSUMS, COLUMNS, RECIPE_VERSION, build_demo_dataset, is_intact
 from harness.eval.label_files import (
     CLEAN_FILE,
     ascii_int,
@@ -67,10 +68,18 @@ def _whole_pools(folder: Path) -> bool:
     return load_json(note, JSON_STREAM, StreamNote).whole_pools if note.exists() else True
 
 
+_checked_demo: set[Path] = set()  # demo sets this process found intact: one check a process
+
+
 def _demo_root() -> Path:
+    """The demo set, built on first use, and built again (with a notice) when a file of it changed."""
     root = cache_dir() / "datasets" / RECIPE_VERSION
-    if not (root / "labels.csv").is_file():
+    if not (root / "labels.csv").is_file() or not (root / CHECKSUMS).is_file():  # none yet, or built before them
         build_demo_dataset(root)
+    elif root not in _checked_demo and not is_intact(root):
+        notice(f"harness: cache entry {root} was damaged (checksum); rebuilding it")
+        build_demo_dataset(root)
+    _checked_demo.add(root)
     return root
 
 

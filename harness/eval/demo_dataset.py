@@ -9,6 +9,8 @@ Wake Vision: it exercises the pipeline, and its accuracies say nothing about rea
 """
 
 import csv
+import hashlib
+import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -221,9 +223,28 @@ def build_demo_dataset(target: Path, seed: int = 20240501) -> Path:
     with open(partial / "sources.csv", "w", newline="") as f:
         csv.writer(f).writerows([("filename", "composed_from", "mean_grey"), *sources])
     (partial / "RECIPE").write_text(f"{RECIPE_VERSION}\nseed {seed}\n")
+    (partial / CHECKSUMS).write_text(json.dumps(checksums(partial), indent=1) + "\n")
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
     return target
+
+
+CHECKSUMS = "checksums.json"  # sha256 of every file the set is read from, written with it
+
+
+def checksums(root: Path) -> dict[str, str]:
+    """sha256 of labels.csv and of each image, by path under root."""
+    files = [root / "labels.csv", *sorted((root / "images").iterdir())]
+    return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest() for path in files}
+
+
+def is_intact(root: Path) -> bool:
+    """Whether the built set is as it was written: every file present and matching its checksum."""
+    try:
+        written = json.loads((root / CHECKSUMS).read_text())
+        return isinstance(written, dict) and checksums(root) == written
+    except (OSError, ValueError):
+        return False
 
 
 def demo_copies(n: int, folder: Path, demo) -> Path:
