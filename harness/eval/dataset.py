@@ -13,6 +13,7 @@ Sources:
 """
 
 import hashlib
+import os
 import tarfile
 import zlib
 from pathlib import Path
@@ -144,8 +145,11 @@ def _extract_from_shards(shards: list[Path], wanted: set[str], into: Path) -> No
         if not missing:
             return
         try:
-            with open_binary(shard, SHARD) as handle, tarfile.open(fileobj=handle, mode="r|gz") as archive:
-                _extract_members(archive, missing, into)
+            with open_binary(shard, SHARD) as handle:
+                if not os.fstat(handle.fileno()).st_size:
+                    raise UserError(f"dataset shard {shard} is empty; download it again or move it out of the folder")
+                with tarfile.open(fileobj=handle, mode="r|gz") as archive:
+                    _extract_members(archive, missing, into)
         except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:  # gzip's BadGzipFile is an OSError
             raise UserError(
                 f"dataset shard {shard} is not a readable .tar.gz ({exc or type(exc).__name__}); "
@@ -155,6 +159,8 @@ def _extract_from_shards(shards: list[Path], wanted: set[str], into: Path) -> No
 
 def _extract_members(archive: tarfile.TarFile, missing: set[str], into: Path) -> None:
     for member in archive:
+        if not missing:
+            return
         name = Path(member.name).name  # the base name only: a member's folders never reach outside `into`
         if member.isfile() and name in missing and member.size <= IMAGE.max_bytes:
             data = archive.extractfile(member).read()
@@ -168,7 +174,7 @@ def _published(root: Path, splits: list[str]) -> tuple[Dataset, list[Path]]:
     """The splits' flag CSVs (or, for a split without one, its cleaned labels alone), and the cleaned-label
     files beside the flag CSVs."""
     files = {split: (root / name, root / CLEAN_FILE.format(split=split)) for split, name in PUBLISHED_SPLITS.items()}
-    present = [split for split, pair in files.items() if any(path.is_file() for path in pair)]
+    present = [split for split, pair in files.items() if any(path.exists() for path in pair)]
     unknown = [s for s in splits if s not in present]
     if unknown:
         raise UserError(f"unknown split {', '.join(unknown)} in {root}; available splits: {', '.join(present)}")
@@ -181,11 +187,11 @@ def _published(root: Path, splits: list[str]) -> tuple[Dataset, list[Path]]:
     read: list[Path] = []
     for split in chosen:
         flags_csv, cleaned_csv = files[split]
-        csv_path = flags_csv if flags_csv.is_file() else cleaned_csv
+        csv_path = flags_csv if flags_csv.exists() else cleaned_csv
         read.append(csv_path)
         digest.update(_sha256(csv_path).encode())
         samples += _samples(csv_path, image_dir, split)
-        if csv_path == flags_csv and cleaned_csv.is_file():
+        if csv_path == flags_csv and cleaned_csv.exists():
             beside.append(cleaned_csv)
     seen: set[str] = set()
     for sample in samples:
@@ -203,7 +209,7 @@ def _published(root: Path, splits: list[str]) -> tuple[Dataset, list[Path]]:
 
 def _is_published(root: Path) -> bool:
     names = [*PUBLISHED_SPLITS.values(), *(CLEAN_FILE.format(split=split) for split in PUBLISHED_SPLITS)]
-    return any((root / name).is_file() for name in names)
+    return any((root / name).exists() for name in names)  # not a file: its reader names what it is
 
 
 def load_dataset(spec: str = DEMO, splits: list[str] | None = None, clean_labels: str | None = None) -> Dataset:
@@ -219,7 +225,7 @@ def load_dataset(spec: str = DEMO, splits: list[str] | None = None, clean_labels
         root = Path(spec)
         if _is_published(root):
             dataset, beside = _published(root, splits)
-        elif not (root / "labels.csv").is_file():
+        elif not (root / "labels.csv").exists():
             raise UserError(
                 f"dataset {spec!r} not found: pass 'demo', a folder with wake_vision_test.csv "
                 "(the published layout) or a folder holding labels.csv and images/"

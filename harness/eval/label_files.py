@@ -218,7 +218,7 @@ def clean_files(paths: list[Path]) -> list[Path]:
         if path.is_dir():
             held = sorted(path.glob(CLEAN_FILE.format(split="*")))
             if not held:
-                raise UserError(f"{path} holds no {CLEAN_FILE}; name the cleaned label file itself")
+                raise UserError(f"folder {path} holds no {CLEAN_FILE}; name the cleaned label file itself")
             found += held
         elif path.exists():
             refuse_unless_regular(path, "clean label file")
