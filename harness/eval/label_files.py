@@ -146,8 +146,8 @@ def inside(image_dir: Path, name: str, csv_path: Path, line: int) -> Path:
         escapes = not path.resolve().is_relative_to(image_dir.resolve())
     if escapes:
         raise UserError(
-            f"{csv_path} line {line}: the file name {name!r} points outside the image folder {image_dir}; "
-            "name files inside it"
+            f"{csv_path} line {line}: the file name {name!r} reaches outside the image folder {image_dir} "
+            "(an absolute name, '..' or a link out); name a file inside it"
         )
     return path
 
