@@ -292,3 +292,17 @@ def test_an_eval_streamed_without_pools_gives_no_f1_and_says_why(hub, tmp_path, 
     assert main([*common, "--limit", "3", "--json", "--results", str(tmp_path / "results")]) == 0
     far = json.loads(capsys.readouterr().out)["subsets"]["distance_far"]
     assert far["n"] == 3 and far["device"]["f1_wv"] is None and far["device"]["f1_unavailable"] == UNKNOWN_POOL
+
+
+def test_a_streamed_folder_whose_labels_were_cut_short_is_streamed_again(hub, capsys):
+    from harness.eval.hf_source import stream_to_folder
+    from harness.eval.subsets import SUBSETS
+
+    folder = stream_to_folder(HF, ["test"], [SUBSETS["distance_far"]], limit=2)
+    labels = folder / "wake_vision_test.csv"
+    whole = labels.read_text()
+    labels.write_text("".join(whole.splitlines(keepends=True)[:3]))
+    hub.read.update(test=0)
+    assert stream_to_folder(HF, ["test"], [SUBSETS["distance_far"]], limit=2) == folder
+    assert "was damaged (checksum); rebuilding it" in capsys.readouterr().err
+    assert labels.read_text() == whole and hub.read["test"] == 30
