@@ -11,6 +11,7 @@ box annotations, by the rules of the Wake Vision exporter (../shared/reference, 
 """
 
 import csv
+import io
 from collections import defaultdict
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from harness.errors import UserError
 from harness.eval.demo_dataset import COLUMNS
 from harness.eval.label_files import ascii_float, csv_dicts, csv_lines
 from harness.eval.preprocess import load_rgb, luma
+from harness.files import check_output, check_output_folder, write_text_atomically
 from harness.reading import ANNOTATIONS, CLASS_DESCRIPTIONS
 
 PERSON_CLASSES = {"Person", "Man", "Woman", "Boy", "Girl"}
@@ -153,6 +155,8 @@ def label_image(image: Path, boxes: list[dict], miap: list[dict], names: dict[st
 def build_dataset(annotations: Path, images: Path, out: Path) -> tuple[Path, int]:
     if not images.is_dir():
         raise UserError(f"image folder {images} does not exist")
+    check_output_folder(out, "output folder")
+    check_output(out / "labels.csv", "labels file")  # refused before any work: only a regular file is replaced
     names, boxes, miap = _class_names(annotations), _boxes(annotations), _miap(annotations)
     files = sorted(p for p in images.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
@@ -162,13 +166,12 @@ def build_dataset(annotations: Path, images: Path, out: Path) -> tuple[Path, int
         for image in files
     ]  # every image labelled before anything is written: a refusal leaves nothing behind
     out.mkdir(parents=True, exist_ok=True)
-    partial = out / ".labels.csv.partial"
-    with open(partial, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    partial.replace(out / "labels.csv")
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomically(out / "labels.csv", text.getvalue(), "labels file")
     link = out / "images"
-    if not link.exists():
+    if not link.exists() and not link.is_symlink():
         link.symlink_to(images.resolve(), target_is_directory=True)
     return out / "labels.csv", len(files)

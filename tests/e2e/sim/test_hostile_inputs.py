@@ -6,6 +6,7 @@ naming the file (and line), never a hang, a traceback or a changed file."""
 
 import gzip
 import io
+import os
 import struct
 import tarfile
 import zlib
@@ -327,3 +328,22 @@ def test_hostile_input_is_refused_in_one_line(tmp_path, case):
 
 def test_the_case_ids_are_unique():
     assert len({case.id for case in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("form", ["fifo", "folder", "dev-null-link"])
+def test_dataset_build_never_replaces_a_labels_file_that_is_no_regular_file(tmp_path, form):
+    """`dataset build --out` names a folder: a labels.csv in it that is a FIFO, a folder or a link to a device is
+    refused before any image is labelled, and left as it was."""
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "labels.csv"
+    if form == "fifo":
+        os.mkfifo(target)
+    elif form == "folder":
+        target.mkdir()
+    else:
+        target.symlink_to("/dev/null")
+    run_case(
+        tmp_path, Case(f"build-out-{form}", BUILD, ("labels.csv", "only ever replaces regular files"), BUILD_FILES)
+    )
+    assert target.is_fifo() if form == "fifo" else target.is_dir() if form == "folder" else target.is_symlink()
