@@ -162,3 +162,31 @@ def test_an_image_that_is_a_fifo_is_refused_without_blocking(tmp_path):
     os.mkfifo(tmp_path / "a.png")
     with pytest.raises(UserError, match=r"image .*a\.png is a FIFO"):
         load_rgb(tmp_path / "a.png")
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_a_bom_is_dropped_by_every_csv_reader(tmp_path):
+    """Excel's UTF-8 CSV starts with a BOM: it must not become part of the first column's name or value."""
+    from harness.eval.demo_dataset import COLUMNS
+
+    labels = (",".join(COLUMNS) + "\na.png," + ",".join(["1"] + ["0"] * 18) + "\n").encode()
+    predictions = b"filename,prediction,score\na.png,1,0.5\n"
+    boxes = b"1,1,0.9,10,10,20,20\n"
+    for name, data in (("labels.csv", labels), ("p.csv", predictions), ("b.csv", boxes)):
+        (tmp_path / name).write_bytes(data)
+        (tmp_path / f"bom-{name}").write_bytes(BOM + data)
+    with_bom, without = read_labels(tmp_path / "bom-labels.csv"), read_labels(tmp_path / "labels.csv")
+    assert [(s.id, s.flags) for s in with_bom.samples] == [(s.id, s.flags) for s in without.samples]
+    assert read_predictions(tmp_path / "bom-p.csv") == read_predictions(tmp_path / "p.csv") == {"a.png": 1}
+    assert read_boxes(tmp_path / "bom-b.csv") == read_boxes(tmp_path / "b.csv")
+
+
+def test_a_clean_label_file_with_a_bom_joins_like_one_without(tmp_path):
+    from harness.eval.label_files import clean_values
+
+    data = b"filename,original_label,clean_label\na.png,1,-2\n"
+    (tmp_path / "c.csv").write_bytes(data)
+    (tmp_path / "bom.csv").write_bytes(BOM + data)
+    assert clean_values(tmp_path / "bom.csv") == clean_values(tmp_path / "c.csv") == {"a.png": "-2"}
