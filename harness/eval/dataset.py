@@ -13,6 +13,7 @@ Sources:
 """
 
 import hashlib
+import json
 import os
 import tarfile
 import zlib
@@ -137,36 +138,81 @@ def read_labels(csv_path: Path) -> Dataset:
     return _read(Path(csv_path).stem, Path(csv_path), Path(csv_path).parent / "images")
 
 
+EXTRACTED_SUMS = "checksums.json"  # in an extraction folder: name -> [size, mtime_ns, sha256] of each image
+
+
 def _extract_from_shards(shards: list[Path], wanted: set[str], into: Path) -> None:
-    """Stream through the published .tar.gz shards once, keeping only the images the run needs."""
+    """Stream through the published .tar.gz shards once, keeping only the images the run needs (and, in their
+    place, any an earlier run extracted that no longer matches its checksum)."""
     into.mkdir(parents=True, exist_ok=True)
+    sums = _intact_extractions(into)
     missing = {name for name in wanted if not (into / name).is_file()}
     for shard in shards:
         if not missing:
-            return
+            break
         try:
             with open_binary(shard, SHARD) as handle:
                 if not os.fstat(handle.fileno()).st_size:
                     raise UserError(f"dataset shard {shard} is empty; download it again or move it out of the folder")
                 with tarfile.open(fileobj=handle, mode="r|gz") as archive:
-                    _extract_members(archive, missing, into)
+                    _extract_members(archive, missing, into, sums)
         except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:  # gzip's BadGzipFile is an OSError
             raise UserError(
                 f"dataset shard {shard} is not a readable .tar.gz ({exc or type(exc).__name__}); "
                 "download it again or move it out of the folder"
             ) from None
+        finally:
+            _write_sums(into, sums)
 
 
-def _extract_members(archive: tarfile.TarFile, missing: set[str], into: Path) -> None:
+def _intact_extractions(into: Path) -> dict[str, list]:
+    """The checksums of the images extracted before, each image whose size or time changed hashed again: one
+    that no longer matches is removed (with a notice), to be extracted again."""
+    try:
+        sums = json.loads((into / EXTRACTED_SUMS).read_text())
+    except (OSError, ValueError):
+        return {}
+    kept = {}
+    for name, record in sums.items() if isinstance(sums, dict) else ():
+        if not (isinstance(record, list) and len(record) == 3):
+            continue  # a damaged record: its image is kept but no longer checked
+        size, mtime, digest = record
+        path = into / Path(name).name
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        if (info.st_size, info.st_mtime_ns) != (size, mtime):
+            if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                notice(f"harness: cache entry {path} was damaged (checksum); rebuilding it")
+                path.unlink()
+                continue
+            size, mtime = info.st_size, info.st_mtime_ns
+        kept[path.name] = [size, mtime, digest]
+    return kept
+
+
+def _write_sums(into: Path, sums: dict[str, list]) -> None:
+    partial = into / f".{EXTRACTED_SUMS}.{os.getpid()}.partial"
+    partial.write_text(json.dumps(sums))
+    partial.replace(into / EXTRACTED_SUMS)
+
+
+def _extract_members(archive: tarfile.TarFile, missing: set[str], into: Path, sums: dict[str, list]) -> None:
     for member in archive:
         if not missing:
             return
         name = Path(member.name).name  # the base name only: a member's folders never reach outside `into`
         if member.isfile() and name in missing and member.size <= IMAGE.max_bytes:
             data = archive.extractfile(member).read()
-            partial = into / f".{name}.partial"
-            partial.write_bytes(data)
-            partial.replace(into / name)
+            try:
+                partial = into / f".{name}.partial"
+                partial.write_bytes(data)
+                partial.replace(into / name)
+            except OSError as exc:
+                raise UserError(f"cannot write the extracted image {into / name} ({exc.strerror})") from None
+            info = (into / name).stat()
+            sums[name] = [info.st_size, info.st_mtime_ns, hashlib.sha256(data).hexdigest()]
             missing.discard(name)
 
 

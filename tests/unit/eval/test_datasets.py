@@ -55,6 +55,18 @@ def test_published_layout_reads_splits_and_extracts_images_from_shards(published
         load_dataset(str(published), ["train"])
 
 
+def test_an_extracted_image_that_changed_is_extracted_again_from_its_shard(published, capsys):
+    image = load_dataset(str(published)).samples[0].image_path
+    original = image.read_bytes()
+    damaged = bytearray(original)
+    damaged[len(damaged) // 2] ^= 0x01
+    image.write_bytes(bytes(damaged))
+    capsys.readouterr()
+    load_dataset(str(published))
+    assert "was damaged (checksum); rebuilding it" in capsys.readouterr().err
+    assert image.read_bytes() == original
+
+
 def test_eval_on_the_validation_split(tmp_path, published, small_model):
     done = _harness(
         "eval",
