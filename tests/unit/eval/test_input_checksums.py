@@ -136,3 +136,30 @@ def test_prepared_inputs_with_flipped_bits_are_decoded_again_not_reused(tmp_path
     again = prepare_inputs(dataset, samples, preparation)
     assert not again.from_cache and NOTICE in capsys.readouterr().err
     assert np.array_equal(again.tensors.stacked(), expected)
+
+
+def test_an_image_that_is_a_fifo_is_unreadable_not_a_hang(tmp_path):
+    import os
+
+    from PIL import Image
+
+    from harness.errors import UserError
+    from harness.eval.inputs import image_preparation, prepare_inputs
+    from harness.model.card import Preprocessing
+    from harness.samples import Dataset, Sample
+    from harness.tensors import TensorSpec
+
+    Image.new("RGB", (8, 8), (10, 20, 30)).save(tmp_path / "good.png")
+    os.mkfifo(tmp_path / "fifo.png")
+    samples = [
+        Sample("fifo.png", tmp_path / "fifo.png", {"person": 1}),
+        Sample("good.png", tmp_path / "good.png", {"person": 0}),
+    ]
+    dataset = Dataset("few", tmp_path / "labels.csv", "1" * 64, tuple(samples))
+    pre = Preprocessing("resize_whole", (8, 8), "rgb", "bilinear", "none", "raw", "uint8")
+    preparation = image_preparation(pre, TensorSpec(3, (1, 8, 8, 3), 0.0, 0, 8 * 8 * 3))
+    inputs = prepare_inputs(dataset, samples, preparation)
+    assert [s.id for s in inputs.samples] == ["good.png"]
+    assert inputs.unreadable[0][0] == "fifo.png" and "is a FIFO" in inputs.unreadable[0][1]
+    with pytest.raises(UserError, match=r"1 files could not be read \(first: fifo\.png: image .* is a FIFO"):
+        prepare_inputs(dataset, samples, preparation, strict=True)
