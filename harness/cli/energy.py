@@ -129,9 +129,10 @@ def cmd_lpirc_score(args) -> int:
 
 def cmd_map(args) -> int:
     from harness.eval.detection import mean_average_precision, read_boxes
+    from harness.reading import MAP_TRUTH
 
     thresholds = args.iou if args.iou == "ilsvrc" else iou_threshold(args.iou)
-    truth = read_boxes(Path(args.truth))
+    truth = read_boxes(Path(args.truth), MAP_TRUTH)
     if not truth:
         raise UserError(f"{args.truth} holds no ground-truth boxes; pass the golden file (7 numbers a box)")
     detections = read_boxes(Path(args.detections))

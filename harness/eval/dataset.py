@@ -14,21 +14,41 @@ Sources:
 
 import hashlib
 import json
+import os
 import tarfile
+import zlib
 from pathlib import Path
 
+import pydantic
+
+from harness.console import notice
 from harness.errors import UserError
-from harness.eval.demo_dataset import COLUMNS, RECIPE_VERSION, build_demo_dataset
+from harness.eval.demo_dataset import CHECKSUMS, COLUMNS, RECIPE_VERSION, build_demo_dataset, is_intact
 from harness.eval.label_files import (
     CLEAN_FILE,
+    ascii_int,
     clean_labels_named,
     csv_header,
+    inside,
     is_label_only,
     join_clean_labels,
     label_only_samples,
     read_rows,
+    refuse_unless_regular,
 )
 from harness.paths import cache_dir
+from harness.reading import (
+    IMAGE,
+    JSON_STREAM,
+    LABELS,
+    SHARD,
+    SPLIT,
+    STRICT,
+    load_json,
+    open_binary,
+    read_bytes,
+    read_text,
+)
 from harness.samples import DEMO, Dataset, Sample
 
 PUBLISHED_SPLITS = {"test": "wake_vision_test.csv", "validation": "wake_vision_validation.csv"}
@@ -36,15 +56,32 @@ PUBLISHED_SPLITS = {"test": "wake_vision_test.csv", "validation": "wake_vision_v
 STREAM_NOTE = "streamed.json"
 
 
+class StreamNote(pydantic.BaseModel):
+    """What harness/eval/hf_source.py notes in the folder it streams."""
+
+    model_config = STRICT
+    source: str
+    whole_pools: bool = True
+    seed: int | None = None
+
+
 def _whole_pools(folder: Path) -> bool:
     note = folder / STREAM_NOTE
-    return json.loads(note.read_text()).get("whole_pools", True) if note.is_file() else True
+    return load_json(note, JSON_STREAM, StreamNote).whole_pools if note.exists() else True
+
+
+_checked_demo: set[Path] = set()  # demo sets this process found intact: one check a process
 
 
 def _demo_root() -> Path:
+    """The demo set, built on first use, and built again (with a notice) when a file of it changed."""
     root = cache_dir() / "datasets" / RECIPE_VERSION
-    if not (root / "labels.csv").is_file():
+    if not (root / "labels.csv").is_file() or not (root / CHECKSUMS).is_file():  # none yet, or built before them
         build_demo_dataset(root)
+    elif root not in _checked_demo and not is_intact(root):
+        notice(f"harness: cache entry {root} was damaged (checksum); rebuilding it")
+        build_demo_dataset(root)
+    _checked_demo.add(root)
     return root
 
 
@@ -58,25 +95,25 @@ def _samples(csv_path: Path, image_dir: Path, split: str) -> list[Sample]:
     samples = []
     fix = "; or give labels alone: filename,label (0/1) or the cleaned filename,original_label,clean_label"
     for line, row in read_rows(csv_path, COLUMNS, "the Wake Vision columns", fix):
-        try:
-            flags = {c: int(row[c]) for c in COLUMNS[1:]}
-        except ValueError as exc:
-            raise UserError(f"{csv_path} line {line}: a flag is not an integer ({exc})") from exc
+        flags = {c: ascii_int(row[c]) for c in COLUMNS[1:]}  # ASCII: an Arabic-Indic one is no flag
         bad = next((c for c in COLUMNS[1:] if flags[c] not in FLAG_VALUES), None)
         if bad is not None:
             raise UserError(
                 f"{csv_path} line {line}: {bad} is {row[bad].strip()!r} for {row['filename']}; "
-                "a flag is 1 (yes), 0 (no) or -1 (unknown: the far-only rows)"
+                "a flag is 1 (yes), 0 (no) or -1 (unknown: the far-only rows), in ASCII digits"
             )
-        samples.append(Sample(row["filename"], image_dir / row["filename"], flags, split))
+        samples.append(Sample(row["filename"], inside(image_dir, row["filename"], csv_path, line), flags, split))
     return samples
 
 
 def _split_of(csv_path: Path) -> str:
     """A SPLIT file beside the CSV names it, else a published file name, else `test`."""
     marker = csv_path.parent / "SPLIT"
-    if marker.is_file():
-        return marker.read_text().strip()
+    if marker.exists():
+        split = read_text(marker, SPLIT).strip()
+        if not split or len(split.splitlines()) > 1:
+            raise UserError(f"split file {marker} should hold one split name (test or validation) on one line")
+        return split
     named = {CLEAN_FILE.format(split=split): split for split in PUBLISHED_SPLITS}
     named |= {name: split for split, name in PUBLISHED_SPLITS.items()}
     return named.get(csv_path.name, "test")
@@ -90,41 +127,100 @@ def _read(name: str, csv_path: Path, image_dir: Path) -> Dataset:
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(read_bytes(path, LABELS)).hexdigest()
 
 
 def read_labels(csv_path: Path) -> Dataset:
     """A label CSV on its own (images beside it in images/, if anyone asks for them)."""
-    if Path(csv_path).exists() and not Path(csv_path).is_file():
-        raise UserError(f"label file {csv_path} is not a regular file (a folder, FIFO or device); pass a CSV file")
+    refuse_unless_regular(Path(csv_path), "label file")
     if not Path(csv_path).is_file():
         raise UserError(f"label file {csv_path} does not exist")
     return _read(Path(csv_path).stem, Path(csv_path), Path(csv_path).parent / "images")
 
 
+EXTRACTED_SUMS = "checksums.json"  # in an extraction folder: name -> [size, mtime_ns, sha256] of each image
+
+
 def _extract_from_shards(shards: list[Path], wanted: set[str], into: Path) -> None:
-    """Stream through the published .tar.gz shards once, keeping only the images the run needs."""
+    """Stream through the published .tar.gz shards once, keeping only the images the run needs (and, in their
+    place, any an earlier run extracted that no longer matches its checksum)."""
     into.mkdir(parents=True, exist_ok=True)
+    sums = _intact_extractions(into)
     missing = {name for name in wanted if not (into / name).is_file()}
     for shard in shards:
         if not missing:
+            break
+        try:
+            with open_binary(shard, SHARD) as handle:
+                if not os.fstat(handle.fileno()).st_size:
+                    raise UserError(f"dataset shard {shard} is empty; download it again or move it out of the folder")
+                with tarfile.open(fileobj=handle, mode="r|gz") as archive:
+                    _extract_members(archive, missing, into, sums)
+        except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:  # gzip's BadGzipFile is an OSError
+            raise UserError(
+                f"dataset shard {shard} is not a readable .tar.gz ({exc or type(exc).__name__}); "
+                "download it again or move it out of the folder"
+            ) from None
+        finally:
+            _write_sums(into, sums)
+
+
+def _intact_extractions(into: Path) -> dict[str, list]:
+    """The checksums of the images extracted before, each image whose size or time changed hashed again: one
+    that no longer matches is removed (with a notice), to be extracted again."""
+    try:
+        sums = json.loads((into / EXTRACTED_SUMS).read_text())
+    except (OSError, ValueError):
+        return {}
+    kept = {}
+    for name, record in sums.items() if isinstance(sums, dict) else ():
+        if not (isinstance(record, list) and len(record) == 3):
+            continue  # a damaged record: its image is kept but no longer checked
+        size, mtime, digest = record
+        path = into / Path(name).name
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        if (info.st_size, info.st_mtime_ns) != (size, mtime):
+            if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                notice(f"harness: cache entry {path} was damaged (checksum); rebuilding it")
+                path.unlink()
+                continue
+            size, mtime = info.st_size, info.st_mtime_ns
+        kept[path.name] = [size, mtime, digest]
+    return kept
+
+
+def _write_sums(into: Path, sums: dict[str, list]) -> None:
+    partial = into / f".{EXTRACTED_SUMS}.{os.getpid()}.partial"
+    partial.write_text(json.dumps(sums))
+    partial.replace(into / EXTRACTED_SUMS)
+
+
+def _extract_members(archive: tarfile.TarFile, missing: set[str], into: Path, sums: dict[str, list]) -> None:
+    for member in archive:
+        if not missing:
             return
-        with tarfile.open(shard, mode="r|gz") as archive:
-            for member in archive:
-                name = Path(member.name).name
-                if member.isfile() and name in missing:
-                    data = archive.extractfile(member).read()
-                    partial = into / f".{name}.partial"
-                    partial.write_bytes(data)
-                    partial.replace(into / name)
-                    missing.discard(name)
+        name = Path(member.name).name  # the base name only: a member's folders never reach outside `into`
+        if member.isfile() and name in missing and member.size <= IMAGE.max_bytes:
+            data = archive.extractfile(member).read()
+            try:
+                partial = into / f".{name}.partial"
+                partial.write_bytes(data)
+                partial.replace(into / name)
+            except OSError as exc:
+                raise UserError(f"cannot write the extracted image {into / name} ({exc.strerror})") from None
+            info = (into / name).stat()
+            sums[name] = [info.st_size, info.st_mtime_ns, hashlib.sha256(data).hexdigest()]
+            missing.discard(name)
 
 
 def _published(root: Path, splits: list[str]) -> tuple[Dataset, list[Path]]:
     """The splits' flag CSVs (or, for a split without one, its cleaned labels alone), and the cleaned-label
     files beside the flag CSVs."""
     files = {split: (root / name, root / CLEAN_FILE.format(split=split)) for split, name in PUBLISHED_SPLITS.items()}
-    present = [split for split, pair in files.items() if any(path.is_file() for path in pair)]
+    present = [split for split, pair in files.items() if any(path.exists() for path in pair)]
     unknown = [s for s in splits if s not in present]
     if unknown:
         raise UserError(f"unknown split {', '.join(unknown)} in {root}; available splits: {', '.join(present)}")
@@ -137,11 +233,11 @@ def _published(root: Path, splits: list[str]) -> tuple[Dataset, list[Path]]:
     read: list[Path] = []
     for split in chosen:
         flags_csv, cleaned_csv = files[split]
-        csv_path = flags_csv if flags_csv.is_file() else cleaned_csv
+        csv_path = flags_csv if flags_csv.exists() else cleaned_csv
         read.append(csv_path)
         digest.update(_sha256(csv_path).encode())
         samples += _samples(csv_path, image_dir, split)
-        if csv_path == flags_csv and cleaned_csv.is_file():
+        if csv_path == flags_csv and cleaned_csv.exists():
             beside.append(cleaned_csv)
     seen: set[str] = set()
     for sample in samples:
@@ -159,7 +255,7 @@ def _published(root: Path, splits: list[str]) -> tuple[Dataset, list[Path]]:
 
 def _is_published(root: Path) -> bool:
     names = [*PUBLISHED_SPLITS.values(), *(CLEAN_FILE.format(split=split) for split in PUBLISHED_SPLITS)]
-    return any((root / name).is_file() for name in names)
+    return any((root / name).exists() for name in names)  # not a file: its reader names what it is
 
 
 def load_dataset(spec: str = DEMO, splits: list[str] | None = None, clean_labels: str | None = None) -> Dataset:
@@ -175,7 +271,7 @@ def load_dataset(spec: str = DEMO, splits: list[str] | None = None, clean_labels
         root = Path(spec)
         if _is_published(root):
             dataset, beside = _published(root, splits)
-        elif not (root / "labels.csv").is_file():
+        elif not (root / "labels.csv").exists():
             raise UserError(
                 f"dataset {spec!r} not found: pass 'demo', a folder with wake_vision_test.csv "
                 "(the published layout) or a folder holding labels.csv and images/"

@@ -11,6 +11,7 @@ box annotations, by the rules of the Wake Vision exporter (../shared/reference, 
 """
 
 import csv
+import io
 from collections import defaultdict
 from pathlib import Path
 
@@ -19,7 +20,10 @@ from PIL import Image
 
 from harness.errors import UserError
 from harness.eval.demo_dataset import COLUMNS
-from harness.eval.preprocess import luma
+from harness.eval.label_files import ascii_float, csv_dicts, csv_lines
+from harness.eval.preprocess import load_rgb, luma
+from harness.files import check_output, check_output_folder, write_text_atomically
+from harness.reading import ANNOTATIONS, CLASS_DESCRIPTIONS
 
 PERSON_CLASSES = {"Person", "Man", "Woman", "Boy", "Girl"}
 BODY_PART_CLASSES = {
@@ -52,36 +56,26 @@ MIAP_COLUMNS = ("ImageID",)
 
 
 def _read_csv(path: Path, needed: tuple[str, ...]) -> list[dict]:
-    """The rows of an annotation CSV that has every needed column (a BOM is dropped)."""
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in needed if c not in (reader.fieldnames or ())]
-            if missing:
-                raise UserError(
-                    f"{path} lacks the columns {', '.join(missing)}; Open Images box files need {','.join(needed)}"
-                )
-            rows = list(reader)
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path} is not a UTF-8 CSV ({exc.reason} at byte {exc.start}); save it as UTF-8") from exc
-    except csv.Error as exc:
-        raise UserError(f"{path} is not a readable CSV ({exc})") from exc
-    for number, row in enumerate(rows, 2):
+    """The rows of an annotation CSV that has every needed column (read through harness.reading)."""
+    header, rows = csv_dicts(path, ANNOTATIONS, "annotations file")
+    missing = [c for c in needed if c not in (header or ())]
+    if missing:
+        raise UserError(f"{path} lacks the columns {', '.join(missing)}; Open Images box files need {','.join(needed)}")
+    for number, row in rows:
         if any(row.get(c) is None for c in needed):
             raise UserError(f"{path} line {number}: the row is short; every row needs {','.join(needed)}")
         for column in COORDINATES & set(needed):
             if not _is_unit_coordinate(row[column]):
                 raise UserError(
-                    f"{path} line {number}: {column} is {row[column]!r}, not a coordinate from 0 to 1; fix that row"
+                    f"{path} line {number}: {column} is {row[column]!r}, not a coordinate from 0 to 1 "
+                    "(in ASCII digits); fix that row"
                 )
-    return rows
+    return [row for _, row in rows]
 
 
 def _is_unit_coordinate(text: str) -> bool:
-    try:
-        return 0.0 <= float(text) <= 1.0
-    except ValueError:
-        return False
+    value = ascii_float(text)
+    return value is not None and 0.0 <= value <= 1.0
 
 
 def _class_names(annotations: Path) -> dict[str, str]:
@@ -89,10 +83,9 @@ def _class_names(annotations: Path) -> dict[str, str]:
     if not files:
         raise UserError(f"{annotations} has no *class-descriptions*.csv (MID → name); add Open Images' file")
     names = {}
-    with open(files[0], newline="") as f:
-        for row in csv.reader(f):
-            if len(row) >= 2 and row[0] != "LabelName":
-                names[row[0]] = row[1]
+    for _, row in csv_lines(files[0], CLASS_DESCRIPTIONS, "class descriptions file"):
+        if len(row) >= 2 and row[0] != "LabelName":
+            names[row[0]] = row[1]
     return names
 
 
@@ -130,11 +123,11 @@ def _crop_share(box: dict, width: int, height: int) -> float:
 def label_image(image: Path, boxes: list[dict], miap: list[dict], names: dict[str, str]) -> dict[str, int]:
     flags = dict.fromkeys(COLUMNS[1:], 0)
     try:
-        with Image.open(image) as picture:
-            width, height = picture.size
-            grey = float(luma(np.asarray(picture.convert("RGB"), dtype=np.float32)).mean())
+        rgb = load_rgb(image)
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
         raise UserError(f"image {image} cannot be read ({exc}); replace it or move it out of the folder") from exc
+    height, width = rgb.shape[:2]
+    grey = float(luma(rgb.astype(np.float32)).mean())
     named = [(names.get(b["LabelName"], b["LabelName"]), b) for b in boxes]
     real = [(n, b) for n, b in named if b.get("IsDepiction", "0") != "1"]
     human = [b for n, b in real if n in PERSON_CLASSES | BODY_PART_CLASSES]
@@ -162,6 +155,8 @@ def label_image(image: Path, boxes: list[dict], miap: list[dict], names: dict[st
 def build_dataset(annotations: Path, images: Path, out: Path) -> tuple[Path, int]:
     if not images.is_dir():
         raise UserError(f"image folder {images} does not exist")
+    check_output_folder(out, "output folder")
+    check_output(out / "labels.csv", "labels file")  # refused before any work: only a regular file is replaced
     names, boxes, miap = _class_names(annotations), _boxes(annotations), _miap(annotations)
     files = sorted(p for p in images.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
@@ -171,13 +166,12 @@ def build_dataset(annotations: Path, images: Path, out: Path) -> tuple[Path, int
         for image in files
     ]  # every image labelled before anything is written: a refusal leaves nothing behind
     out.mkdir(parents=True, exist_ok=True)
-    partial = out / ".labels.csv.partial"
-    with open(partial, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    partial.replace(out / "labels.csv")
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomically(out / "labels.csv", text.getvalue(), "labels file")
     link = out / "images"
-    if not link.exists():
+    if not link.exists() and not link.is_symlink():
         link.symlink_to(images.resolve(), target_is_directory=True)
     return out / "labels.csv", len(files)

@@ -9,6 +9,9 @@ Wake Vision: it exercises the pipeline, and its accuracies say nothing about rea
 """
 
 import csv
+import hashlib
+import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -220,14 +223,34 @@ def build_demo_dataset(target: Path, seed: int = 20240501) -> Path:
     with open(partial / "sources.csv", "w", newline="") as f:
         csv.writer(f).writerows([("filename", "composed_from", "mean_grey"), *sources])
     (partial / "RECIPE").write_text(f"{RECIPE_VERSION}\nseed {seed}\n")
+    (partial / CHECKSUMS).write_text(json.dumps(checksums(partial), indent=1) + "\n")
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
     return target
 
 
+CHECKSUMS = "checksums.json"  # sha256 of every file the set is read from, written with it
+
+
+def checksums(root: Path) -> dict[str, str]:
+    """sha256 of labels.csv and of each image, by path under root."""
+    files = [root / "labels.csv", *sorted((root / "images").iterdir())]
+    return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest() for path in files}
+
+
+def is_intact(root: Path) -> bool:
+    """Whether the built set is as it was written: every file present and matching its checksum."""
+    try:
+        written = json.loads((root / CHECKSUMS).read_text())
+        return isinstance(written, dict) and checksums(root) == written
+    except (OSError, ValueError):
+        return False
+
+
 def demo_copies(n: int, folder: Path, demo) -> Path:
-    """A dataset folder of `n` samples for scale tests: the images of `demo` (the loaded demo Dataset) linked
-    under new names (c0000_<name>, c0001_<name>, …), each row's flags copied. Offline, and a few kB of links."""
+    """A dataset folder of `n` samples for scale tests: the images of `demo` (the loaded demo Dataset) hard-linked
+    under new names (c0000_<name>, c0001_<name>, …), each row's flags copied. Offline, and a few kB of links.
+    Hard links, not symbolic ones: a labels row whose file links outside its image folder is refused."""
     demo_images = demo.samples[0].image_path.parent
     with open(demo.csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -237,10 +260,17 @@ def demo_copies(n: int, folder: Path, demo) -> Path:
     for i in range(n):
         row = rows[i % len(rows)]
         name = f"c{i // len(rows):04d}_{row['filename']}"
-        (images / name).symlink_to(demo_images / row["filename"])
+        _link_or_copy(demo_images / row["filename"], images / name)
         copies.append(row | {"filename": name})
     with open(folder / "labels.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(copies)
     return folder
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system
+        shutil.copyfile(source, target)

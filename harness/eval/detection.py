@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from harness.errors import UserError
+from harness.eval.label_files import ascii_float, ascii_int
+from harness.reading import DETECTIONS, FileKind, read_text
 
 
 @dataclass(frozen=True)
@@ -60,34 +62,43 @@ class MapResult:
         }
 
 
-def read_boxes(path: Path) -> list[Box]:
-    """LPIRC's 7 columns per box: image, class, confidence, xmin, ymin, xmax, ymax (commas or spaces)."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise UserError(f"cannot read boxes from {path} ({exc.strerror}); pass an existing CSV") from exc
-    except UnicodeDecodeError:
-        raise UserError(f"{path} is not a text file; pass a 7-column CSV of boxes") from None
+MAX_COORDINATE = 1e6  # pixels: a coordinate further from 0 is no box of any image (docs/cli.md)
+
+
+def read_boxes(path: Path, kind: FileKind = DETECTIONS) -> list[Box]:
+    """LPIRC's 7 columns per box: image, class, confidence, xmin, ymin, xmax, ymax (commas or spaces), read
+    through harness.reading (`kind`: DETECTIONS or MAP_TRUTH); numbers in ASCII digits, every one finite and
+    every coordinate within ±MAX_COORDINATE pixels."""
+    if not Path(path).exists():
+        raise UserError(f"cannot read boxes from {path} (No such file or directory); pass an existing CSV")
+    text = read_text(path, kind)
     boxes = []
     for number, line in enumerate(text.splitlines(), 1):
         fields = [f for f in re.split(r"[,\s]+", line.strip()) if f]
-        if not fields:
-            continue
-        try:
-            if len(fields) != 7:
-                raise ValueError
-            box = Box(int(fields[0]), int(fields[1]), *(float(f) for f in fields[2:]))
-        except ValueError:
-            raise UserError(
-                f"{path}:{number}: expected 7 numbers (image, class, confidence, xmin, ymin, xmax, ymax), "
-                f"got {line.strip()[:60]!r}"
-            ) from None
-        if not all(math.isfinite(v) for v in (box.confidence, *box.coords())):
-            raise UserError(f"{path}:{number}: a confidence or coordinate is not a finite number; fix that row")
-        # An inverted box (xmin > xmax or ymin > ymax) is kept: LPIRC's own golden file holds 1692 of them
-        # and its submissions some; it has no area, so it matches nothing (a false positive, a missed truth).
-        boxes.append(box)
+        if fields:
+            boxes.append(_box(fields, line, f"{path}:{number}"))
     return boxes
+
+
+def _box(fields: list[str], line: str, where: str) -> Box:
+    integers = [ascii_int(f) for f in fields[:2]]
+    numbers = [ascii_float(f) for f in fields[2:]]
+    if len(fields) != 7 or None in integers or None in numbers:
+        raise UserError(
+            f"{where}: expected 7 numbers (image, class, confidence, xmin, ymin, xmax, ymax), in ASCII digits, "
+            f"got {line.strip()[:60]!r}"
+        )
+    box = Box(*integers, *numbers)
+    if not all(math.isfinite(v) for v in (box.confidence, *box.coords())):
+        raise UserError(f"{where}: a confidence or coordinate is not a finite number; fix that row")
+    if far := next((v for v in box.coords() if abs(v) > MAX_COORDINATE), None):
+        raise UserError(
+            f"{where}: coordinate {far:g} is beyond ±{MAX_COORDINATE:,.0f} pixels; boxes are pixel coordinates "
+            "in the image"
+        )
+    # An inverted box (xmin > xmax or ymin > ymax) is kept: LPIRC's own golden file holds 1692 of them
+    # and its submissions some; it has no area, so it matches nothing (a false positive, a missed truth).
+    return box
 
 
 def write_boxes(path: Path, boxes: list[Box]) -> None:

@@ -10,8 +10,10 @@ access to the hub; everything else in harness is offline.
 import csv
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
+from harness.console import notice
 from harness.errors import UserError
 from harness.eval.dataset import PUBLISHED_SPLITS, STREAM_NOTE
 from harness.eval.demo_dataset import COLUMNS
@@ -56,6 +58,25 @@ def _kept(rows, split: str, subsets, limit: int | None, pools: bool, images: Pat
     return kept
 
 
+CHECKSUMS = "checksums.json"  # sha256 of the folder's label CSVs and stream note, written with them
+
+
+def _label_checksums(folder: Path) -> dict[str, str]:
+    files = sorted([*folder.glob("*.csv"), folder / STREAM_NOTE])
+    return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in files if path.is_file()}
+
+
+def _labels_intact(folder: Path) -> bool:
+    """The label CSVs and note as written (a folder streamed before checksums were written counts as intact)."""
+    try:
+        written = json.loads((folder / CHECKSUMS).read_text())
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return written == _label_checksums(folder)
+
+
 def stream_to_folder(
     spec: str, splits: list[str], subsets, limit: int | None, pools: bool = True, seed: int = 0
 ) -> Path:
@@ -72,7 +93,10 @@ def stream_to_folder(
     request = f"{LAYOUT}|{repo}|{sorted(set(splits))}|{sorted(s.name for s in subsets)}|{pools}|{kept_by}"
     folder = cache_dir() / "datasets" / "hf" / hashlib.sha256(request.encode()).hexdigest()[:16]
     if all((folder / PUBLISHED_SPLITS[split]).is_file() for split in splits):
-        return folder
+        if _labels_intact(folder):
+            return folder
+        notice(f"harness: cache entry {folder} was damaged (checksum); rebuilding it")
+        shutil.rmtree(folder)
     partial = folder.with_name(folder.name + ".partial")
     (partial / "images").mkdir(parents=True, exist_ok=True)
     for split in dict.fromkeys(splits):
@@ -91,5 +115,6 @@ def stream_to_folder(
             writer.writerows(kept)
     note = {"source": f"{PREFIX}{repo}", "whole_pools": pools, "seed": seed if drawn else None}
     (partial / STREAM_NOTE).write_text(json.dumps(note) + "\n")
+    (partial / CHECKSUMS).write_text(json.dumps(_label_checksums(partial)) + "\n")
     partial.rename(folder)
     return folder

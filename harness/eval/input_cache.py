@@ -2,7 +2,9 @@
 
 An entry is two files under <cache>/tensors/: `<key>.bin`, the tensors back to back as raw rows, and
 `<key>.json`, its index (sample ids in order, files that could not be read, the stored and the tensor
-dtype, the tensor shape). The index is written last: a present index means a complete entry.
+dtype, the tensor shape, the rows' BLAKE2b checksum). The index is written last: a present index means a
+complete entry. The checksum is taken as the rows are written and checked once when a process first opens
+the entry: rows that changed on disk (flipped bits) are dropped, with a notice, and decoded again.
 
 Rows are stored as uint8 when every value is an integer in 0..255 (an image model that takes 0..255
 as float32 needs a quarter of the bytes), as int8 when in -128..127, and so on, and converted to the
@@ -10,6 +12,7 @@ tensor's dtype when read. A row is read with one pread when it is sent, never ma
 memory does not grow with the number of samples, and no page of the file stays in the process.
 """
 
+import hashlib
 import json
 import os
 import time
@@ -18,9 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.console import notice
+from harness.errors import UserError
 from harness.paths import cache_dir
+from harness.reading import CACHE_INDEX, read_text
 
-FORMAT = 2  # entries of the first format (<key>.npy, float32 as prepared) are not read, and pruned
+FORMAT = 3  # entries of older formats (2: no checksum; 1: <key>.npy) are not read, and pruned
 # Narrower forms tried for a tensor's values, in order: the first that holds every value exactly is kept.
 ABANDONED_AFTER_S = 3600  # a partial write older than this is left over from a run that died
 NARROW_DTYPES = tuple(np.dtype(t) for t in ("uint8", "int8", "uint16", "int16", "float16"))
@@ -51,6 +57,7 @@ class CacheIndex:
     stored: np.dtype  # how the rows are on disk
     dtype: np.dtype  # the tensor's dtype, as read back
     shape: tuple[int, ...]  # one tensor's
+    checksum: str  # BLAKE2b of the rows file, as written
 
     def as_json(self) -> dict:
         return {
@@ -60,6 +67,7 @@ class CacheIndex:
             "stored": self.stored.name,
             "dtype": self.dtype.name,
             "shape": list(self.shape),
+            "blake2b": self.checksum,
         }
 
     @staticmethod
@@ -70,18 +78,19 @@ class CacheIndex:
             stored=np.dtype(data["stored"]),
             dtype=np.dtype(data["dtype"]),
             shape=tuple(data["shape"]),
+            checksum=str(data["blake2b"]),
         )
 
 
 def read_index(path: Path) -> CacheIndex | None:
     """An entry's index, or None when it is of another format, damaged, or its rows are missing or short."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_text(path, CACHE_INDEX))
         if data.get("format") != FORMAT:
             return None
         index = CacheIndex.parse(data)
         rows = path.with_suffix(".bin").stat().st_size
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, UserError):
         return None
     expected = len(index.ids) * int(np.prod(index.shape, dtype=np.int64)) * index.stored.itemsize
     return index if rows == expected else None
@@ -132,6 +141,7 @@ class EntryWriter:
         self.key, self.dtype, self.shape = key, np.dtype(dtype), tuple(shape)
         self._partial = self.folder / f".{key}.{os.getpid()}.partial.bin"
         self._file = open(self._partial, "wb")  # noqa: SIM115 - closed in finish or discard
+        self._digest = checksum()
         self.stored: np.dtype | None = None
         self.rows = 0
 
@@ -144,24 +154,32 @@ class EntryWriter:
         elif wanted.itemsize > self.stored.itemsize or not np.can_cast(self.stored, wanted, "safe"):
             self._widen(wanted)
         with np.errstate(invalid="ignore", over="ignore"):
-            self._file.write(np.ascontiguousarray(block.astype(self.stored)).tobytes())
+            self._write(np.ascontiguousarray(block.astype(self.stored)).tobytes())
         self.rows += len(block)
+
+    def _write(self, data: bytes) -> None:
+        self._file.write(data)
+        self._digest.update(data)
 
     def _widen(self, wanted: np.dtype) -> None:
         """Rewrite the rows so far in `wanted`, a block of rows at a time."""
         self._file.close()
         wider = self._partial.with_name(self._partial.name + ".wide")
         row_items = int(np.prod(self.shape, dtype=np.int64))
+        self._digest = checksum()
         with open(self._partial, "rb") as narrow, open(wider, "wb") as out:
             while chunk := narrow.read(256 * row_items * self.stored.itemsize):
-                out.write(np.frombuffer(chunk, self.stored).astype(wanted).tobytes())
+                widened = np.frombuffer(chunk, self.stored).astype(wanted).tobytes()
+                out.write(widened)
+                self._digest.update(widened)
         wider.replace(self._partial)
         self._file = open(self._partial, "ab")  # noqa: SIM115
         self.stored = wanted
 
     def finish(self, ids: list[str], unreadable: list[tuple[str, str]]) -> CacheIndex:
         self._file.close()
-        index = CacheIndex(ids, unreadable, self.stored or self.dtype, self.dtype, self.shape)
+        stored = self.stored or self.dtype
+        index = CacheIndex(ids, unreadable, stored, self.dtype, self.shape, self._digest.hexdigest())
         rows = self.folder / f"{self.key}.bin"
         self._partial.replace(rows)
         partial_index = self.folder / f".{self.key}.{os.getpid()}.partial.json"
@@ -174,14 +192,47 @@ class EntryWriter:
         self._partial.unlink(missing_ok=True)
 
 
+def checksum():
+    return hashlib.blake2b(digest_size=16)
+
+
+def file_checksum(path: Path) -> str:
+    digest = checksum()
+    with open(path, "rb") as rows:
+        while chunk := rows.read(4 * 1024 * 1024):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# Entries this process has checked, by key, path, size and modification time: one check a process.
+_checked: set[tuple] = set()
+
+
+def _intact(key: str, rows: Path, index: CacheIndex) -> bool:
+    info = rows.stat()
+    seen = (key, str(rows), info.st_size, info.st_mtime_ns, index.checksum)
+    if seen not in _checked:
+        if file_checksum(rows) != index.checksum:
+            return False
+        _checked.add(seen)
+    return True
+
+
 def open_entry(key: str) -> StoredTensors | None:
-    """The cached tensors under `key`, marked as used now (for `harness cache prune`), or None."""
+    """The cached tensors under `key`, marked as used now (for `harness cache prune`), or None. An entry whose
+    rows no longer match their checksum is removed, with a notice, so that the caller builds it again."""
     index_path = tensors_dir() / f"{key}.json"
     index = read_index(index_path) if index_path.is_file() else None
     if index is None:
         return None
+    rows = index_path.with_suffix(".bin")
+    if not _intact(key, rows, index):
+        notice(f"harness: cache entry {key} was damaged (checksum); rebuilding it")
+        index_path.unlink(missing_ok=True)  # the index first: an entry without one is never read
+        rows.unlink(missing_ok=True)
+        return None
     os.utime(index_path)
-    return StoredTensors(index_path.with_suffix(".bin"), index)
+    return StoredTensors(rows, index)
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,9 @@ def _prepare_into(out: np.ndarray, samples: list[Sample], first: int, preparatio
     for offset, sample in enumerate(samples):
         try:
             out[first + offset] = preparation.tensor_of(sample)
-        except (OSError, ValueError, SyntaxError, DecompressionBombError) as exc:  # missing, bad, huge
+        except UserError as exc:  # missing, not a regular file (a FIFO, a device), too large
+            unreadable[first + offset] = str(exc)
+        except (OSError, ValueError, SyntaxError, DecompressionBombError) as exc:  # bad, huge
             unreadable[first + offset] = f"{type(exc).__name__}: {exc}"
     return unreadable
 

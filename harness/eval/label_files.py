@@ -11,9 +11,14 @@ can be put over a flag CSV's person column (`join_clean_labels`), where they win
 import csv
 import dataclasses
 import hashlib
+import io
+import os
+import re
+import stat
 from pathlib import Path
 
 from harness.errors import UserError, setting
+from harness.reading import LABELS, MAX_CSV_FIELD, FileKind, read_bytes
 from harness.samples import CleanLabels, Dataset, Sample
 
 CLEAN_COLUMNS = ("filename", "original_label", "clean_label")
@@ -22,32 +27,101 @@ CLEAN_FILE = "wv_{split}_cleaned.csv"  # the published name
 CLEAN_PERSON = {"1": 1, "0": 0, "-2": 0, "-1": None}  # None: excluded
 
 
-def csv_header(csv_path: Path) -> list[str]:
+# ASCII only, unlike float(); nan and inf pass, for the caller to name as not finite
+NUMBER = re.compile(r"[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|nan|inf|infinity)", re.IGNORECASE)
+INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII only: int() also takes Arabic-Indic digits and '1_0'
+FILE_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
+FILE_KINDS |= {stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
+
+
+MAX_DIGITS = 30  # more is no flag, label or index; int() refuses over 4300 digits with a ValueError
+
+
+def ascii_int(text: str) -> int | None:
+    """The integer text spells in ASCII digits (surrounding spaces allowed), else None."""
+    text = text.strip()
+    return int(text) if len(text) <= MAX_DIGITS and INTEGER.fullmatch(text) else None
+
+
+def ascii_float(text: str) -> float | None:
+    """The number text spells in ASCII (digits, point, exponent; surrounding spaces allowed), else None."""
+    text = text.strip()
+    return float(text) if NUMBER.fullmatch(text) else None
+
+
+def refuse_unless_regular(path: Path, what: str, fix: str = "pass a CSV file") -> None:
+    """A path that exists but is no regular file (links followed) is refused without opening it: a FIFO
+    would block. A missing path is left to the caller, which words it for its file."""
     try:
-        with open(csv_path, newline="", encoding="utf-8-sig") as f:  # a BOM (Excel's UTF-8 CSV) is dropped
-            return next(csv.reader(f), [])
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UserError(f"{what} {path} cannot be read ({exc.strerror}); {fix}") from None
+    if not stat.S_ISREG(mode):
+        kind = FILE_KINDS.get(stat.S_IFMT(mode), "not a file")
+        raise UserError(f"{what} {path} is not a regular file: it is {kind}; {fix}")
+
+
+def decode_csv(data: bytes, path: Path, what: str) -> str:
+    """UTF-8 text (a BOM, as Excel writes it, dropped); anything else refused naming the byte."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise UserError(f"{what} {path} is UTF-16 text, not a UTF-8 CSV; save it as UTF-8")
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise UserError(f"{csv_path} is not a UTF-8 CSV ({exc.reason} at byte {exc.start}); save it as UTF-8") from exc
+        byte = f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
+        raise UserError(f"{what} {path} is not a UTF-8 CSV ({byte} is not UTF-8); save it as UTF-8") from None
+    if "\x00" in text:
+        raise UserError(f"{what} {path} holds a NUL character at offset {text.index(chr(0))}; it is not a CSV")
+    return text
+
+
+def csv_lines(path: Path, kind: FileKind, what: str) -> list[tuple[int, list[str]]]:
+    """(line number, fields) for each non-blank row of a CSV read through harness.reading (regular files
+    only, size capped), each field at most MAX_CSV_FIELD characters."""
+    refuse_unless_regular(path, what)
+    reader = csv.reader(io.StringIO(decode_csv(read_bytes(path, kind), path, what), newline=""))
+    previous = csv.field_size_limit(MAX_CSV_FIELD)
+    try:
+        return [(reader.line_num, row) for row in reader if row]
     except csv.Error as exc:
-        raise UserError(f"{csv_path} is not a readable CSV ({exc})") from exc
+        limit = f"a field may be at most {MAX_CSV_FIELD:,} characters"
+        raise UserError(f"{what} {path} is not a readable CSV (line {reader.line_num}: {exc}; {limit})") from None
+    finally:
+        csv.field_size_limit(previous)
+
+
+def csv_header(csv_path: Path) -> list[str]:
+    lines = csv_lines(csv_path, LABELS, "label file")
+    return lines[0][1] if lines else []
+
+
+def csv_dicts(path: Path, kind: FileKind, what: str) -> tuple[list[str] | None, list[tuple[int, dict]]]:
+    """The header (None for an empty file) and (line, row) for each row, as csv.DictReader gives them:
+    a missing field is None, extra fields are listed under the key None."""
+    lines = csv_lines(path, kind, what)
+    if not lines:
+        return None, []
+    header = lines[0][1]
+    rows = []
+    for line, fields in lines[1:]:
+        row: dict = dict(zip(header, fields, strict=False))
+        row |= dict.fromkeys(header[len(fields) :])
+        if len(fields) > len(header):
+            row[None] = fields[len(header) :]
+        rows.append((line, row))
+    return header, rows
 
 
 def read_rows(csv_path: Path, columns, what: str, fix: str = "", repeats: bool = False) -> list[tuple[int, dict]]:
     """(line number, row) for each row: every one of `columns` present and filled, every file name once
     (with `repeats`, a row that repeats an earlier one exactly is dropped: the published cleaned validation
     labels list 10 files twice, each time alike)."""
-    try:
-        with open(csv_path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in columns if c not in (reader.fieldnames or ())]
-            if missing:
-                raise UserError(f"{csv_path} lacks {what} {', '.join(missing)}{fix}")
-            header = list(reader.fieldnames)
-            rows = [(reader.line_num, row) for row in reader]
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{csv_path} is not a UTF-8 CSV ({exc.reason} at byte {exc.start}); save it as UTF-8") from exc
-    except csv.Error as exc:
-        raise UserError(f"{csv_path} is not a readable CSV ({exc})") from exc
+    header, rows = csv_dicts(csv_path, LABELS, "label file")
+    missing = [c for c in columns if c not in (header or ())]
+    if missing:
+        raise UserError(f"{csv_path} lacks {what} {', '.join(missing)}{fix}")
     first: dict[str, tuple[int, dict]] = {}
     for line, row in rows:
         if None in row or any(row[c] is None for c in header):  # csv marks extra fields None, missing ones too
@@ -62,14 +136,30 @@ def read_rows(csv_path: Path, columns, what: str, fix: str = "", repeats: bool =
     return list(first.values())
 
 
+def inside(image_dir: Path, name: str, csv_path: Path, line: int) -> Path:
+    """image_dir / name, refused (naming the label file and line) unless it lies inside image_dir: no
+    absolute name, no '..' and no link that points out. One lstat a row; a link is resolved."""
+    path = image_dir / name
+    parts = Path(name).parts
+    escapes = not name or Path(name).is_absolute() or ".." in parts
+    if not escapes and (len(parts) > 1 or path.is_symlink()):
+        escapes = not path.resolve().is_relative_to(image_dir.resolve())
+    if escapes:
+        raise UserError(
+            f"{csv_path} line {line}: the file name {name!r} reaches outside the image folder {image_dir} "
+            "(an absolute name, '..' or a link out); name a file inside it"
+        )
+    return path
+
+
 def is_label_only(header: list[str]) -> bool:
     """A cleaned-label or binary-label header (no fine-grained flags)."""
     return set(CLEAN_COLUMNS) <= set(header) or set(BINARY_COLUMNS) <= set(header)
 
 
-def clean_values(csv_path: Path) -> dict[str, str]:
-    """filename -> clean_label as written ("1", "0", "-2" or "-1")."""
-    values = {}
+def clean_rows(csv_path: Path) -> list[tuple[int, str, str]]:
+    """(line, filename, clean_label as written: "1", "0", "-2" or "-1") for each row."""
+    found = []
     for line, row in read_rows(csv_path, CLEAN_COLUMNS, "the cleaned-label columns", repeats=True):
         value = row["clean_label"].strip()
         if value not in CLEAN_PERSON:
@@ -77,24 +167,32 @@ def clean_values(csv_path: Path) -> dict[str, str]:
                 f"{csv_path} line {line}: clean_label {value!r} for {row['filename']} is not 1, 0, -2 "
                 "(a depiction: non-person) or -1 (excluded)"
             )
-        values[row["filename"]] = value
-    return values
+        found.append((line, row["filename"], value))
+    return found
+
+
+def clean_values(csv_path: Path) -> dict[str, str]:
+    """filename -> clean_label as written ("1", "0", "-2" or "-1")."""
+    return {name: value for _, name, value in clean_rows(csv_path)}
 
 
 def label_only_samples(csv_path: Path, header: list[str], image_dir: Path, split: str) -> list[Sample]:
     """A cleaned-label or binary-label file (its `header` read already) on its own: samples with a person
     label and no other flag."""
+    people: list[tuple[int, str, int | None]] = []
     if set(CLEAN_COLUMNS) <= set(header):
-        people = {name: CLEAN_PERSON[value] for name, value in clean_values(csv_path).items()}
+        people = [(line, name, CLEAN_PERSON[value]) for line, name, value in clean_rows(csv_path)]
     else:
-        people = {}
         for line, row in read_rows(csv_path, BINARY_COLUMNS, "the columns"):
             value = row["label"].strip()
             if value not in ("0", "1"):
                 raise UserError(f"{csv_path} line {line}: label {value!r} for {row['filename']} is not 1 (person) or 0")
-            people[row["filename"]] = int(value)
-    kept = {name: person for name, person in people.items() if person is not None}
-    return [Sample(name, image_dir / name, {"person": person}, split) for name, person in kept.items()]
+            people.append((line, row["filename"], int(value)))
+    return [
+        Sample(name, inside(image_dir, name, csv_path, line), {"person": person}, split)
+        for line, name, person in people
+        if person is not None
+    ]
 
 
 def clean_labels_named(spec: str | None, default: list[Path] | None = None) -> list[Path]:
@@ -118,11 +216,12 @@ def clean_files(paths: list[Path]) -> list[Path]:
     found = []
     for path in paths:
         if path.is_dir():
-            inside = sorted(path.glob(CLEAN_FILE.format(split="*")))
-            if not inside:
-                raise UserError(f"{path} holds no {CLEAN_FILE}; name the cleaned label file itself")
-            found += inside
-        elif path.is_file():
+            held = sorted(path.glob(CLEAN_FILE.format(split="*")))
+            if not held:
+                raise UserError(f"folder {path} holds no {CLEAN_FILE}; name the cleaned label file itself")
+            found += held
+        elif path.exists():
+            refuse_unless_regular(path, "clean label file")
             found.append(path)
         else:
             raise UserError(f"clean label file {path} does not exist")
@@ -138,7 +237,7 @@ def join_clean_labels(dataset: Dataset, files: list[Path]) -> Dataset:
     digest = hashlib.sha256(dataset.csv_sha256.encode())
     for path in files:
         values |= clean_values(path)
-        digest.update(hashlib.sha256(path.read_bytes()).hexdigest().encode())
+        digest.update(hashlib.sha256(read_bytes(path, LABELS)).hexdigest().encode())
     if not any(s.id in values for s in dataset.samples):
         raise UserError(
             f"no file of {', '.join(str(f) for f in files)} is in {dataset.name}; are they for the same dataset?"

@@ -4,7 +4,6 @@ import ctypes
 import importlib.util
 import io
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import simplejpeg
@@ -13,6 +12,7 @@ from PIL import Image
 from harness.errors import UserError
 from harness.model.card import Preprocessing
 from harness.model.pipelines import DECODERS, SCALINGS, image_pipeline
+from harness.reading import IMAGE, read_bytes
 from harness.tensors import TensorSpec
 
 # tf.image.rgb_to_grayscale weights, as the Wake Vision code uses for greyscale and lighting.
@@ -126,8 +126,9 @@ def decoder_for(pre: Preprocessing) -> str:
 
 def load_rgb(path, decoder: str = "pil") -> np.ndarray:
     """HxWx3 uint8, decoded as `decoder` does. JPEGs go through simplejpeg (libjpeg-turbo, the DCT
-    chosen to match) in one C call that holds no GIL, which lets the decoding threads run side by side."""
-    data = Path(path).read_bytes()
+    chosen to match) in one C call that holds no GIL, which lets the decoding threads run side by side.
+    The file is read through harness.reading (a regular file, at most IMAGE.max_bytes)."""
+    data = read_bytes(path, IMAGE)
     if data.startswith(JPEG_MAGIC):
         try:
             colour = simplejpeg.decode_jpeg_header(data)[2]
@@ -136,7 +137,32 @@ def load_rgb(path, decoder: str = "pil") -> np.ndarray:
         if colour in _DIRECT_JPEG_COLOURS:
             return simplejpeg.decode_jpeg(data, colorspace="RGB", fastdct=decoder == "tf")
     with Image.open(io.BytesIO(data), formats=IMAGE_FORMATS) as image:
-        return np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
+        return _as_rgb(image)
+
+
+SIXTEEN_BIT_GREY = {"I;16", "I;16B", "I;16L", "I;16N"}
+# 257·v is the 16-bit twin of the 8-bit value v (0 → 0, 255 → 65535): v = round(w / 257) undoes it exactly.
+TWIN_FACTOR = 257.0
+
+
+def _rawmode(image: Image.Image) -> str:
+    """How the file stores its pixels (e.g. 'RGB;16B': 16 bits a channel), before PIL narrows them."""
+    args = image.tile[0].args if image.tile else ""
+    return args if isinstance(args, str) else str(args[0]) if args else ""
+
+
+def _as_rgb(image: Image.Image) -> np.ndarray:
+    """The pixels as HxWx3 uint8. 16-bit grey is reduced exactly to its 8-bit twin; wider colour samples or
+    32-bit pixels, which PIL would truncate or clip to another input without a word, are refused."""
+    if image.mode in SIXTEEN_BIT_GREY:
+        grey = np.rint(np.asarray(image, dtype=np.float64) / TWIN_FACTOR).astype(np.uint8)
+        return np.repeat(grey[..., None], 3, axis=2)
+    if image.mode in ("I", "F") or ";16" in _rawmode(image):
+        raise ValueError(
+            f"its pixels are {image.mode} with {_rawmode(image) or image.mode} samples, more than 8 bits a channel, "
+            "which harness does not narrow; save it with 8 bits a channel"
+        )
+    return np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
 
 
 def real_input(rgb: np.ndarray, pre: Preprocessing) -> np.ndarray:

@@ -1,15 +1,15 @@
 """`harness score`: the eval metrics for predictions made elsewhere, through the same code path."""
 
-import csv
 import dataclasses
 import math
 from pathlib import Path
 
 from harness.errors import UserError
 from harness.eval.dataset import read_labels, require_flags
-from harness.eval.label_files import clean_labels_named, join_clean_labels
+from harness.eval.label_files import ascii_float, clean_labels_named, csv_dicts, join_clean_labels
 from harness.eval.metrics import pool_of, score
 from harness.eval.subsets import SUBSETS, Subset
+from harness.reading import PREDICTIONS
 from harness.samples import Dataset
 
 
@@ -18,41 +18,30 @@ def read_predictions(path: Path, lines: dict[str, int] | None = None) -> dict[st
     given twice names its line; `lines`, if given, gets each filename's line."""
     predicted: dict[str, int] = {}
     first_line: dict[str, int] = {} if lines is None else lines
-    if Path(path).exists() and not Path(path).is_file():
-        raise UserError(f"predictions {path} is not a regular file (a folder, FIFO or device); pass a CSV file")
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:  # a BOM (Excel's UTF-8 CSV) is dropped
-            reader = csv.DictReader(f)
-            if not {"filename", "prediction"} <= set(reader.fieldnames or ()):
-                raise UserError(f"{path} needs the columns filename,prediction (and optionally score)")
-            for row in reader:
-                line = reader.line_num
-                name, value = row["filename"], row["prediction"]
-                if name is None or value is None:
-                    raise UserError(f"{path} line {line}: the row is short; every row needs filename,prediction")
-                if value.strip() not in ("0", "1"):
-                    raise UserError(f"{path} line {line}: prediction {value!r} for {name} is not 0 or 1")
-                given = row.get("score")
-                if given is not None and given.strip():
-                    try:
-                        finite = math.isfinite(float(given))
-                    except ValueError:
-                        finite = False
-                    if not finite:
-                        raise UserError(
-                            f"{path} line {line}: score {given!r} for {name} is not a finite number; "
-                            "give a number or leave it empty"
-                        )
-                if name in predicted:
-                    raise UserError(
-                        f"{path} line {line}: {name} was predicted already on line {first_line[name]}; "
-                        "give each filename once"
-                    )
-                predicted[name], first_line[name] = int(value), line
-    except OSError as exc:
-        raise UserError(f"cannot read predictions {path} ({exc.strerror})") from exc
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path} is not a UTF-8 CSV file ({exc.reason} at byte {exc.start})") from exc
+    if not Path(path).exists():
+        raise UserError(f"cannot read predictions {path} (No such file or directory); pass an existing CSV")
+    header, rows = csv_dicts(Path(path), PREDICTIONS, "predictions")
+    if not {"filename", "prediction"} <= set(header or ()):
+        raise UserError(f"{path} needs the columns filename,prediction (and optionally score)")
+    for line, row in rows:
+        name, value = row["filename"], row["prediction"]
+        if name is None or value is None:
+            raise UserError(f"{path} line {line}: the row is short; every row needs filename,prediction")
+        if value.strip() not in ("0", "1"):
+            raise UserError(f"{path} line {line}: prediction {value!r} for {name} is not 0 or 1")
+        given = row.get("score")
+        if given is not None and given.strip():
+            number = ascii_float(given)
+            if number is None or not math.isfinite(number):
+                raise UserError(
+                    f"{path} line {line}: score {given!r} for {name} is not a finite number in ASCII digits; "
+                    "give a number or leave it empty"
+                )
+        if name in predicted:
+            raise UserError(
+                f"{path} line {line}: {name} was predicted already on line {first_line[name]}; give each filename once"
+            )
+        predicted[name], first_line[name] = int(value), line
     return predicted
 
 

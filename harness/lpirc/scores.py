@@ -25,6 +25,7 @@ from harness.energy.trace import JOULES_PER_WH
 from harness.errors import UserError, setting
 from harness.eval.detection import mean_average_precision, read_boxes
 from harness.lpirc.referee import answers_correct
+from harness.reading import DETECTIONS, MAP_TRUTH
 from harness.results.record import Energy, Streaming, SubsetResult, parse
 
 
@@ -92,10 +93,10 @@ def _referee_accuracy(path: Path, summary: dict, limit: float | None) -> float:
     if limit is None:
         return summary["map"]["map"] if summary["metric"] == "map" else summary["accuracy"]["value"]
     seconds = np.array(pq.read_table(path / "received.parquet").to_pydict()["seconds"])
-    rows = read_boxes(path / "results.csv") if seconds.size else []
+    rows = read_boxes(path / "results.csv", DETECTIONS) if seconds.size else []
     in_time = [box for box, t in zip(rows, seconds, strict=True) if t <= limit]
     if summary["metric"] == "map":
-        return mean_average_precision(in_time, read_boxes(path / "truth.csv")).map
+        return mean_average_precision(in_time, read_boxes(path / "truth.csv", MAP_TRUTH)).map
     labels = json.loads((path / "labels.json").read_text())
     return answers_correct(in_time, labels) / len(labels) if labels else 0.0
 

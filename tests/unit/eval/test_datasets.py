@@ -55,6 +55,18 @@ def test_published_layout_reads_splits_and_extracts_images_from_shards(published
         load_dataset(str(published), ["train"])
 
 
+def test_an_extracted_image_that_changed_is_extracted_again_from_its_shard(published, capsys):
+    image = load_dataset(str(published)).samples[0].image_path
+    original = image.read_bytes()
+    damaged = bytearray(original)
+    damaged[len(damaged) // 2] ^= 0x01
+    image.write_bytes(bytes(damaged))
+    capsys.readouterr()
+    load_dataset(str(published))
+    assert "was damaged (checksum); rebuilding it" in capsys.readouterr().err
+    assert image.read_bytes() == original
+
+
 def test_eval_on_the_validation_split(tmp_path, published, small_model):
     done = _harness(
         "eval",
@@ -292,3 +304,17 @@ def test_an_eval_streamed_without_pools_gives_no_f1_and_says_why(hub, tmp_path, 
     assert main([*common, "--limit", "3", "--json", "--results", str(tmp_path / "results")]) == 0
     far = json.loads(capsys.readouterr().out)["subsets"]["distance_far"]
     assert far["n"] == 3 and far["device"]["f1_wv"] is None and far["device"]["f1_unavailable"] == UNKNOWN_POOL
+
+
+def test_a_streamed_folder_whose_labels_were_cut_short_is_streamed_again(hub, capsys):
+    from harness.eval.hf_source import stream_to_folder
+    from harness.eval.subsets import SUBSETS
+
+    folder = stream_to_folder(HF, ["test"], [SUBSETS["distance_far"]], limit=2)
+    labels = folder / "wake_vision_test.csv"
+    whole = labels.read_text()
+    labels.write_text("".join(whole.splitlines(keepends=True)[:3]))
+    hub.read.update(test=0)
+    assert stream_to_folder(HF, ["test"], [SUBSETS["distance_far"]], limit=2) == folder
+    assert "was damaged (checksum); rebuilding it" in capsys.readouterr().err
+    assert labels.read_text() == whole and hub.read["test"] == 30

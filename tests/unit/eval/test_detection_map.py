@@ -112,5 +112,5 @@ def test_harness_map_command_prints_the_hand_computed_map(tmp_path):
 def test_a_box_file_that_is_not_text_is_a_user_error(tmp_path):
     boxes = tmp_path / "boxes.csv"
     boxes.write_bytes(b"1 1 0.5 \xff\xfe 0 10 10\n")
-    with pytest.raises(UserError, match="is not a text file"):
+    with pytest.raises(UserError, match=r"boxes\.csv is not UTF-8 text \(byte 0xff"):
         read_boxes(boxes)
