@@ -14,6 +14,7 @@ session's the whole metered session (login to logout or the time limit).
 """
 
 import math
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -83,7 +84,7 @@ class RunScore:
 
 def find_run(spec: str, roots: list[Path]) -> Path:
     for candidate in [Path(spec), *(root / spec for root in roots)]:
-        if (candidate / "summary.json").is_file():
+        if os.path.lexists(candidate / "summary.json"):  # not is_file(): a FIFO there is refused by its reader
             return candidate
     raise UserError(f"{spec} is not a run folder or run id under {', '.join(map(str, roots))}; see `harness runs`")
 

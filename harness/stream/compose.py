@@ -119,9 +119,9 @@ def check_duration(duration_ms: int | None) -> None:
         )
 
 
-def check_outputs(out_wav: Path, out_ledger: Path, inputs: list[tuple[str, Path]]) -> tuple[Path, Path]:
-    """The stream and ledger paths, resolved, if they may be written: regular files or nothing yet, not the same
-    file, and none of the inputs (a clip or the background). Checked before any work."""
+def check_outputs(out_wav: Path, out_ledger: Path) -> tuple[Path, Path]:
+    """The stream and ledger paths, resolved, if they may be written: regular files or nothing yet (never a device,
+    FIFO or folder), and not one file. Checked before any work."""
     wav = check_output(out_wav, "stream (--out)")
     ledger = check_output(out_ledger, "ledger (--ledger)")
     if wav == ledger:
@@ -129,12 +129,16 @@ def check_outputs(out_wav: Path, out_ledger: Path, inputs: list[tuple[str, Path]
             f"the stream {out_wav} and its ledger {out_ledger} are the same file, so the ledger would be written "
             "over the stream; name the stream .wav or give --ledger another file"
         )
+    return wav, ledger
+
+
+def check_not_inputs(outputs: tuple[Path, Path], inputs: list[tuple[str, Path]]) -> None:
+    """Neither output (resolved) is an input: a clip or the background would be overwritten by what it made."""
     for name, path in inputs:
         resolved = Path(os.path.realpath(path))
-        for written, flag in ((wav, "--out"), (ledger, "--ledger")):
+        for written, flag in zip(outputs, ("--out", "--ledger"), strict=True):
             if resolved == written:
                 raise UserError(f"{flag} {written} is the {name} {path}: it would be overwritten; write elsewhere")
-    return wav, ledger
 
 
 def random_placements(lengths_ms: list[int], duration_ms: int, min_gap_ms: int, rng: np.random.Generator) -> list[int]:
@@ -194,11 +198,12 @@ def build_stream(
             f"or drop {setting('snr_db')}"
         )
     check_duration(duration_ms)
+    outputs = check_outputs(out_wav, out_ledger)
     clips = find_clips(clips_dir)
     inputs = [("clip", path) for paths in clips.values() for path in paths]
     if background != "silence":
         inputs.append(("background", Path(background)))
-    check_outputs(out_wav, out_ledger, inputs)
+    check_not_inputs(outputs, inputs)
     wanted = words or sorted(clips)
     unknown = sorted({w for w in [*wanted, *(label for label, _ in at or [])] if w not in clips})
     if unknown:

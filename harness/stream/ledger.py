@@ -24,6 +24,7 @@ from harness.errors import UserError, setting
 from harness.reading import LEDGER, MAX_CSV_FIELD, decode_text, read_bytes
 
 UNITS = ("ms", "s")
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 text holds NULs: decode_text names it as UTF-16
 MAX_TIME = 1e12  # ms (or s): beyond 31 years of audio; bounds the arithmetic on times
 
 
@@ -95,7 +96,7 @@ def _ledger_text(path: Path) -> str:
     if not os.path.lexists(path):
         raise UserError(f"cannot read ledger {path} (No such file or directory); check the path")
     data = read_bytes(path, LEDGER)
-    if b"\x00" in data:  # named by line, like any other row that is no event
+    if b"\x00" in data and not data.startswith(UTF16_BOMS):  # named by line, like any other row that is no event
         line = data[: data.index(b"\x00")].count(b"\n") + 1
         raise UserError(f"ledger {path} line {line}: expected label,start_ms[,end_ms], got a NUL byte (not text)")
     return decode_text(data, LEDGER, path)
@@ -107,7 +108,8 @@ def _read_rows(path: Path) -> _Rows:
     try:
         rows = [(n, [c.strip() for c in row]) for n, row in enumerate(csv.reader(io.StringIO(text, newline="")), 1)]
     except csv.Error as exc:
-        raise UserError(f"ledger {path} is not a text CSV of label,start_ms[,end_ms] ({exc})") from None
+        limit = f"a field may be at most {MAX_CSV_FIELD:,} characters"
+        raise UserError(f"ledger {path} is not valid CSV of label,start_ms[,end_ms] ({exc}; {limit})") from None
     finally:
         csv.field_size_limit(previous)
     rows = [(n, row) for n, row in rows if row and any(row) and not row[0].startswith("#")]
