@@ -46,7 +46,8 @@ def _parse(row: dict, line: int, path: Path) -> Detection:
     return Detection(label, int(time), score, reference)
 
 
-def _rows(path: Path) -> list[dict]:
+def _rows(path: Path) -> list[tuple[int, dict]]:
+    """(line, row by column) of each data row; the header is line 1."""
     if not os.path.lexists(path):
         raise UserError(f"cannot read detections {path} (No such file or directory); check the path")
     rows = read_csv(path, DETECTIONS)
@@ -54,13 +55,13 @@ def _rows(path: Path) -> list[dict]:
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise UserError(f"detections {path} needs the columns {','.join(COLUMNS)} (missing {','.join(missing)})")
-    return [dict(zip(header, row, strict=False)) | {"_line": n} for n, row in enumerate(rows[1:], 2) if row]
+    return [(n, dict(zip(header, row, strict=False))) for n, row in enumerate(rows[1:], 2) if row]
 
 
 def load_detections(path: Path, duration_ms: int | None = None) -> Detections:
     """Detections sorted by time (stable); all must share one timing reference and lie inside the audio."""
     path = Path(path)
-    found = [_parse(row, row["_line"], path) for row in _rows(path)]
+    found = [_parse(row, line, path) for line, row in _rows(path)]
     references = sorted({d.reference for d in found})
     if len(references) > 1:
         raise UserError(f"detections {path} mixes timing references ({', '.join(references)}); use one per file")
