@@ -81,6 +81,7 @@ def _generated() -> list[Case]:
         ("detections", SCORE, "d.csv", {"l.csv": LEDGER}, NOT_A_FILE | NOT_TEXT),
         ("audio", score("--audio", "a.wav"), "a.wav", {"l.csv": LEDGER, "d.csv": DETECTIONS}, NOT_A_FILE),
         ("wav", STREAM_RUN, "s.wav", {}, NOT_A_FILE),
+        ("run-ledger", (*STREAM_RUN, "--ledger", "l.csv"), "l.csv", {"s.wav": _wav(2)}, NOT_A_FILE | NOT_TEXT),
         ("clip", BUILD_COUNT, "clips/yes/a.wav", {}, NOT_A_FILE),
         ("background", (*BUILD_COUNT, "--background", "b.wav"), "b.wav", {"clips/yes/a.wav": CLIP}, NOT_A_FILE),
         ("meter-log", ("meter", "csv:log.csv"), "log.csv", {}, NOT_A_FILE | NOT_TEXT),
