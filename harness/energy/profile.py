@@ -1,10 +1,11 @@
 """A scripted power profile: a base power with rectangular pulses, its energy known exactly."""
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import UserError
+import pydantic
+
+from harness.reading import MIB, STRICT, FileKind, read_json, validate
 
 
 @dataclass(frozen=True)
@@ -27,12 +28,15 @@ class PowerProfile:
     @classmethod
     def load(cls, path: Path) -> "PowerProfile":
         """JSON: {"idle_watts": 0.09, "volts": 3.3, "pulses": [[1.0, 2.0, 0.1], ...]}."""
-        try:
-            data = json.loads(path.read_text())
-            return cls(
-                idle_watts=float(data["idle_watts"]),
-                volts=float(data.get("volts", 3.3)),
-                pulses=tuple((float(a), float(b), float(w)) for a, b, w in data.get("pulses", [])),
-            )
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise UserError(f"cannot read power profile {path} ({exc}); see docs/energy.md for its layout") from exc
+        data = validate(read_json(path, PROFILE), _ProfileFile, PROFILE, path, fix="see docs/energy.md for its layout")
+        return cls(data.idle_watts, data.volts, tuple(data.pulses))
+
+
+PROFILE = FileKind("power profile", 16 * MIB)  # a JSON file (harness/reading.py declares no kind for it yet)
+
+
+class _ProfileFile(pydantic.BaseModel):
+    model_config = STRICT
+    idle_watts: float
+    volts: float = 3.3
+    pulses: list[tuple[float, float, float]] = []

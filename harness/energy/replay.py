@@ -5,8 +5,8 @@ a missed poll and a repeated count a poll read twice (kept once). The first row 
 "no data" value 9.91E+37 (from before the first update) and is skipped like any such row.
 """
 
-import csv
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -14,37 +14,61 @@ import numpy as np
 from harness.energy.meter import Meter
 from harness.energy.trace import JOULES_PER_WH, PowerTrace
 from harness.errors import UserError
+from harness.reading import METER_LOG, read_csv
 
 NO_DATA = 9.9e37  # WT300 series: 9.91E+37 no data, 9.9E+37 overflow
 POLL_SECONDS = 1.0
+MAX_POLL_GAP = 3600  # missed polls between two rows (an hour at one a second): more is a damaged log
 WH_NOISE = 1e-6  # Wh: the accumulated energy jitters near zero by ~1e-12 Wh; a reset drops far more
 
 
-def read_wt310_log(path: Path, poll_seconds: float = POLL_SECONDS) -> PowerTrace:
+def _rows(path: Path) -> list[list[str]]:
+    if not os.path.lexists(path):
+        raise UserError(f"cannot read meter log {path} (No such file or directory); pass an existing CSV file")
+    return read_csv(path, METER_LOG)
+
+
+def _reading(path: Path, number: int, row: list[str]) -> tuple[float, ...]:
+    """V, I, W, Wh and the sample count of one row."""
     try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            rows = list(csv.reader(handle))
-    except OSError as exc:
-        raise UserError(f"cannot read meter log {path} ({exc.strerror}); pass an existing CSV file") from exc
-    except UnicodeDecodeError:
-        raise UserError(f"{path} is not a text CSV file; pass a WT310 log (V,I,W,Wh,count per row)") from None
+        reading = tuple(float(x) for x in row[:5])
+    except ValueError:
+        raise UserError(
+            f"{path}:{number}: expected 5 numbers (V, I, W, Wh, sample count), got {','.join(row)[:60]!r}"
+        ) from None
+    if len(row) != 5 or len(reading) != 5:
+        raise UserError(f"{path}:{number}: expected 5 columns (V, I, W, Wh, sample count), got {len(row)}")
+    return reading
+
+
+def _check_count(path: Path, number: int, count: float, previous: float) -> None:
+    """The count numbers the meter's updates: whole, rising by at most MAX_POLL_GAP; a fall is a second log."""
+    if count != int(count) or count < 0:
+        raise UserError(f"{path}:{number}: the sample count {count:g} is not a whole number of meter updates")
+    if count < previous:
+        raise UserError(
+            f"{path}:{number}: the sample count falls from {previous:g} to {count:g}: a second log starts here "
+            "(or the rows are out of order); pass one log per integration, splitting the file at this line"
+        )
+    if count - previous > MAX_POLL_GAP:
+        raise UserError(
+            f"{path}:{number}: the sample count jumps from {previous:g} to {count:g}, more than the "
+            f"{MAX_POLL_GAP} missed polls a log may hold; the log is damaged"
+        )
+
+
+def read_wt310_log(path: Path, poll_seconds: float = POLL_SECONDS) -> PowerTrace:
     counts, values = [], []
-    for number, row in enumerate(rows, 1):
+    for number, row in enumerate(_rows(path), 1):
         if not row or not "".join(row).strip():
             continue
-        try:
-            volts, amps, watts, wh, count = (float(x) for x in row[:5])
-        except ValueError:
-            raise UserError(
-                f"{path}:{number}: expected 5 numbers (V, I, W, Wh, sample count), got {','.join(row)[:60]!r}"
-            ) from None
-        if len(row) != 5:
-            raise UserError(f"{path}:{number}: expected 5 columns (V, I, W, Wh, sample count), got {len(row)}")
+        volts, amps, watts, wh, count = _reading(path, number, row)
         if max(abs(volts), abs(amps), abs(watts)) >= NO_DATA:
             continue
         if not all(math.isfinite(v) for v in (volts, amps, watts, wh, count)):
             raise UserError(f"{path}:{number}: a reading is not a finite number; fix or drop that row")
-        if counts and count <= counts[-1]:
+        _check_count(path, number, count, counts[-1] if counts else 0)
+        if counts and count == counts[-1]:
             continue  # the same update polled twice
         if values and wh < values[-1][3] - WH_NOISE:
             raise UserError(

@@ -13,20 +13,62 @@ Without one, an eval run's energy is its streaming energy (first sample to last 
 session's the whole metered session (login to logout or the time limit).
 """
 
-import json
 import math
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Annotated, Literal
 
 import numpy as np
 import pyarrow.parquet as pq
+import pydantic
 
 from harness.energy.trace import JOULES_PER_WH
 from harness.errors import UserError, setting
 from harness.eval.detection import mean_average_precision, read_boxes
 from harness.lpirc.referee import answers_correct
-from harness.reading import DETECTIONS, MAP_TRUTH
+from harness.reading import DETECTIONS, KIB, MAP_TRUTH, MIB, SUMMARY, FileKind, read_json, validate
 from harness.results.record import Energy, Streaming, SubsetResult, parse
+
+REFEREE_LABELS = FileKind("referee labels file", 64 * MIB)  # labels.json of a referee session
+_FIGURES = pydantic.ConfigDict(extra="ignore", allow_inf_nan=False, frozen=True)  # the figures a score reads
+Fraction = Annotated[float, pydantic.Field(ge=0, le=1)]
+
+
+class _Map(pydantic.BaseModel):
+    model_config = _FIGURES
+    map: Fraction
+
+
+class _Accuracy(pydantic.BaseModel):
+    model_config = _FIGURES
+    value: Fraction
+
+
+class _RefereeEnergy(pydantic.BaseModel):
+    model_config = _FIGURES
+    source: Annotated[str, pydantic.StringConstraints(min_length=1, max_length=1 * KIB)]
+
+
+class RefereeSummary(pydantic.BaseModel):
+    """The parts of a referee session's summary.json a score reads, typed and in range."""
+
+    model_config = _FIGURES
+    kind: Literal["referee"]
+    metric: Literal["map", "accuracy"]
+    map: _Map | None = None
+    accuracy: _Accuracy | None = None
+    energy: _RefereeEnergy | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _has_its_metric(self) -> "RefereeSummary":
+        if getattr(self, self.metric) is None:
+            raise ValueError(f"its metric is {self.metric} but it has no {self.metric} figures")
+        return self
+
+    @property
+    def accuracy_value(self) -> float:
+        return self.map.map if self.metric == "map" else self.accuracy.value
 
 
 @dataclass(frozen=True)
@@ -42,7 +84,7 @@ class RunScore:
 
 def find_run(spec: str, roots: list[Path]) -> Path:
     for candidate in [Path(spec), *(root / spec for root in roots)]:
-        if (candidate / "summary.json").is_file():
+        if os.path.lexists(candidate / "summary.json"):  # not is_file(): a FIFO there is refused by its reader
             return candidate
     raise UserError(f"{spec} is not a run folder or run id under {', '.join(map(str, roots))}; see `harness runs`")
 
@@ -89,25 +131,32 @@ def _eval_accuracy(path: Path, subsets: dict[str, SubsetResult], subset: str | N
     return float(correct.sum() / members.sum()) if members.any() else 0.0
 
 
-def _referee_accuracy(path: Path, summary: dict, limit: float | None) -> float:
+def _referee_accuracy(path: Path, summary: RefereeSummary, limit: float | None) -> float:
     if limit is None:
-        return summary["map"]["map"] if summary["metric"] == "map" else summary["accuracy"]["value"]
+        return summary.accuracy_value
     seconds = np.array(pq.read_table(path / "received.parquet").to_pydict()["seconds"])
     rows = read_boxes(path / "results.csv", DETECTIONS) if seconds.size else []
     in_time = [box for box, t in zip(rows, seconds, strict=True) if t <= limit]
-    if summary["metric"] == "map":
+    if summary.metric == "map":
         return mean_average_precision(in_time, read_boxes(path / "truth.csv", MAP_TRUTH)).map
-    labels = json.loads((path / "labels.json").read_text())
+    labels = validate(read_json(path / "labels.json", REFEREE_LABELS), list[int], REFEREE_LABELS, path / "labels.json")
     return answers_correct(in_time, labels) / len(labels) if labels else 0.0
 
 
 def score_run(path: Path, subset: str | None = None, limit: float | None = None) -> RunScore:
     """An eval run (read through the run record) or a referee session (its own summary), scored per Wh."""
-    stored = json.loads((path / "summary.json").read_text())
+    stored = read_json(path / "summary.json", SUMMARY)
+    if not isinstance(stored, dict):
+        raise UserError(
+            f"run summary {path / 'summary.json'} holds a {type(stored).__name__}, not an object; "
+            "restore the file or remove the run folder"
+        )
     referee = stored.get("kind") == "referee"
     where = f"{path.name}/summary.json"
-    energy = stored.get("energy")
-    if not referee and energy:  # an eval run: the parts of its record a score needs, typed
+    if referee:
+        session = validate(stored, RefereeSummary, SUMMARY, path / "summary.json")
+        energy = session.energy
+    elif energy := stored.get("energy"):  # an eval run: the parts of its record a score needs, typed
         energy = parse(Energy, energy, where)
     if not energy:
         raise UserError(f"run {path.name} has no energy figures: run it with {setting('meter')} KIND:ADDRESS")
@@ -115,8 +164,8 @@ def score_run(path: Path, subset: str | None = None, limit: float | None = None)
     if joules is None:
         raise UserError(f"run {path.name} has no power.parquet to take energy from")
     if referee:
-        kind, metric, source = "referee", stored["metric"], energy["source"]
-        accuracy = _referee_accuracy(path, stored, limit)
+        kind, metric, source = "referee", session.metric, energy.source
+        accuracy = _referee_accuracy(path, session, limit)
     else:
         kind, metric, source = "eval", "accuracy", energy.source
         subsets = {name: parse(SubsetResult, result, where) for name, result in stored.get("subsets", {}).items()}

@@ -8,19 +8,22 @@ is snr_db above the background's mean power over that same span; when the mix wo
 """
 
 import itertools
-import wave
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from harness.audio.clips import WavAudio, read_wav_file, write_clip
+from harness.console import notice
 from harness.errors import UserError, setting
-from harness.files import write_atomically
+from harness.files import check_output
 from harness.stream.ledger import Event, write_ledger
 
 SAMPLE_RATE = 16_000
 SAMPLES_PER_MS = SAMPLE_RATE // 1000
 FULL_SCALE = 32767
+MAX_STREAM_MS = 3_600_000  # an hour of audio: the mix holds it as float64 several times over (about 2 GiB)
 
 
 @dataclass
@@ -43,40 +46,39 @@ class BuiltStream:
     placements: list[Placement]
 
 
+def _wav(path: Path, frames: bool = True, fix: str = "") -> WavAudio:
+    try:
+        return read_wav_file(path, frames)
+    except (FileNotFoundError, ValueError) as exc:
+        reason = "No such file or directory" if isinstance(exc, FileNotFoundError) else exc
+        raise UserError(f"cannot read {path} as a WAV file ({reason}){fix}") from None
+
+
 def read_wav(path: Path, frames: bool = True) -> np.ndarray:
     """16 kHz mono 16-bit samples as float64 in int16 units; without `frames` only the header is checked."""
-    try:
-        with wave.open(str(path), "rb") as w:
-            shape = (w.getnchannels(), w.getsampwidth(), w.getframerate())
-            data = w.readframes(w.getnframes()) if frames else b""
-    except (OSError, EOFError, wave.Error) as exc:
-        raise UserError(f"cannot read {path} as a WAV file ({exc}); replace it or move it out of the folder") from exc
-    if shape != (1, 2, SAMPLE_RATE):
-        channels, width, rate = shape
+    wav = _wav(path, frames, "; replace it or move it out of the folder")
+    if (wav.channels, wav.width, wav.rate) != (1, 2, SAMPLE_RATE):
         raise UserError(
-            f"{path} is {channels} channel(s), {8 * width}-bit, {rate} Hz; streams need 16 kHz mono 16-bit "
+            f"{path} is {wav.format()}; streams need 16 kHz mono 16-bit "
             "(convert it first, e.g. sox in.wav -r 16000 -c 1 -b 16 out.wav)"
         )
-    return np.frombuffer(data, dtype="<i2").astype(np.float64)
+    if wav.declared_frames == 0 or (frames and wav.frames == 0):
+        raise UserError(f"{path} holds no audio (0 frames); record or convert it again, or move it out of the folder")
+    return np.frombuffer(wav.data, dtype="<i2").astype(np.float64)
 
 
 def wav_duration_ms(path: Path) -> int:
-    try:
-        with wave.open(str(path), "rb") as w:
-            return round(w.getnframes() * 1000 / w.getframerate())
-    except (OSError, EOFError, wave.Error) as exc:
-        raise UserError(f"cannot read {path} as a WAV file ({exc})") from exc
+    """The audio's length from the frames it holds; a header claiming another length is said, not believed."""
+    wav = _wav(path)
+    if wav.frames == 0:
+        raise UserError(f"{path} holds no audio (0 frames); rates per hour need the audio they were measured over")
+    if problem := wav.mismatch():
+        notice(f"harness: note: {path}: {problem}")
+    return round(wav.frames * 1000 / wav.rate)
 
 
 def write_wav(path: Path, samples: np.ndarray) -> None:
-    def write(partial: Path) -> None:
-        with wave.open(str(partial), "wb") as w:
-            w.setnchannels(1)
-            w.setsampwidth(2)
-            w.setframerate(SAMPLE_RATE)
-            w.writeframes(samples.astype("<i2").tobytes())
-
-    write_atomically(path, write)
+    write_clip(path, samples, SAMPLE_RATE)
 
 
 def find_clips(folder: Path) -> dict[str, list[Path]]:
@@ -101,10 +103,42 @@ def parse_placements(text: str) -> list[tuple[str, int]]:
     placements = []
     for item in (p.strip() for p in text.split(",") if p.strip()):
         label, _, at = item.rpartition(":")
-        if not label or not at.isdigit():
+        if not label or not (at.isascii() and at.isdigit()):
             raise UserError(f"{setting('at')} item {item!r} is not label:start_ms (e.g. yes:1000,no:3500)")
+        if int(at) >= MAX_STREAM_MS:
+            raise UserError(f"{setting('at')} item {item!r} starts past the longest stream ({MAX_STREAM_MS} ms, 1 h)")
         placements.append((label, int(at)))
     return placements
+
+
+def check_duration(duration_ms: int | None) -> None:
+    if duration_ms is not None and not 0 < duration_ms <= MAX_STREAM_MS:
+        raise UserError(
+            f"{setting('duration_ms')} {duration_ms} is outside 1 to {MAX_STREAM_MS} ms (1 h); "
+            "compose longer tests as several streams"
+        )
+
+
+def check_outputs(out_wav: Path, out_ledger: Path) -> tuple[Path, Path]:
+    """The stream and ledger paths, resolved, if they may be written: regular files or nothing yet (never a device,
+    FIFO or folder), and not one file. Checked before any work."""
+    wav = check_output(out_wav, "stream (--out)")
+    ledger = check_output(out_ledger, "ledger (--ledger)")
+    if wav == ledger:
+        raise UserError(
+            f"the stream {out_wav} and its ledger {out_ledger} are the same file, so the ledger would be written "
+            "over the stream; name the stream .wav or give --ledger another file"
+        )
+    return wav, ledger
+
+
+def check_not_inputs(outputs: tuple[Path, Path], inputs: list[tuple[str, Path]]) -> None:
+    """Neither output (resolved) is an input: a clip or the background would be overwritten by what it made."""
+    for name, path in inputs:
+        resolved = Path(os.path.realpath(path))
+        for written, flag in zip(outputs, ("--out", "--ledger"), strict=True):
+            if resolved == written:
+                raise UserError(f"{flag} {written} is the {name} {path}: it would be overwritten; write elsewhere")
 
 
 def random_placements(lengths_ms: list[int], duration_ms: int, min_gap_ms: int, rng: np.random.Generator) -> list[int]:
@@ -163,7 +197,13 @@ def build_stream(
             f"an SNR needs a background to be relative to: add {setting('background')} noise.wav "
             f"or drop {setting('snr_db')}"
         )
+    check_duration(duration_ms)
+    outputs = check_outputs(out_wav, out_ledger)
     clips = find_clips(clips_dir)
+    inputs = [("clip", path) for paths in clips.values() for path in paths]
+    if background != "silence":
+        inputs.append(("background", Path(background)))
+    check_not_inputs(outputs, inputs)
     wanted = words or sorted(clips)
     unknown = sorted({w for w in [*wanted, *(label for label, _ in at or [])] if w not in clips})
     if unknown:
@@ -177,6 +217,7 @@ def build_stream(
     else:
         if duration_ms is None:
             raise UserError(f"{setting('count')} needs {setting('duration_ms')}: how long the stream is")
+        _check_count_fits(count, duration_ms)
         labels = [wanted[i] for i in rng.integers(0, len(wanted), count)]
     chosen = [clips[label][rng.integers(0, len(clips[label]))] for label in labels]
     audio = [read_wav(path) for path in chosen]
@@ -186,6 +227,7 @@ def build_stream(
         starts = random_placements(lengths_ms, duration_ms, min_gap_ms, rng)
     if duration_ms is None:
         duration_ms = max((s + n for s, n in zip(starts, lengths_ms, strict=True)), default=0) + 1000
+        check_duration(duration_ms)
     _check_layout(labels, starts, lengths_ms, duration_ms)
 
     total = duration_ms * SAMPLES_PER_MS
@@ -212,8 +254,8 @@ def build_stream(
 
     events = [Event(label, s, s + n) for label, s, n in zip(labels, starts, lengths_ms, strict=True)]
     events.sort(key=lambda e: e.start_ms)
-    write_wav(Path(out_wav), samples)
-    write_ledger(Path(out_ledger), events)  # the ledger last: a ledger on disk means its audio is complete
+    _write(out_wav, lambda: write_wav(Path(out_wav), samples))
+    _write(out_ledger, lambda: write_ledger(Path(out_ledger), events))  # last: a ledger means its audio is complete
     placements = [
         Placement(label, s, s + n, str(path), None if snr is None else round(float(snr), 2))
         for label, s, n, path, snr in zip(labels, starts, lengths_ms, chosen, snrs, strict=True)
@@ -228,6 +270,23 @@ def build_stream(
         round(20 * float(np.log10(scale)), 3),
         placements,
     )
+
+
+def _write(target: Path, write) -> None:
+    try:
+        write()
+    except OSError as exc:  # a read-only folder, a full disk: named by the file meant, not its partial twin
+        raise UserError(f"cannot write {target} ({exc.strerror or exc}); choose a folder you can write") from None
+
+
+def _check_count_fits(count: int, duration_ms: int) -> None:
+    """Before drawing: a clip lasts at least 1 ms, so a --count above the duration cannot fit (and a huge one
+    would be drawn before random_placements says so)."""
+    if count > duration_ms:
+        raise UserError(
+            f"{count} clips cannot fit in {duration_ms} ms; "
+            f"lengthen {setting('duration_ms')} or lower {setting('count')}"
+        )
 
 
 def _check_layout(labels: list[str], starts: list[int], lengths_ms: list[int], duration_ms: int) -> None:

@@ -8,12 +8,14 @@ the start of the audio window, a device naturally stamps the end of the window o
 """
 
 import csv
-import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.reading import DETECTIONS, read_csv
 from harness.results.stream_scores import Detection
+from harness.stream.ledger import MAX_TIME, decimal_number
 
 TIMING_REFERENCES = ("window-start", "window-end", "decision")
 COLUMNS = ("label", "time_ms", "score", "reference")
@@ -31,14 +33,12 @@ def _parse(row: dict, line: int, path: Path) -> Detection:
     reference = (row.get("reference") or "").strip()
     if reference not in TIMING_REFERENCES:
         raise UserError(f"{where}: timing reference {reference!r} is not one of {', '.join(TIMING_REFERENCES)}")
-    try:
-        time = float(row["time_ms"])
-        score = float(row["score"])
-    except (TypeError, ValueError) as exc:
-        raise UserError(f"{where}: time_ms and score must be numbers ({exc})") from exc
-    if not (math.isfinite(time) and math.isfinite(score)):
-        raise UserError(f"{where}: time_ms and score must be finite numbers, not {row['time_ms']}, {row['score']}")
-    if time != int(time) or time < 0:
+    time, score = (decimal_number((row.get(column) or "").strip()) for column in ("time_ms", "score"))
+    if time is None or score is None:
+        raise UserError(
+            f"{where}: time_ms and score must be finite decimal numbers, not {row.get('time_ms')}, {row.get('score')}"
+        )
+    if time != int(time) or time < 0 or time > MAX_TIME:
         raise UserError(f"{where}: time_ms {row['time_ms']} is not a whole, non-negative number of milliseconds")
     label = (row.get("label") or "").strip()
     if not label:
@@ -46,22 +46,22 @@ def _parse(row: dict, line: int, path: Path) -> Detection:
     return Detection(label, int(time), score, reference)
 
 
+def _rows(path: Path) -> list[tuple[int, dict]]:
+    """(line, row by column) of each data row; the header is line 1."""
+    if not os.path.lexists(path):
+        raise UserError(f"cannot read detections {path} (No such file or directory); check the path")
+    rows = read_csv(path, DETECTIONS)
+    header = [column.strip() for column in rows[0]] if rows else []
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise UserError(f"detections {path} needs the columns {','.join(COLUMNS)} (missing {','.join(missing)})")
+    return [(n, dict(zip(header, row, strict=False))) for n, row in enumerate(rows[1:], 2) if row]
+
+
 def load_detections(path: Path, duration_ms: int | None = None) -> Detections:
     """Detections sorted by time (stable); all must share one timing reference and lie inside the audio."""
     path = Path(path)
-    try:
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
-            if missing:
-                raise UserError(
-                    f"detections {path} needs the columns {','.join(COLUMNS)} (missing {','.join(missing)})"
-                )
-            found = [_parse(row, n, path) for n, row in enumerate(reader, start=2)]
-    except OSError as exc:
-        raise UserError(f"cannot read detections {path} ({exc.strerror})") from exc
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise UserError(f"detections {path} is not a text CSV ({exc})") from exc
+    found = [_parse(row, line, path) for line, row in _rows(path)]
     references = sorted({d.reference for d in found})
     if len(references) > 1:
         raise UserError(f"detections {path} mixes timing references ({', '.join(references)}); use one per file")

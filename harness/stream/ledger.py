@@ -15,12 +15,17 @@ as TF's reader does (harness/stream/tf_ground_truth.py).
 import csv
 import io
 import math
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserError, setting
+from harness.reading import LEDGER, MAX_CSV_FIELD, decode_text, read_bytes
 
 UNITS = ("ms", "s")
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 text holds NULs: decode_text names it as UTF-16
+MAX_TIME = 1e12  # ms (or s): beyond 31 years of audio; bounds the arithmetic on times
 
 
 @dataclass(frozen=True)
@@ -40,12 +45,15 @@ class Ledger:
     header_line: int | None = None
 
 
-def _number(text: str) -> float | None:
-    """A finite number, or None (NaN and infinity are no times)."""
-    try:
-        value = float(text)
-    except ValueError:
+# ASCII decimal only: float() would also take `1_000`, Arabic-Indic digits, `nan` and `inf`
+DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
+
+
+def decimal_number(text: str) -> float | None:
+    """A finite decimal number, or None (NaN, infinity, hex and digits of other scripts are no times)."""
+    if not DECIMAL.fullmatch(text):
         return None
+    value = float(text)
     return value if math.isfinite(value) else None
 
 
@@ -58,6 +66,24 @@ def _header_unit(header: list[str]) -> str | None:
     return None
 
 
+def _is_column_name(cell: str) -> bool:
+    """A header's time column: a name of letters with no digit (`start_ms`), never a number such as `nan`."""
+    return any(c.isalpha() for c in cell) and not any(c.isdigit() for c in cell) and not _parses_as_float(cell)
+
+
+def _parses_as_float(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_header(row: list[str]) -> bool:
+    """A first row is a header only if it cannot be data: `yes,1O00` or `yes,0x10` is a malformed event."""
+    return len(row) >= 2 and all(_is_column_name(cell) for cell in row[1:] if cell) and _is_column_name(row[1])
+
+
 @dataclass(frozen=True)
 class _Rows:
     text: str
@@ -66,17 +92,28 @@ class _Rows:
     header_unit: str | None
 
 
+def _ledger_text(path: Path) -> str:
+    if not os.path.lexists(path):
+        raise UserError(f"cannot read ledger {path} (No such file or directory); check the path")
+    data = read_bytes(path, LEDGER)
+    if b"\x00" in data and not data.startswith(UTF16_BOMS):  # named by line, like any other row that is no event
+        line = data[: data.index(b"\x00")].count(b"\n") + 1
+        raise UserError(f"ledger {path} line {line}: expected label,start_ms[,end_ms], got a NUL byte (not text)")
+    return decode_text(data, LEDGER, path)
+
+
 def _read_rows(path: Path) -> _Rows:
+    text = _ledger_text(path)
+    previous = csv.field_size_limit(MAX_CSV_FIELD)
     try:
-        with open(path, newline="") as f:
-            text = f.read()
         rows = [(n, [c.strip() for c in row]) for n, row in enumerate(csv.reader(io.StringIO(text, newline="")), 1)]
-    except OSError as exc:
-        raise UserError(f"cannot read ledger {path} ({exc.strerror})") from exc
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise UserError(f"ledger {path} is not a text CSV of label,start_ms[,end_ms] ({exc})") from exc
+    except csv.Error as exc:
+        limit = f"a field may be at most {MAX_CSV_FIELD:,} characters"
+        raise UserError(f"ledger {path} is not valid CSV of label,start_ms[,end_ms] ({exc}; {limit})") from None
+    finally:
+        csv.field_size_limit(previous)
     rows = [(n, row) for n, row in rows if row and any(row) and not row[0].startswith("#")]
-    if rows and len(rows[0][1]) >= 2 and _number(rows[0][1][1]) is None:
+    if rows and _is_header(rows[0][1]):
         return _Rows(text, rows[1:], rows[0][0], _header_unit(rows[0][1]))
     return _Rows(text, rows, None, None)
 
@@ -115,9 +152,11 @@ def load_ledger(path: Path, duration_ms: int | None = None, unit: str | None = N
     for line, row in read.rows:
         if len(row) not in (2, 3) or not row[0]:
             raise UserError(f"ledger {path} line {line}: expected label,start_ms[,end_ms], got {','.join(row)!r}")
-        times = [_number(t) for t in row[1:] if t != ""]
+        times = [decimal_number(t) for t in row[1:] if t != ""]
         if any(t is None for t in times) or not times:
             raise UserError(f"ledger {path} line {line}: {','.join(row[1:])!r} is not a time")
+        if max(abs(t) for t in times) > MAX_TIME:
+            raise UserError(f"ledger {path} line {line}: {','.join(row[1:])!r} is past any audio ({MAX_TIME:.0e} ms)")
         parsed.append((line, row[0], times[0], times[1] if len(times) > 1 else None))
     if unit is None:
         values = [t for _, _, start, end in parsed for t in (start, end) if t is not None]

@@ -415,8 +415,22 @@ def _conventions(ledger, truth, detections, found, per_detection, matched_times,
 # ---------------------------------------------------------------- mlperf-sww
 
 
+def _check_wakeword(ledger: Ledger, detections: Detections, wakeword: str) -> None:
+    """A wakeword no event and no detection carries would score nothing: every event and detection ignored."""
+    for source, where in ((ledger.events, f"the ledger {ledger.path}"), (detections.detections, "the detections")):
+        labels = sorted({x.label for x in source})
+        if wakeword in labels:
+            return
+        if labels:
+            raise UserError(
+                f"wakeword {wakeword!r} is not in {where}, whose labels are {', '.join(labels)}; "
+                f"name one of them with {setting('wakeword')}"
+            )
+
+
 def _choose_wakeword(ledger: Ledger, detections: Detections, wakeword: str | None) -> str | None:
     if wakeword:
+        _check_wakeword(ledger, detections, wakeword)
         return wakeword
     for source in (ledger.events, detections.detections):
         labels = sorted({x.label for x in source} - NON_COMMAND_LABELS)

@@ -282,7 +282,7 @@ def test_group_shuffle_keeps_groups_in_place_and_repeats_from_its_seed():
         (["meter", "csv:log.csv", "--seconds", "-1"], "above 0"),
         (["meter", "csv:log.csv", "--seconds", "nan"], "above 0"),
         (["lpirc", "map", "--truth", "binary.csv", "--detections", "binary.csv"], "is not a text file"),
-        (["meter", "csv:binary.csv"], "is not a text CSV file"),
+        (["meter", "csv:binary.csv"], "save it as UTF-8"),
     ],
 )
 def test_bad_meter_and_score_input_is_one_line_and_exit_2(tmp_path, args, message):

@@ -117,7 +117,7 @@ def test_malformed_meter_log_names_the_line(tmp_path):
 def test_a_meter_log_that_is_not_text_is_a_user_error(tmp_path):
     log = tmp_path / "binary.csv"
     log.write_bytes(b"\xff\xfe\x00\x81binary\n")
-    with pytest.raises(UserError, match="is not a text CSV file"):
+    with pytest.raises(UserError, match=r"meter log .*binary\.csv is UTF-16 text; save it as UTF-8"):
         open_meter(f"csv:{log}")
 
 
