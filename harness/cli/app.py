@@ -16,6 +16,7 @@ from harness import __version__, console
 from harness.cli import exits
 from harness.cli.args import Parser, command, group, link_options
 from harness.cli.energy import add_lpirc_commands, add_meter_command
+from harness.cli.guards import one_line, refuse_outputs_over_inputs
 from harness.cli.spellings import modern_spelling
 from harness.cli.tflm import add_tflm_commands
 from harness.defaults import DEFAULT_MODEL, DEFAULT_SPLIT_SEED, DEMO, MLPERF_WINDOW_SECONDS, PROTOCOL_NAMES
@@ -511,25 +512,27 @@ def _run(argv: list[str] | None) -> int:
     argv, deprecated = modern_spelling(sys.argv[1:] if argv is None else list(argv))
     if deprecated:
         print(f"harness: warning: {deprecated}", file=sys.stderr)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
     try:
+        refuse_outputs_over_inputs(parser, args)
         with console.quieted(quiet):
             return handler_of(args)(args)
     except DeviceNotFound as exc:
-        print(f"harness: error: {exc.worded_for_cli()}", file=sys.stderr)
+        say("harness: error: " + exc.worded_for_cli())
         return exits.DEVICE_NOT_FOUND
     except UserError as exc:
-        print(f"harness: error: {exc.worded_for_cli()}", file=sys.stderr)
+        say("harness: error: " + exc.worded_for_cli())
         return exits.USAGE
     except LinkError as exc:
-        print(f"harness: link error: {exc.worded_for_cli()}", file=sys.stderr)
+        say("harness: link error: " + exc.worded_for_cli())
         return exits.LINK
     except BuildError as exc:
-        print(f"harness: build error: {exc.worded_for_cli()}", file=sys.stderr)
+        say("harness: build error: " + exc.worded_for_cli())
         return exits.BUILD
     except InterruptedRun as exc:
-        print(f"harness: interrupted: {exc}", file=sys.stderr)
+        say(f"harness: interrupted: {exc}")
         return exits.INTERRUPTED
     except KeyboardInterrupt:
         print("harness: interrupted; no results were written", file=sys.stderr)
@@ -546,11 +549,13 @@ def _run(argv: list[str] | None) -> int:
             return exits.LINK
         # A file the checks above did not foresee: unreadable, a folder, a full disk.
         where = f" {exc.filename}" if exc.filename else ""
-        print(
-            f"harness: error: cannot use{where} ({exc.strerror or exc}); check the path and its permissions",
-            file=sys.stderr,
-        )
+        say(f"harness: error: cannot use{where} ({exc.strerror or exc}); check the path and its permissions")
         return exits.USAGE
+
+
+def say(line: str) -> None:
+    """The command's one line on stderr, whatever the values it echoes hold (harness/cli/guards.py)."""
+    print(one_line(line), file=sys.stderr)
 
 
 def handler_of(args: argparse.Namespace):

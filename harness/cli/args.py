@@ -55,7 +55,9 @@ class Parser(argparse.ArgumentParser):
         return super()._get_values(action, arg_strings)
 
     def error(self, message: str):
-        print(f"harness: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        from harness.cli.guards import one_line
+
+        print(one_line(f"harness: error: {message} (see `{self.prog} --help`)"), file=sys.stderr)
         sys.exit(exits.USAGE)
 
 

@@ -253,3 +253,50 @@ def test_an_argparse_type_error_never_leaks_python_words():
         with pytest.raises(argparse.ArgumentTypeError) as refused:
             kind("nan")
         assert "invalid" not in str(refused.value) and "'nan'" in str(refused.value), (words, flag)
+
+
+FILE_OUTPUTS = [(command, flag) for command, flag in OUTPUTS if _writes(command, flag) == "output_file"]
+RUN_FILES = {"r/RUN/manifest.json": b"{}\n", "r/RUN/summary.json": b"{}\n"}
+
+
+@pytest.mark.parametrize("how", ["inside", "link"])
+@pytest.mark.parametrize(("command", "flag"), FILE_OUTPUTS, ids=[f"{c} {f}" for c, f in FILE_OUTPUTS])
+def test_an_output_never_lands_in_a_run_folder(tmp_path, command, flag, how):
+    """Written straight into a run folder, or through a link to a run's file: refused before any work, the run's
+    files left as they were (harness/cli/guards.py)."""
+    files = dict(RUN_FILES)
+    target = "r/RUN/summary.json"
+    if how == "link":
+        (tmp_path / "out").symlink_to(tmp_path / "r" / "RUN" / "summary.json")  # made before the files: dangling
+        target = "out"
+    case = Case(f"{command} {flag} {how}", _args(command, flag, target), (flag, target, "run folder"), files)
+    run_case(tmp_path, case)
+
+
+OVER_INPUTS = [
+    Case(
+        "check-junit-over-gates",
+        ("runs", "check", "RUN", "--gates", "g.toml", "--junit", "g.toml"),
+        ("--junit g.toml is also this command's input (--gates g.toml)",),
+        {"g.toml": b"[accuracy]\nmin = 0.1\n"},
+    ),
+    Case(
+        "convert-out-over-card",
+        ("models", "convert", "--card", "c.toml", "--out", "c.toml"),
+        ("--out c.toml is also this command's input (--card c.toml)",),
+        {"c.toml": b"name = 'x'\n"},
+    ),
+    Case(
+        "report-out-over-gates-link",
+        ("runs", "check", "RUN", "--gates", "g.toml", "--junit", "j.xml"),
+        ("--junit j.xml is also this command's input (--gates g.toml)",),
+        {"g.toml": b"[accuracy]\nmin = 0.1\n"},
+    ),
+]
+
+
+@pytest.mark.parametrize("case", OVER_INPUTS, ids=[case.id for case in OVER_INPUTS])
+def test_an_output_never_replaces_the_commands_own_input(tmp_path, case):
+    if case.id.endswith("-link"):
+        (tmp_path / "j.xml").symlink_to(tmp_path / "g.toml")
+    run_case(tmp_path, case)
