@@ -11,18 +11,26 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
 import pydantic
 
 from harness import reading
 from harness.defaults import DEFAULT_BOARD as DEFAULT_BOARD  # the board a command runs on unless told
+from harness.defaults import MAX_BAUD
 from harness.errors import UserError
 from harness.names import check_id
 from harness.paths import boards_dir, share_dir
 
 Kind = Literal["virtual", "emulated", "hosted", "device"]
+Baud = Annotated[int, pydantic.Field(ge=1, le=MAX_BAUD)]
+BaudOrZero = Annotated[int, pydantic.Field(ge=0, le=MAX_BAUD)]  # 0: stay, unpaced or none
+# The frame sizes the device core accepts (firmware/core/hp_device.h HP_MIN_RX_FRAME, HP_MIN_TX_FRAME: a frame's
+# 12 bytes of header and trailer plus 16 bytes of request, or the largest HELLO); a frame's length is 16 bits.
+MIN_RX_FRAME = 12 + 16
+MIN_TX_FRAME = 12 + 191
+MAX_FRAME = 12 + 0xFFFF
 LatencySource = Literal["device", "emulated", "sim"]
 # A board file is refused, naming the field, when it holds a key no table declares or a number that is not finite.
 _STRICT = pydantic.ConfigDict(extra="forbid", strict=False, frozen=True, allow_inf_nan=False)
@@ -38,8 +46,8 @@ class Memory:
 @dataclass(frozen=True)
 class Link:
     __pydantic_config__ = _STRICT
-    baudrate: pydantic.PositiveInt = 115200
-    switch_baudrate: pydantic.NonNegativeInt = 0  # after the handshake, move the link to this rate (0: stay)
+    baudrate: Baud = 115200
+    switch_baudrate: BaudOrZero = 0  # after the handshake, move the link to this rate (0: stay)
     usb_ids: tuple[str, ...] = ()  # VID:PID of the board's USB serial bridge, for `--port auto`
     reset_on_connect: Literal["esp32"] | None = None  # "esp32": hold DTR/RTS inactive on open, then pulse EN
     forbidden_baudrates: tuple[int, ...] = ()  # rates the board's bridge treats as commands (Arduino 1200 touch)
@@ -51,8 +59,8 @@ class Firmware:
 
     __pydantic_config__ = _STRICT
     arena_bytes: pydantic.PositiveInt
-    rx_frame_bytes: pydantic.PositiveInt
-    tx_frame_bytes: pydantic.PositiveInt
+    rx_frame_bytes: Annotated[int, pydantic.Field(ge=MIN_RX_FRAME, le=MAX_FRAME)]
+    tx_frame_bytes: Annotated[int, pydantic.Field(ge=MIN_TX_FRAME, le=MAX_FRAME)]
     rx_buffer_bytes: pydantic.NonNegativeInt = 0  # what the board's receive ring holds (0: a frame at a time)
     family: str | None = None  # the HAL folder firmware/boards/<family>
     hal: str | None = None  # a HAL folder of the user's own, relative to the board file (instead of family)
@@ -92,8 +100,8 @@ class Sim:
     machine (harness/device/hosted_hal.py)."""
 
     __pydantic_config__ = _STRICT
-    link_baud: pydantic.NonNegativeInt = 0  # pace the link like a UART at this rate (0: as fast as it goes)
-    max_baudrate: pydantic.NonNegativeInt = 0  # the highest rate SET_BAUD accepts (0: none)
+    link_baud: BaudOrZero = 0  # pace the link like a UART at this rate (0: as fast as it goes)
+    max_baudrate: BaudOrZero = 0  # the highest rate SET_BAUD accepts (0: none)
     emulate_invoke_ms: pydantic.NonNegativeFloat = 0  # an invoke lasts at least this long
     hal: str | None = None  # hosted: which HAL (stm32duino, mbed, espidf)
     serial_rx_buffer_size: pydantic.PositiveInt | None = None  # hosted stm32duino: the core's ring

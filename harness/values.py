@@ -10,7 +10,7 @@ that every numeric option has a bounded type)."""
 import argparse
 from dataclasses import dataclass
 
-from harness.defaults import REFERENCE_NAMES
+from harness.defaults import MAX_BAUD, REFERENCE_NAMES
 from harness.digits import ascii_float, ascii_int
 from harness.errors import UserError
 from harness.link.port_urls import PORT_FORMS, port_url_problem
@@ -97,7 +97,6 @@ class WordOrBounded:
 
 
 # Every numeric option's range, declared once here and named by the option's declaration.
-MAX_BAUD = 16_000_000  # the fastest UART rate harness drives or emulates
 MAX_BOARDS = 64  # boards one run deals its samples among
 DAY_SECONDS = 86_400
 HOUR_MS = 3_600_000

@@ -176,3 +176,24 @@ def test_docs_boards_names_every_field_the_tables_declare():
             subtable = any(dataclasses.is_dataclass(t) for t in (field.type, *typing.get_args(field.type)))
             if field.name != "source_file" and not subtable:
                 assert f"`{field.name}`" in text, f"docs/boards.md does not describe {table.__name__}.{field.name}"
+
+
+def test_the_frame_minimums_are_the_device_cores():
+    """boards.py's MIN_RX_FRAME and MIN_TX_FRAME are firmware/core/hp_device.h's, computed from its own defines."""
+    import re
+
+    from harness import boards
+    from harness.paths import share_dir
+
+    core = share_dir() / "firmware" / "core"
+    defines = {}
+    for header in ("hp_frame.h", "hp_device.h"):
+        for name, body in re.findall(r"^#define (HP_\w+)\s+((?:.*\\\n)*.*)$", (core / header).read_text(), re.M):
+            defines[name] = body.replace("\\\n", " ").split("/*")[0].strip()
+
+    def value(name: str) -> int:
+        expression = re.sub(r"(\d+)u\b", r"\1", defines[name])
+        expression = re.sub(r"\bHP_\w+\b", lambda m: str(value(m.group(0))), expression)
+        return eval(expression)  # the header's own arithmetic on numbers only
+
+    assert (value("HP_MIN_RX_FRAME"), value("HP_MIN_TX_FRAME")) == (boards.MIN_RX_FRAME, boards.MIN_TX_FRAME)
