@@ -26,7 +26,7 @@ def _children(pid: int) -> list[int]:
 
 
 def test_a_board_killed_mid_command_is_a_link_error(tmp_path):
-    command = [sys.executable, "-m", "harness", "boards", "link-test", "--board", "sim", "--bytes", "2000000000"]
+    command = [sys.executable, "-m", "harness", "boards", "link-test", "--board", "sim", "--bytes", "1000000000"]
     harness = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
