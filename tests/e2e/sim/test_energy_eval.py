@@ -281,7 +281,7 @@ def test_group_shuffle_keeps_groups_in_place_and_repeats_from_its_seed():
         (["lpirc", "score", "run", "--time-limit", "nan"], "at least 0"),
         (["meter", "csv:log.csv", "--seconds", "-1"], "above 0"),
         (["meter", "csv:log.csv", "--seconds", "nan"], "above 0"),
-        (["lpirc", "map", "--truth", "binary.csv", "--detections", "binary.csv"], "is not a text file"),
+        (["lpirc", "map", "--truth", "binary.csv", "--detections", "binary.csv"], "save it as UTF-8"),
         (["meter", "csv:binary.csv"], "save it as UTF-8"),
     ],
 )
