@@ -172,9 +172,11 @@ class Journal:
         whole = raw[: raw.rfind(b"\n") + 1]
         lines = whole.split(b"\n")[:-1]
         tail = raw[len(whole) :]
+        keep = len(whole)  # the bytes that stay: all but a last line cut short
         for number, line in enumerate(lines, start=1):
             entry = self._entry(number, line, last=number == len(lines) and not tail)
             if entry is None:
+                keep -= len(line) + 1
                 continue
             if entry["index"] in entries:
                 raise self._damaged(number, f"holds sample {entry['index']} a second time")
@@ -182,9 +184,9 @@ class Journal:
         if tail and not _is_cut_entry(tail):
             self._text(len(lines) + 1, tail)  # names the byte that is no UTF-8
             raise self._damaged(len(lines) + 1, "is not a journal entry cut short (it does not start with '{')")
-        if tail:
-            with open(self.path, "r+b") as f:  # drop the torn tail so appends start on a fresh line
-                f.truncate(len(whole))
+        if keep < len(raw):
+            with open(self.path, "r+b") as f:  # drop the line cut short: appends go after whole entries only
+                f.truncate(keep)
         return entries
 
     def _entry(self, number: int, line: bytes, last: bool) -> dict | None:

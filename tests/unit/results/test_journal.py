@@ -63,6 +63,7 @@ def test_a_write_that_fails_part_way_leaves_no_cut_line(tmp_path, monkeypatch):
 def test_a_line_cut_short_is_no_entry_and_its_sample_runs_again(tmp_path, torn):
     (tmp_path / "journal.jsonl").write_bytes(json.dumps(ENTRY).encode() + b"\n" + torn + b"\n")
     assert list(Journal(tmp_path).load()) == [0]
+    assert (tmp_path / "journal.jsonl").read_bytes() == json.dumps(ENTRY).encode() + b"\n", "appends follow entries"
 
 
 @pytest.mark.parametrize(
