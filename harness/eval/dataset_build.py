@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from harness.csv_header import refuse_duplicate_columns
 from harness.errors import UserError
 from harness.eval.demo_dataset import COLUMNS
 from harness.eval.label_files import ascii_float, csv_dicts, csv_lines
@@ -58,6 +59,7 @@ MIAP_COLUMNS = ("ImageID",)
 def _read_csv(path: Path, needed: tuple[str, ...]) -> list[dict]:
     """The rows of an annotation CSV that has every needed column (read through harness.reading)."""
     header, rows = csv_dicts(path, ANNOTATIONS, "annotations file")
+    refuse_duplicate_columns(header, "annotations file", path)
     missing = [c for c in needed if c not in (header or ())]
     if missing:
         raise UserError(f"{path} lacks the columns {', '.join(missing)}; Open Images box files need {','.join(needed)}")

@@ -89,6 +89,8 @@ def _box(fields: list[str], line: str, where: str) -> Box:
             f"got {line.strip()[:60]!r}"
         )
     box = Box(*integers, *numbers)
+    if box.label < 0:
+        raise UserError(f"{where}: class id {box.label} is negative; class ids are whole numbers from 0")
     if not all(math.isfinite(v) for v in (box.confidence, *box.coords())):
         raise UserError(f"{where}: a confidence or coordinate is not a finite number; fix that row")
     if far := next((v for v in box.coords() if abs(v) > MAX_COORDINATE), None):

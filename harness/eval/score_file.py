@@ -4,6 +4,7 @@ import dataclasses
 import math
 from pathlib import Path
 
+from harness.csv_header import refuse_duplicate_columns
 from harness.errors import UserError
 from harness.eval.dataset import read_labels, require_flags
 from harness.eval.label_files import ascii_float, clean_labels_named, csv_dicts, join_clean_labels
@@ -21,6 +22,7 @@ def read_predictions(path: Path, lines: dict[str, int] | None = None) -> dict[st
     if not Path(path).exists():
         raise UserError(f"cannot read predictions {path} (No such file or directory); pass an existing CSV")
     header, rows = csv_dicts(Path(path), PREDICTIONS, "predictions")
+    refuse_duplicate_columns(header, "predictions", path)
     if not {"filename", "prediction"} <= set(header or ()):
         raise UserError(f"{path} needs the columns filename,prediction (and optionally score)")
     for line, row in rows:

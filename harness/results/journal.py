@@ -8,8 +8,11 @@ Beside it, `origin.json` records what the journaled outputs came from (model, la
 firmware) and when the run started; a resume with anything else changed is refused.
 
 Everything a resume reads comes through harness/reading.py: a line cut short by a kill is run again, a line
-that is whole JSON but no entry (or too deep, or holding NaN or a huge number) is named with its line."""
+that is whole JSON but no entry (or too deep, or holding NaN or a huge number, or a field out of range) is named
+with its line and field; only the last line may be cut short by a kill, any other line that is no UTF-8 or no
+JSON is named with its line (and the byte)."""
 
+import codecs
 import json
 import os
 import shlex
@@ -22,6 +25,8 @@ import pyarrow.parquet as pq
 
 from harness.errors import UserError
 from harness.files import write_text_atomically
+from harness.link.protocol import TickKind
+from harness.names import ID_RULE, is_valid_id
 from harness.reading import GIB, MIB, FileKind, open_binary, parse_json, read_bytes, read_json
 from harness.reading import JOURNAL as JOURNAL_FILE
 from harness.reading import REQUEST as REQUEST_FILE
@@ -51,20 +56,40 @@ def _is_count(value) -> bool:
     return type(value) is int and 0 <= value < 2**63
 
 
-def _is_entry(entry) -> bool:
-    """A whole entry as `harness eval` writes it."""
-    try:
-        return (
-            _is_count(entry["index"])
-            and isinstance(entry["id"], str)
-            and _is_hex(entry["device_output"])
-            and all(_is_count(entry[k]) for k in ("ticks", "tick_hz", "timer"))
-            and all(isinstance(n, str) and _is_hex(out) for n, out in entry["host"].items())
-            and (entry["instructions"] is None or _is_count(entry["instructions"]))
-            and (entry.get("board") is None or isinstance(entry["board"], str))
-        )
-    except (TypeError, KeyError, AttributeError):
-        return False
+def _is_hosts(value) -> bool:
+    return isinstance(value, dict) and all(isinstance(n, str) and n and _is_hex(out) for n, out in value.items())
+
+
+TIMERS = {kind.value for kind in TickKind}
+# Each field of an entry as `harness eval` writes it: the rule it keeps, and that rule in words.
+FIELDS = {
+    "index": (_is_count, "a whole number from 0"),
+    "id": (lambda v: isinstance(v, str) and v != "", "a sample id (text)"),
+    "device_output": (lambda v: isinstance(v, str) and _is_hex(v), "hex text"),
+    "ticks": (lambda v: v is None or _is_count(v), "a whole number from 0"),
+    "tick_hz": (lambda v: _is_count(v) and v > 0, "a whole number of ticks per second above 0"),
+    "timer": (lambda v: type(v) is int and v in TIMERS, f"one of {sorted(TIMERS)}"),
+    "host": (_is_hosts, "an object of reference name -> hex output"),
+    "instructions": (lambda v: v is None or _is_count(v), "null or a whole number from 0"),
+    "board": (lambda v: v is None or is_valid_id(v), f"null or a board id ({ID_RULE})"),
+}
+OPTIONAL = {"board"}
+NO_TIMER = TickKind.NONE.value
+
+
+def _entry_problem(entry) -> str | None:
+    """Why a parsed line is no journal entry (naming the field), or None for a whole entry."""
+    if not isinstance(entry, dict):
+        return f"is not a journal entry (an object of {', '.join(FIELDS)}) but a {type(entry).__name__}"
+    for name, (keeps, rule) in FIELDS.items():
+        if name not in entry and name not in OPTIONAL:
+            return f"is not a journal entry: it has no field {name}"
+        value = entry.get(name)
+        if not keeps(value) and not (name == "tick_hz" and entry.get("timer") == NO_TIMER and _is_count(value)):
+            return f"is not a journal entry: field {name} is {_short(json.dumps(value))}, not {rule}"
+    if entry["ticks"] is None and entry["timer"] != NO_TIMER:
+        return "is not a journal entry: field ticks is null, but the timer counts ticks"
+    return None
 
 
 def _is_torn(text: str) -> bool:
@@ -76,6 +101,20 @@ def _is_torn(text: str) -> bool:
     except (ValueError, RecursionError):
         return False
     return False
+
+
+def _is_cut_utf8(data: bytes) -> bool:
+    """UTF-8 throughout, but for a character cut off at the very end."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _is_cut_entry(data: bytes) -> bool:
+    """The start of an entry as `harness eval` appends it, cut off by a kill or a short write."""
+    return data.startswith(b"{") and _is_cut_utf8(data)
 
 
 def resume_command(folder: Path) -> str:
@@ -123,41 +162,61 @@ class Journal:
         self._lines: int | None = None  # whole entries in the file since the last group
 
     def load(self) -> dict[int, dict]:
-        """The entries since the last row group, by sample index. A line that is cut short (by a kill or a
-        short write, possibly with the next line glued on) is not an entry: those samples run again. A whole
-        line that is no entry was damaged by something else: it is named, with its line number."""
+        """The entries since the last row group, by sample index. Only the last line may be cut short (by a
+        kill or a short write, possibly with the next append glued on): it is no entry, its sample runs again.
+        Any other line that is no whole entry was damaged by something else: it is named, with its line."""
         entries: dict[int, dict] = {}
         if not self.path.exists():
             return entries
         raw = read_bytes(self.path, JOURNAL_FILE)
         whole = raw[: raw.rfind(b"\n") + 1]
-        if len(whole) != len(raw):
-            with open(self.path, "r+b") as f:  # drop the torn tail so appends start on a fresh line
-                f.truncate(len(whole))
-        for number, line in enumerate(whole.splitlines(), start=1):
-            entry = self._entry(number, line)
+        lines = whole.split(b"\n")[:-1]
+        tail = raw[len(whole) :]
+        keep = len(whole)  # the bytes that stay: all but a last line cut short
+        for number, line in enumerate(lines, start=1):
+            entry = self._entry(number, line, last=number == len(lines) and not tail)
             if entry is None:
+                keep -= len(line) + 1
                 continue
             if entry["index"] in entries:
                 raise self._damaged(number, f"holds sample {entry['index']} a second time")
             entries[entry["index"]] = entry
+        if tail and not _is_cut_entry(tail):
+            self._text(len(lines) + 1, tail)  # names the byte that is no UTF-8
+            raise self._damaged(len(lines) + 1, "is not a journal entry cut short (it does not start with '{')")
+        if keep < len(raw):
+            with open(self.path, "r+b") as f:  # drop the line cut short: appends go after whole entries only
+                f.truncate(keep)
         return entries
 
-    def _entry(self, number: int, line: bytes) -> dict | None:
-        """The entry on a line, or None for a line cut short (its sample runs again)."""
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError:
-            return None  # cut inside a character
+    def _entry(self, number: int, line: bytes, last: bool) -> dict | None:
+        """The entry on a line, or None for the last line cut short (its sample runs again)."""
+        last = last and _is_cut_entry(line)  # only the start of an entry can be one cut short
+        text = self._text(number, line, cut_allowed=last)
+        if text is None:
+            return None
         try:
             entry = parse_json(text, JOURNAL_FILE, f"{self.path} line {number}")
         except UserError as exc:
-            if _is_torn(text):
+            if last and _is_torn(text):
                 return None
             raise UserError(f"{exc}; {self._fix(number)}") from None
-        if not _is_entry(entry):
-            raise self._damaged(number, "is not a journal entry (index, id, device_output, ticks, …)")
+        problem = _entry_problem(entry)
+        if problem:
+            raise self._damaged(number, problem)
         return entry
+
+    def _text(self, number: int, line: bytes, cut_allowed: bool = False) -> str | None:
+        """The line as text; None if it is cut inside a character and may be; else the byte that is no UTF-8."""
+        try:
+            return line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if cut_allowed:
+                return None
+            byte = line[exc.start]
+            raise self._damaged(
+                number, f"holds byte 0x{byte:02x} at byte {exc.start + 1}, which is not UTF-8 ({exc.reason})"
+            ) from None
 
     def _damaged(self, number: int, problem: str) -> UserError:
         return UserError(f"{JOURNAL_FILE.name} {self.path} line {number} {problem}; {self._fix(number)}")

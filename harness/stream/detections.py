@@ -12,10 +12,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.csv_header import refuse_duplicate_columns
 from harness.errors import UserError
 from harness.reading import DETECTIONS, read_csv
 from harness.results.stream_scores import Detection
-from harness.stream.ledger import MAX_TIME, decimal_number
+from harness.stream.ledger import MAX_TIME, decimal_number, label_problem
 
 TIMING_REFERENCES = ("window-start", "window-end", "decision")
 COLUMNS = ("label", "time_ms", "score", "reference")
@@ -43,6 +44,8 @@ def _parse(row: dict, line: int, path: Path) -> Detection:
     label = (row.get("label") or "").strip()
     if not label:
         raise UserError(f"{where}: empty label")
+    if problem := label_problem(label):
+        raise UserError(f"{where}: {problem}")
     return Detection(label, int(time), score, reference)
 
 
@@ -52,6 +55,7 @@ def _rows(path: Path) -> list[tuple[int, dict]]:
         raise UserError(f"cannot read detections {path} (No such file or directory); check the path")
     rows = read_csv(path, DETECTIONS)
     header = [column.strip() for column in rows[0]] if rows else []
+    refuse_duplicate_columns(header, "detections", path)
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise UserError(f"detections {path} needs the columns {','.join(COLUMNS)} (missing {','.join(missing)})")

@@ -17,9 +17,11 @@ import io
 import math
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.csv_header import refuse_duplicate_columns
 from harness.errors import UserError, setting
 from harness.reading import LEDGER, MAX_CSV_FIELD, decode_text, read_bytes
 
@@ -55,6 +57,19 @@ def decimal_number(text: str) -> float | None:
         return None
     value = float(text)
     return value if math.isfinite(value) else None
+
+
+def unprintable(label: str) -> str | None:
+    """The first control or format character in a label (a newline, ESC, a BOM, a zero-width joiner), or None:
+    such a label looks like another one, or none, in every table and message."""
+    return next((c for c in label if unicodedata.category(c) in ("Cc", "Cf")), None)
+
+
+def label_problem(label: str) -> str | None:
+    char = unprintable(label)
+    if char is None:
+        return None
+    return f"label {label!r} holds the control character U+{ord(char):04X}; labels are printable text"
 
 
 def _header_unit(header: list[str]) -> str | None:
@@ -114,6 +129,7 @@ def _read_rows(path: Path) -> _Rows:
         csv.field_size_limit(previous)
     rows = [(n, row) for n, row in rows if row and any(row) and not row[0].startswith("#")]
     if rows and _is_header(rows[0][1]):
+        refuse_duplicate_columns(rows[0][1], "ledger", path)
         return _Rows(text, rows[1:], rows[0][0], _header_unit(rows[0][1]))
     return _Rows(text, rows, None, None)
 
@@ -149,9 +165,18 @@ def load_ledger(path: Path, duration_ms: int | None = None, unit: str | None = N
     # a header saying _ms is not trusted with the values: "start_ms" over seconds is exactly the mistake to catch
     unit = unit or ("s" if header_unit == "s" else None)
     parsed: list[tuple[int, str, float, float | None]] = []
+    first: dict[tuple[str, ...], int] = {}  # each row -> the line it was first on
     for line, row in read.rows:
         if len(row) not in (2, 3) or not row[0]:
             raise UserError(f"ledger {path} line {line}: expected label,start_ms[,end_ms], got {','.join(row)!r}")
+        if problem := label_problem(row[0]):
+            raise UserError(f"ledger {path} line {line}: {problem}")
+        if tuple(row) in first:
+            raise UserError(
+                f"ledger {path} line {line} repeats line {first[tuple(row)]} ({','.join(row)!r}): the same event "
+                "twice would be scored twice; keep one"
+            )
+        first[tuple(row)] = line
         times = [decimal_number(t) for t in row[1:] if t != ""]
         if any(t is None for t in times) or not times:
             raise UserError(f"ledger {path} line {line}: {','.join(row[1:])!r} is not a time")

@@ -127,12 +127,21 @@ def test_a_journal_line_cut_short_and_glued_to_the_next_is_run_again(tmp_path, s
     run_id, _ = _interrupted_run(results, after=6)
     journal = results / f".{run_id}.partial" / "journal.jsonl"
     lines = journal.read_bytes().splitlines(keepends=True)
-    journal.write_bytes(b"".join([*lines[:2], lines[2][:40], *lines[3:]]))  # a short write, then the next append
+    journal.write_bytes(b"".join([*lines[:2], lines[2][:40], lines[3]]))  # a short write, then the next append
 
     done = _resume(run_id, results)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["link"]["samples_from_journal"] == len(lines) - 2
+    assert json.loads(done.stdout)["link"]["samples_from_journal"] == 2  # only the last line may be cut short
     assert _table(results) == _table(whole)
+
+
+def test_a_journal_line_cut_short_before_the_last_is_named_not_run_again(tmp_path, small_model):
+    results = tmp_path / "killed"
+    run_id, _ = _interrupted_run(results, after=6)
+    journal = results / f".{run_id}.partial" / "journal.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(b"".join([*lines[:2], lines[2][:40], *lines[3:]]))
+    _one_line_error(_resume(run_id, results), "journal.jsonl line 3", "delete line 3")
 
 
 def test_a_journal_entry_beyond_the_dataset_is_a_dataset_changed_error(tmp_path, small_model):

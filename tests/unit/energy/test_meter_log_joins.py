@@ -40,3 +40,9 @@ def test_a_log_that_is_a_folder_is_refused(tmp_path):
     (tmp_path / "log.csv").mkdir()
     with pytest.raises(UserError, match=r"meter log .*log\.csv is a folder"):
         read_wt310_log(tmp_path / "log.csv")
+
+
+@pytest.mark.parametrize("count", ["\uff12", "\u0662", "1_0"], ids=["fullwidth", "arabic-indic", "underscore"])
+def test_a_count_not_in_ascii_digits_is_refused(tmp_path, count):
+    with pytest.raises(UserError, match=r"log.csv:2: expected 5 numbers .* in ASCII digits"):
+        read_wt310_log(_log(tmp_path, ROWS[0], f"5,0.1,0.5,0.0002,{count}"))

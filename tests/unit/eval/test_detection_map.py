@@ -114,3 +114,10 @@ def test_a_box_file_that_is_not_text_is_a_user_error(tmp_path):
     boxes.write_bytes(b"1 1 0.5 \xff\xfe 0 10 10\n")
     with pytest.raises(UserError, match=r"boxes\.csv is not UTF-8 text \(byte 0xff"):
         read_boxes(boxes)
+
+
+def test_a_negative_class_id_is_refused_naming_file_and_line(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("1,1,1,10,10,20,20\n1,-3,1,10,10,20,20\n")
+    with pytest.raises(UserError, match=r"t\.csv:2: class id -3 is negative"):
+        read_boxes(path)

@@ -63,6 +63,7 @@ def test_a_write_that_fails_part_way_leaves_no_cut_line(tmp_path, monkeypatch):
 def test_a_line_cut_short_is_no_entry_and_its_sample_runs_again(tmp_path, torn):
     (tmp_path / "journal.jsonl").write_bytes(json.dumps(ENTRY).encode() + b"\n" + torn + b"\n")
     assert list(Journal(tmp_path).load()) == [0]
+    assert (tmp_path / "journal.jsonl").read_bytes() == json.dumps(ENTRY).encode() + b"\n", "appends follow entries"
 
 
 @pytest.mark.parametrize(
@@ -169,3 +170,63 @@ def test_lines_already_in_a_group_are_not_journaled_twice(tmp_path):
     again = Journal(tmp_path, rows_per_group=4)
     assert sorted(again.done()) == [0, 1, 2, 3, 4]
     assert sorted(Journal(tmp_path).load()) == [4]
+
+
+LINE = json.dumps(ENTRY).encode() + b"\n"
+
+
+@pytest.mark.parametrize(
+    ("journal", "words"),
+    [
+        ("\n".join([json.dumps(ENTRY)] * 2).encode("utf-32"), ("line 1", "byte 0xff")),
+        (LINE + b'{"index":1,"id":"\xc0\xaf"}\n' + LINE.replace(b"0,", b"2,", 1), ("line 2", "byte 0xc0")),
+        (LINE + b'{"index":1,"id":"\xed\xa0\x80"}\n' + LINE.replace(b"0,", b"2,", 1), ("line 2", "byte 0xed")),
+        (LINE + b"\xff\n" + LINE.replace(b"0,", b"2,", 1), ("line 2", "byte 0xff")),
+        (LINE + b"\xff\n", ("line 2", "byte 0xff")),
+        (LINE + b"\xff", ("line 2", "byte 0xff")),
+        (LINE + b'{"index":1,"id":"b.jpg","dev\n' + LINE.replace(b"0,", b"2,", 1), ("line 2",)),
+    ],
+    ids=["utf32", "overlong", "lone-surrogate", "0xff-line", "0xff-last-line", "0xff-tail", "cut-not-last"],
+)
+def test_only_the_last_line_may_be_cut_short_any_other_is_named_with_its_byte(tmp_path, journal, words):
+    (tmp_path / "journal.jsonl").write_bytes(journal)
+    with pytest.raises(UserError) as refused:
+        Journal(tmp_path).load()
+    message = str(refused.value)
+    assert all(w in message for w in ("journal.jsonl", *words, "delete line")), message
+    assert "\n" not in message
+    assert (tmp_path / "journal.jsonl").read_bytes() == journal, "a refused journal is left as it was"
+
+
+@pytest.mark.parametrize(
+    ("changed", "field"),
+    [
+        ({"tick_hz": 0}, "tick_hz"),
+        ({"timer": 9}, "timer"),
+        ({"board": "x/../../escaped"}, "board"),
+        ({"board": "a\nb"}, "board"),
+        ({"id": ""}, "id"),
+        ({"host": {"tflm": "zz"}}, "host"),
+        ({"instructions": -1}, "instructions"),
+        ({"ticks": None}, "ticks"),
+    ],
+    ids=lambda v: str(v),
+)
+def test_an_entry_with_a_field_out_of_range_is_named_with_line_and_field(tmp_path, changed, field):
+    (tmp_path / "journal.jsonl").write_bytes(LINE + json.dumps(ENTRY | {"index": 1} | changed).encode() + b"\n")
+    with pytest.raises(UserError) as refused:
+        Journal(tmp_path).load()
+    message = str(refused.value)
+    assert all(w in message for w in ("journal.jsonl line 2", f"field {field}", "delete line 2")), message
+
+
+def test_a_device_without_a_timer_journals_no_ticks(tmp_path):
+    entry = ENTRY | {"ticks": None, "tick_hz": 0, "timer": 0, "board": "sim-board"}
+    (tmp_path / "journal.jsonl").write_bytes(json.dumps(entry).encode() + b"\n")
+    assert Journal(tmp_path).load() == {0: entry}
+
+
+def test_a_tail_cut_inside_a_character_is_dropped(tmp_path):
+    (tmp_path / "journal.jsonl").write_bytes(LINE + b'{"index":1,"id":"caf\xc3')
+    assert list(Journal(tmp_path).load()) == [0]
+    assert (tmp_path / "journal.jsonl").read_bytes() == LINE

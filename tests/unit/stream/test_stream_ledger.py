@@ -229,3 +229,20 @@ def test_stream_score_says_which_lines_tf_reader_skips(tmp_path, capsys):
     assert main([*common, "--policy", "tf-compat"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert f"TF's reader skips 2 line(s) of {ledger}" in out and "lines 1, 3, not scored here" in out
+
+
+def test_the_same_event_twice_is_refused_naming_both_lines(tmp_path):
+    path = tmp_path / "l.csv"
+    path.write_text("label,start_ms,end_ms\nyes,1000,2000\nno,3000,\nyes, 1000 ,2000\n")
+    with pytest.raises(UserError, match=r"l\.csv line 4 repeats line 2"):
+        load_ledger(path)
+
+
+@pytest.mark.parametrize(
+    "label", ['"ye\ns"', "\x1byes", "ye\u200bs", "\u202eyes"], ids=["newline", "esc", "zero-width", "right-to-left"]
+)
+def test_a_label_holding_a_control_or_format_character_is_refused(tmp_path, label):
+    path = tmp_path / "l.csv"
+    path.write_text(f"label,start_ms\n{label},1000\n")
+    with pytest.raises(UserError, match=r"l\.csv line 2: label .* holds the control character U\+"):
+        load_ledger(path)

@@ -1,0 +1,35 @@
+"""harness/csv_header.py: a header naming a column twice is refused by every CSV reader with a header."""
+
+import pytest
+
+from harness.csv_header import refuse_duplicate_columns
+from harness.errors import UserError
+from harness.eval.score_file import read_predictions
+from harness.stream.detections import load_detections
+from harness.stream.ledger import load_ledger
+
+
+def test_each_column_once_passes_and_empty_names_are_no_columns(tmp_path):
+    refuse_duplicate_columns(["filename", "prediction", "", ""], "predictions", tmp_path / "p.csv")
+    refuse_duplicate_columns(None, "predictions", tmp_path / "p.csv")
+
+
+def test_a_column_twice_is_named_with_the_file(tmp_path):
+    with pytest.raises(UserError, match=r"^predictions .*p\.csv names the column 'prediction' twice"):
+        refuse_duplicate_columns(["filename", "prediction", " prediction"], "predictions", tmp_path / "p.csv")
+
+
+@pytest.mark.parametrize(
+    ("read", "text", "words"),
+    [
+        (read_predictions, "filename,prediction,prediction\na.png,1,0\n", "predictions"),
+        (load_ledger, "label,start_ms,start_ms\nyes,1000,2000\n", "ledger"),
+        (load_detections, "label,time_ms,score,reference,label\nyes,1,0.5,decision,no\n", "detections"),
+    ],
+    ids=["predictions", "ledger", "detections"],
+)
+def test_every_reader_with_a_header_refuses_a_column_twice(tmp_path, read, text, words):
+    path = tmp_path / "f.csv"
+    path.write_text(text)
+    with pytest.raises(UserError, match=rf"{words} .*f\.csv names the column '\w+' twice"):
+        read(path)
