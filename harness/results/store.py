@@ -25,20 +25,7 @@ import pyarrow.parquet as pq
 from harness import locks
 from harness.errors import UserError, setting
 from harness.files import write_atomically, write_text_atomically
-from harness.names import ID_PATTERN, check_id
-
-# A run id: <stamp>-<model id>-<board id>-<4 hex>, so longer than one id may be, in the ids' characters. At most
-# 200 characters: the hidden .<run-id>.partial folder name stays within the 255 bytes a file name may have.
-RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
-RUN_ID_RULE = "up to 200 letters, digits, '_', '-' or '.', starting with a letter or digit"
-
-
-def check_run_id(run_id: object, where: str = "") -> str:
-    """run_id, if a run folder may be named after it; else one line with the rule."""
-    if not isinstance(run_id, str) or RUN_ID_PATTERN.fullmatch(run_id) is None:
-        place = f"{where}: " if where else ""
-        raise UserError(f"{place}run id {run_id!r} is not a valid run id ({RUN_ID_RULE})")
-    return run_id
+from harness.names import ID_PATTERN, check_id, check_run_id
 
 
 def shown_path(text: str) -> str:
