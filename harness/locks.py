@@ -86,8 +86,7 @@ def held(folder: Path, what: str) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise UserError(
-                f"{what} {folder} is being written by {_holder(fd)}; wait for it to finish (or stop it), "
-                "then try again"
+                f"{what} {folder} is being written by {_holder(fd)}; wait for it to finish (or stop it), then try again"
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)

@@ -73,6 +73,7 @@ HOSTILE: dict[str, Callable[[Path], str]] = {
     "socket": _socket,
 }
 
+
 def _hold(folder: Path) -> None:
     with locks.held(folder, "run folder"):
         pass
