@@ -596,7 +596,9 @@ def _store(request: EvalRequest, run: OpenRun, streamed: Streamed, selection, in
         )
         with naming_the_file(samples_path):
             journal = Journal(run.folder.path)
-            write_atomically(samples_path, lambda partial: write_samples(partial, journal, maker), "run file")
+            write_atomically(
+                samples_path, lambda partial: write_samples(partial, journal, maker), "run file", follow_links=False
+            )
         readings = read_rows(samples_path, names)
         manifest = _manifest(request, run, streamed, inputs, refs, metering, selection)
         summary = _summarise(request, run, streamed, readings, refs, inputs, metering, selection)

@@ -10,6 +10,7 @@ firmware) and when the run started; a resume with anything else changed is refus
 Everything a resume reads comes through harness/reading.py: a line cut short by a kill is run again, a line
 that is whole JSON but no entry (or too deep, or holding NaN or a huge number) is named with its line."""
 
+import errno
 import json
 import os
 import shlex
@@ -132,8 +133,7 @@ class Journal:
         raw = read_bytes(self.path, JOURNAL_FILE)
         whole = raw[: raw.rfind(b"\n") + 1]
         if len(whole) != len(raw):
-            with open(self.path, "r+b") as f:  # drop the torn tail so appends start on a fresh line
-                f.truncate(len(whole))
+            self._cut_to(len(whole))  # drop the torn tail so appends start on a fresh line
         for number, line in enumerate(whole.splitlines(), start=1):
             entry = self._entry(number, line)
             if entry is None:
@@ -188,13 +188,31 @@ class Journal:
         if lines := self.load():
             yield entries_table(list(lines.values()))
 
+    def _open_own(self, flags: int, doing: str) -> int:
+        """The journal opened with O_NOFOLLOW: the run's own file, never one a link names elsewhere."""
+        try:
+            return os.open(self.path, flags | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise UserError(
+                f"{JOURNAL_FILE.name} {known_as(self.path)} is a link; harness does not {doing} a file a link "
+                "names: remove the link and start a new run"
+            ) from None
+
+    def _cut_to(self, size: int) -> None:
+        fd = self._open_own(os.O_WRONLY, "cut")
+        try:
+            os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
+
     def append(self, entry: dict) -> None:
         """One whole line at the end of the file, or none: a write that fails part-way is cut back off."""
         if self._lines is None:
             self.done()
         if self._fd is None:
-            # O_NOFOLLOW: the journal is the run's own file, never one a link names elsewhere
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            self._fd = self._open_own(os.O_WRONLY | os.O_APPEND | os.O_CREAT, "append to")
         line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
         start = os.fstat(self._fd).st_size
         written = 0
@@ -217,6 +235,7 @@ class Journal:
         group = self.rows / f"group-{len(self.groups()):05d}.parquet"
         partial = group.with_name("." + group.name)
         try:
+            partial.unlink(missing_ok=True)  # ours by name: a link planted there is not written through
             pq.write_table(entries_table(entries), partial)
             with open(partial, "rb") as f:
                 os.fsync(f.fileno())
@@ -230,7 +249,7 @@ class Journal:
     def _rewrite(self, entries: list[dict]) -> None:
         self.close()
         text = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in entries)
-        write_text_atomically(self.path, text, JOURNAL_FILE.name)
+        write_text_atomically(self.path, text, JOURNAL_FILE.name, follow_links=False)
 
     def close(self) -> None:
         if self._fd is not None:
@@ -247,7 +266,7 @@ def _read_group(group: Path, columns: list[str] | None = None) -> pa.Table:
 
 
 def _write_json_atomically(path: Path, data: dict) -> None:
-    write_text_atomically(path, json.dumps(data, indent=2) + "\n", "run file")
+    write_text_atomically(path, json.dumps(data, indent=2) + "\n", "run file", follow_links=False)
 
 
 def known_as(path: Path) -> str:

@@ -132,12 +132,14 @@ class RunFolder:
     def write_json(self, name: str, data: dict) -> None:
         text = json.dumps(data, indent=2, sort_keys=False) + "\n"
         with naming_the_file(self.path / name):
-            write_text_atomically(self.path / name, text, "run file")
+            write_text_atomically(self.path / name, text, "run file", follow_links=False)
 
     def write_table(self, name: str, columns: dict[str, list], schema: pa.Schema | None = None) -> None:
         table = pa.table(columns, schema=schema)
         with naming_the_file(self.path / name):
-            write_atomically(self.path / name, lambda partial: pq.write_table(table, partial), "run file")
+            write_atomically(
+                self.path / name, lambda partial: pq.write_table(table, partial), "run file", follow_links=False
+            )
 
 
 @contextmanager
