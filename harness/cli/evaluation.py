@@ -67,8 +67,9 @@ def cmd_runs(args) -> int:
     import dataclasses
 
     from harness.results.runs import EvalHeadline, headline, scan_runs
+    from harness.results.store import results_text
 
-    listing = scan_runs(Path(args.results))
+    listing = scan_runs(results_text(args.results))
     for why in listing.damaged.values():  # the others are listed; each damaged one on a line of its own
         print(f"harness: warning: not listed: {why.worded_for_cli()}", file=sys.stderr)
     heads = [headline(run) for run in listing.runs]
@@ -173,9 +174,10 @@ def _keyed_tables(title: str, run_ids: list[str], groups):
 def cmd_report(args) -> int:
     from harness.results.html_report import require_writable, write_report
     from harness.results.runs import load_run
+    from harness.results.store import results_text
 
     require_writable(Path(args.out))  # a device, a FIFO or a folder is refused before any run is read
-    out = write_report([load_run(spec, Path(args.results)) for spec in args.runs], Path(args.out))
+    out = write_report([load_run(spec, results_text(args.results)) for spec in args.runs], Path(args.out))
     if args.json:
         print_json({"report": str(out)})
     elif not args.quiet:
@@ -186,9 +188,12 @@ def cmd_report(args) -> int:
 def cmd_compare(args) -> int:
     from harness.results.compare import compare_runs
     from harness.results.runs import load_run
+    from harness.results.store import results_text
 
     result = compare_runs(
-        load_run(args.run_a, Path(args.results)), load_run(args.run_b, Path(args.results)), args.latency_tolerance
+        load_run(args.run_a, results_text(args.results)),
+        load_run(args.run_b, results_text(args.results)),
+        args.latency_tolerance,
     )
     if args.json:
         print_json(result)
@@ -275,8 +280,9 @@ def cmd_check(args) -> int:
     from harness.results.gates import check_gates, junit_xml
     from harness.results.gates_file import load_gates
     from harness.results.runs import load_run
+    from harness.results.store import results_text
 
-    results_root = Path(args.results)
+    results_root = results_text(args.results)
     if args.junit:
         check_output(args.junit, "--junit")  # a device, a FIFO or a folder is refused before any gate is judged
     run = load_run(args.run, results_root)

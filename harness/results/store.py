@@ -46,8 +46,9 @@ def id_part(name: str) -> str:
     return part if ID_PATTERN.fullmatch(part) else "unnamed"
 
 
-def results_root(results: Path | str) -> Path:
-    """--results, checked before any work: a non-empty, UTF-8 path naming a folder or where one can be made."""
+def results_text(results: Path | str) -> Path:
+    """--results as given, for reading or writing: a non-empty, UTF-8 path. Every command and API function taking
+    --results checks the raw value here before wrapping it in a Path (Path('') would be the working folder)."""
     text = str(results)
     if not text.strip():
         raise UserError(f"{setting('results')} is empty; name the folder runs are written to (e.g. results)")
@@ -59,6 +60,13 @@ def results_root(results: Path | str) -> Path:
             f"{setting('results')} {shown_path(text)} is not UTF-8 text (byte 0x{byte:02x}); "
             "name a folder whose name is UTF-8"
         ) from None
+    return Path(results)
+
+
+def results_root(results: Path | str) -> Path:
+    """--results to write runs in, checked before any work: results_text, naming a folder or where one can be
+    made (not a file, a FIFO or a device)."""
+    text = str(results_text(results))
     mode = _mode(results)
     if mode is not None and not stat.S_ISDIR(mode):
         kind = _KINDS.get(stat.S_IFMT(mode), "a file")
