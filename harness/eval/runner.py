@@ -391,7 +391,7 @@ def _manifest(
         settings=settings.stored(),
         model=ModelProvenance.of(request.card, request.model, converted_from=request.converted_from),
         board=BoardProvenance.of(request.board, streamed.board_serial),
-        device=DeviceProvenance.of(streamed.info, streamed.firmware),
+        device=DeviceProvenance.of(streamed.info, streamed.firmware, streamed.link),
         dataset=DatasetProvenance.of(
             request.dataset,
             request.subsets,

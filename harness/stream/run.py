@@ -198,7 +198,7 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
         settings=request.stored_settings(),
         model=ModelProvenance.of(card, model, frontend=str(front)),
         board=BoardProvenance.of(board, board_serial),
-        device=DeviceProvenance.of(info, firmware),
+        device=DeviceProvenance.of(info, firmware, link),
         audio=AudioProvenance(
             file=str(request.wav),
             sha256=file_sha256(request.wav),
