@@ -91,6 +91,7 @@ class EvalRequest:
     tflm: TflmTree | None = None
     run_id: str | None = None  # set: resume this unfinished run from its journal
     converted_from: dict | None = None  # a float card's source model: its file and sha256 (harness convert)
+    boards: int = 1  # how many boards of the kind share the samples (checked against them before any starts)
 
     @property
     def computation(self) -> DutComputation:
@@ -556,9 +557,20 @@ def _write_failed(exc: OSError, run: OpenRun) -> UserError:
     )
 
 
+def _check_boards_fit(request: EvalRequest, samples: int) -> None:
+    """Before any board starts: every board of the run gets a sample at least."""
+    if request.boards > samples:
+        given = request.settings.boards == request.boards
+        boards = f"{setting('boards')} {request.boards}" if given else f"{request.boards} boards"
+        raise UserError(
+            f"{boards} but the run has {_count(samples)}; use at most {samples} board{'s' if samples > 1 else ''}"
+        )
+
+
 def run_eval(request: EvalRequest) -> EvalOutcome:
     selection = _selection(request)
     samples = selection.samples
+    _check_boards_fit(request, len(samples))
     meter = request.settings.meter
     metering = EvalMetering(meter) if meter else None  # a bad meter fails before the board starts
     # Before the board starts: a card that does not fit the model fails here, and images decode once.

@@ -158,7 +158,30 @@ SWITCH_BAUD = [
     Case("link-test-switch-baud-above-max", ("boards", "link-test", "--switch-baud", "9000000"), ABOVE_MAX_BAUD),
 ]
 
-CASES = [*numeric_cases(), *DUPLICATES, *FAULTS, *PLACEMENTS, *PORTS, *SWITCH_BAUD, *empty_value_cases()]
+# --boards above the run's samples: refused before any board starts, nothing written.
+BOARDS_ABOVE_SAMPLES = [
+    Case(
+        "eval-boards-above-samples",
+        ("eval", "--limit", "3", "--boards", "8", "--results", "r"),
+        ("--boards 8 but the run has 3 samples", "use at most 3 boards"),
+    ),
+    Case(
+        "eval-boards-above-one-sample",
+        ("eval", "--limit", "1", "--boards", "2", "--results", "r"),
+        ("--boards 2 but the run has 1 sample;", "use at most 1 board"),
+    ),
+]
+
+CASES = [
+    *numeric_cases(),
+    *DUPLICATES,
+    *FAULTS,
+    *PLACEMENTS,
+    *PORTS,
+    *SWITCH_BAUD,
+    *BOARDS_ABOVE_SAMPLES,
+    *empty_value_cases(),
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
