@@ -70,21 +70,44 @@ def cmd_runs(args) -> int:
     from harness.results.store import results_text
 
     listing = scan_runs(results_text(args.results))
-    for why in listing.damaged.values():  # the others are listed; each damaged one on a line of its own
-        print(f"harness: warning: not listed: {why.worded_for_cli()}", file=sys.stderr)
+    damaged = {name: why.worded_for_cli() for name, why in listing.damaged.items()}  # listed too, as damaged
     heads = [headline(run) for run in listing.runs]
     if args.json:
-        print_json([dataclasses.asdict(h) for h in heads])
+        for why in damaged.values():  # a person reading stderr hears of it too
+            print(f"harness: warning: listed as damaged: {why}", file=sys.stderr)
+        rows = [dataclasses.asdict(h) | {"damaged": None} for h in heads]
+        print_json(rows + [{"run_id": name, "kind": None, "damaged": why} for name, why in damaged.items()])
         return 0
     evals = [h for h in heads if isinstance(h, EvalHeadline)]
     streams = [h for h in heads if not isinstance(h, EvalHeadline)]
     console = stdout_console()
-    if evals or not streams:
+    if evals or not (streams or damaged):
         console.print(_keyed_tables(f"runs in {args.results}", [h.run_id for h in evals], _eval_columns(evals)))
     if streams:
         title = f"stream runs in {args.results}"
         console.print(_keyed_tables(title, [h.run_id for h in streams], _stream_columns(streams)))
+    if damaged:
+        console.print(_damaged_tables(f"damaged runs in {args.results} (no figures: restore or remove them)", damaged))
     return 0
+
+
+def _damaged_tables(title: str, damaged: dict[str, str]):
+    """The damaged run folders, numbered, then by number why each is damaged (its file and field), wrapped to
+    the width: a reason is a sentence, a run id some 45 columns."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    ids = Table()  # titled above it: a title wider than the table would wrap
+    ids.add_column("#", justify="right", no_wrap=True)
+    ids.add_column("damaged run", no_wrap=True)
+    reasons = Table(title="why each is damaged: its file and field", title_justify="left")
+    reasons.add_column("#", justify="right", no_wrap=True)
+    reasons.add_column("problem")
+    for number, (name, why) in enumerate(damaged.items(), 1):
+        ids.add_row(str(number), Text(name))
+        reasons.add_row(str(number), Text(why))
+    return Group(Text(title, style="table.title"), ids, reasons)
 
 
 def _eval_columns(evals) -> list[tuple[str, list[tuple[str, str, list[str]]]]]:
