@@ -488,7 +488,7 @@ def _open_run(request: EvalRequest, inputs: Inputs, run_id: str, folder: RunFold
         origin = load_origin(folder.path)
         require_same_origin(origin, inputs_origin)
         for name in RUN_FILES:  # a FIFO or a folder where a run file goes is refused now, not after every sample
-            check_output(folder.path / name, "run file")
+            check_output(folder.path / name, "run file", follow_links=False)
     return OpenRun(run_id, folder, origin, datetime.fromisoformat(origin["started"]).isoformat())
 
 

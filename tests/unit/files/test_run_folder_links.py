@@ -110,3 +110,15 @@ def test_a_torn_journal_behind_a_link_is_refused_not_cut(folder, tmp_path):
     with pytest.raises(UserError, match="is a link; harness does not cut a file a link names"):
         journal.Journal(folder).load()
     assert torn.read_text() == '{"index": 0}\n{"ind'
+
+
+def test_stream_detections_and_referee_boxes_replace_a_planted_link(folder, outside):
+    from harness.eval.detection import Box, write_boxes
+    from harness.stream.detections import write_detections
+
+    detections = _plant(folder / "detections_device.csv", outside)
+    write_detections(detections, [], follow_links=False)
+    _replaced_not_followed(detections, outside)
+    boxes = _plant(folder / "results.csv", outside)
+    write_boxes(boxes, [Box(1, 1, 0.5, 0, 0, 1, 1)])
+    _replaced_not_followed(boxes, outside)
