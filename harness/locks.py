@@ -2,12 +2,14 @@
 
 The lock is an advisory `flock` on a `.lock` file in the folder, holding the writer's pid and host, so a second
 writer is refused at once with who holds it. The kernel drops the lock when its holder exits, however it exits
-(a kill -9 included): a stale `.lock` file never blocks anyone.
+(a kill -9 included): a stale `.lock` file never blocks anyone. A `.lock` that is not a regular file (a FIFO,
+a device, a folder, a link anywhere) is never followed, waited on or read: it is refused, naming it and the fix.
 """
 
 import fcntl
 import os
 import socket
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,10 +18,58 @@ from harness.errors import UserError
 
 LOCK_NAME = ".lock"
 
+_NOT_REGULAR = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+    stat.S_IFLNK: "a link",
+}
 
-def _holder(lock_file: Path) -> str:
+
+def _hostile(lock_file: Path, kind: str) -> UserError:
+    return UserError(
+        f"lock file {lock_file} is {kind}, not a regular file; harness never follows or waits on it: "
+        "remove it, then try again"
+    )
+
+
+def _open_lock(lock_file: Path, flags: int) -> int:
+    """A descriptor on lock_file, which must be a regular file: never a link followed, a FIFO waited on or a
+    device read (O_NOFOLLOW, O_NONBLOCK, then fstat); anything else refused in one line naming it and the fix."""
+    flags |= os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        words = lock_file.read_text(encoding="utf-8", errors="replace").split()
+        fd = os.open(lock_file, flags, 0o644)
+    except FileNotFoundError:
+        raise
+    except OSError:  # a link (ELOOP under O_NOFOLLOW), a folder opened for writing, a socket, ...
+        mode = _mode_of(lock_file)
+        if mode is not None and not stat.S_ISREG(mode):
+            raise _hostile(lock_file, _kind(mode)) from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _hostile(lock_file, _kind(mode))
+    return fd
+
+
+def _kind(mode: int) -> str:
+    return _NOT_REGULAR.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def _mode_of(path: Path) -> int | None:
+    """The mode of path itself (a link is not followed), or None when there is nothing to look at."""
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return None
+
+
+def _holder(fd: int) -> str:
+    try:
+        words = os.pread(fd, 512, 0).decode("utf-8", errors="replace").split()
     except OSError:
         words = []
     if len(words) >= 2:
@@ -30,18 +80,16 @@ def _holder(lock_file: Path) -> str:
 @contextmanager
 def held(folder: Path, what: str) -> Iterator[None]:
     """Hold folder for writing for the block; if another process holds it, refuse naming its pid and host."""
-    lock_file = folder / LOCK_NAME
-    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    fd = _open_lock(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise UserError(
-                f"{what} {folder} is being written by {_holder(lock_file)}; wait for it to finish (or stop it), "
-                "then try again"
+                f"{what} {folder} is being written by {_holder(fd)}; wait for it to finish (or stop it), then try again"
             ) from None
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
+        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
         yield
     finally:
         os.close(fd)  # closing drops the lock
@@ -49,14 +97,14 @@ def held(folder: Path, what: str) -> Iterator[None]:
 
 def is_held(folder: Path) -> str | None:
     """Who holds folder (its pid and host), or None when no one does."""
-    lock_file = folder / LOCK_NAME
-    if not lock_file.is_file():
+    try:
+        fd = _open_lock(folder / LOCK_NAME, os.O_RDONLY)
+    except FileNotFoundError:
         return None
-    fd = os.open(lock_file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return _holder(lock_file)
+        return _holder(fd)
     finally:
         os.close(fd)
     return None

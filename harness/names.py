@@ -2,7 +2,8 @@
 
 An id starts with a letter or digit and holds only letters, digits, '_', '-' and '.' (at most 64 characters): no
 '/', no '..' on its own, no newline or space, so a folder named from it always lies where it is put
-(docs/boards.md, docs/cli.md)."""
+(docs/boards.md, docs/cli.md). A run id joins two ids (<stamp>-<model id>-<board id>-<4 hex>), so it may be longer
+(`RUN_ID_PATTERN`), in the same characters."""
 
 import re
 
@@ -22,3 +23,17 @@ def check_id(text: object, what: str, where: str = "") -> str:
         place = f"{where}: " if where else ""
         raise UserError(f"{place}{what} {text!r} is not a valid id ({ID_RULE})")
     return text
+
+
+# A run id: <stamp>-<model id>-<board id>-<4 hex>, so longer than one id may be, in the ids' characters. At most
+# 200 characters: the hidden .<run-id>.partial folder name stays within the 255 bytes a file name may have.
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
+RUN_ID_RULE = "up to 200 letters, digits, '_', '-' or '.', starting with a letter or digit"
+
+
+def check_run_id(run_id: object, where: str = "") -> str:
+    """run_id, if a run folder may be named after it; else one line with the rule."""
+    if not isinstance(run_id, str) or RUN_ID_PATTERN.fullmatch(run_id) is None:
+        place = f"{where}: " if where else ""
+        raise UserError(f"{place}run id {run_id!r} is not a valid run id ({RUN_ID_RULE})")
+    return run_id

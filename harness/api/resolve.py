@@ -65,6 +65,12 @@ def board_with_link_options(settings):
 def checked_boards(settings):
     """The run's board with its link settings, refused before a run folder exists or firmware is built
     when the way it is named (port, places, count, faults, meter) cannot work for it."""
+    return checked_fleet(settings)[0]
+
+
+def checked_fleet(settings):
+    """checked_boards, and how many boards of it the run uses (--boards, or the boards --port, --serial or
+    --labgrid-place name)."""
     from harness.device.drivers import driver_type
     from harness.device.fleet import FleetRequest, check_fleet
     from harness.device.launch import ConnectOptions
@@ -77,7 +83,7 @@ def checked_boards(settings):
     boards = check_fleet(board, named, FleetRequest(settings.boards, settings.labgrid_tags))
     if boards > 1 and settings.meter:
         raise UserError(f"{setting('meter')} measures one board: drop it, or run each board alone")
-    return board
+    return board, boards
 
 
 def eval_request(settings, results_root: Path, run_id: str | None = None):
@@ -92,7 +98,7 @@ def eval_request(settings, results_root: Path, run_id: str | None = None):
     from harness.model.fetch import obtain_model
     from harness.model.tflite_file import read_tflite
 
-    board = checked_boards(settings)
+    board, boards = checked_fleet(settings)
     card = load_card(settings.model)
     task = task_for(card)
     subsets = task.subsets(settings.subset)
@@ -121,6 +127,7 @@ def eval_request(settings, results_root: Path, run_id: str | None = None):
         card=card,
         model=model,
         board=board,
+        boards=boards,
         dataset=dataset,
         subsets=subsets,
         results_root=results_root,

@@ -182,4 +182,6 @@ def view(run: Run, notes: list[str] | None = None) -> EvalRun | StreamRun:
 
 def load_run(run: str | Path, results: str | Path = "results") -> EvalRun | StreamRun:
     """A finished run, by its folder or by its id under `results`."""
-    return view(_load_run(str(run), Path(results)))
+    from harness.results.store import results_text
+
+    return view(_load_run(str(run), results_text(results)))

@@ -35,10 +35,12 @@ def stream(
     from harness.api.resolve import emulated_tflm_tree, model_for
     from harness.boards import get_board
     from harness.results.runs import load_run
+    from harness.results.store import results_root
     from harness.stream.run import StreamRequest, run_stream
 
     if not wav:
         raise UserError("a stream run needs a WAV (16 kHz mono 16-bit); `harness stream build` composes one")
+    root = results_root(results)  # as given, before any board starts: Path('') would be the working folder
     with quieted(not progress):
         started = get_board(board)
         card, loaded = model_for(SimpleNamespace(model=model, model_file=model_file), started)
@@ -47,7 +49,7 @@ def stream(
             model=loaded,
             board=started,
             wav=Path(wav),
-            results_root=Path(results),
+            results_root=root,
             port=port,
             tflm=emulated_tflm_tree(SimpleNamespace(tflm=tflm), started),
             serial_number=serial,

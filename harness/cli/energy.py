@@ -59,8 +59,10 @@ def cmd_referee(args) -> int:
     from harness.energy.meter import open_live_meter
     from harness.eval.order import new_seed
     from harness.lpirc.referee import Referee, check_bind, load_referee_set, save_session
+    from harness.results.store import results_root
 
     check_bind(args.host, args.allow_remote, args.password)
+    root = results_root(args.results)  # before the referee serves: '' would be the working folder
     images = load_referee_set(args.dataset, args.subset, args.limit, args.seed if args.seed is not None else new_seed())
     meter = open_live_meter(args.meter, "the session") if args.meter else None
     try:
@@ -74,7 +76,7 @@ def cmd_referee(args) -> int:
     try:
         referee.finished.wait()
         if referee.session is not None:
-            summary = save_session(referee, Path(args.results), started)
+            summary = save_session(referee, root, started)
             if referee.meter_error is None:
                 time.sleep(args.linger)  # late requests still get their 401
     finally:
@@ -105,8 +107,10 @@ def score_text(score: float | None) -> str:
 
 def cmd_lpirc_score(args) -> int:
     from harness.lpirc.scores import lpirc_scores
+    from harness.results.store import results_text
 
-    roots = [Path(args.results), Path(args.results) / "referee"]
+    results = results_text(args.results)
+    roots = [results, results / "referee"]
     report = lpirc_scores(args.runs, roots, args.subset, args.time_limit, args.allow_mixed_sources)
     if args.json:
         print_json(report)

@@ -67,23 +67,47 @@ def cmd_runs(args) -> int:
     import dataclasses
 
     from harness.results.runs import EvalHeadline, headline, scan_runs
+    from harness.results.store import results_text
 
-    listing = scan_runs(Path(args.results))
-    for why in listing.damaged.values():  # the others are listed; each damaged one on a line of its own
-        print(f"harness: warning: not listed: {why.worded_for_cli()}", file=sys.stderr)
+    listing = scan_runs(results_text(args.results))
+    damaged = {name: why.worded_for_cli() for name, why in listing.damaged.items()}  # listed too, as damaged
     heads = [headline(run) for run in listing.runs]
     if args.json:
-        print_json([dataclasses.asdict(h) for h in heads])
+        for why in damaged.values():  # a person reading stderr hears of it too
+            print(f"harness: warning: listed as damaged: {why}", file=sys.stderr)
+        rows = [dataclasses.asdict(h) | {"damaged": None} for h in heads]
+        print_json(rows + [{"run_id": name, "kind": None, "damaged": why} for name, why in damaged.items()])
         return 0
     evals = [h for h in heads if isinstance(h, EvalHeadline)]
     streams = [h for h in heads if not isinstance(h, EvalHeadline)]
     console = stdout_console()
-    if evals or not streams:
+    if evals or not (streams or damaged):
         console.print(_keyed_tables(f"runs in {args.results}", [h.run_id for h in evals], _eval_columns(evals)))
     if streams:
         title = f"stream runs in {args.results}"
         console.print(_keyed_tables(title, [h.run_id for h in streams], _stream_columns(streams)))
+    if damaged:
+        console.print(_damaged_tables(f"damaged runs in {args.results} (no figures: restore or remove them)", damaged))
     return 0
+
+
+def _damaged_tables(title: str, damaged: dict[str, str]):
+    """The damaged run folders, numbered, then by number why each is damaged (its file and field), wrapped to
+    the width: a reason is a sentence, a run id some 45 columns."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    ids = Table()  # titled above it: a title wider than the table would wrap
+    ids.add_column("#", justify="right", no_wrap=True)
+    ids.add_column("damaged run", no_wrap=True)
+    reasons = Table(title="why each is damaged: its file and field", title_justify="left")
+    reasons.add_column("#", justify="right", no_wrap=True)
+    reasons.add_column("problem")
+    for number, (name, why) in enumerate(damaged.items(), 1):
+        ids.add_row(str(number), Text(name))
+        reasons.add_row(str(number), Text(why))
+    return Group(Text(title, style="table.title"), ids, reasons)
 
 
 def _eval_columns(evals) -> list[tuple[str, list[tuple[str, str, list[str]]]]]:
@@ -173,9 +197,10 @@ def _keyed_tables(title: str, run_ids: list[str], groups):
 def cmd_report(args) -> int:
     from harness.results.html_report import require_writable, write_report
     from harness.results.runs import load_run
+    from harness.results.store import results_text
 
     require_writable(Path(args.out))  # a device, a FIFO or a folder is refused before any run is read
-    out = write_report([load_run(spec, Path(args.results)) for spec in args.runs], Path(args.out))
+    out = write_report([load_run(spec, results_text(args.results)) for spec in args.runs], Path(args.out))
     if args.json:
         print_json({"report": str(out)})
     elif not args.quiet:
@@ -186,9 +211,12 @@ def cmd_report(args) -> int:
 def cmd_compare(args) -> int:
     from harness.results.compare import compare_runs
     from harness.results.runs import load_run
+    from harness.results.store import results_text
 
     result = compare_runs(
-        load_run(args.run_a, Path(args.results)), load_run(args.run_b, Path(args.results)), args.latency_tolerance
+        load_run(args.run_a, results_text(args.results)),
+        load_run(args.run_b, results_text(args.results)),
+        args.latency_tolerance,
     )
     if args.json:
         print_json(result)
@@ -275,8 +303,9 @@ def cmd_check(args) -> int:
     from harness.results.gates import check_gates, junit_xml
     from harness.results.gates_file import load_gates
     from harness.results.runs import load_run
+    from harness.results.store import results_text
 
-    results_root = Path(args.results)
+    results_root = results_text(args.results)
     if args.junit:
         check_output(args.junit, "--junit")  # a device, a FIFO or a folder is refused before any gate is judged
     run = load_run(args.run, results_root)

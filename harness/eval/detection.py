@@ -22,6 +22,7 @@ import numpy as np
 
 from harness.errors import UserError
 from harness.eval.label_files import ascii_float, ascii_int
+from harness.files import write_atomically
 from harness.reading import DETECTIONS, FileKind, read_text
 
 
@@ -104,10 +105,15 @@ def _box(fields: list[str], line: str, where: str) -> Box:
 
 
 def write_boxes(path: Path, boxes: list[Box]) -> None:
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        for b in boxes:
-            writer.writerow([b.image, b.label, f"{b.confidence:.6f}", *(f"{v:.6f}" for v in b.coords())])
+    """Boxes in LPIRC's 7 columns, into a run folder: written whole, and a link at path replaced, never followed."""
+
+    def write(partial: Path) -> None:
+        with partial.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            for b in boxes:
+                writer.writerow([b.image, b.label, f"{b.confidence:.6f}", *(f"{v:.6f}" for v in b.coords())])
+
+    write_atomically(path, write, "run file", follow_links=False)
 
 
 def iou(a: Box, b: Box, inclusive_pixels: bool = True) -> float:

@@ -91,6 +91,7 @@ class EvalRequest:
     tflm: TflmTree | None = None
     run_id: str | None = None  # set: resume this unfinished run from its journal
     converted_from: dict | None = None  # a float card's source model: its file and sha256 (harness convert)
+    boards: int = 1  # how many boards of the kind share the samples (checked against them before any starts)
 
     @property
     def computation(self) -> DutComputation:
@@ -391,7 +392,7 @@ def _manifest(
         settings=settings.stored(),
         model=ModelProvenance.of(request.card, request.model, converted_from=request.converted_from),
         board=BoardProvenance.of(request.board, streamed.board_serial),
-        device=DeviceProvenance.of(streamed.info, streamed.firmware),
+        device=DeviceProvenance.of(streamed.info, streamed.firmware, streamed.link),
         dataset=DatasetProvenance.of(
             request.dataset,
             request.subsets,
@@ -487,7 +488,7 @@ def _open_run(request: EvalRequest, inputs: Inputs, run_id: str, folder: RunFold
         origin = load_origin(folder.path)
         require_same_origin(origin, inputs_origin)
         for name in RUN_FILES:  # a FIFO or a folder where a run file goes is refused now, not after every sample
-            check_output(folder.path / name, "run file")
+            check_output(folder.path / name, "run file", follow_links=False)
     return OpenRun(run_id, folder, origin, datetime.fromisoformat(origin["started"]).isoformat())
 
 
@@ -556,9 +557,20 @@ def _write_failed(exc: OSError, run: OpenRun) -> UserError:
     )
 
 
+def _check_boards_fit(request: EvalRequest, samples: int) -> None:
+    """Before any board starts: every board of the run gets a sample at least."""
+    if request.boards > samples:
+        given = request.settings.boards == request.boards
+        boards = f"{setting('boards')} {request.boards}" if given else f"{request.boards} boards"
+        raise UserError(
+            f"{boards} but the run has {_count(samples)}; use at most {samples} board{'s' if samples > 1 else ''}"
+        )
+
+
 def run_eval(request: EvalRequest) -> EvalOutcome:
     selection = _selection(request)
     samples = selection.samples
+    _check_boards_fit(request, len(samples))
     meter = request.settings.meter
     metering = EvalMetering(meter) if meter else None  # a bad meter fails before the board starts
     # Before the board starts: a card that does not fit the model fails here, and images decode once.
@@ -596,7 +608,9 @@ def _store(request: EvalRequest, run: OpenRun, streamed: Streamed, selection, in
         )
         with naming_the_file(samples_path):
             journal = Journal(run.folder.path)
-            write_atomically(samples_path, lambda partial: write_samples(partial, journal, maker), "run file")
+            write_atomically(
+                samples_path, lambda partial: write_samples(partial, journal, maker), "run file", follow_links=False
+            )
         readings = read_rows(samples_path, names)
         manifest = _manifest(request, run, streamed, inputs, refs, metering, selection)
         summary = _summarise(request, run, streamed, readings, refs, inputs, metering, selection)

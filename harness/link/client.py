@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 
 import serial
 
-from harness.errors import LinkError
+from harness.errors import LinkError, UserError, setting
 from harness.link.frame_sizer import ANSWER_BYTES, CHUNK_FRAMING, SMALLEST_CHUNK, FrameSizer
 from harness.link.framing import OVERHEAD, FrameDecoder, Rejected, crc32, encode_frame
 from harness.link.protocol import (
@@ -111,6 +111,17 @@ class DeviceError(LinkError):
         name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else f"code {code}"
         super().__init__(f"device error {name}: {message}")
         self.code = code
+
+
+def _within_max_baud(baud: int, info: DeviceInfo) -> int:
+    """baud, if the board's SET_BAUD accepts it (HELLO's max_baud); a higher rate is refused before any sample,
+    never silently lowered (the run would record a rate it did not use)."""
+    if baud > info.max_baud:
+        raise UserError(
+            f"{setting('switch_baud')} {baud:,} is above board {info.board_id}'s maximum baud rate {info.max_baud:,}; "
+            f"pass at most {info.max_baud}"
+        )
+    return baud
 
 
 class DeviceClient(DeviceSession):
@@ -404,9 +415,9 @@ class DeviceClient(DeviceSession):
         answer either, the device committed after all and the host follows it. True if switched."""
         info = self._require_info()
         old = self.port.baudrate
-        new = min(baud, info.max_baud)
-        if new == old or info.protocol_version < 2 or not info.max_baud:
+        if baud == old or info.protocol_version < 2 or not info.max_baud:
             return False
+        new = _within_max_baud(baud, info)
         try:
             self.request(Msg.SET_BAUD, struct.pack("<I", new))
             answered = True

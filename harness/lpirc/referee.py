@@ -40,6 +40,7 @@ from harness.energy.trace import JOULES_PER_WH, PowerTrace
 from harness.errors import UserError, setting
 from harness.eval.detection import Box, mean_average_precision, read_boxes
 from harness.eval.order import shuffle_in_groups
+from harness.reading import MAP_TRUTH
 
 HELP = __doc__
 RESULT_FIELDS = ("CLASS_ID", "confidence", "xmin", "xmax", "ymin", "ymax")
@@ -76,7 +77,7 @@ def load_referee_set(dataset: str, subset: str | None, limit: int | None, seed: 
             raise UserError(f"{root / 'images'} holds no numbered JPEGs (1.jpg, 2.jpg, ...)")
         order = shuffle_in_groups(len(ids), seed)
         served = {ids[source]: n for n, source in enumerate(order, 1)}
-        truth = [b for b in read_boxes(truth_file) if b.image in served]
+        truth = [b for b in read_boxes(truth_file, MAP_TRUTH) if b.image in served]
         boxes = [Box(served[b.image], b.label, b.confidence, *b.coords()) for b in truth]
         return RefereeSet(root.name, [numbered[ids[s]] for s in order], boxes=boxes, order=order, seed=seed)
     from harness.eval.dataset import load_dataset

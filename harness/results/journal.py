@@ -13,6 +13,7 @@ with its line and field; only the last line may be cut short by a kill, any othe
 JSON is named with its line (and the byte)."""
 
 import codecs
+import errno
 import json
 import os
 import shlex
@@ -185,8 +186,7 @@ class Journal:
             self._text(len(lines) + 1, tail)  # names the byte that is no UTF-8
             raise self._damaged(len(lines) + 1, "is not a journal entry cut short (it does not start with '{')")
         if keep < len(raw):
-            with open(self.path, "r+b") as f:  # drop the line cut short: appends go after whole entries only
-                f.truncate(keep)
+            self._cut_to(keep)  # drop the line cut short: appends go after whole entries only
         return entries
 
     def _entry(self, number: int, line: bytes, last: bool) -> dict | None:
@@ -247,13 +247,31 @@ class Journal:
         if lines := self.load():
             yield entries_table(list(lines.values()))
 
+    def _open_own(self, flags: int, doing: str) -> int:
+        """The journal opened with O_NOFOLLOW: the run's own file, never one a link names elsewhere."""
+        try:
+            return os.open(self.path, flags | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise UserError(
+                f"{JOURNAL_FILE.name} {known_as(self.path)} is a link; harness does not {doing} a file a link "
+                "names: remove the link and start a new run"
+            ) from None
+
+    def _cut_to(self, size: int) -> None:
+        fd = self._open_own(os.O_WRONLY, "cut")
+        try:
+            os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
+
     def append(self, entry: dict) -> None:
         """One whole line at the end of the file, or none: a write that fails part-way is cut back off."""
         if self._lines is None:
             self.done()
         if self._fd is None:
-            # O_NOFOLLOW: the journal is the run's own file, never one a link names elsewhere
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            self._fd = self._open_own(os.O_WRONLY | os.O_APPEND | os.O_CREAT, "append to")
         line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
         start = os.fstat(self._fd).st_size
         written = 0
@@ -276,6 +294,7 @@ class Journal:
         group = self.rows / f"group-{len(self.groups()):05d}.parquet"
         partial = group.with_name("." + group.name)
         try:
+            partial.unlink(missing_ok=True)  # ours by name: a link planted there is not written through
             pq.write_table(entries_table(entries), partial)
             with open(partial, "rb") as f:
                 os.fsync(f.fileno())
@@ -289,7 +308,7 @@ class Journal:
     def _rewrite(self, entries: list[dict]) -> None:
         self.close()
         text = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in entries)
-        write_text_atomically(self.path, text, JOURNAL_FILE.name)
+        write_text_atomically(self.path, text, JOURNAL_FILE.name, follow_links=False)
 
     def close(self) -> None:
         if self._fd is not None:
@@ -306,7 +325,7 @@ def _read_group(group: Path, columns: list[str] | None = None) -> pa.Table:
 
 
 def _write_json_atomically(path: Path, data: dict) -> None:
-    write_text_atomically(path, json.dumps(data, indent=2) + "\n", "run file")
+    write_text_atomically(path, json.dumps(data, indent=2) + "\n", "run file", follow_links=False)
 
 
 def known_as(path: Path) -> str:

@@ -149,10 +149,13 @@ class DeviceProvenance:
     cpu_hz: Count | None = None
     timer: Timer | None = None
     firmware: FirmwareBuild | None = None
+    baud: Count | None = None  # the link's rate as the run used it, after any SET_BAUD (None: not recorded)
 
     @classmethod
-    def of(cls, info: "DeviceInfo", firmware: dict | None) -> "DeviceProvenance":
+    def of(cls, info: "DeviceInfo", firmware: dict | None, link: dict | None = None) -> "DeviceProvenance":
+        """What HELLO said; with the run's link stats, the baud rate it ran at."""
         return cls(
+            baud=(link or {}).get("baud") or None,
             board_id=info.board_id,
             firmware_build_id=info.build_id,
             protocol_version=info.protocol_version,

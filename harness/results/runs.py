@@ -314,7 +314,7 @@ OTHER_RECORDS = ("referee",)
 @dataclass(frozen=True)
 class Listing:
     runs: list[Run]  # oldest first
-    damaged: dict[str, UserError]  # folder name -> why it is not listed (one line)
+    damaged: dict[str, UserError]  # folder name -> why it is damaged (one line: its file and field)
 
 
 def scan_runs(root: Path) -> Listing:

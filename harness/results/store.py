@@ -25,20 +25,7 @@ import pyarrow.parquet as pq
 from harness import locks
 from harness.errors import UserError, setting
 from harness.files import write_atomically, write_text_atomically
-from harness.names import ID_PATTERN, check_id
-
-# A run id: <stamp>-<model id>-<board id>-<4 hex>, so longer than one id may be, in the ids' characters. At most
-# 200 characters: the hidden .<run-id>.partial folder name stays within the 255 bytes a file name may have.
-RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
-RUN_ID_RULE = "up to 200 letters, digits, '_', '-' or '.', starting with a letter or digit"
-
-
-def check_run_id(run_id: object, where: str = "") -> str:
-    """run_id, if a run folder may be named after it; else one line with the rule."""
-    if not isinstance(run_id, str) or RUN_ID_PATTERN.fullmatch(run_id) is None:
-        place = f"{where}: " if where else ""
-        raise UserError(f"{place}run id {run_id!r} is not a valid run id ({RUN_ID_RULE})")
-    return run_id
+from harness.names import ID_PATTERN, check_id, check_run_id
 
 
 def shown_path(text: str) -> str:
@@ -59,8 +46,9 @@ def id_part(name: str) -> str:
     return part if ID_PATTERN.fullmatch(part) else "unnamed"
 
 
-def results_root(results: Path | str) -> Path:
-    """--results, checked before any work: a non-empty, UTF-8 path naming a folder or where one can be made."""
+def results_text(results: Path | str) -> Path:
+    """--results as given, for reading or writing: a non-empty, UTF-8 path. Every command and API function taking
+    --results checks the raw value here before wrapping it in a Path (Path('') would be the working folder)."""
     text = str(results)
     if not text.strip():
         raise UserError(f"{setting('results')} is empty; name the folder runs are written to (e.g. results)")
@@ -72,6 +60,13 @@ def results_root(results: Path | str) -> Path:
             f"{setting('results')} {shown_path(text)} is not UTF-8 text (byte 0x{byte:02x}); "
             "name a folder whose name is UTF-8"
         ) from None
+    return Path(results)
+
+
+def results_root(results: Path | str) -> Path:
+    """--results to write runs in, checked before any work: results_text, naming a folder or where one can be
+    made (not a file, a FIFO or a device)."""
+    text = str(results_text(results))
     mode = _mode(results)
     if mode is not None and not stat.S_ISDIR(mode):
         kind = _KINDS.get(stat.S_IFMT(mode), "a file")
@@ -145,12 +140,14 @@ class RunFolder:
     def write_json(self, name: str, data: dict) -> None:
         text = json.dumps(data, indent=2, sort_keys=False) + "\n"
         with naming_the_file(self.path / name):
-            write_text_atomically(self.path / name, text, "run file")
+            write_text_atomically(self.path / name, text, "run file", follow_links=False)
 
     def write_table(self, name: str, columns: dict[str, list], schema: pa.Schema | None = None) -> None:
         table = pa.table(columns, schema=schema)
         with naming_the_file(self.path / name):
-            write_atomically(self.path / name, lambda partial: pq.write_table(table, partial), "run file")
+            write_atomically(
+                self.path / name, lambda partial: pq.write_table(table, partial), "run file", follow_links=False
+            )
 
 
 @contextmanager

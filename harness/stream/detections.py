@@ -79,7 +79,8 @@ def load_detections(path: Path, duration_ms: int | None = None) -> Detections:
     return Detections(str(path), references[0] if references else None, tuple(found))
 
 
-def write_detections(path: Path, detections: list[Detection]) -> None:
+def write_detections(path: Path, detections: list[Detection], follow_links: bool = True) -> None:
+    """The detections as CSV; in a run folder (follow_links=False) a link at path is replaced, never followed."""
     from harness.files import write_atomically
 
     def write(partial: Path) -> None:
@@ -89,4 +90,4 @@ def write_detections(path: Path, detections: list[Detection]) -> None:
             for d in detections:
                 out.writerow([d.label, d.time_ms, repr(d.score), d.reference])
 
-    write_atomically(Path(path), write)
+    write_atomically(Path(path), write, follow_links=follow_links)

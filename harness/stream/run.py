@@ -198,7 +198,7 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
         settings=request.stored_settings(),
         model=ModelProvenance.of(card, model, frontend=str(front)),
         board=BoardProvenance.of(board, board_serial),
-        device=DeviceProvenance.of(info, firmware),
+        device=DeviceProvenance.of(info, firmware, link),
         audio=AudioProvenance(
             file=str(request.wav),
             sha256=file_sha256(request.wav),
@@ -207,8 +207,8 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
         ),
     )
     with run_folder(request.results_root, run_id) as folder:
-        write_detections(folder.path / "detections_device.csv", device)
-        write_detections(folder.path / "detections_host.csv", host_found)
+        write_detections(folder.path / "detections_device.csv", device, follow_links=False)
+        write_detections(folder.path / "detections_host.csv", host_found, follow_links=False)
         write_record(folder, RunRecord(manifest, summary))
     return StreamOutcome(summary, request.results_root / run_id, scores)
 

@@ -1715,6 +1715,26 @@ c("datasets-extra-arg", ("unrecognized arguments: extra",), "dataset", "list", "
 c("subsets-extra-arg", ("unrecognized arguments: nosuch",), "dataset", "subsets", "nosuch")
 c("unknown-command", ("invalid choice: 'evaluate'", "'eval'"), "evaluate")
 
+# An empty --results is refused by every command taking one (it would be the working folder), through one check.
+EMPTY_RESULTS = ("argument --results", "the value is empty")
+c(
+    "stream-run-results-empty",
+    EMPTY_RESULTS,
+    "stream",
+    "run",
+    "--wav",
+    "s.wav",
+    "--results",
+    "",
+    files={"s.wav": _wav()},
+)
+c("referee-results-empty", EMPTY_RESULTS, "lpirc", "referee", "--dataset", "demo", "--results", "")
+c("lpirc-score-results-empty", EMPTY_RESULTS, "lpirc", "score", "RUN", "--results", "")
+c("runs-list-results-empty", EMPTY_RESULTS, "runs", "list", "--results", "")
+c("runs-report-results-empty", EMPTY_RESULTS, "runs", "report", "RUN", "--out", "r.html", "--results", "")
+c("runs-compare-results-empty", EMPTY_RESULTS, "runs", "compare", "A", "B", "--results", "")
+c("eval-results-blank", EMPTY_RESULTS, "eval", "--results", "  ")
+
 
 def _make(root: Path, files: dict[str, object]) -> None:
     for name, content in files.items():

@@ -96,7 +96,7 @@ def test_a_damaged_run_is_refused_naming_the_file(tmp_path, made, damage, comman
 
 
 @pytest.mark.parametrize("damage", list(DAMAGES))
-def test_runs_lists_the_others_and_names_the_damaged_one(tmp_path, made, damage):
+def test_runs_lists_the_others_and_the_damaged_one_as_damaged(tmp_path, made, damage):
     results = _workspace(tmp_path, made)
     name, how, expected = DAMAGES[damage]
     how(results / RUN / name)
@@ -104,10 +104,36 @@ def test_runs_lists_the_others_and_names_the_damaged_one(tmp_path, made, damage)
     done = _harness(tmp_path, "runs", "list", "--results", "results", "--json")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
-    assert [row["run_id"] for row in json.loads(done.stdout)] == [made.name]
-    (line,) = error_lines(done)
-    assert f"results/{RUN}" in line and all(word in line for word in expected), line
+    rows = json.loads(done.stdout)
+    assert (rows[0]["run_id"], rows[0]["damaged"]) == (made.name, None)
+    (bad,) = [row for row in rows if row["damaged"] is not None]
+    assert bad["run_id"] == RUN and bad["kind"] is None
+    assert f"results/{RUN}" in bad["damaged"] and all(word in bad["damaged"] for word in expected), bad
+    (line,) = error_lines(done)  # said on stderr as well
+    assert "listed as damaged" in line and bad["damaged"] in line, line
     assert _listing(tmp_path) == before
+
+
+@pytest.mark.parametrize("damage", ["manifest-list", "summary-cut"])
+def test_runs_list_table_has_a_row_for_the_damaged_run_within_80_columns(tmp_path, made, damage):
+    results = _workspace(tmp_path, made)
+    name, how, _ = DAMAGES[damage]
+    how(results / RUN / name)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "runs", "list", "--results", "results"],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"COLUMNS": "80"},
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, done.stdout
+    assert any(line.split() == ["│", "1", "│", made.name, "│"] for line in lines), done.stdout  # listed as usual
+    start = lines.index("damaged runs in results (no figures: restore or remove them)")
+    assert ["│", "1", "│", RUN, "│"] in [line.split() for line in lines[start:]], done.stdout
+    problem = " ".join(cell for line in lines[start:] for cell in line.strip("│┃ ").split("│")[-1:])
+    assert f"results/{RUN}: {name} is damaged" in " ".join(problem.split()), done.stdout
 
 
 def _not_there(tmp_path: Path) -> str:

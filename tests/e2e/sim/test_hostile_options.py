@@ -4,6 +4,7 @@ empty value; every --port a malformed URL; every output option a FIFO and a char
 they were). Each is refused in one line, exit 2, no traceback, nothing written (tests/hostile.py)."""
 
 import argparse
+import json
 import os
 import stat
 from pathlib import Path
@@ -149,12 +150,51 @@ def empty_value_cases():
             yield Case(f"{'-'.join(words)}-{name.lstrip('-')}-empty", args, (f"argument {name}", refusal))
 
 
-CASES = [*numeric_cases(), *DUPLICATES, *FAULTS, *PLACEMENTS, *PORTS, *empty_value_cases()]
+# --switch-baud above the board's maximum (the sim board's SET_BAUD takes up to 4,000,000): refused naming both
+# rates, before any sample, never silently lowered.
+ABOVE_MAX_BAUD = ("--switch-baud 9,000,000", "above board sim's maximum baud rate 4,000,000", "pass at most 4000000")
+SWITCH_BAUD = [
+    Case("eval-switch-baud-above-max", ("eval", "--limit", "2", "--switch-baud", "9000000"), ABOVE_MAX_BAUD),
+    Case("link-test-switch-baud-above-max", ("boards", "link-test", "--switch-baud", "9000000"), ABOVE_MAX_BAUD),
+]
+
+# --boards above the run's samples: refused before any board starts, nothing written.
+BOARDS_ABOVE_SAMPLES = [
+    Case(
+        "eval-boards-above-samples",
+        ("eval", "--limit", "3", "--boards", "8", "--results", "r"),
+        ("--boards 8 but the run has 3 samples", "use at most 3 boards"),
+    ),
+    Case(
+        "eval-boards-above-one-sample",
+        ("eval", "--limit", "1", "--boards", "2", "--results", "r"),
+        ("--boards 2 but the run has 1 sample;", "use at most 1 board"),
+    ),
+]
+
+CASES = [
+    *numeric_cases(),
+    *DUPLICATES,
+    *FAULTS,
+    *PLACEMENTS,
+    *PORTS,
+    *SWITCH_BAUD,
+    *BOARDS_ABOVE_SAMPLES,
+    *empty_value_cases(),
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_a_hostile_option_is_refused_in_one_line(tmp_path, case):
     run_case(tmp_path, case)
+
+
+def test_the_manifest_records_the_baud_rate_the_run_used(tmp_path):
+    done = run_harness(tmp_path, "eval", "--limit", "2", "--switch-baud", "2000000", "--results", "r", "--json")
+    assert done.returncode == 0, done.stderr
+    run_dir = tmp_path / json.loads(done.stdout)["run_dir"]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["settings"]["switch_baud"] == 2_000_000 == manifest["device"]["baud"]
 
 
 def test_the_generated_cases_cover_every_numeric_option():

@@ -4,7 +4,7 @@ hostile form, every figure out of its range, through `runs list`, `runs report`,
 One real eval run on the virtual board is made once; each case copies it to results/run, makes one of its files
 hostile and runs a command. `runs report`, `runs compare` and `runs check` refuse the run in one line naming the
 run, the file and (for a figure) the field, exit 2, leaving every file as it was; `runs list` lists the good run
-and names the damaged one on a line of its own (never dropped without a word, never listed as valid)."""
+and the damaged one as damaged, with its file and field (never dropped, never listed as valid)."""
 
 import json
 import os
@@ -201,19 +201,20 @@ def test_a_hostile_run_file_is_refused_naming_it(tmp_path, made, cases, case, co
 
 
 @pytest.mark.parametrize("case", CASE_IDS)
-def test_runs_list_names_the_hostile_run_and_lists_the_good_one(tmp_path, made, cases, case):
+def test_runs_list_lists_the_hostile_run_as_damaged_and_the_good_one(tmp_path, made, cases, case):
     name, content, words = cases[case]
     _hostile(tmp_path, made, name, content)
     before = tree(tmp_path)
     done = run_harness(tmp_path, "runs", "list", "--results", "results", "--json")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
-    assert [row["run_id"] for row in json.loads(done.stdout)] == [
-        json.loads((made / "manifest.json").read_text())["run_id"]
-    ]
+    good = json.loads((made / "manifest.json").read_text())["run_id"]
+    rows = {row["run_id"]: row["damaged"] for row in json.loads(done.stdout)}
+    assert rows.keys() == {good, RUN} and rows[good] is None
+    reason = rows[RUN]
+    assert f"results/{RUN}" in reason and all(word in reason for word in (name, *words)), reason
     (line,) = done.stderr.strip().splitlines()
-    assert "not listed" in line and f"results/{RUN}" in line, line
-    assert all(word in line for word in (name, *words)), line
+    assert "listed as damaged" in line and reason in line, line
     assert tree(tmp_path) == before
 
 

@@ -52,7 +52,10 @@ def test_progress_on_request(tmp_path, capfd, monkeypatch):
 
 
 def test_bad_input_is_an_exception_naming_the_setting(tmp_path):
-    with pytest.raises(UserError, match=r"^'limit': expected a whole number of at least 1, got '0'$"):
+    with pytest.raises(
+        UserError,
+        match=r"^'limit': expected a number of samples: a whole number of at least 1 and at most [\d,]+, got '0'$",
+    ):
         harness.evaluate(limit=0, results=tmp_path)
     with pytest.raises(UserError, match=r"unknown setting nosuch; the settings are: board, model"):
         harness.evaluate(nosuch=1, results=tmp_path)
@@ -67,6 +70,24 @@ def test_bad_input_is_an_exception_naming_the_setting(tmp_path):
     with pytest.raises(UserError, match=r"board sim was closed"):
         board.evaluate(results=tmp_path)
     assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: harness.stream("s.wav", results=""),
+        lambda: harness.evaluate(results=""),
+        lambda: harness.resume("RUN", results=""),
+        lambda: harness.load_run("RUN", results=""),
+    ],
+    ids=["stream", "evaluate", "resume", "load_run"],
+)
+def test_an_empty_results_is_refused_never_the_working_folder(tmp_path, monkeypatch, call):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.wav").write_bytes(b"")
+    with pytest.raises(UserError, match=r"^'results' is empty; name the folder"):
+        call()
+    assert [p.name for p in tmp_path.iterdir()] == ["s.wav"]
 
 
 def test_import_harness_stays_light_and_lists_the_api():

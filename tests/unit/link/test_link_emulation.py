@@ -5,6 +5,7 @@ import time
 import pytest
 
 from harness.device.sim_board import LinkEmulation
+from harness.errors import UserError
 from harness.link.framing import FrameDecoder, encode_frame
 from harness.link.protocol import RESPONSE_BIT, Msg, load_input_payload
 from tests.fake_runner import ChecksumRunner, PortProxy, core_on_pty, expected_output
@@ -109,6 +110,19 @@ def test_baud_switch_after_the_handshake_speeds_up_the_emulated_link():
         seconds = _load_seconds(c, INPUT)
         assert boards[0].baud == 2_000_000  # the device switched too: its link is paced at the new rate
     assert seconds >= len(INPUT) * 10 / 2_000_000
+
+
+def test_a_rate_above_the_boards_maximum_is_refused_naming_both_never_lowered():
+    with core_on_pty(ChecksumRunner(10, 2), emulation=LinkEmulation(115200, 2_000_000)) as (_, c):
+        c.hello()
+        with pytest.raises(UserError) as refused:
+            c.switch_baud(4_294_967_295)
+        message = str(refused.value)  # the setting as the API names it; the CLI says --switch-baud
+        assert message == "'switch_baud' 4,294,967,295 is above board test-board's maximum baud rate 2,000,000; " + (
+            "pass at most 2000000"
+        )
+        assert c.port.baudrate == 115200 and c.stats.baud_fallbacks == 0
+        assert c.run(bytes(10)).output == expected_output(bytes(10), 2)  # the link was never touched
 
 
 @pytest.mark.slow

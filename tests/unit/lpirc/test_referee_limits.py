@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+from harness.errors import UserError
 from harness.lpirc import referee as referee_module
 from harness.lpirc.referee import MAX_BODY_BYTES, RESULT_FIELDS, Referee, load_referee_set, save_session
 
@@ -357,3 +358,9 @@ def test_fuzzing_the_endpoints_every_request_is_answered_and_a_session_still_wor
         confidence, xmin, ymin, xmax, ymax = map(float, row[2:])
         assert all(math.isfinite(v) for v in (confidence, xmin, ymin, xmax, ymax))
         assert xmin <= xmax and ymin <= ymax
+
+
+def test_the_truth_file_is_read_as_a_ground_truth_file(lpirc_folder):
+    (lpirc_folder / "ground_truth.csv").write_bytes(b"1 1 1.0 10 10 40 \xff40\n")
+    with pytest.raises(UserError, match=r"^ground-truth file .*ground_truth\.csv is not UTF-8"):
+        load_referee_set(str(lpirc_folder), None, None, seed=1)

@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from harness.errors import UserError
+from harness.names import check_run_id
 from harness.results.store import (
     check_not_held,
-    check_run_id,
     hold_run,
     id_part,
     new_run_id,
