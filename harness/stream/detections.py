@@ -12,10 +12,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.digits import float_or_none
 from harness.errors import UserError
 from harness.reading import DETECTIONS, read_csv
 from harness.results.stream_scores import Detection
-from harness.stream.ledger import MAX_TIME, decimal_number
+from harness.stream.ledger import MAX_TIME
 
 TIMING_REFERENCES = ("window-start", "window-end", "decision")
 COLUMNS = ("label", "time_ms", "score", "reference")
@@ -33,7 +34,7 @@ def _parse(row: dict, line: int, path: Path) -> Detection:
     reference = (row.get("reference") or "").strip()
     if reference not in TIMING_REFERENCES:
         raise UserError(f"{where}: timing reference {reference!r} is not one of {', '.join(TIMING_REFERENCES)}")
-    time, score = (decimal_number((row.get(column) or "").strip()) for column in ("time_ms", "score"))
+    time, score = (float_or_none((row.get(column) or "").strip()) for column in ("time_ms", "score"))
     if time is None or score is None:
         raise UserError(
             f"{where}: time_ms and score must be finite decimal numbers, not {row.get('time_ms')}, {row.get('score')}"

@@ -13,15 +13,13 @@ as TF's reader does (harness/stream/tf_ground_truth.py).
 """
 
 import csv
-import io
-import math
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.digits import float_or_none
 from harness.errors import UserError, setting
-from harness.reading import LEDGER, MAX_CSV_FIELD, decode_text, read_bytes
+from harness.reading import LEDGER, decode_text, parse_csv, read_bytes
 
 UNITS = ("ms", "s")
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 text holds NULs: decode_text names it as UTF-16
@@ -43,18 +41,6 @@ class Ledger:
     events: tuple[Event, ...]
     text: str | None = None  # the file as read, for readers with other rules (TF's: harness/stream/tf_ground_truth.py)
     header_line: int | None = None
-
-
-# ASCII decimal only: float() would also take `1_000`, Arabic-Indic digits, `nan` and `inf`
-DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
-
-
-def decimal_number(text: str) -> float | None:
-    """A finite decimal number, or None (NaN, infinity, hex and digits of other scripts are no times)."""
-    if not DECIMAL.fullmatch(text):
-        return None
-    value = float(text)
-    return value if math.isfinite(value) else None
 
 
 def _header_unit(header: list[str]) -> str | None:
@@ -104,14 +90,7 @@ def _ledger_text(path: Path) -> str:
 
 def _read_rows(path: Path) -> _Rows:
     text = _ledger_text(path)
-    previous = csv.field_size_limit(MAX_CSV_FIELD)
-    try:
-        rows = [(n, [c.strip() for c in row]) for n, row in enumerate(csv.reader(io.StringIO(text, newline="")), 1)]
-    except csv.Error as exc:
-        limit = f"a field may be at most {MAX_CSV_FIELD:,} characters"
-        raise UserError(f"ledger {path} is not valid CSV of label,start_ms[,end_ms] ({exc}; {limit})") from None
-    finally:
-        csv.field_size_limit(previous)
+    rows = [(n, [c.strip() for c in row]) for n, row in parse_csv(text, LEDGER, path)]
     rows = [(n, row) for n, row in rows if row and any(row) and not row[0].startswith("#")]
     if rows and _is_header(rows[0][1]):
         return _Rows(text, rows[1:], rows[0][0], _header_unit(rows[0][1]))
@@ -152,7 +131,7 @@ def load_ledger(path: Path, duration_ms: int | None = None, unit: str | None = N
     for line, row in read.rows:
         if len(row) not in (2, 3) or not row[0]:
             raise UserError(f"ledger {path} line {line}: expected label,start_ms[,end_ms], got {','.join(row)!r}")
-        times = [decimal_number(t) for t in row[1:] if t != ""]
+        times = [float_or_none(t) for t in row[1:] if t != ""]
         if any(t is None for t in times) or not times:
             raise UserError(f"ledger {path} line {line}: {','.join(row[1:])!r} is not a time")
         if max(abs(t) for t in times) > MAX_TIME:
