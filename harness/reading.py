@@ -207,12 +207,17 @@ def _numbered_rows(path: Path, kind: FileKind) -> list[tuple[int, list[str]]]:
 
 
 def parse_csv(text: str, kind: FileKind, path: Path | str) -> list[tuple[int, list[str]]]:
-    """(line, fields) of every row of CSV text, blank ones included; a row's line is where it ends (a quoted
+    """(line, fields) of every row of CSV text, blank ones included; a row's line is where it starts (a quoted
     field may span lines). Each field is at most MAX_CSV_FIELD characters."""
     reader = csv.reader(io.StringIO(text, newline=""))
     previous = csv.field_size_limit(MAX_CSV_FIELD)
+    rows: list[tuple[int, list[str]]] = []
     try:
-        return [(reader.line_num, row) for row in reader]
+        start = 1
+        for row in reader:
+            rows.append((start, row))
+            start = reader.line_num + 1
+        return rows
     except csv.Error as exc:
         limit = f"a field may be at most {MAX_CSV_FIELD:,} characters"
         raise _refuse(kind, Path(path), f"is not valid CSV (line {reader.line_num}: {exc}; {limit})") from None
@@ -334,7 +339,7 @@ def _check_finite(value: Any, kind: FileKind, path: Path) -> None:
     """Every number finite and within ±2**64, or a UserError naming the first field that is not."""
     for name, item in fields(value):
         if isinstance(item, float) and not math.isfinite(item):
-            raise _field_refused(kind, path, name, f"{item}, not a finite number; write one")
+            raise _field_refused(kind, path, name, f"{item}, not a finite number")
         if isinstance(item, int) and not isinstance(item, bool) and abs(item) > 2**64:
             digits = len(str(abs(item)))
             raise _field_refused(kind, path, name, f"a {digits}-digit integer, larger than any figure harness uses")

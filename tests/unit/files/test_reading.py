@@ -350,12 +350,12 @@ def test_a_control_character_is_refused_naming_its_field():
     reading.refuse_control_characters({"notes": "two\n\tlines"}, reading.CARD, "c.toml", allowed_fields=("notes",))
 
 
-def test_csv_rows_carry_the_line_they_end_on(tmp_path):
+def test_csv_rows_carry_the_line_they_start_on(tmp_path):
     path = tmp_path / "labels.csv"
     path.write_text('filename,label\n\n"a\nb.jpg",1\nc.jpg\nd.jpg,0,extra\n')
     assert reading.read_csv_lines(path, reading.LABELS) == [
         (1, ["filename", "label"]),
-        (4, ["a\nb.jpg", "1"]),
+        (3, ["a\nb.jpg", "1"]),
         (5, ["c.jpg"]),
         (6, ["d.jpg", "0", "extra"]),
     ]
