@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 import pydantic
 
 from harness.errors import UserError
+from harness.files import what_it_is
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -75,18 +76,6 @@ PROFILE = FileKind("power profile", 16 * MIB)
 ROW_GROUP = FileKind("run journal row group", 4 * GIB)
 ORIGIN = FileKind("run origin", 1 * MIB)
 
-_NOT_REGULAR = {
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFDIR: "a folder",
-}
-
-
-def _what_it_is(mode: int) -> str:
-    return _NOT_REGULAR.get(stat.S_IFMT(mode), "not a regular file")
-
 
 def _size(nbytes: int) -> str:
     for unit, factor in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
@@ -117,7 +106,7 @@ def _open_fd(path: Path, kind: FileKind) -> int:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise _refuse(kind, path, f"is {_what_it_is(info.st_mode)}, not a regular file; name a file")
+        raise _refuse(kind, path, f"is {what_it_is(info.st_mode)}, not a regular file; name a file")
     if info.st_size > kind.max_bytes:
         os.close(fd)
         raise _too_large(kind, path, f"is {_size(info.st_size)}")
