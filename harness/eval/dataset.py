@@ -37,6 +37,7 @@ from harness.eval.label_files import (
 )
 from harness.paths import cache_dir
 from harness.reading import (
+    CACHE_INDEX,
     IMAGE,
     JSON_STREAM,
     LABELS,
@@ -47,6 +48,7 @@ from harness.reading import (
     load_json,
     open_binary,
     read_bytes,
+    read_json,
     read_text,
 )
 from harness.samples import DEMO, Dataset, Sample
@@ -167,8 +169,8 @@ def _intact_extractions(into: Path) -> dict[str, list]:
     """The checksums of the images extracted before, each image whose size or time changed hashed again: one
     that no longer matches is removed (with a notice), to be extracted again."""
     try:
-        sums = json.loads((into / EXTRACTED_SUMS).read_text())
-    except (OSError, ValueError):
+        sums = read_json(into / EXTRACTED_SUMS, CACHE_INDEX)
+    except UserError:  # missing or damaged: every image is extracted again
         return {}
     kept = {}
     for name, record in sums.items() if isinstance(sums, dict) else ():

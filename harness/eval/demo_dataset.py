@@ -20,6 +20,8 @@ import numpy as np
 import skimage.data
 from PIL import Image, ImageFilter, ImageOps
 
+from harness import reading
+from harness.errors import UserError
 from harness.eval.preprocess import luma
 
 RECIPE_VERSION = "demo-v2"
@@ -241,9 +243,9 @@ def checksums(root: Path) -> dict[str, str]:
 def is_intact(root: Path) -> bool:
     """Whether the built set is as it was written: every file present and matching its checksum."""
     try:
-        written = json.loads((root / CHECKSUMS).read_text())
+        written = reading.read_json(root / CHECKSUMS, reading.CACHE_INDEX)
         return isinstance(written, dict) and checksums(root) == written
-    except (OSError, ValueError):
+    except (OSError, UserError):  # OSError: a file checksums() hashes vanished
         return False
 
 

@@ -332,7 +332,7 @@ def recorded_build(build_id: str, out_root: Path = Path("build")) -> dict | None
     for record in sorted((out_root / board).glob(f"*/{BUILD_RECORD}")):
         try:
             data = reading.read_json(record, reading.BUILD_RECORD)
-        except (OSError, UserError):
+        except UserError:
             continue  # a damaged record is no record of this build
         if isinstance(data, dict) and data.get("build_id") == build_id:
             return data

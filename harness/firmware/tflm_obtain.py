@@ -504,7 +504,7 @@ def cached_trees() -> list[CachedTree]:
             continue
         try:
             record = reading.read_json(path / "recipe.json", reading.CACHE_INDEX)
-        except (OSError, UserError):
+        except UserError:
             record = {}  # damaged: the tree is listed without its recipe
         if not isinstance(record, dict):
             record = {}
