@@ -9,6 +9,7 @@ unknown, missing or mistyped field is named with its file. Every refusal is a `U
 """
 
 import csv
+import functools
 import io
 import json
 import math
@@ -121,34 +122,31 @@ def check_regular(path: Path | str, kind: FileKind) -> Path:
     return path
 
 
-class _GuardedFile(io.FileIO):
-    """A file opened for reading whose read errors (EIO from a failing disk or a vanished mount) are a
+def _read_errors_refused(read):
+    """read (a FileIO method), with an OSError while reading (EIO from a failing disk or a lost mount) made a
     UserError naming the file, like every other refusal, not a traceback."""
+
+    @functools.wraps(read)
+    def guarded(self: "_GuardedFile", *args):
+        try:
+            return read(self, *args)
+        except OSError as exc:
+            problem = f"could not be read ({exc.strerror or exc}); check the disk and retry"
+            raise _refuse(self.kind, self.path, problem) from None
+
+    return guarded
+
+
+class _GuardedFile(io.FileIO):
+    """A file opened for reading (an open descriptor of `path`, a `kind` of file) whose read errors are refusals."""
 
     def __init__(self, fd: int, kind: FileKind, path: Path):
         super().__init__(fd, "rb")
-        self._kind, self._path = kind, path
+        self.kind, self.path = kind, path
 
-    def _failed(self, exc: OSError) -> UserError:
-        return _refuse(self._kind, self._path, f"could not be read ({exc.strerror or exc}); check the disk and retry")
-
-    def readinto(self, buffer) -> int | None:
-        try:
-            return super().readinto(buffer)
-        except OSError as exc:
-            raise self._failed(exc) from None
-
-    def readall(self) -> bytes:
-        try:
-            return super().readall()
-        except OSError as exc:
-            raise self._failed(exc) from None
-
-    def read(self, size: int = -1) -> bytes | None:
-        try:
-            return super().read(size)
-        except OSError as exc:
-            raise self._failed(exc) from None
+    read = _read_errors_refused(io.FileIO.read)
+    readall = _read_errors_refused(io.FileIO.readall)
+    readinto = _read_errors_refused(io.FileIO.readinto)
 
 
 @contextmanager

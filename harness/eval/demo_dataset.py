@@ -254,8 +254,7 @@ def demo_copies(n: int, folder: Path, demo) -> Path:
     under new names (c0000_<name>, c0001_<name>, …), each row's flags copied. Offline, and a few kB of links.
     Hard links, not symbolic ones: a labels row whose file links outside its image folder is refused."""
     demo_images = demo.samples[0].image_path.parent
-    with open(demo.csv_path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = [row for _, row in reading.read_csv_records(demo.csv_path, reading.LABELS)[1]]
     images = folder / "images"
     images.mkdir(parents=True)
     copies = []
