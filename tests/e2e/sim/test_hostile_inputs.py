@@ -233,7 +233,7 @@ def huge_and_damaged() -> list[Case]:
         Case(
             "huge-field-class-descriptions",
             BUILD,
-            ("ann/class-descriptions.csv", "is not valid CSV (line 2"),
+            ("ann/class-descriptions.csv", "is not valid CSV (line 1"),
             BUILD_FILES | {"ann/class-descriptions.csv": f"/m/01g317,{HUGE_FIELD}\n".encode()},
         ),
         Case(
