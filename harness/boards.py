@@ -6,9 +6,7 @@ The package's boards/ folder holds the boards harness ships; a user adds their o
 """
 
 import dataclasses
-import math
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
@@ -167,83 +165,27 @@ def _valid_fields(error: dict) -> str:
 
 
 def _problem(error: dict) -> str:
-    where = ".".join(str(p) for p in error["loc"])
+    problem = reading.schema_problem(error)
     if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
-        return f"unknown field {where!r} (valid here: {_valid_fields(error)})"
-    if error["type"] in ("missing", "missing_argument"):
-        return f"missing field {where!r}"
-    return f"field {where!r}: {error['msg']}"
-
-
-def _non_finite_field(data: object) -> tuple[str, float] | None:
-    """The dotted name and value of a NaN or infinite number in data (a parsed TOML file), or None."""
-    return next(((name, v) for name, v in _fields(data) if isinstance(v, float) and not math.isfinite(v)), None)
-
-
-def _fields(data: object, name: str = ""):
-    """(dotted name, value) of every value in data, tables and lists walked without recursion."""
-    stack = [(data, name)]
-    while stack:
-        value, name = stack.pop()
-        yield name, value
-        if isinstance(value, dict):
-            stack.extend((child, f"{name}.{key}" if name else str(key)) for key, child in value.items())
-        elif isinstance(value, list):
-            stack.extend((child, f"{name}[{index}]") for index, child in enumerate(value))
-
-
-def refuse_control_characters(data: dict, kind: reading.FileKind, path: Path, multiline: tuple[str, ...] = ()) -> None:
-    """A text value holding a control character (a newline, an escape) is refused naming its field: it would
-    end a line of output, or of a file written from it (platformio.ini, a C header). `multiline` fields may
-    hold newlines and tabs."""
-    for name, value in _fields(data):
-        if not isinstance(value, str):
-            continue
-        allowed = "\n\t\r" if name in multiline else ""
-        bad = next((ch for ch in value if (ch < " " or ch == "\x7f") and ch not in allowed), None)
-        if bad is not None:
-            raise UserError(f"{kind.name} {path}: field {name!r} holds the control character {bad!r}; remove it")
-
-
-def read_toml_naming_field(path: Path, kind: reading.FileKind) -> dict:
-    """reading.read_toml, with a NaN or infinity refused naming its field (reading names only the value)."""
-    try:
-        text = reading.read_text(path, kind)
-    except OSError as exc:  # an error while reading (EIO): reading checks what it opens, not every read
-        raise UserError(f"cannot read {kind.name} {path} ({exc.strerror or exc}); check its permissions") from None
-    try:
-        return reading.parse_toml(text, kind, path)
-    except UserError:
-        found = _non_finite_field(_parsed_or_none(text))
-        if found is None:
-            raise
-        name, value = found
-        raise UserError(f"{kind.name} {path}: field {name!r} is {value}, not a finite number; write one") from None
-
-
-def _parsed_or_none(text: str) -> object:
-    try:
-        return tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError, ValueError):
-        return None
+        return f"{problem} (valid here: {_valid_fields(error)})"
+    return problem
 
 
 def load_board_file(path: Path) -> Board:
     """One board file, validated: an unknown, missing or mistyped field is refused naming the field."""
     path = Path(path)
-    return board_from_data(read_toml_naming_field(path, reading.BOARD), path)
+    return board_from_data(reading.read_toml(path, reading.BOARD), path)
 
 
 def board_from_data(data: dict, path: Path) -> Board:
     """A board from its file's parsed TOML: checked field by field, or a UserError naming the field."""
     if "source_file" in data:
         raise UserError(f"board file {path}: unknown field 'source_file'")
-    refuse_control_characters(data, reading.BOARD, path)
+    reading.refuse_control_characters(data, reading.BOARD, path)
     try:
         board = _BOARD.validate_python({**data, "source_file": path})
     except pydantic.ValidationError as exc:
-        # A misspelt field is both unknown and missing: the unknown one names the typo.
-        errors = sorted(exc.errors(), key=lambda e: e["type"] not in ("extra_forbidden", "unexpected_keyword_argument"))
+        errors = reading.ordered_errors(exc)
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise UserError(f"board file {path}: {_problem(errors[0])}{more}; see docs/boards.md") from None
     check_id(board.id, "board id", f"board file {path}")

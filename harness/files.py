@@ -15,13 +15,18 @@ from pathlib import Path
 
 from harness.errors import UserError
 
-_WHAT = {
+FILE_TYPES = {  # what each type of file that is no regular file is called in messages (reading and writing)
     stat.S_IFIFO: "a FIFO",
     stat.S_IFCHR: "a character device",
     stat.S_IFBLK: "a block device",
     stat.S_IFSOCK: "a socket",
     stat.S_IFDIR: "a folder",
 }
+
+
+def what_it_is(mode: int) -> str:
+    """What a file of this st_mode is, for a message: 'a FIFO', 'a folder', 'a regular file'."""
+    return "a regular file" if stat.S_ISREG(mode) else FILE_TYPES.get(stat.S_IFMT(mode), "an unknown type of file")
 
 
 def partial_path(target: Path) -> Path:
@@ -43,9 +48,8 @@ def check_output(target: Path | str, what: str = "output", follow_links: bool = 
         return resolved
     except OSError as exc:
         raise UserError(f"{what} {target} cannot be written ({exc.strerror}); name another file") from None
-    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-        kind = _WHAT.get(stat.S_IFMT(mode), "not a regular file")
-        raise UserError(f"{what} {target} is {kind}; harness only ever replaces regular files: name a file")
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):  # a link itself, when links are not followed
+        raise UserError(f"{what} {target} is {what_it_is(mode)}; harness only ever replaces regular files: name a file")
     return resolved
 
 

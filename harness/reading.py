@@ -9,6 +9,7 @@ unknown, missing or mistyped field is named with its file. Every refusal is a `U
 """
 
 import csv
+import functools
 import io
 import json
 import math
@@ -24,6 +25,7 @@ from typing import Any, BinaryIO
 import pydantic
 
 from harness.errors import UserError
+from harness.files import what_it_is
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -41,7 +43,7 @@ class FileKind:
     max_bytes: int
 
 
-# The kinds, with their limits; docs/cli.md lists them (tests/unit/test_reading.py keeps the two in step).
+# The kinds, with their limits; docs/cli.md lists them (tests/unit/files/test_reading.py keeps the two in step).
 BOARD = FileKind("board file", 1 * MIB)
 CARD = FileKind("model card", 1 * MIB)
 GATES = FileKind("gates file", 1 * MIB)
@@ -67,18 +69,13 @@ CACHE_INDEX = FileKind("cache index", 64 * MIB)
 CACHE_DATA = FileKind("cache entry", 64 * GIB)
 JSON_STREAM = FileKind("JSON input", 64 * MIB)
 TEXT = FileKind("text file", 16 * MIB)
-
-_NOT_REGULAR = {
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFDIR: "a folder",
-}
-
-
-def _what_it_is(mode: int) -> str:
-    return _NOT_REGULAR.get(stat.S_IFMT(mode), "not a regular file")
+PINS = FileKind("TFLM pins file", 1 * MIB)  # harness's, or the one HARNESS_TFLM_PINS names
+BUILD_RECORD = FileKind("build record", 1 * MIB)
+FLOAT_MODEL = FileKind("float model file", 16 * GIB)
+REFEREE_LABELS = FileKind("referee labels file", 64 * MIB)  # labels.json of a referee session
+PROFILE = FileKind("power profile", 16 * MIB)
+ROW_GROUP = FileKind("run journal row group", 4 * GIB)
+ORIGIN = FileKind("run origin", 1 * MIB)
 
 
 def _size(nbytes: int) -> str:
@@ -110,7 +107,7 @@ def _open_fd(path: Path, kind: FileKind) -> int:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise _refuse(kind, path, f"is {_what_it_is(info.st_mode)}, not a regular file; name a file")
+        raise _refuse(kind, path, f"is {what_it_is(info.st_mode)}, not a regular file; name a file")
     if info.st_size > kind.max_bytes:
         os.close(fd)
         raise _too_large(kind, path, f"is {_size(info.st_size)}")
@@ -125,11 +122,39 @@ def check_regular(path: Path | str, kind: FileKind) -> Path:
     return path
 
 
+def _read_errors_refused(read):
+    """read (a FileIO method), with an OSError while reading (EIO from a failing disk or a lost mount) made a
+    UserError naming the file, like every other refusal, not a traceback."""
+
+    @functools.wraps(read)
+    def guarded(self: "_GuardedFile", *args):
+        try:
+            return read(self, *args)
+        except OSError as exc:
+            problem = f"could not be read ({exc.strerror or exc}); check the disk and retry"
+            raise _refuse(self.kind, self.path, problem) from None
+
+    return guarded
+
+
+class _GuardedFile(io.FileIO):
+    """A file opened for reading (an open descriptor of `path`, a `kind` of file) whose read errors are refusals."""
+
+    def __init__(self, fd: int, kind: FileKind, path: Path):
+        super().__init__(fd, "rb")
+        self.kind, self.path = kind, path
+
+    read = _read_errors_refused(io.FileIO.read)
+    readall = _read_errors_refused(io.FileIO.readall)
+    readinto = _read_errors_refused(io.FileIO.readinto)
+
+
 @contextmanager
 def open_binary(path: Path | str, kind: FileKind) -> Iterator[BinaryIO]:
-    """A binary file object on a checked regular file, for readers that stream (images, WAVs, Parquet, tar)."""
+    """A binary file object on a checked regular file, for readers that stream (images, WAVs, Parquet, tar).
+    An error while reading it is a UserError naming the file."""
     path = Path(path)
-    with os.fdopen(_open_fd(path, kind), "rb") as handle:
+    with io.BufferedReader(_GuardedFile(_open_fd(path, kind), kind, path)) as handle:
         yield handle
 
 
@@ -164,18 +189,66 @@ def read_lines(path: Path | str, kind: FileKind) -> list[str]:
     return read_text(path, kind).splitlines()
 
 
-def read_csv(path: Path | str, kind: FileKind) -> list[list[str]]:
-    """A CSV file's rows (header included), each field at most MAX_CSV_FIELD characters."""
-    path = Path(path)
-    text = read_text(path, kind)
+def _numbered_rows(path: Path, kind: FileKind) -> list[tuple[int, list[str]]]:
+    return parse_csv(read_text(path, kind), kind, path)
+
+
+def parse_csv(text: str, kind: FileKind, path: Path | str) -> list[tuple[int, list[str]]]:
+    """(line, fields) of every row of CSV text, blank ones included; a row's line is where it starts (a quoted
+    field may span lines). Each field is at most MAX_CSV_FIELD characters."""
+    reader = csv.reader(io.StringIO(text, newline=""))
     previous = csv.field_size_limit(MAX_CSV_FIELD)
+    rows: list[tuple[int, list[str]]] = []
     try:
-        return list(csv.reader(io.StringIO(text, newline="")))
+        start = 1
+        for row in reader:
+            rows.append((start, row))
+            start = reader.line_num + 1
+        return rows
     except csv.Error as exc:
         limit = f"a field may be at most {MAX_CSV_FIELD:,} characters"
-        raise _refuse(kind, path, f"is not valid CSV ({exc}; {limit})") from None
+        raise _refuse(kind, Path(path), f"is not valid CSV (line {reader.line_num}: {exc}; {limit})") from None
     finally:
         csv.field_size_limit(previous)
+
+
+def read_csv(path: Path | str, kind: FileKind) -> list[list[str]]:
+    """A CSV file's rows (header included, blank rows as [])."""
+    return [row for _, row in _numbered_rows(Path(path), kind)]
+
+
+def read_csv_lines(path: Path | str, kind: FileKind) -> list[tuple[int, list[str]]]:
+    """(line number, fields) of each non-blank row (header included)."""
+    return [(line, row) for line, row in _numbered_rows(Path(path), kind) if row]
+
+
+def read_csv_records(path: Path | str, kind: FileKind) -> tuple[list[str] | None, list[tuple[int, dict]]]:
+    """The header (None for an empty file) and (line, row) for each non-blank row, as csv.DictReader gives
+    them: a missing field is None, extra fields are listed under the key None."""
+    lines = read_csv_lines(path, kind)
+    if not lines:
+        return None, []
+    header = lines[0][1]
+    refuse_duplicate_columns(header, kind, path)
+    return header, [(line, _record(header, fields)) for line, fields in lines[1:]]
+
+
+def refuse_duplicate_columns(header: list[str] | None, kind: FileKind, path: Path | str) -> None:
+    """A header naming a column twice is refused, naming the column: csv.DictReader keeps the last one, so which
+    one counts would be a guess. Empty names (trailing commas) name no column."""
+    seen: set[str] = set()
+    for column in (c.strip() for c in header or ()):
+        if column in seen and column:
+            raise _refuse(kind, Path(path), f"names the column {column!r} twice in its header; keep one")
+        seen.add(column)
+
+
+def _record(header: list[str], fields: list[str]) -> dict:
+    row: dict = dict(zip(header, fields, strict=False))
+    row |= dict.fromkeys(header[len(fields) :])
+    if len(fields) > len(header):
+        row[None] = fields[len(header) :]
+    return row
 
 
 def read_csv_dicts(path: Path | str, kind: FileKind) -> tuple[list[str], list[dict[str, str]]]:
@@ -221,39 +294,66 @@ def _check_depth(value: Any, kind: FileKind, path: Path) -> None:
         raise _too_deep(kind, path)
 
 
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a finite number")
-
-
 def parse_json(text: str, kind: FileKind, path: Path | str) -> Any:
-    """JSON text, parsed: NaN, infinities, numbers of over 4300 digits and nesting deeper than MAX_DEPTH refused."""
+    """JSON text, parsed: NaN, infinities (named by field), numbers of over 4300 digits and nesting deeper than
+    MAX_DEPTH refused."""
     path = Path(path)
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text)
     except RecursionError:
         raise _too_deep(kind, path) from None
     except json.JSONDecodeError as exc:
         raise _refuse(kind, path, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except ValueError as exc:  # NaN/Infinity, or an integer too long to convert
+    except ValueError as exc:  # an integer too long to convert
         raise _refuse(kind, path, f"is not valid JSON ({_first_clause(exc)})") from None
     _check_depth(value, kind, path)
     _check_finite(value, kind, path)
     return value
 
 
-def _check_finite(value: Any, kind: FileKind, path: Path) -> None:
-    stack = [value]
+def fields(data: Any) -> Iterator[tuple[str, Any]]:
+    """(dotted name, value) of data and everything in it (`sim.emulate_invoke_ms`, `pulses[2]`; data itself is
+    named ''), tables and lists walked in order without recursion."""
+    stack = [(data, "")]
     while stack:
-        item = stack.pop()
+        value, name = stack.pop()
+        yield name, value
+        if isinstance(value, dict):
+            children = [(child, f"{name}.{key}" if name else str(key)) for key, child in value.items()]
+        elif isinstance(value, list | tuple):
+            children = [(child, f"{name}[{index}]") for index, child in enumerate(value)]
+        else:
+            continue
+        stack.extend(reversed(children))
+
+
+def _field_refused(kind: FileKind, path: Path, name: str, problem: str) -> UserError:
+    if not name:
+        return _refuse(kind, path, f"is {problem}")
+    return UserError(f"{kind.name} {path}: field {name!r} is {problem}")
+
+
+def _check_finite(value: Any, kind: FileKind, path: Path) -> None:
+    """Every number finite and within ±2**64, or a UserError naming the first field that is not."""
+    for name, item in fields(value):
         if isinstance(item, float) and not math.isfinite(item):
-            raise _refuse(kind, path, f"holds {item}, which is not a finite number")
+            raise _field_refused(kind, path, name, f"{item}, not a finite number")
         if isinstance(item, int) and not isinstance(item, bool) and abs(item) > 2**64:
             digits = len(str(abs(item)))
-            raise _refuse(kind, path, f"holds a {digits}-digit integer, larger than any figure harness uses")
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
+            raise _field_refused(kind, path, name, f"a {digits}-digit integer, larger than any figure harness uses")
+
+
+def refuse_control_characters(value: Any, kind: FileKind, path: Path | str, allowed_fields: tuple[str, ...] = ()):
+    """A text value holding a control character (a newline, an escape) is refused naming its field: it would
+    end a line of output, or of a file written from it (platformio.ini, a C header). `allowed_fields` may hold
+    newlines and tabs."""
+    for name, text in fields(value):
+        if not isinstance(text, str):
+            continue
+        allowed = "\n\t\r" if name in allowed_fields else ""
+        bad = next((ch for ch in text if (ch < " " or ch == "\x7f") and ch not in allowed), None)
+        if bad is not None:
+            raise UserError(f"{kind.name} {path}: field {name!r} holds the control character {bad!r}; remove it")
 
 
 def parse_toml(text: str, kind: FileKind, path: Path | str) -> dict:
@@ -295,9 +395,15 @@ def schema_problem(error: dict) -> str:
     return f"field {where!r}: {error['msg']}"
 
 
+def ordered_errors(exc: pydantic.ValidationError) -> list[dict]:
+    """exc's errors, the one to name first first (a misspelt field is both unknown and missing: the unknown one
+    names the typo)."""
+    return sorted(exc.errors(), key=lambda e: e["type"] not in ("extra_forbidden", "unexpected_keyword_argument"))
+
+
 def first_problem(exc: pydantic.ValidationError) -> str:
-    """The error to name first (a misspelt field is both unknown and missing: the unknown one names the typo)."""
-    errors = sorted(exc.errors(), key=lambda e: e["type"] not in ("extra_forbidden", "unexpected_keyword_argument"))
+    """The first of exc's errors, worded, and how many more there are."""
+    errors = ordered_errors(exc)
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return schema_problem(errors[0]) + more
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pydantic
 
-from harness.reading import MIB, STRICT, FileKind, read_json, validate
+from harness.reading import PROFILE, STRICT, read_json, validate
 
 
 @dataclass(frozen=True)
@@ -30,9 +30,6 @@ class PowerProfile:
         """JSON: {"idle_watts": 0.09, "volts": 3.3, "pulses": [[1.0, 2.0, 0.1], ...]}."""
         data = validate(read_json(path, PROFILE), _ProfileFile, PROFILE, path, fix="see docs/energy.md for its layout")
         return cls(data.idle_watts, data.volts, tuple(data.pulses))
-
-
-PROFILE = FileKind("power profile", 16 * MIB)  # a JSON file (harness/reading.py declares no kind for it yet)
 
 
 class _ProfileFile(pydantic.BaseModel):

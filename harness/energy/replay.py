@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.digits import ascii_float
+from harness.digits import NotFinite, ascii_float
 from harness.energy.meter import Meter
 from harness.energy.trace import JOULES_PER_WH, PowerTrace
 from harness.errors import UserError
@@ -29,22 +29,10 @@ def _rows(path: Path) -> list[list[str]]:
     return read_csv(path, METER_LOG)
 
 
-def _value(text: str) -> float:
-    """A number in ASCII digits (float() also takes fullwidth or Arabic-Indic digits and `1_0`); NaN and infinity are
-    returned, to be named as readings that are no finite number."""
-    try:
-        return ascii_float(text)
-    except ValueError:
-        value = float(text)
-        if math.isfinite(value):
-            raise
-        return value
-
-
 def _reading(path: Path, number: int, row: list[str]) -> tuple[float, ...]:
     """V, I, W, Wh and the sample count of one row."""
     try:
-        reading = tuple(_value(x) for x in row[:5])
+        reading = tuple(_number(x) for x in row[:5])
     except ValueError:
         raise UserError(
             f"{path}:{number}: expected 5 numbers (V, I, W, Wh, sample count) in ASCII digits, "
@@ -53,6 +41,14 @@ def _reading(path: Path, number: int, row: list[str]) -> tuple[float, ...]:
     if len(row) != 5 or len(reading) != 5:
         raise UserError(f"{path}:{number}: expected 5 columns (V, I, W, Wh, sample count), got {len(row)}")
     return reading
+
+
+def _number(text: str) -> float:
+    """A number in ASCII digits; NaN and infinities are kept, for the row's checks to name (no data, not finite)."""
+    try:
+        return ascii_float(text)
+    except NotFinite:
+        return float(text)
 
 
 def _check_count(path: Path, number: int, count: float, previous: float) -> None:

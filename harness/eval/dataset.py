@@ -22,11 +22,11 @@ from pathlib import Path
 import pydantic
 
 from harness.console import notice
+from harness.digits import int_or_none
 from harness.errors import UserError
 from harness.eval.demo_dataset import CHECKSUMS, COLUMNS, RECIPE_VERSION, build_demo_dataset, is_intact
 from harness.eval.label_files import (
     CLEAN_FILE,
-    ascii_int,
     clean_labels_named,
     csv_header,
     inside,
@@ -34,19 +34,21 @@ from harness.eval.label_files import (
     join_clean_labels,
     label_only_samples,
     read_rows,
-    refuse_unless_regular,
 )
 from harness.paths import cache_dir
 from harness.reading import (
+    CACHE_INDEX,
     IMAGE,
     JSON_STREAM,
     LABELS,
     SHARD,
     SPLIT,
     STRICT,
+    check_regular,
     load_json,
     open_binary,
     read_bytes,
+    read_json,
     read_text,
 )
 from harness.samples import DEMO, Dataset, Sample
@@ -95,7 +97,7 @@ def _samples(csv_path: Path, image_dir: Path, split: str) -> list[Sample]:
     samples = []
     fix = "; or give labels alone: filename,label (0/1) or the cleaned filename,original_label,clean_label"
     for line, row in read_rows(csv_path, COLUMNS, "the Wake Vision columns", fix):
-        flags = {c: ascii_int(row[c]) for c in COLUMNS[1:]}  # ASCII: an Arabic-Indic one is no flag
+        flags = {c: int_or_none(row[c]) for c in COLUMNS[1:]}  # ASCII: an Arabic-Indic one is no flag
         bad = next((c for c in COLUMNS[1:] if flags[c] not in FLAG_VALUES), None)
         if bad is not None:
             raise UserError(
@@ -132,9 +134,7 @@ def _sha256(path: Path) -> str:
 
 def read_labels(csv_path: Path) -> Dataset:
     """A label CSV on its own (images beside it in images/, if anyone asks for them)."""
-    refuse_unless_regular(Path(csv_path), "label file")
-    if not Path(csv_path).is_file():
-        raise UserError(f"label file {csv_path} does not exist")
+    check_regular(csv_path, LABELS)
     return _read(Path(csv_path).stem, Path(csv_path), Path(csv_path).parent / "images")
 
 
@@ -169,8 +169,8 @@ def _intact_extractions(into: Path) -> dict[str, list]:
     """The checksums of the images extracted before, each image whose size or time changed hashed again: one
     that no longer matches is removed (with a notice), to be extracted again."""
     try:
-        sums = json.loads((into / EXTRACTED_SUMS).read_text())
-    except (OSError, ValueError):
+        sums = read_json(into / EXTRACTED_SUMS, CACHE_INDEX)
+    except UserError:  # missing or damaged: every image is extracted again
         return {}
     kept = {}
     for name, record in sums.items() if isinstance(sums, dict) else ():

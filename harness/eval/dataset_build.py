@@ -18,13 +18,12 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from harness.csv_header import refuse_duplicate_columns
+from harness.digits import float_or_none
 from harness.errors import UserError
 from harness.eval.demo_dataset import COLUMNS
-from harness.eval.label_files import ascii_float, csv_dicts, csv_lines
 from harness.eval.preprocess import load_rgb, luma
 from harness.files import check_output, check_output_folder, write_text_atomically
-from harness.reading import ANNOTATIONS, CLASS_DESCRIPTIONS
+from harness.reading import ANNOTATIONS, CLASS_DESCRIPTIONS, read_csv_lines, read_csv_records
 
 PERSON_CLASSES = {"Person", "Man", "Woman", "Boy", "Girl"}
 BODY_PART_CLASSES = {
@@ -58,8 +57,7 @@ MIAP_COLUMNS = ("ImageID",)
 
 def _read_csv(path: Path, needed: tuple[str, ...]) -> list[dict]:
     """The rows of an annotation CSV that has every needed column (read through harness.reading)."""
-    header, rows = csv_dicts(path, ANNOTATIONS, "annotations file")
-    refuse_duplicate_columns(header, "annotations file", path)
+    header, rows = read_csv_records(path, ANNOTATIONS)
     missing = [c for c in needed if c not in (header or ())]
     if missing:
         raise UserError(f"{path} lacks the columns {', '.join(missing)}; Open Images box files need {','.join(needed)}")
@@ -76,7 +74,7 @@ def _read_csv(path: Path, needed: tuple[str, ...]) -> list[dict]:
 
 
 def _is_unit_coordinate(text: str) -> bool:
-    value = ascii_float(text)
+    value = float_or_none(text)
     return value is not None and 0.0 <= value <= 1.0
 
 
@@ -85,7 +83,7 @@ def _class_names(annotations: Path) -> dict[str, str]:
     if not files:
         raise UserError(f"{annotations} has no *class-descriptions*.csv (MID → name); add Open Images' file")
     names = {}
-    for _, row in csv_lines(files[0], CLASS_DESCRIPTIONS, "class descriptions file"):
+    for _, row in read_csv_lines(files[0], CLASS_DESCRIPTIONS):
         if len(row) >= 2 and row[0] != "LabelName":
             names[row[0]] = row[1]
     return names

@@ -20,6 +20,8 @@ import numpy as np
 import skimage.data
 from PIL import Image, ImageFilter, ImageOps
 
+from harness import reading
+from harness.errors import UserError
 from harness.eval.preprocess import luma
 
 RECIPE_VERSION = "demo-v2"
@@ -241,9 +243,9 @@ def checksums(root: Path) -> dict[str, str]:
 def is_intact(root: Path) -> bool:
     """Whether the built set is as it was written: every file present and matching its checksum."""
     try:
-        written = json.loads((root / CHECKSUMS).read_text())
+        written = reading.read_json(root / CHECKSUMS, reading.CACHE_INDEX)
         return isinstance(written, dict) and checksums(root) == written
-    except (OSError, ValueError):
+    except (OSError, UserError):  # OSError: a file checksums() hashes vanished
         return False
 
 
@@ -252,8 +254,7 @@ def demo_copies(n: int, folder: Path, demo) -> Path:
     under new names (c0000_<name>, c0001_<name>, …), each row's flags copied. Offline, and a few kB of links.
     Hard links, not symbolic ones: a labels row whose file links outside its image folder is refused."""
     demo_images = demo.samples[0].image_path.parent
-    with open(demo.csv_path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = [row for _, row in reading.read_csv_records(demo.csv_path, reading.LABELS)[1]]
     images = folder / "images"
     images.mkdir(parents=True)
     copies = []

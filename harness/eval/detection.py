@@ -12,7 +12,6 @@ need less overlap (ILSVRC devkit); a number gives every box that threshold (VOC:
 """
 
 import csv
-import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -20,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.digits import NotFinite, ascii_float, ascii_int
 from harness.errors import UserError
-from harness.eval.label_files import ascii_float, ascii_int
 from harness.files import write_atomically
 from harness.reading import DETECTIONS, FileKind, read_text
 
@@ -81,19 +80,24 @@ def read_boxes(path: Path, kind: FileKind = DETECTIONS) -> list[Box]:
     return boxes
 
 
+def _not_a_box(line: str, where: str) -> UserError:
+    return UserError(
+        f"{where}: expected 7 numbers (image, class, confidence, xmin, ymin, xmax, ymax), in ASCII digits, "
+        f"got {line.strip()[:60]!r}"
+    )
+
+
 def _box(fields: list[str], line: str, where: str) -> Box:
-    integers = [ascii_int(f) for f in fields[:2]]
-    numbers = [ascii_float(f) for f in fields[2:]]
-    if len(fields) != 7 or None in integers or None in numbers:
-        raise UserError(
-            f"{where}: expected 7 numbers (image, class, confidence, xmin, ymin, xmax, ymax), in ASCII digits, "
-            f"got {line.strip()[:60]!r}"
-        )
-    box = Box(*integers, *numbers)
+    if len(fields) != 7:
+        raise _not_a_box(line, where)
+    try:
+        box = Box(*(ascii_int(f) for f in fields[:2]), *(ascii_float(f) for f in fields[2:]))
+    except NotFinite:
+        raise UserError(f"{where}: a confidence or coordinate is not a finite number; fix that row") from None
+    except ValueError:
+        raise _not_a_box(line, where) from None
     if box.label < 0:
         raise UserError(f"{where}: class id {box.label} is negative; class ids are whole numbers from 0")
-    if not all(math.isfinite(v) for v in (box.confidence, *box.coords())):
-        raise UserError(f"{where}: a confidence or coordinate is not a finite number; fix that row")
     if far := next((v for v in box.coords() if abs(v) > MAX_COORDINATE), None):
         raise UserError(
             f"{where}: coordinate {far:g} is beyond ±{MAX_COORDINATE:,.0f} pixels; boxes are pixel coordinates "

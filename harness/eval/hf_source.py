@@ -10,9 +10,11 @@ access to the hub; everything else in harness is offline.
 import csv
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
+from harness import reading
 from harness.console import notice
 from harness.errors import UserError
 from harness.eval.dataset import PUBLISHED_SPLITS, STREAM_NOTE
@@ -68,11 +70,11 @@ def _label_checksums(folder: Path) -> dict[str, str]:
 
 def _labels_intact(folder: Path) -> bool:
     """The label CSVs and note as written (a folder streamed before checksums were written counts as intact)."""
-    try:
-        written = json.loads((folder / CHECKSUMS).read_text())
-    except FileNotFoundError:
+    if not os.path.lexists(folder / CHECKSUMS):
         return True
-    except (OSError, ValueError):
+    try:
+        written = reading.read_json(folder / CHECKSUMS, reading.CACHE_INDEX)
+    except UserError:
         return False
     return written == _label_checksums(folder)
 

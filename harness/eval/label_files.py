@@ -8,17 +8,12 @@ The last two carry no fine-grained flags: alone they give the overall subsets on
 can be put over a flag CSV's person column (`join_clean_labels`), where they win.
 """
 
-import csv
 import dataclasses
 import hashlib
-import io
-import os
-import re
-import stat
 from pathlib import Path
 
 from harness.errors import UserError, setting
-from harness.reading import LABELS, MAX_CSV_FIELD, FileKind, read_bytes
+from harness.reading import LABELS, check_regular, read_bytes, read_csv_lines, read_csv_records
 from harness.samples import CleanLabels, Dataset, Sample
 
 CLEAN_COLUMNS = ("filename", "original_label", "clean_label")
@@ -27,98 +22,16 @@ CLEAN_FILE = "wv_{split}_cleaned.csv"  # the published name
 CLEAN_PERSON = {"1": 1, "0": 0, "-2": 0, "-1": None}  # None: excluded
 
 
-# ASCII only, unlike float(); nan and inf pass, for the caller to name as not finite
-NUMBER = re.compile(r"[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|nan|inf|infinity)", re.IGNORECASE)
-INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII only: int() also takes Arabic-Indic digits and '1_0'
-FILE_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
-FILE_KINDS |= {stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
-
-
-MAX_DIGITS = 30  # more is no flag, label or index; int() refuses over 4300 digits with a ValueError
-
-
-def ascii_int(text: str) -> int | None:
-    """The integer text spells in ASCII digits (surrounding spaces allowed), else None."""
-    text = text.strip()
-    return int(text) if len(text) <= MAX_DIGITS and INTEGER.fullmatch(text) else None
-
-
-def ascii_float(text: str) -> float | None:
-    """The number text spells in ASCII (digits, point, exponent; surrounding spaces allowed), else None."""
-    text = text.strip()
-    return float(text) if NUMBER.fullmatch(text) else None
-
-
-def refuse_unless_regular(path: Path, what: str, fix: str = "pass a CSV file") -> None:
-    """A path that exists but is no regular file (links followed) is refused without opening it: a FIFO
-    would block. A missing path is left to the caller, which words it for its file."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise UserError(f"{what} {path} cannot be read ({exc.strerror}); {fix}") from None
-    if not stat.S_ISREG(mode):
-        kind = FILE_KINDS.get(stat.S_IFMT(mode), "not a file")
-        raise UserError(f"{what} {path} is not a regular file: it is {kind}; {fix}")
-
-
-def decode_csv(data: bytes, path: Path, what: str) -> str:
-    """UTF-8 text (a BOM, as Excel writes it, dropped); anything else refused naming the byte."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise UserError(f"{what} {path} is UTF-16 text, not a UTF-8 CSV; save it as UTF-8")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        byte = f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
-        raise UserError(f"{what} {path} is not a UTF-8 CSV ({byte} is not UTF-8); save it as UTF-8") from None
-    if "\x00" in text:
-        raise UserError(f"{what} {path} holds a NUL character at offset {text.index(chr(0))}; it is not a CSV")
-    return text
-
-
-def csv_lines(path: Path, kind: FileKind, what: str) -> list[tuple[int, list[str]]]:
-    """(line number, fields) for each non-blank row of a CSV read through harness.reading (regular files
-    only, size capped), each field at most MAX_CSV_FIELD characters."""
-    refuse_unless_regular(path, what)
-    reader = csv.reader(io.StringIO(decode_csv(read_bytes(path, kind), path, what), newline=""))
-    previous = csv.field_size_limit(MAX_CSV_FIELD)
-    try:
-        return [(reader.line_num, row) for row in reader if row]
-    except csv.Error as exc:
-        limit = f"a field may be at most {MAX_CSV_FIELD:,} characters"
-        raise UserError(f"{what} {path} is not a readable CSV (line {reader.line_num}: {exc}; {limit})") from None
-    finally:
-        csv.field_size_limit(previous)
-
-
 def csv_header(csv_path: Path) -> list[str]:
-    lines = csv_lines(csv_path, LABELS, "label file")
+    lines = read_csv_lines(csv_path, LABELS)
     return lines[0][1] if lines else []
-
-
-def csv_dicts(path: Path, kind: FileKind, what: str) -> tuple[list[str] | None, list[tuple[int, dict]]]:
-    """The header (None for an empty file) and (line, row) for each row, as csv.DictReader gives them:
-    a missing field is None, extra fields are listed under the key None."""
-    lines = csv_lines(path, kind, what)
-    if not lines:
-        return None, []
-    header = lines[0][1]
-    rows = []
-    for line, fields in lines[1:]:
-        row: dict = dict(zip(header, fields, strict=False))
-        row |= dict.fromkeys(header[len(fields) :])
-        if len(fields) > len(header):
-            row[None] = fields[len(header) :]
-        rows.append((line, row))
-    return header, rows
 
 
 def read_rows(csv_path: Path, columns, what: str, fix: str = "", repeats: bool = False) -> list[tuple[int, dict]]:
     """(line number, row) for each row: every one of `columns` present and filled, every file name once
     (with `repeats`, a row that repeats an earlier one exactly is dropped: the published cleaned validation
     labels list 10 files twice, each time alike)."""
-    header, rows = csv_dicts(csv_path, LABELS, "label file")
+    header, rows = read_csv_records(csv_path, LABELS)
     missing = [c for c in columns if c not in (header or ())]
     if missing:
         raise UserError(f"{csv_path} lacks {what} {', '.join(missing)}{fix}")
@@ -220,11 +133,8 @@ def clean_files(paths: list[Path]) -> list[Path]:
             if not held:
                 raise UserError(f"folder {path} holds no {CLEAN_FILE}; name the cleaned label file itself")
             found += held
-        elif path.exists():
-            refuse_unless_regular(path, "clean label file")
-            found.append(path)
         else:
-            raise UserError(f"clean label file {path} does not exist")
+            found.append(check_regular(path, LABELS))
     return found
 
 

@@ -8,14 +8,14 @@ of window_bytes every stride_bytes (harness/eval/anomaly.py scores a file over i
 
 import hashlib
 import os
-import re
 from pathlib import Path
 
 import numpy as np
 
+from harness.digits import int_or_none
 from harness.errors import UserError, setting
 from harness.model.card import REFERENCE_INPUTS, EembcDut, ModelCard
-from harness.reading import LABELS, read_bytes, read_csv
+from harness.reading import LABELS, read_bytes, read_csv_lines
 from harness.samples import Dataset, Preparation, Sample
 from harness.tensors import TensorSpec
 
@@ -27,13 +27,10 @@ def is_runner_folder(spec: str) -> bool:
     return (Path(spec) / LABELS_FILE).is_file()
 
 
-WHOLE_NUMBER = re.compile(r"-?[0-9]{1,18}")  # ASCII digits only: int() also takes Arabic-Indic digits and '1_0'
-
-
 def _row_numbers(path: Path, line: int, row: list[str], classes: int) -> tuple[int, ...]:
-    if not all(WHOLE_NUMBER.fullmatch(v) for v in row[1:]):
+    numbers = tuple(int_or_none(v) for v in row[1:])  # ASCII digits only: int() also takes Arabic-Indic ones
+    if None in numbers:
         raise UserError(f"{path} line {line}: {row[1:]} are not whole numbers; write file,classes,class")
-    numbers = tuple(int(v) for v in row[1:])
     if numbers[0] != classes:
         raise UserError(
             f"{path} line {line}: {row[0]} counts {numbers[0]} classes but the model card has {classes}; "
@@ -61,7 +58,7 @@ def load_runner_dataset(spec: str, card: ModelCard, windows: bool = False) -> Da
     samples: list[Sample] = []
     fields = None  # every row as the first: whole files or windows, never both
     # the rows through harness/reading.py: a regular UTF-8 file, its fields capped
-    for line, row in enumerate(read_csv(labels, LABELS), start=1):
+    for line, row in read_csv_lines(labels, LABELS):
         row = [v.strip() for v in row]
         if not row or not any(row):
             continue

@@ -1,16 +1,15 @@
 """`harness score`: the eval metrics for predictions made elsewhere, through the same code path."""
 
 import dataclasses
-import math
 from pathlib import Path
 
-from harness.csv_header import refuse_duplicate_columns
+from harness.digits import float_or_none
 from harness.errors import UserError
 from harness.eval.dataset import read_labels, require_flags
-from harness.eval.label_files import ascii_float, clean_labels_named, csv_dicts, join_clean_labels
+from harness.eval.label_files import clean_labels_named, join_clean_labels
 from harness.eval.metrics import pool_of, score
 from harness.eval.subsets import SUBSETS, Subset
-from harness.reading import PREDICTIONS
+from harness.reading import PREDICTIONS, read_csv_records
 from harness.samples import Dataset
 
 
@@ -21,8 +20,7 @@ def read_predictions(path: Path, lines: dict[str, int] | None = None) -> dict[st
     first_line: dict[str, int] = {} if lines is None else lines
     if not Path(path).exists():
         raise UserError(f"cannot read predictions {path} (No such file or directory); pass an existing CSV")
-    header, rows = csv_dicts(Path(path), PREDICTIONS, "predictions")
-    refuse_duplicate_columns(header, "predictions", path)
+    header, rows = read_csv_records(path, PREDICTIONS)
     if not {"filename", "prediction"} <= set(header or ()):
         raise UserError(f"{path} needs the columns filename,prediction (and optionally score)")
     for line, row in rows:
@@ -32,13 +30,11 @@ def read_predictions(path: Path, lines: dict[str, int] | None = None) -> dict[st
         if value.strip() not in ("0", "1"):
             raise UserError(f"{path} line {line}: prediction {value!r} for {name} is not 0 or 1")
         given = row.get("score")
-        if given is not None and given.strip():
-            number = ascii_float(given)
-            if number is None or not math.isfinite(number):
-                raise UserError(
-                    f"{path} line {line}: score {given!r} for {name} is not a finite number in ASCII digits; "
-                    "give a number or leave it empty"
-                )
+        if given is not None and given.strip() and float_or_none(given) is None:
+            raise UserError(
+                f"{path} line {line}: score {given!r} for {name} is not a finite number in ASCII digits; "
+                "give a number or leave it empty"
+            )
         if name in predicted:
             raise UserError(
                 f"{path} line {line}: {name} was predicted already on line {first_line[name]}; give each filename once"

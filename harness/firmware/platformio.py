@@ -39,7 +39,6 @@ ARENA_MARGIN = 1.25  # the host's 64-bit figure is an estimate; 32-bit devices n
 ARENA_SLACK_BYTES = 4096
 UPLOAD_TIMEOUT_SECONDS = 1800
 BUILD_RECORD = "harness-build.json"
-BUILD_RECORD_KIND = reading.FileKind("build record", 1 * reading.MIB)
 FRAMEWORK_SOURCES = 210  # what stm32duino adds to a build (measured: 209); only for the progress bar
 
 
@@ -332,8 +331,8 @@ def recorded_build(build_id: str, out_root: Path = Path("build")) -> dict | None
         return None
     for record in sorted((out_root / board).glob(f"*/{BUILD_RECORD}")):
         try:
-            data = reading.read_json(record, BUILD_RECORD_KIND)
-        except (OSError, UserError):
+            data = reading.read_json(record, reading.BUILD_RECORD)
+        except UserError:
             continue  # a damaged record is no record of this build
         if isinstance(data, dict) and data.get("build_id") == build_id:
             return data

@@ -24,12 +24,10 @@ from functools import cached_property
 from pathlib import Path
 
 from harness import console, reading
-from harness.boards import read_toml_naming_field
 from harness.errors import BuildError, UserError, setting
 from harness.paths import cache_dir
 
 PINS_FILE = Path(__file__).with_name("tflm_pins.toml")
-PINS = reading.FileKind("TFLM pins file", 1 * reading.MIB)  # harness's, or the one HARNESS_TFLM_PINS names
 RECIPE_FORMAT = 1  # bump when what a key stands for changes
 GENERATOR = "tensorflow/lite/micro/tools/project_generation/create_tflm_tree.py"
 DOWNLOADS = "tensorflow/lite/micro/tools/make/downloads"
@@ -104,7 +102,7 @@ def _archive(entry: dict, where: Path) -> Archive:
 def load_pins() -> Pins:
     """harness's pins, or the file HARNESS_TFLM_PINS names (same layout: a lab pinning other versions, tests)."""
     path = Path(os.environ.get("HARNESS_TFLM_PINS") or PINS_FILE)
-    data = read_toml_naming_field(path, PINS)  # a FIFO, a device, non-UTF-8 or deep nesting: one line
+    data = reading.read_toml(path, reading.PINS)  # a FIFO, a device, non-UTF-8 or deep nesting: one line
     try:
         tflm = data["tflite_micro"]
         return Pins(
@@ -506,7 +504,7 @@ def cached_trees() -> list[CachedTree]:
             continue
         try:
             record = reading.read_json(path / "recipe.json", reading.CACHE_INDEX)
-        except (OSError, UserError):
+        except UserError:
             record = {}  # damaged: the tree is listed without its recipe
         if not isinstance(record, dict):
             record = {}

@@ -35,6 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from harness.digits import int_or_none
 from harness.energy.meter import Meter
 from harness.energy.trace import JOULES_PER_WH, PowerTrace
 from harness.errors import UserError, setting
@@ -63,7 +64,8 @@ class RefereeSet:
 
 
 def _numbered_images(folder: Path) -> dict[int, Path]:
-    return {int(p.stem): p for p in folder.glob("*.jpg") if p.stem.isdigit()}
+    numbered = ((int_or_none(p.stem), p) for p in folder.glob("*.jpg"))  # ASCII digits: an Arabic-Indic 1 is no image 1
+    return {n: p for n, p in numbered if n is not None and n >= 0}
 
 
 def load_referee_set(dataset: str, subset: str | None, limit: int | None, seed: int) -> RefereeSet:

@@ -27,10 +27,9 @@ from harness.energy.trace import JOULES_PER_WH
 from harness.errors import UserError, setting
 from harness.eval.detection import mean_average_precision, read_boxes
 from harness.lpirc.referee import answers_correct
-from harness.reading import DETECTIONS, KIB, MAP_TRUTH, MIB, SUMMARY, FileKind, read_json, validate
+from harness.reading import DETECTIONS, KIB, MAP_TRUTH, REFEREE_LABELS, SUMMARY, read_json, validate
 from harness.results.record import Energy, Streaming, SubsetResult, parse
 
-REFEREE_LABELS = FileKind("referee labels file", 64 * MIB)  # labels.json of a referee session
 _FIGURES = pydantic.ConfigDict(extra="ignore", allow_inf_nan=False, frozen=True)  # the figures a score reads
 Fraction = Annotated[float, pydantic.Field(ge=0, le=1)]
 

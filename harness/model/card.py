@@ -9,7 +9,6 @@ from pathlib import Path
 import pydantic
 
 from harness import reading
-from harness.boards import read_toml_naming_field, refuse_control_characters
 from harness.defaults import DEFAULT_MODEL
 from harness.errors import UserError
 from harness.model.pipelines import AUDIO_PIPELINES, DECODERS, FILE_PIPELINES, IMAGE_PIPELINES, SCALINGS
@@ -496,12 +495,12 @@ def _refuse_schema(path: Path, error: pydantic.ValidationError) -> UserError:
 
 
 def _parse(path: Path) -> ModelCard:
-    return card_from_data(read_toml_naming_field(path, reading.CARD), path)
+    return card_from_data(reading.read_toml(path, reading.CARD), path)
 
 
 def card_from_data(data: dict, path: Path) -> ModelCard:
     """A card from its parsed TOML: checked against CardFile and the rules below, or a UserError."""
-    refuse_control_characters(data, reading.CARD, path, multiline=("notes", "caveat"))
+    reading.refuse_control_characters(data, reading.CARD, path, allowed_fields=("notes", "caveat"))
     schema_error = _schema_error(data)
     if schema_error and any(e["type"] in _UNKNOWN_KEY for e in schema_error.errors()):
         raise _refuse_schema(path, schema_error)  # a misspelt key: named before the value it left missing

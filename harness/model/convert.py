@@ -23,7 +23,6 @@ from harness.model.card import ModelCard
 IO_TYPES = ("int8", "uint8", "float32")
 FLOAT_SUFFIXES = (".keras", ".h5")
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
-FLOAT_MODEL = reading.FileKind("float model file", 16 * reading.GIB)
 
 
 def is_float_model(path: Path) -> bool:
@@ -47,7 +46,7 @@ def source_sha256(source: Path) -> str:
 
 def _file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with reading.open_binary(path, FLOAT_MODEL) as stream:  # a FIFO or a device refused, not read forever
+    with reading.open_binary(path, reading.FLOAT_MODEL) as stream:  # a FIFO or a device refused, not read forever
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -165,7 +164,7 @@ def check_convertible(source: Path | None, card: ModelCard, out: Path) -> None:
     if not source.exists():
         raise UserError(f"model {source} does not exist; pass a .keras or .h5 file or a SavedModel folder")
     if not source.is_dir():
-        reading.check_regular(source, FLOAT_MODEL)
+        reading.check_regular(source, reading.FLOAT_MODEL)
     if source.is_dir() and not any((source / name).is_file() for name in SAVED_MODEL_FILES):
         raise UserError(
             f"model folder {source} is not a SavedModel (it has no saved_model.pb); "

@@ -166,16 +166,9 @@ def _name(tensor) -> str:
     return (raw.decode("utf-8", "backslashreplace") if isinstance(raw, bytes) else str(raw)) or "unnamed"
 
 
-def _read_model_bytes(path: Path) -> bytes:
-    try:
-        return reading.read_bytes(path, reading.MODEL)
-    except OSError as exc:  # an error while reading (EIO): reading checks what it opens, not every read
-        raise UserError(f"cannot read model file {path} ({exc.strerror or exc}); check its permissions") from None
-
-
 def read_tflite(path: Path) -> TfliteModel:
     path = Path(path)
-    data = _read_model_bytes(path)
+    data = reading.read_bytes(path, reading.MODEL)
     if len(data) < 8 or data[4:8] != b"TFL3":
         raise UserError(f"{path} is not a TFLite model (no TFL3 flatbuffer identifier); pass a .tflite file")
     try:

@@ -28,13 +28,10 @@ from harness.errors import UserError
 from harness.files import write_text_atomically
 from harness.link.protocol import TickKind
 from harness.names import ID_RULE, is_valid_id
-from harness.reading import GIB, MIB, FileKind, open_binary, parse_json, read_bytes, read_json
 from harness.reading import JOURNAL as JOURNAL_FILE
+from harness.reading import ORIGIN as ORIGIN_FILE
 from harness.reading import REQUEST as REQUEST_FILE
-
-# Kinds harness/reading.py does not declare (yet): a journal's row groups and a run's origin.json.
-ROW_GROUP_FILE = FileKind("run journal row group", 4 * GIB)
-ORIGIN_FILE = FileKind("run origin", 1 * MIB)
+from harness.reading import ROW_GROUP, FileKind, open_binary, parse_json, read_bytes, read_json
 
 JOURNAL = "journal.jsonl"
 ROWS = "rows"  # the row groups: rows/group-00000.parquet, …
@@ -318,7 +315,7 @@ class Journal:
 
 def _read_group(group: Path, columns: list[str] | None = None) -> pa.Table:
     try:
-        with open_binary(group, ROW_GROUP_FILE) as handle:
+        with open_binary(group, ROW_GROUP) as handle:
             return pq.read_table(handle, columns=columns)
     except (pa.ArrowException, OSError) as exc:
         raise UserError(f"{known_as(group)} is damaged ({exc}); start a new run") from None

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from harness import locks
 from harness.errors import UserError, setting
-from harness.files import write_atomically, write_text_atomically
+from harness.files import what_it_is, write_atomically, write_text_atomically
 from harness.names import ID_PATTERN, check_id, check_run_id
 
 
@@ -69,20 +69,11 @@ def results_root(results: Path | str) -> Path:
     text = str(results_text(results))
     mode = _mode(results)
     if mode is not None and not stat.S_ISDIR(mode):
-        kind = _KINDS.get(stat.S_IFMT(mode), "a file")
         raise UserError(
-            f"cannot create runs in {shown_path(text)} ({os.strerror(errno.ENOTDIR)}): it is {kind}, not a folder; "
-            f"pass a writable {setting('results')}"
+            f"cannot create runs in {shown_path(text)} ({os.strerror(errno.ENOTDIR)}): it is {what_it_is(mode)}, "
+            f"not a folder; pass a writable {setting('results')}"
         )
     return Path(results)
-
-
-_KINDS = {
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFSOCK: "a socket",
-}
 
 
 def _mode(path: Path | str) -> int | None:

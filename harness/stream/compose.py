@@ -16,6 +16,7 @@ import numpy as np
 
 from harness.audio.clips import WavAudio, read_wav_file, write_clip
 from harness.console import notice
+from harness.digits import int_or_none
 from harness.errors import UserError, setting
 from harness.files import check_output
 from harness.stream.ledger import Event, write_ledger
@@ -103,11 +104,12 @@ def parse_placements(text: str) -> list[tuple[str, int]]:
     placements = []
     for item in (p.strip() for p in text.split(",") if p.strip()):
         label, _, at = item.rpartition(":")
-        if not label or not (at.isascii() and at.isdigit()):
+        start = int_or_none(at)
+        if not label or start is None or start < 0:
             raise UserError(f"{setting('at')} item {item!r} is not label:start_ms (e.g. yes:1000,no:3500)")
-        if int(at) >= MAX_STREAM_MS:
+        if start >= MAX_STREAM_MS:
             raise UserError(f"{setting('at')} item {item!r} starts past the longest stream ({MAX_STREAM_MS} ms, 1 h)")
-        placements.append((label, int(at)))
+        placements.append((label, start))
     return placements
 
 

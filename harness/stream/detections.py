@@ -12,11 +12,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.csv_header import refuse_duplicate_columns
+from harness.digits import float_or_none
 from harness.errors import UserError
-from harness.reading import DETECTIONS, read_csv
+from harness.reading import DETECTIONS, read_csv, refuse_duplicate_columns
 from harness.results.stream_scores import Detection
-from harness.stream.ledger import MAX_TIME, decimal_number, label_problem
+from harness.stream.ledger import MAX_TIME, label_problem
 
 TIMING_REFERENCES = ("window-start", "window-end", "decision")
 COLUMNS = ("label", "time_ms", "score", "reference")
@@ -34,7 +34,7 @@ def _parse(row: dict, line: int, path: Path) -> Detection:
     reference = (row.get("reference") or "").strip()
     if reference not in TIMING_REFERENCES:
         raise UserError(f"{where}: timing reference {reference!r} is not one of {', '.join(TIMING_REFERENCES)}")
-    time, score = (decimal_number((row.get(column) or "").strip()) for column in ("time_ms", "score"))
+    time, score = (float_or_none((row.get(column) or "").strip()) for column in ("time_ms", "score"))
     if time is None or score is None:
         raise UserError(
             f"{where}: time_ms and score must be finite decimal numbers, not {row.get('time_ms')}, {row.get('score')}"
@@ -55,7 +55,7 @@ def _rows(path: Path) -> list[tuple[int, dict]]:
         raise UserError(f"cannot read detections {path} (No such file or directory); check the path")
     rows = read_csv(path, DETECTIONS)
     header = [column.strip() for column in rows[0]] if rows else []
-    refuse_duplicate_columns(header, "detections", path)
+    refuse_duplicate_columns(header, DETECTIONS, path)
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise UserError(f"detections {path} needs the columns {','.join(COLUMNS)} (missing {','.join(missing)})")

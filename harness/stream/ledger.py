@@ -13,17 +13,14 @@ as TF's reader does (harness/stream/tf_ground_truth.py).
 """
 
 import csv
-import io
-import math
 import os
-import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.csv_header import refuse_duplicate_columns
+from harness.digits import float_or_none
 from harness.errors import UserError, setting
-from harness.reading import LEDGER, MAX_CSV_FIELD, decode_text, read_bytes
+from harness.reading import LEDGER, decode_text, parse_csv, read_bytes, refuse_duplicate_columns
 
 UNITS = ("ms", "s")
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 text holds NULs: decode_text names it as UTF-16
@@ -45,18 +42,6 @@ class Ledger:
     events: tuple[Event, ...]
     text: str | None = None  # the file as read, for readers with other rules (TF's: harness/stream/tf_ground_truth.py)
     header_line: int | None = None
-
-
-# ASCII decimal only: float() would also take `1_000`, Arabic-Indic digits, `nan` and `inf`
-DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
-
-
-def decimal_number(text: str) -> float | None:
-    """A finite decimal number, or None (NaN, infinity, hex and digits of other scripts are no times)."""
-    if not DECIMAL.fullmatch(text):
-        return None
-    value = float(text)
-    return value if math.isfinite(value) else None
 
 
 def unprintable(label: str) -> str | None:
@@ -119,17 +104,10 @@ def _ledger_text(path: Path) -> str:
 
 def _read_rows(path: Path) -> _Rows:
     text = _ledger_text(path)
-    previous = csv.field_size_limit(MAX_CSV_FIELD)
-    try:
-        rows = [(n, [c.strip() for c in row]) for n, row in enumerate(csv.reader(io.StringIO(text, newline="")), 1)]
-    except csv.Error as exc:
-        limit = f"a field may be at most {MAX_CSV_FIELD:,} characters"
-        raise UserError(f"ledger {path} is not valid CSV of label,start_ms[,end_ms] ({exc}; {limit})") from None
-    finally:
-        csv.field_size_limit(previous)
+    rows = [(n, [c.strip() for c in row]) for n, row in parse_csv(text, LEDGER, path)]
     rows = [(n, row) for n, row in rows if row and any(row) and not row[0].startswith("#")]
     if rows and _is_header(rows[0][1]):
-        refuse_duplicate_columns(rows[0][1], "ledger", path)
+        refuse_duplicate_columns(rows[0][1], LEDGER, path)
         return _Rows(text, rows[1:], rows[0][0], _header_unit(rows[0][1]))
     return _Rows(text, rows, None, None)
 
@@ -177,7 +155,7 @@ def load_ledger(path: Path, duration_ms: int | None = None, unit: str | None = N
                 "twice would be scored twice; keep one"
             )
         first[tuple(row)] = line
-        times = [decimal_number(t) for t in row[1:] if t != ""]
+        times = [float_or_none(t) for t in row[1:] if t != ""]
         if any(t is None for t in times) or not times:
             raise UserError(f"ledger {path} line {line}: {','.join(row[1:])!r} is not a time")
         if max(abs(t) for t in times) > MAX_TIME:

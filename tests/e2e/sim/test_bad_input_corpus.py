@@ -125,7 +125,7 @@ CASES = [
     Case(
         "score-predictions-fifo",
         ("dataset", "score", "--labels", "labels.csv", "--predictions", "fifo"),
-        ("fifo is not a regular file", "pass a CSV file"),
+        ("predictions file fifo is a FIFO, not a regular file", "name a file"),
         {"labels.csv": _labels(_label_row("a.png")), "fifo": FIFO},
     ),
     Case(
@@ -934,7 +934,7 @@ c(
 # score
 c(
     "score-labels-missing",
-    ("label file nowhere.csv does not exist",),
+    ("labels file nowhere.csv does not exist", "check the path"),
     "dataset",
     "score",
     "--labels",
@@ -1022,7 +1022,7 @@ c(
 )
 c(
     "score-labels-fifo",
-    ("label file fifo is not a regular file", "pass a CSV file"),
+    ("labels file fifo is a FIFO, not a regular file", "name a file"),
     "dataset",
     "score",
     "--labels",
@@ -1033,7 +1033,7 @@ c(
 )
 c(
     "score-labels-binary",
-    ("labels.csv is not a UTF-8 CSV", "save it as UTF-8"),
+    ("labels.csv is not UTF-8 text", "save it as UTF-8"),
     "dataset",
     "score",
     "--labels",

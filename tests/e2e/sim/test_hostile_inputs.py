@@ -215,25 +215,25 @@ def huge_and_damaged() -> list[Case]:
         Case(
             "huge-field-labels",
             SCORE,
-            ("labels.csv", "not a readable CSV", "65,536 characters"),
+            ("labels.csv", "is not valid CSV (line 2", "65,536 characters"),
             {"labels.csv": huge_labels, "p.csv": PREDICTIONS},
         ),
         Case(
             "huge-field-predictions",
             SCORE,
-            ("p.csv", "not a readable CSV", "65,536 characters"),
+            ("p.csv", "is not valid CSV (line 2", "65,536 characters"),
             {"labels.csv": LABELS, "p.csv": f"filename,prediction\n{HUGE_FIELD},1\n".encode()},
         ),
         Case(
             "huge-field-annotations",
             BUILD,
-            ("ann/bbox.csv", "not a readable CSV"),
+            ("ann/bbox.csv", "is not valid CSV (line 2"),
             BUILD_FILES | {"ann/bbox.csv": BOX_HEADER + f"{HUGE_FIELD},/m/01g317,0.1,0.9,0.1,0.9\n".encode()},
         ),
         Case(
             "huge-field-class-descriptions",
             BUILD,
-            ("ann/class-descriptions.csv", "not a readable CSV"),
+            ("ann/class-descriptions.csv", "is not valid CSV (line 1"),
             BUILD_FILES | {"ann/class-descriptions.csv": f"/m/01g317,{HUGE_FIELD}\n".encode()},
         ),
         Case(

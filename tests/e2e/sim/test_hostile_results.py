@@ -147,7 +147,7 @@ def _figure_content(made: Path, name: str, change) -> bytes:
     return json.dumps(change(json.loads((made / name).read_text()))).encode()
 
 
-# The NaN figures the issue found passing `runs check`: JSON's NaN is refused as it is read.
+# The NaN figures the issue found passing `runs check`: JSON's NaN is refused as it is read, naming its field.
 NAN_FIGURES = {
     "accuracy-nan": (*DEVICE, "accuracy"),
     "accuracy-drop-nan": ("subsets", "all", "host", "tflm", "accuracy"),
@@ -162,7 +162,8 @@ def _cases(made: Path) -> dict[str, tuple[str, object, tuple[str, ...]]]:
     for case, (name, change, words) in FIGURES.items():
         cases[case] = (name, _figure_content(made, name, change), (name, "is damaged", *words))
     for case, path in NAN_FIGURES.items():
-        cases[case] = ("summary.json", _figure_content(made, "summary.json", _set(path, float("nan"))), ("NaN",))
+        words = (f"field {'.'.join(path)!r} is nan, not a finite number",)
+        cases[case] = ("summary.json", _figure_content(made, "summary.json", _set(path, float("nan"))), words)
     return cases
 
 

@@ -161,7 +161,7 @@ def _damaged_run_cases():
     yield "origin-missing", "origin.json", None, ("no origin.json", "start a new run")
     for form, line, words in [
         ("deep", b"[" * 10000 + b"]" * 10000, ("deep",)),
-        ("nan", JOURNAL_LINE, ("NaN",)),
+        ("nan", JOURNAL_LINE, ("field 'ticks' is nan, not a finite number",)),
         ("huge-int", b'{"index": ' + b"9" * 5001 + b"}", ("integer",)),
         ("list", b"[1, 2, 3]", ("not a journal entry",)),
         ("wrong-types", b'{"index": "1", "id": 5}', ("not a journal entry",)),

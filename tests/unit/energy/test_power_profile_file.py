@@ -17,7 +17,7 @@ def test_a_profile_reads_back(tmp_path):
     ("text", "words"),
     [
         ("[1, 2]", "power profile"),
-        ('{"idle_watts": NaN}', "NaN"),
+        ('{"idle_watts": NaN}', "field 'idle_watts' is nan, not a finite number"),
         ('{"idle_watts": 0.1, "idle_wats": 0.2}', "unknown field 'idle_wats'"),
         ('{"idle_watts": 0.1, "pulses": [[1, 2]]}', "field 'pulses.0"),
         ("[" * 10000 + "]" * 10000, "deep"),

@@ -291,7 +291,7 @@ def test_a_file_listed_twice_in_labels_csv_is_refused(tmp_path):
 def test_a_labels_csv_that_is_not_utf8_is_named_as_such(tmp_path):
     _, rows = _labels_folder(tmp_path, [])
     root, _ = _labels_folder(tmp_path / "t", [rows[0], b"\xff\xfe" + rows[1]])
-    with pytest.raises(UserError, match=r"labels\.csv is not a UTF-8 CSV"):
+    with pytest.raises(UserError, match=r"labels\.csv is not UTF-8 text \(byte 0xff at offset"):
         load_dataset(str(root))
 
 

@@ -3,6 +3,7 @@ tests), numbers are read in ASCII digits only, a row's file lies inside its imag
 decodes to its 8-bit twin or is refused."""
 
 import io
+import math
 import string
 import struct
 import zlib
@@ -13,10 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+from harness.digits import MAX_DIGITS, NotFinite, ascii_float, ascii_int, float_or_none, int_or_none
 from harness.errors import UserError
 from harness.eval.dataset import read_labels
 from harness.eval.detection import read_boxes
-from harness.eval.label_files import ascii_float, ascii_int, inside
+from harness.eval.label_files import inside
 from harness.eval.preprocess import load_rgb
 from harness.eval.score_file import read_predictions
 from harness.reading import MAP_TRUTH
@@ -65,21 +67,37 @@ def test_any_bytes_are_boxes_or_a_user_error(tmp_path, data):
 
 @given(text=st.text(max_size=20))
 def test_ascii_numbers_take_ascii_digits_only(text):
-    number, integer = ascii_float(text), ascii_int(text)
+    number, integer = float_or_none(text), int_or_none(text)
     if integer is not None:
         assert text.strip().lstrip("+-").isascii() and integer == int(text)
     if number is not None:
-        assert text.strip().isascii()
+        assert text.strip().isascii() and math.isfinite(number)
 
 
 @pytest.mark.parametrize("digit", ["\u0661", "\u06f1", "\u0967", "\uff11", "1_0", "1 0", "", "0x1", "\u0661\u0660"])
 def test_what_int_takes_but_a_file_must_not_say(digit):
-    assert ascii_int(digit) is None and ascii_float(digit) is None
+    assert int_or_none(digit) is None and float_or_none(digit) is None
+    with pytest.raises(ValueError):
+        ascii_int(digit)
+    with pytest.raises(ValueError):
+        ascii_float(digit)
 
 
 @pytest.mark.parametrize(("text", "value"), [("1", 1), (" -1 ", -1), ("+0", 0), ("007", 7)])
 def test_ascii_integers(text, value):
-    assert ascii_int(text) == value
+    assert ascii_int(text) == value == int_or_none(text)
+
+
+@pytest.mark.parametrize("text", ["nan", "-Infinity", "inf", "1e400"])
+def test_a_number_that_is_not_finite_is_named_so(text):
+    with pytest.raises(NotFinite, match="not a finite number"):
+        ascii_float(text)
+    assert float_or_none(text) is None
+
+
+def test_an_integer_is_at_most_max_digits_long():
+    assert ascii_int("9" * MAX_DIGITS) == int("9" * MAX_DIGITS)
+    assert int_or_none("9" * (MAX_DIGITS + 1)) is None and int_or_none("-" + "9" * 5000) is None
 
 
 def test_a_row_naming_a_file_outside_the_image_folder_is_refused(tmp_path):

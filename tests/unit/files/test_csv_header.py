@@ -1,8 +1,8 @@
-"""harness/csv_header.py: a header naming a column twice is refused by every CSV reader with a header."""
+"""A header naming a column twice is refused by every CSV reader with a header (harness/reading.py)."""
 
 import pytest
 
-from harness.csv_header import refuse_duplicate_columns
+from harness import reading
 from harness.errors import UserError
 from harness.eval.score_file import read_predictions
 from harness.stream.detections import load_detections
@@ -10,21 +10,30 @@ from harness.stream.ledger import load_ledger
 
 
 def test_each_column_once_passes_and_empty_names_are_no_columns(tmp_path):
-    refuse_duplicate_columns(["filename", "prediction", "", ""], "predictions", tmp_path / "p.csv")
-    refuse_duplicate_columns(None, "predictions", tmp_path / "p.csv")
+    reading.refuse_duplicate_columns(["filename", "prediction", "", ""], reading.PREDICTIONS, tmp_path / "p.csv")
+    reading.refuse_duplicate_columns(None, reading.PREDICTIONS, tmp_path / "p.csv")
 
 
 def test_a_column_twice_is_named_with_the_file(tmp_path):
-    with pytest.raises(UserError, match=r"^predictions .*p\.csv names the column 'prediction' twice"):
-        refuse_duplicate_columns(["filename", "prediction", " prediction"], "predictions", tmp_path / "p.csv")
+    with pytest.raises(UserError, match=r"^predictions file .*p\.csv names the column 'prediction' twice"):
+        reading.refuse_duplicate_columns(
+            ["filename", "prediction", " prediction"], reading.PREDICTIONS, tmp_path / "p.csv"
+        )
+
+
+def test_the_core_reader_of_records_refuses_it(tmp_path):
+    path = tmp_path / "l.csv"
+    path.write_text("filename,person,person\na.png,1,0\n")
+    with pytest.raises(UserError, match=r"labels file .*names the column 'person' twice"):
+        reading.read_csv_records(path, reading.LABELS)
 
 
 @pytest.mark.parametrize(
     ("read", "text", "words"),
     [
-        (read_predictions, "filename,prediction,prediction\na.png,1,0\n", "predictions"),
+        (read_predictions, "filename,prediction,prediction\na.png,1,0\n", "predictions file"),
         (load_ledger, "label,start_ms,start_ms\nyes,1000,2000\n", "ledger"),
-        (load_detections, "label,time_ms,score,reference,label\nyes,1,0.5,decision,no\n", "detections"),
+        (load_detections, "label,time_ms,score,reference,label\nyes,1,0.5,decision,no\n", "detections file"),
     ],
     ids=["predictions", "ledger", "detections"],
 )

@@ -126,15 +126,16 @@ def test_a_csv_field_over_the_limit_is_refused(tmp_path):
     [
         (reading.parse_json, "[" * 10_000 + "]" * 10_000, "more than 32 deep"),
         (reading.parse_json, "[" * 33 + "]" * 33, "more than 32 deep"),
-        (reading.parse_json, '{"a": NaN}', "NaN is not a finite number"),
-        (reading.parse_json, '{"a": -Infinity}', "-Infinity is not a finite number"),
-        (reading.parse_json, '{"a": 1e400}', "inf, which is not a finite number"),
+        (reading.parse_json, '{"a": NaN}', "field 'a' is nan, not a finite number"),
+        (reading.parse_json, '{"a": [1, -Infinity]}', "field 'a[1]' is -inf, not a finite number"),
+        (reading.parse_json, '{"a": {"b": 1e400}}', "field 'a.b' is inf, not a finite number"),
         (reading.parse_json, '{"a": ' + "9" * 5001 + "}", "Exceeds the limit"),
-        (reading.parse_json, '{"a": ' + "9" * 30 + "}", "30-digit integer"),
+        (reading.parse_json, '{"a": ' + "9" * 30 + "}", "field 'a' is a 30-digit integer"),
         (reading.parse_json, '{"a": ', "line 1, column 7"),
         (reading.parse_toml, "a = " + "[" * 10_000 + "]" * 10_000, "more than 32 deep"),
-        (reading.parse_toml, "a = nan", "nan, which is not a finite number"),
-        (reading.parse_toml, "a = -inf", "-inf, which is not a finite number"),
+        (reading.parse_toml, "[sim]\nemulate_invoke_ms = inf", "field 'sim.emulate_invoke_ms' is inf, not a finite"),
+        (reading.parse_toml, "a = -inf", "field 'a' is -inf, not a finite number"),
+        (reading.parse_json, "NaN", "summary.json is nan, not a finite number"),
         (reading.parse_toml, "a = " + "9" * 5001, "is not valid TOML"),
         (reading.parse_toml, "a = [1,", "is not valid TOML"),
     ],
@@ -327,3 +328,50 @@ def test_ids_that_could_escape_or_break_a_folder_name_are_refused(bad):
 def test_a_valid_id_is_always_one_plain_path_component(text):
     if names.is_valid_id(text):
         assert Path(text).name == text and text not in (".", "..") and "\n" not in text
+
+
+def _streamed(path, kind) -> bytes:
+    with reading.open_binary(path, kind) as handle:
+        return handle.read(4096)
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux's /proc/self/mem (reading it: EIO)")
+@pytest.mark.parametrize("read", [reading.read_bytes, reading.read_text, _streamed])
+def test_an_error_part_way_through_a_read_names_the_file(read):
+    # /proc/self/mem is a regular file of size 0 whose first page cannot be read: the read fails with EIO.
+    with pytest.raises(UserError, match=r"text file /proc/self/mem could not be read \(Input/output error\)"):
+        read("/proc/self/mem", reading.TEXT)
+
+
+def test_a_control_character_is_refused_naming_its_field():
+    data = {"id": "b", "sim": {"notes": "two\nlines", "hal": "x\x1b[2J"}}
+    with pytest.raises(UserError, match=r"board file b.toml: field 'sim.hal' holds the control character '\\x1b'"):
+        reading.refuse_control_characters(data, reading.BOARD, "b.toml", allowed_fields=("sim.notes",))
+    reading.refuse_control_characters({"notes": "two\n\tlines"}, reading.CARD, "c.toml", allowed_fields=("notes",))
+
+
+def test_csv_rows_carry_the_line_they_start_on(tmp_path):
+    path = tmp_path / "labels.csv"
+    path.write_text('filename,label\n\n"a\nb.jpg",1\nc.jpg\nd.jpg,0,extra\n')
+    assert reading.read_csv_lines(path, reading.LABELS) == [
+        (1, ["filename", "label"]),
+        (3, ["a\nb.jpg", "1"]),
+        (5, ["c.jpg"]),
+        (6, ["d.jpg", "0", "extra"]),
+    ]
+    header, rows = reading.read_csv_records(path, reading.LABELS)
+    assert header == ["filename", "label"]
+    assert [row for _, row in rows][1:] == [
+        {"filename": "c.jpg", "label": None},
+        {"filename": "d.jpg", "label": "0", None: ["extra"]},
+    ]
+    assert reading.read_csv_records(tmp_path / "labels.csv", reading.LABELS)[0] is not None
+    (tmp_path / "empty.csv").write_text("")
+    assert reading.read_csv_records(tmp_path / "empty.csv", reading.LABELS) == (None, [])
+
+
+def test_a_broken_csv_names_its_line(tmp_path):
+    path = tmp_path / "labels.csv"
+    path.write_text("a,b\n1,2\n" + "x" * (reading.MAX_CSV_FIELD + 1) + ",1\n")
+    with pytest.raises(UserError, match=r"is not valid CSV \(line 3: "):
+        reading.read_csv(path, reading.LABELS)

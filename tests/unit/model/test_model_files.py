@@ -82,7 +82,9 @@ def test_unreadable_model_or_card_file(tmp_path, suffix):
     # chmod 000 does not stop a read), and takes the same OSError path.
     link = tmp_path / f"unreadable{suffix}"
     link.symlink_to("/proc/self/mem")
-    assert_refused_in_one_line(_inspect(tmp_path, str(link), "--no-fit"), "cannot read", str(link))
+    assert_refused_in_one_line(
+        _inspect(tmp_path, str(link), "--no-fit"), "could not be read (Input/output error)", str(link)
+    )
 
 
 def test_inspect_layers_and_json_give_shapes_as_numbers(tmp_path, small_model):

@@ -76,7 +76,7 @@ def test_a_line_cut_short_is_no_entry_and_its_sample_runs_again(tmp_path, torn):
         (json.dumps(ENTRY | {"index": 1, "ticks": 2**64}).encode(), "not a journal entry"),
         (json.dumps(ENTRY | {"index": 1, "board": 5}).encode(), "not a journal entry"),
         (b"[" * 10000 + b"]" * 10000, "deep"),
-        (json.dumps(ENTRY | {"index": 1}).encode().replace(b'"ticks": 5', b'"ticks": NaN'), "NaN"),
+        (json.dumps(ENTRY | {"index": 1}).encode().replace(b'"ticks": 5', b'"ticks": NaN'), "field 'ticks' is nan"),
         (b'{"index": ' + b"9" * 5001 + b"}", "integer"),
         (json.dumps(ENTRY).encode(), "holds sample 0 a second time"),
     ],
