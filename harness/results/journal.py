@@ -17,6 +17,7 @@ import errno
 import json
 import os
 import shlex
+import unicodedata
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -27,7 +28,6 @@ import pyarrow.parquet as pq
 from harness.errors import UserError
 from harness.files import write_text_atomically
 from harness.link.protocol import TickKind
-from harness.names import ID_RULE, is_valid_id
 from harness.reading import JOURNAL as JOURNAL_FILE
 from harness.reading import ORIGIN as ORIGIN_FILE
 from harness.reading import REQUEST as REQUEST_FILE
@@ -69,9 +69,18 @@ FIELDS = {
     "timer": (lambda v: type(v) is int and v in TIMERS, f"one of {sorted(TIMERS)}"),
     "host": (_is_hosts, "an object of reference name -> hex output"),
     "instructions": (lambda v: v is None or _is_count(v), "null or a whole number from 0"),
-    "board": (lambda v: v is None or is_valid_id(v), f"null or a board id ({ID_RULE})"),
+    # Which of the run's boards answered: its name in the fleet (a port, a labgrid place, "sim-2"), printable text.
+    "board": (lambda v: v is None or _board_name(v), "null or a board's name (printable text, at most 256 characters)"),
 }
 OPTIONAL = {"board"}
+
+
+def _board_name(value: object) -> bool:
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= 256
+        and not any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in value)
+    )
 NO_TIMER = TickKind.NONE.value
 
 

@@ -19,7 +19,7 @@ CASES = [
     Case(
         "predictions-duplicate-column",
         SCORE,
-        ("predictions p.csv", "'prediction' twice"),
+        ("predictions file p.csv", "'prediction' twice"),
         {**LABELS, "p.csv": b"filename,prediction,prediction\na.png,1,0\n"},
     ),
     Case(
@@ -31,7 +31,7 @@ CASES = [
     Case(
         "detections-duplicate-column",
         STREAM_SCORE,
-        ("detections d.csv", "'score' twice"),
+        ("detections file d.csv", "'score' twice"),
         {"l.csv": LEDGER, "d.csv": b"label,time_ms,score,score,reference\nyes,1500,0.9,0.1,decision\n"},
     ),
     Case(
