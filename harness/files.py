@@ -59,8 +59,14 @@ def check_output_folder(folder: Path | str, what: str = "output folder") -> Path
         raise UserError(f"the {what} path is empty; name a folder")
     folder = Path(folder)
     resolved = Path(os.path.realpath(folder))
-    if resolved.exists() and not resolved.is_dir():
-        raise UserError(f"{what} {folder} exists and is not a folder; name a folder")
+    try:
+        mode = os.stat(resolved).st_mode
+    except FileNotFoundError:
+        return resolved
+    except OSError as exc:
+        raise UserError(f"{what} {folder} cannot be used ({exc.strerror}); name a folder") from None
+    if not stat.S_ISDIR(mode):
+        raise UserError(f"{what} {folder} is {what_it_is(mode)}, not a folder; name a folder")
     return resolved
 
 

@@ -270,7 +270,7 @@ class OutputPath:
             else:
                 check_output(path_text(text), "the file")
         except UserError as exc:
-            why = f"cannot write in {text} (Not a directory)" if self.folder else exc.worded_for_cli().split("; ")[0]
+            why = exc.worded_for_cli().split("; ")[0]
             raise argparse.ArgumentTypeError(f"{why}; pass {self.fix}") from None
         return text
 

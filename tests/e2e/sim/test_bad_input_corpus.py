@@ -451,7 +451,7 @@ c("eval-shuffle-text", ("--shuffle", "expected a seed", "'abc'"), "eval", "--shu
 c("eval-split-unknown", ("unknown split nosuch", "has: test"), "eval", "--split", "nosuch", "--results", "r")
 c(
     "eval-results-is-file",
-    ("in r.txt (Not a directory)", "pass a writable --results"),
+    ("r.txt is a regular file, not a folder", "pass a writable --results"),
     "eval",
     "--results",
     "r.txt",

@@ -269,7 +269,7 @@ def test_an_output_option_leaves_a_fifo_and_a_device_as_they_were(tmp_path, comm
     done = run_harness(tmp_path, *_args(command, flag, str(path)))
     kind = "a FIFO" if target == "fifo" else "a character device"
     folder = _writes(command, flag) == "output_folder"
-    assert_refused_in_one_line(done, f"argument {flag}", str(path), "Not a directory" if folder else kind)
+    assert_refused_in_one_line(done, f"argument {flag}", str(path), f"{kind}, not a folder" if folder else kind)
     assert {name: _identity(p) for name, p in specials.items()} == before
     assert sorted(p.name for p in private.iterdir()) == ["fifo", "full"]
 
@@ -281,7 +281,7 @@ def test_an_output_option_of_the_wrong_kind_is_refused(tmp_path, command, flag):
     case = Case(
         f"{command} {flag} wrong kind",
         _args(command, flag, "wrong"),
-        (f"argument {flag}", "wrong", "Not a directory" if folder else "is a folder"),
+        (f"argument {flag}", "wrong", "is a regular file, not a folder" if folder else "is a folder"),
         files={"wrong": b"a file\n"} if folder else {"wrong/kept": b"kept\n"},
     )
     run_case(tmp_path, case)
