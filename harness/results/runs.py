@@ -25,6 +25,7 @@ from harness.results.record import (
     reading_problem,
     record_of,
 )
+from harness.results.sample_checks import classes_of, columns_to_check, rows_problem
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,23 @@ def _check_samples(run: Run, spec) -> None:
             raise damaged(spec, SAMPLES, f"column {column!r} holds {held}, not {type_name}")
     if rows == 0 and summary.samples:
         raise damaged(spec, SAMPLES, f"it has no rows, and {SUMMARY} counts {summary.samples} samples")
+    scored = max((subset.n for subset in summary.subsets.values()), default=0)
+    if rows < scored:
+        raise damaged(spec, SAMPLES, f"it has {rows} rows, and {SUMMARY} scores a subset of {scored} samples")
+    _check_rows(run, spec, schema.names)
+
+
+def _check_rows(run: Run, spec, names: list[str]) -> None:
+    """The rows' values (harness/results/sample_checks.py), reading only the columns checked."""
+    try:
+        with reading.open_binary(run.path / SAMPLES, reading.SAMPLES) as handle:
+            table = pq.read_table(handle, columns=columns_to_check(names))
+    except (pa.ArrowException, OSError) as exc:
+        raise UserError(_damaged_table(spec, SAMPLES, exc)) from None
+    classes = classes_of(run.eval_summary, run.record.manifest.model.output)
+    problem = rows_problem(table, classes)
+    if problem:
+        raise damaged(spec, SAMPLES, problem)
 
 
 @dataclass(frozen=True)
