@@ -25,6 +25,7 @@ from harness.results.record import (
     reading_problem,
     record_of,
 )
+from harness.results.run_checks import has_control
 from harness.results.sample_checks import classes_of, columns_to_check, rows_problem
 
 
@@ -300,9 +301,17 @@ def headline(run: Run) -> EvalHeadline | StreamHeadline:
     )
 
 
+def checked_spec(spec: str) -> str:
+    """A RUN as given: a run id under --results, or a run folder's path without '..' and control characters
+    (docs/api.md reads a run back by its folder)."""
+    if has_control(spec) or ".." in Path(spec).parts or not spec.strip():
+        raise UserError(f"RUN {spec!r} is not a run id; runs are read from {setting('results')}")
+    return spec
+
+
 def load_run(spec: str, root: Path = Path("results")) -> Run:
     """A run by folder path or by run id under `root`."""
-    path = Path(spec)
+    path = Path(checked_spec(spec))
     if not os.path.lexists(path / MANIFEST):
         path = root / spec
     manifest, summary = read_files(path, spec)
