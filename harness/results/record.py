@@ -598,7 +598,10 @@ def field_problem(exc: pydantic.ValidationError) -> str:
     """The first problem pydantic found, for a person: the field's dotted path, what it holds, what is wrong."""
     error = exc.errors()[0]
     # A union's member or a validator's name is no key of the file: leave them out of the path.
-    parts = [str(part) for part in error["loc"] if not _internal(part)]
+    *path, last = error["loc"] or ("",)
+    unknown = error["type"] in ("unexpected_keyword_argument", "extra_forbidden")  # the key itself, whatever it is
+    parts = [str(part) for part in path if not _internal(part)]
+    parts += [str(last)] if unknown or not _internal(last) else []
     name = ".".join(parts) or "the top level"
     if error["type"] == "missing":
         return f"field {name!r} is missing"
