@@ -410,3 +410,12 @@ def test_a_finished_run_with_an_unscored_device_subset_is_damaged():
     summary["subsets"]["all"]["device"]["accuracy_ci95"] = None
     record_of(MANIFEST, summary, "results/r")  # unfinished: not yet scored
     _refused(_manifest(finished="2026-12-03T12:00:00Z"), summary, "never scored")
+
+
+@pytest.mark.parametrize("spec", ["../elsewhere/RUN", "results/../r", "r\n", "r\u202e", "", " "])
+def test_a_run_that_is_no_run_id_is_refused_in_one_line(spec, tmp_path):
+    from harness.results.runs import load_run
+
+    with pytest.raises(UserError, match=r"is not a run id; runs are read from ") as refused:
+        load_run(spec, tmp_path)
+    assert "\n" not in str(refused.value).replace(repr(spec), "")
