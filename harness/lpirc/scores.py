@@ -29,6 +29,7 @@ from harness.eval.detection import mean_average_precision, read_boxes
 from harness.lpirc.referee import answers_correct
 from harness.reading import DETECTIONS, KIB, MAP_TRUTH, REFEREE_LABELS, SUMMARY, read_json, validate
 from harness.results.record import Energy, Streaming, SubsetResult, parse
+from harness.results.runs import checked_spec
 
 _FIGURES = pydantic.ConfigDict(extra="ignore", allow_inf_nan=False, frozen=True)  # the figures a score reads
 Fraction = Annotated[float, pydantic.Field(ge=0, le=1)]
@@ -82,6 +83,7 @@ class RunScore:
 
 
 def find_run(spec: str, roots: list[Path]) -> Path:
+    checked_spec(spec)
     for candidate in [Path(spec), *(root / spec for root in roots)]:
         if os.path.lexists(candidate / "summary.json"):  # not is_file(): a FIFO there is refused by its reader
             return candidate

@@ -19,6 +19,7 @@ kept elsewhere. It is strict about what is there: the files are read as harness/
 every figure in its range (harness/results/ranges.py); anything else makes the run damaged, named with its
 file and field (`damaged`)."""
 
+import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,6 +32,19 @@ from harness import reading
 from harness.errors import UserError
 from harness.results.provenance import harness_source, host_machine, subset_content_hashes
 from harness.results.ranges import Count, Finite, Fraction, NonNegative, Percent
+from harness.results.run_checks import (
+    Host,
+    Id,
+    LinkCounters,
+    ManifestReferences,
+    PlainText,
+    Settings,
+    Sha256,
+    Timestamp,
+    UniqueNames,
+    eval_summary_problem,
+    manifest_problem,
+)
 from harness.results.stream_scores import Detection, MlperfSwwScore, OptimalScore, TfCompatScore
 from harness.samples import CleanLabels
 
@@ -52,6 +66,9 @@ TABLES: dict[str, tuple[str, ...]] = {
 Source = Literal["device", "emulated", "sim", "host", "estimated"]
 # 0 from a DUT means it did not report the figure (no model runs in an empty arena); older runs stored 0.
 Reported = Annotated[Count | None, AfterValidator(lambda value: value or None)]
+Hertz = Annotated[int, pydantic.Field(ge=1, strict=True)]
+# The manifest and summary refuse a key they do not declare (a misspelt or foreign key is damage).
+STRICT = pydantic.ConfigDict(extra="forbid")
 
 
 # ---------------------------------------------------------------- manifest
@@ -66,9 +83,9 @@ class HarnessSource:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelProvenance:
-    card: str
+    card: PlainText
     file: str | None = None
-    sha256: str | None = None
+    sha256: Sha256 | None = None
     bytes: Count | None = None
     card_file: str | None = None
     input: str | None = None
@@ -92,7 +109,7 @@ class ModelProvenance:
 
 @dataclass(frozen=True, kw_only=True)
 class BoardProvenance:
-    id: str
+    id: Id
     kind: str | None = None
     latency_source: Source | None = None
     usb_serial_number: str | None = None
@@ -133,7 +150,7 @@ class FirmwareBuild:
 @dataclass(frozen=True, kw_only=True)
 class Timer:
     kind: str
-    hz: Count
+    hz: Hertz
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,7 +192,7 @@ class DatasetProvenance:
     name: str | None = None
     labels: str | None = None
     labels_sha256: str | None = None
-    subsets: list[str] = field(default_factory=list)
+    subsets: list[PlainText] = field(default_factory=list)
     subset_content_sha256: dict[str, str] = field(default_factory=dict)
     limit: Count | None = None  # members per subset (order "dataset": samples in all)
     order: str | None = None  # "sampled": each subset's members drawn by `seed`; "dataset": the first ones
@@ -223,19 +240,20 @@ class MeterProvenance:
 
 @dataclass(frozen=True, kw_only=True)
 class Manifest:
-    run_id: str
+    __pydantic_config__ = STRICT
+    run_id: Id
     kind: Kind = "eval"
     harness: HarnessSource | None = None
-    started: str  # ISO 8601, as the run recorded it when it started
-    finished: str | None = None
-    settings: dict[str, Any] | None = None  # the run's settings as given (eval: harness/eval/settings.py)
+    started: Timestamp  # ISO 8601, as the run recorded it when it started
+    finished: Timestamp | None = None
+    settings: Settings = None  # the run's settings as given (eval: harness/eval/settings.py)
     model: ModelProvenance
     board: BoardProvenance
     device: DeviceProvenance = DeviceProvenance()
     dataset: DatasetProvenance | None = None  # eval runs
     audio: AudioProvenance | None = None  # stream runs
-    references: dict[str, Any] | None = None  # eval runs: name -> description, and "refused": name -> why
-    host: dict[str, Any] | None = None  # harness/results/provenance.py host_machine()
+    references: ManifestReferences = None  # eval runs: name -> description, and "refused": name -> why
+    host: Host = None  # harness/results/provenance.py host_machine()
     meter: MeterProvenance | None = None
 
     @classmethod
@@ -316,7 +334,7 @@ class SubsetResult:
 
 @dataclass(frozen=True, kw_only=True)
 class References:
-    used: list[str] = field(default_factory=list)
+    used: UniqueNames = field(default_factory=list)
     refused: dict[str, str] = field(default_factory=dict)
 
 
@@ -425,20 +443,21 @@ class BoardShare:
     usb_serial_number: str | None = None  # a board on this machine's USB, whatever named it
     samples: Count = 0
     latency: Latency | None = None
-    link: dict[str, Any] = field(default_factory=dict)
+    link: LinkCounters = field(default_factory=dict)
     failure: str | None = None  # why it stopped before the run ended (its unfinished samples went to the others)
 
 
 @dataclass(frozen=True, kw_only=True)
 class EvalSummary:
+    __pydantic_config__ = STRICT
     kind: Literal["eval"] = "eval"
-    model: str | None = None
-    model_caveat: str | None = None
-    board: str | None = None
+    model: PlainText | None = None
+    model_caveat: PlainText | None = None
+    board: Id | None = None
     dataset: str | None = None
     samples: Count = 0
-    subsets: dict[str, SubsetResult] = field(default_factory=dict)
-    primary_reference: str | None = None
+    subsets: dict[PlainText, SubsetResult] = field(default_factory=dict)
+    primary_reference: PlainText | None = None
     bit_exact: dict[str, Count] = field(default_factory=dict)  # per reference: samples with equal output bytes
     output_diff_unit: str | None = None
     latency: Latency
@@ -447,8 +466,8 @@ class EvalSummary:
     task: str = "image_classification"
     confusion: StoredConfusion = None
     anomaly: Anomaly | None = None  # anomaly_detection: AUC and Top-1 over files
-    run_id: str | None = None
-    link: dict[str, Any] = field(default_factory=dict)  # the link's counters (harness/link/client.py)
+    run_id: Id | None = None
+    link: LinkCounters = field(default_factory=dict)  # the link's counters (harness/link/client.py)
     unreadable_images: Unreadable = Unreadable()
     inputs_from_cache: bool | None = None
     energy: Energy | None = None
@@ -521,11 +540,12 @@ class StreamScores:
 
 @dataclass(frozen=True, kw_only=True)
 class StreamSummary:
+    __pydantic_config__ = STRICT
     kind: Literal["stream"] = "stream"
-    run_id: str | None = None
-    model: str | None = None
-    model_caveat: str | None = None
-    board: str | None = None
+    run_id: Id | None = None
+    model: PlainText | None = None
+    model_caveat: PlainText | None = None
+    board: Id | None = None
     audio: Audio
     timing_reference: str | None = None  # which instant a detection's time stamps (harness/stream/detections.py)
     settings: dict[str, Any] = field(default_factory=dict)  # the pipeline's, as the device got them
@@ -535,7 +555,7 @@ class StreamSummary:
     device_equals_host: bool
     busy: Busy
     frontend_arena_used: SourcedBytes | None = None
-    link: dict[str, Any] = field(default_factory=dict)
+    link: LinkCounters = field(default_factory=dict)
     scores: StreamScores | None = None
 
     @property
@@ -581,13 +601,17 @@ def field_problem(exc: pydantic.ValidationError) -> str:
     """The first problem pydantic found, for a person: the field's dotted path, what it holds, what is wrong."""
     error = exc.errors()[0]
     # A union's member or a validator's name is no key of the file: leave them out of the path.
-    parts = [str(part) for part in error["loc"] if not _internal(part)]
+    *path, last = error["loc"] or ("",)
+    unknown = error["type"] in ("unexpected_keyword_argument", "extra_forbidden")  # the key itself, whatever it is
+    parts = [str(part) for part in path if not _internal(part)]
+    parts += [str(last)] if unknown or not _internal(last) else []
     name = ".".join(parts) or "the top level"
     if error["type"] == "missing":
         return f"field {name!r} is missing"
     held = repr(error["input"])
     held = held if len(held) <= 40 else held[:37] + "..."
-    return f"field {name!r} is {held}: {error['msg'][0].lower()}{error['msg'][1:]}"
+    said = error["msg"].removeprefix("Value error, ")
+    return f"field {name!r} is {held}: {said[0].lower()}{said[1:]}"
 
 
 def _internal(part) -> bool:
@@ -609,6 +633,7 @@ def _upgraded(manifest: dict) -> dict:
     board = manifest.get("board")
     if isinstance(board, dict) and "firmware_build_id" in board and "device" not in manifest:
         manifest["device"] = {"firmware_build_id": board["firmware_build_id"]}
+        manifest["board"] = {key: value for key, value in board.items() if key != "firmware_build_id"}
     return manifest
 
 
@@ -662,7 +687,32 @@ def read_json(path: Path, spec: str | Path) -> dict:
         raise damaged(spec, path.name, reading_problem(exc, kind, path)) from None
     if not isinstance(data, dict):
         raise damaged(spec, path.name, f"it is a JSON {_json_type(data)}, not an object")
+    twice = _key_twice(text)
+    if twice is not None:
+        raise damaged(spec, path.name, f"key {twice!r} appears twice in one object")
     return data
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """json's object_pairs_hook: an object naming a key twice is refused (json keeps the last silently).
+    Kept here until harness/reading.py parse_json takes a pairs hook (the lead's module)."""
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise _DuplicateKey(next(key for key in keys if keys.count(key) > 1))
+    return dict(pairs)
+
+
+def _key_twice(text: str) -> str | None:
+    """A key some object of `text` (already read as JSON by harness/reading.py) names twice, or None."""
+    try:
+        json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKey as exc:
+        return str(exc.args[0])
+    return None
 
 
 def reading_problem(exc: UserError, kind: reading.FileKind, path: Path) -> str:
@@ -711,7 +761,23 @@ def record_of(manifest: dict, summary: dict, where: Path | str = "") -> RunRecor
         raise damaged(
             where, SUMMARY, f"it is of a {record.summary.kind} run, its {MANIFEST} of a {record.manifest.kind} run"
         )
+    _check_agreement(record, where)
     return record
+
+
+def _check_agreement(record: RunRecord, where) -> None:
+    """The record's figures agree with each other and with its folder (harness/results/run_checks.py)."""
+    folder_name = where.name if isinstance(where, Path) else None
+    problem = manifest_problem(record.manifest, folder_name)
+    if problem:
+        raise damaged(where, MANIFEST, problem)
+    summary = record.summary
+    if summary.run_id is not None and summary.run_id != record.manifest.run_id:
+        raise damaged(where, SUMMARY, f"field 'run_id' is {summary.run_id!r}, its {MANIFEST} says otherwise")
+    if isinstance(summary, EvalSummary):
+        problem = eval_summary_problem(summary, finished=record.manifest.finished is not None)
+        if problem:
+            raise damaged(where, SUMMARY, problem)
 
 
 def _checked(schema, data: dict, where, name: str):

@@ -25,6 +25,8 @@ from harness.results.record import (
     reading_problem,
     record_of,
 )
+from harness.results.run_checks import has_control
+from harness.results.sample_checks import classes_of, columns_to_check, rows_problem
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,23 @@ def _check_samples(run: Run, spec) -> None:
             raise damaged(spec, SAMPLES, f"column {column!r} holds {held}, not {type_name}")
     if rows == 0 and summary.samples:
         raise damaged(spec, SAMPLES, f"it has no rows, and {SUMMARY} counts {summary.samples} samples")
+    scored = max((subset.n for subset in summary.subsets.values()), default=0)
+    if rows < scored:
+        raise damaged(spec, SAMPLES, f"it has {rows} rows, and {SUMMARY} scores a subset of {scored} samples")
+    _check_rows(run, spec, schema.names)
+
+
+def _check_rows(run: Run, spec, names: list[str]) -> None:
+    """The rows' values (harness/results/sample_checks.py), reading only the columns checked."""
+    try:
+        with reading.open_binary(run.path / SAMPLES, reading.SAMPLES) as handle:
+            table = pq.read_table(handle, columns=columns_to_check(names))
+    except (pa.ArrowException, OSError) as exc:
+        raise UserError(_damaged_table(spec, SAMPLES, exc)) from None
+    classes = classes_of(run.eval_summary, run.record.manifest.model.output)
+    problem = rows_problem(table, classes)
+    if problem:
+        raise damaged(spec, SAMPLES, problem)
 
 
 @dataclass(frozen=True)
@@ -282,9 +301,17 @@ def headline(run: Run) -> EvalHeadline | StreamHeadline:
     )
 
 
+def checked_spec(spec: str) -> str:
+    """A RUN as given: a run id under --results, or a run folder's path without '..' and control characters
+    (docs/api.md reads a run back by its folder)."""
+    if has_control(spec) or ".." in Path(spec).parts or not spec.strip():
+        raise UserError(f"RUN {spec!r} is not a run id; runs are read from {setting('results')}")
+    return spec
+
+
 def load_run(spec: str, root: Path = Path("results")) -> Run:
     """A run by folder path or by run id under `root`."""
-    path = Path(spec)
+    path = Path(checked_spec(spec))
     if not os.path.lexists(path / MANIFEST):
         path = root / spec
     manifest, summary = read_files(path, spec)

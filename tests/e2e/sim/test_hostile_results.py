@@ -35,10 +35,22 @@ def _workspace(root: Path, made: Path) -> Path:
     """root/results holding two copies of the made run (good, run) and root/gates.toml."""
     results = root / "results"
     results.mkdir()
-    shutil.copytree(made, results / GOOD)
-    shutil.copytree(made, results / RUN)
+    for name in (GOOD, RUN):
+        shutil.copytree(made, results / name)
+        _rename(results / name)
     (root / "gates.toml").write_text("[accuracy]\nmin = 0.1\n")
     return results
+
+
+def _renamed(data: dict, run_id: str) -> dict:
+    """A record's JSON with its run id that of the folder it is copied to (a run's id is its folder's name)."""
+    return dict(data, run_id=run_id) if "run_id" in data else data
+
+
+def _rename(folder: Path) -> None:
+    for name in ("manifest.json", "summary.json"):
+        path = folder / name
+        path.write_text(json.dumps(_renamed(json.loads(path.read_text()), folder.name)))
 
 
 COMMANDS = {  # the commands that read one run, and refuse a damaged one
@@ -73,6 +85,12 @@ NOT_SAMPLES = {  # samples.parquet that is not this run's table: (change of the 
     "no-predictions": (lambda t: t.drop_columns(["device_prediction"]), ("no column 'device_prediction'",)),
     "no-latency": (lambda t: t.drop_columns(["microseconds"]), ("no column 'microseconds'",)),
     "random-bytes": (lambda t: None, ("not a Parquet file",)),
+    "label-not-a-class": (lambda t: _column("label", [0, 1, 7, 1])(t), ("column 'label'", "class 7")),
+    "prediction-negative": (lambda t: _column("device_prediction", [0, -1, 0, 1])(t), ("'device_prediction'",)),
+    "score-nan": (lambda t: _column("device_score", [0.5, float("nan"), 0.5, 0.5])(t), ("'device_score'",)),
+    "sample-id-newline": (lambda t: _column("sample_id", ["a", "b\nc", "d", "e"])(t), ("control",)),
+    "sample-id-null": (lambda t: _column("sample_id", ["a", None, "d", "e"])(t), ("'sample_id'", "null")),
+    "tick-hz-0": (lambda t: _column("tick_hz", [0, 0, 0, 0])(t), ("'tick_hz'",)),
 }
 
 
@@ -140,11 +158,31 @@ FIGURES = {  # case: (file, change, the words: the field it names, what it holds
     "manifest-run-id-number": ("manifest.json", _set(("run_id",), 5), ("'run_id'", "5")),
     "manifest-model-bytes-negative": ("manifest.json", _set(("model", "bytes"), -1), ("model.bytes", "-1")),
     "manifest-no-model": ("manifest.json", lambda d: {k: v for k, v in d.items() if k != "model"}, ("'model'",)),
+    # issue #31's record review: unknown keys, free-form parts, ids and text, figures that disagree
+    "summary-unknown-key": ("summary.json", _set(("acuracy",), 0.9), ("'acuracy'", "unexpected")),
+    "manifest-unknown-key": ("manifest.json", _set(("finshed",), "x"), ("'finshed'", "unexpected")),
+    "link-resends-negative": ("summary.json", _set(("link", "resends"), -1), ("'link'", "resends")),
+    "timer-hz-0": ("manifest.json", _set(("device", "timer", "hz"), 0), ("device.timer.hz", "0")),
+    "model-sha256-short": ("manifest.json", _set(("model", "sha256"), "abc"), ("model.sha256", "SHA-256")),
+    "started-not-a-time": ("manifest.json", _set(("started",), "yesterday"), ("'started'", "ISO 8601")),
+    "finished-before-started": ("manifest.json", _set(("finished",), "2000-01-01T00:00:00Z"), ("before",)),
+    "run-id-elsewhere": ("manifest.json", _set(("run_id",), "other"), ("'run_id'", "folder's name")),
+    "board-not-an-id": ("manifest.json", _set(("board", "id"), "../x"), ("board.id", "not an id")),
+    "subset-name-control": ("summary.json", lambda d: _subset_renamed(d, "all\u202e"), ("control",)),
+    "accuracy-outside-ci": ("summary.json", _set((*DEVICE, "accuracy_ci95"), [0.0, 0.0]), ("accuracy_ci95",)),
+    "tp-above-n": ("summary.json", _set((*DEVICE, "tp"), 99), ("device.tp", "more than")),
+    "bit-exact-above-samples": ("summary.json", _set(("bit_exact", "tflm"), 99), ("bit_exact.tflm", "more than")),
+    "samples-huge": ("summary.json", _set(("samples",), 2**41), ("'samples'",)),
+    "accuracy-null-finished": ("summary.json", _set((*DEVICE, "accuracy"), None), ("never scored",)),
 }
 
 
+def _subset_renamed(summary: dict, name: str) -> dict:
+    return dict(summary, subsets={name: summary["subsets"]["all"]})
+
+
 def _figure_content(made: Path, name: str, change) -> bytes:
-    return json.dumps(change(json.loads((made / name).read_text()))).encode()
+    return json.dumps(change(_renamed(json.loads((made / name).read_text()), RUN))).encode()
 
 
 # The NaN figures the issue found passing `runs check`: JSON's NaN is refused as it is read, naming its field.
@@ -164,6 +202,8 @@ def _cases(made: Path) -> dict[str, tuple[str, object, tuple[str, ...]]]:
     for case, path in NAN_FIGURES.items():
         words = (f"field {'.'.join(path)!r} is nan, not a finite number",)
         cases[case] = ("summary.json", _figure_content(made, "summary.json", _set(path, float("nan"))), words)
+    twice = _figure_content(made, "summary.json", lambda d: d).replace(b"{", b'{"samples": 4, ', 1)
+    cases["duplicate-key"] = ("summary.json", twice, ("summary.json", "'samples'", "appears twice"))
     return cases
 
 
@@ -176,6 +216,7 @@ CASE_IDS = [
     *(f"samples-{form}" for form in {**NOT_A_FILE, **NOT_SAMPLES}),
     *FIGURES,
     *NAN_FIGURES,
+    "duplicate-key",
 ]
 
 
@@ -209,9 +250,8 @@ def test_runs_list_lists_the_hostile_run_as_damaged_and_the_good_one(tmp_path, m
     done = run_harness(tmp_path, "runs", "list", "--results", "results", "--json")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
-    good = json.loads((made / "manifest.json").read_text())["run_id"]
     rows = {row["run_id"]: row["damaged"] for row in json.loads(done.stdout)}
-    assert rows.keys() == {good, RUN} and rows[good] is None
+    assert rows.keys() == {GOOD, RUN} and rows[GOOD] is None
     reason = rows[RUN]
     assert f"results/{RUN}" in reason and all(word in reason for word in (name, *words)), reason
     (line,) = done.stderr.strip().splitlines()

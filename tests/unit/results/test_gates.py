@@ -216,7 +216,7 @@ def device_and_sim_runs(tmp_path):
     subsets = {"all": _entry(), "distance_far": _entry(n=0)}
     device = _run("device-run", subsets=subsets, latency=_latency("device", micros=5953.2), arena_source="device")
     sim = _run("sim-run", subsets=subsets, latency=_latency("sim", micros=6815.5), arena_used=None)
-    ids = ["a", "b", "c", "d"]
+    ids = [f"s{i}" for i in range(10)]  # as many rows as the subsets score
     _write_run(tmp_path, device, _samples(ids, 5953.2))
     _write_run(tmp_path, sim, _samples(ids, 6815.5))
     return tmp_path, device.id, sim.id

@@ -86,7 +86,7 @@ def test_a_damaged_resume_record_is_one_line():
 def test_an_eval_run_of_an_earlier_version_reads_as_an_eval_run():
     summary = parse_summary({"subsets": {}, "latency": {"source": "sim"}, "arena": {"source": "sim", "used": 0}})
     assert isinstance(summary, EvalSummary) and summary.arena.used is None  # 0 was "not reported"
-    manifest = {"run_id": "r", "started": "t", "model": {"card": "c"}, "board": {"id": "sim"}}
+    manifest = {"run_id": "r", "started": "2026-12-03T11:00:00Z", "model": {"card": "c"}, "board": {"id": "sim"}}
     assert parse_manifest(manifest).kind == "eval"
 
 
@@ -94,7 +94,7 @@ def test_a_stream_run_of_an_earlier_version_keeps_its_firmware():
     manifest = {
         "run_id": "r",
         "kind": "stream",
-        "started": "t",
+        "started": "2026-12-03T11:00:00Z",
         "model": {"card": "tflm_micro_speech", "frontend": "f.tflite"},
         "board": {"id": "sim", "kind": "virtual", "firmware_build_id": "sim-0123"},
     }
@@ -118,7 +118,13 @@ def test_a_referee_session_is_no_eval_or_stream_run():
 
 
 def test_a_manifest_and_a_summary_of_different_kinds_are_refused():
-    manifest = {"run_id": "r", "kind": "stream", "started": "t", "model": {"card": "c"}, "board": {"id": "sim"}}
+    manifest = {
+        "run_id": "r",
+        "kind": "stream",
+        "started": "2026-12-03T11:00:00Z",
+        "model": {"card": "c"},
+        "board": {"id": "sim"},
+    }
     with pytest.raises(UserError, match="damaged"):
         record_of(manifest, {"subsets": {}, "latency": {"source": "sim"}, "arena": {"source": "sim"}})
     with pytest.raises(UserError, match=r"latency"):
