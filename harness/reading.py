@@ -294,12 +294,49 @@ def _check_depth(value: Any, kind: FileKind, path: Path) -> None:
         raise _too_deep(kind, path)
 
 
+_LARGEST = 2**64
+
+
+def _all_numbers_fine(value: Any) -> bool:
+    """Every number in value finite and within ±2**64: the quick walk (no names) that every file takes; only a
+    file that fails it is walked again to name the field."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        for child in item.values() if isinstance(item, dict) else item if isinstance(item, list) else ():
+            kind = type(child)
+            if kind is float:
+                if not math.isfinite(child):
+                    return False
+            elif kind is int:
+                if not -_LARGEST <= child <= _LARGEST:
+                    return False
+            elif kind is dict or kind is list:
+                stack.append(child)
+    return not (isinstance(value, float) and not math.isfinite(value))
+
+
+class _KeyTwice(Exception):
+    pass
+
+
+def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object, unless it names a key twice (json.loads would keep the last one without a word)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        raise _KeyTwice(next(key for key, _ in pairs if key in seen or seen.add(key)))
+    return value
+
+
 def parse_json(text: str, kind: FileKind, path: Path | str) -> Any:
     """JSON text, parsed: NaN, infinities (named by field), numbers of over 4300 digits and nesting deeper than
     MAX_DEPTH refused."""
     path = Path(path)
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_object_without_repeats)
+    except _KeyTwice as twice:
+        raise _refuse(kind, path, f"names key {twice.args[0]!r} twice in one object; keep one") from None
     except RecursionError:
         raise _too_deep(kind, path) from None
     except json.JSONDecodeError as exc:
@@ -335,6 +372,8 @@ def _field_refused(kind: FileKind, path: Path, name: str, problem: str) -> UserE
 
 def _check_finite(value: Any, kind: FileKind, path: Path) -> None:
     """Every number finite and within ±2**64, or a UserError naming the first field that is not."""
+    if _all_numbers_fine(value):
+        return
     for name, item in fields(value):
         if isinstance(item, float) and not math.isfinite(item):
             raise _field_refused(kind, path, name, f"{item}, not a finite number")

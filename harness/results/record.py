@@ -19,7 +19,6 @@ kept elsewhere. It is strict about what is there: the files are read as harness/
 every figure in its range (harness/results/ranges.py); anything else makes the run damaged, named with its
 file and field (`damaged`)."""
 
-import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -687,32 +686,7 @@ def read_json(path: Path, spec: str | Path) -> dict:
         raise damaged(spec, path.name, reading_problem(exc, kind, path)) from None
     if not isinstance(data, dict):
         raise damaged(spec, path.name, f"it is a JSON {_json_type(data)}, not an object")
-    twice = _key_twice(text)
-    if twice is not None:
-        raise damaged(spec, path.name, f"key {twice!r} appears twice in one object")
     return data
-
-
-class _DuplicateKey(Exception):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
-    """json's object_pairs_hook: an object naming a key twice is refused (json keeps the last silently).
-    Kept here until harness/reading.py parse_json takes a pairs hook (the lead's module)."""
-    keys = [key for key, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise _DuplicateKey(next(key for key in keys if keys.count(key) > 1))
-    return dict(pairs)
-
-
-def _key_twice(text: str) -> str | None:
-    """A key some object of `text` (already read as JSON by harness/reading.py) names twice, or None."""
-    try:
-        json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except _DuplicateKey as exc:
-        return str(exc.args[0])
-    return None
 
 
 def reading_problem(exc: UserError, kind: reading.FileKind, path: Path) -> str:

@@ -203,7 +203,7 @@ def _cases(made: Path) -> dict[str, tuple[str, object, tuple[str, ...]]]:
         words = (f"field {'.'.join(path)!r} is nan, not a finite number",)
         cases[case] = ("summary.json", _figure_content(made, "summary.json", _set(path, float("nan"))), words)
     twice = _figure_content(made, "summary.json", lambda d: d).replace(b"{", b'{"samples": 4, ', 1)
-    cases["duplicate-key"] = ("summary.json", twice, ("summary.json", "'samples'", "appears twice"))
+    cases["duplicate-key"] = ("summary.json", twice, ("summary.json", "key 'samples' twice in one object"))
     return cases
 
 

@@ -332,7 +332,7 @@ def test_a_key_the_manifest_does_not_declare_is_refused(key):
 def test_a_key_twice_in_a_run_file_is_refused(tmp_path):
     path = tmp_path / "summary.json"
     path.write_text('{"samples": 4, "samples": 5}')
-    with pytest.raises(UserError, match="'samples' appears twice"):
+    with pytest.raises(UserError, match="key 'samples' twice in one object"):
         read_json(path, "results/r")
 
 
