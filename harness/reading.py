@@ -16,6 +16,7 @@ import math
 import os
 import stat
 import tomllib
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -111,7 +112,8 @@ def _open_fd(path: Path, kind: FileKind) -> int:
     if info.st_size > kind.max_bytes:
         os.close(fd)
         raise _too_large(kind, path, f"is {_size(info.st_size)}")
-    os.set_blocking(fd, True)
+    # The descriptor stays non-blocking: a regular file never waits anyway, and a pseudo-file that claims to be
+    # one (/proc/kmsg) answers "try again" instead of hanging, which the read turns into a one-line refusal.
     return fd
 
 
@@ -169,6 +171,8 @@ def read_bytes(path: Path | str, kind: FileKind) -> bytes:
 
 def decode_text(data: bytes, kind: FileKind, path: Path | str) -> str:
     """UTF-8 text (a leading BOM dropped); anything else refused naming the byte."""
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        raise _refuse(kind, Path(path), "is UTF-32 text; save it as UTF-8")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise _refuse(kind, Path(path), "is UTF-16 text; save it as UTF-8")
     try:
@@ -390,9 +394,15 @@ def refuse_control_characters(value: Any, kind: FileKind, path: Path | str, allo
         if not isinstance(text, str):
             continue
         allowed = "\n\t\r" if name in allowed_fields else ""
-        bad = next((ch for ch in text if (ch < " " or ch == "\x7f") and ch not in allowed), None)
+        bad = next((ch for ch in text if _acted_on(ch) and ch not in allowed), None)
         if bad is not None:
             raise UserError(f"{kind.name} {path}: field {name!r} holds the control character {bad!r}; remove it")
+
+
+def _acted_on(ch: str) -> bool:
+    """A character a terminal or an editor acts on instead of showing: a control (a newline, ESC), or a format
+    character (a right-to-left override, a zero-width space)."""
+    return ch < " " or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")
 
 
 def parse_toml(text: str, kind: FileKind, path: Path | str) -> dict:

@@ -217,7 +217,7 @@ def test_any_bytes_are_text_or_a_refusal_naming_the_byte(data):
     try:
         text = reading.decode_text(data, reading.TEXT, "t.txt")
     except UserError as refused:
-        assert re.search(r"byte 0x[0-9a-f]{2} at offset \d+|UTF-16|NUL character", str(refused))
+        assert re.search(r"byte 0x[0-9a-f]{2} at offset \d+|UTF-16|UTF-32|NUL character", str(refused))
         return
     assert text == data.decode("utf-8-sig")
 
@@ -375,3 +375,32 @@ def test_a_broken_csv_names_its_line(tmp_path):
     path.write_text("a,b\n1,2\n" + "x" * (reading.MAX_CSV_FIELD + 1) + ",1\n")
     with pytest.raises(UserError, match=r"is not valid CSV \(line 3: "):
         reading.read_csv(path, reading.LABELS)
+
+
+def test_utf32_is_named_as_such(tmp_path):
+    path = tmp_path / "x.csv"
+    for encoding in ("utf-32", "utf-32-be"):
+        path.write_bytes("\ufeffa,b".encode(encoding) if encoding.endswith("be") else "a,b".encode(encoding))
+        with pytest.raises(UserError, match="is UTF-32 text; save it as UTF-8"):
+            reading.read_text(path, reading.LABELS)
+
+
+def test_a_pseudo_file_never_makes_a_read_wait(tmp_path):
+    """The descriptor stays non-blocking: a /proc file that says it is regular (/proc/kmsg, empty) answers 'try
+    again' to a read, which is one line, rather than waiting forever."""
+    path = tmp_path / "x.csv"
+    path.write_text("a,b\n")
+    with reading.open_binary(path, reading.LABELS) as handle:
+        assert os.get_blocking(handle.fileno()) is False
+        assert handle.read() == b"a,b\n"
+
+
+@pytest.mark.parametrize("char", ["\n", "\x1b", "\u202e", "\u200b", "\u2028"])
+def test_text_values_that_a_terminal_acts_on_are_refused(char):
+    with pytest.raises(UserError, match=r"field 'board.name' holds the control character"):
+        reading.refuse_control_characters({"board": {"name": f"nucleo{char}x"}}, reading.BOARD, "b.toml")
+
+
+def test_a_key_twice_in_one_json_object_is_refused():
+    with pytest.raises(UserError, match="names key 'n' twice in one object"):
+        reading.parse_json('{"a": {"n": 1, "n": 2}}', reading.SUMMARY, "s.json")
