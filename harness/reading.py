@@ -17,7 +17,7 @@ import os
 import stat
 import tomllib
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -336,17 +336,23 @@ def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict:
 def parse_json(text: str, kind: FileKind, path: Path | str) -> Any:
     """JSON text, parsed: NaN, infinities (named by field), numbers of over 4300 digits and nesting deeper than
     MAX_DEPTH refused."""
-    path = Path(path)
+    return _structured("JSON", kind, Path(path), lambda: json.loads(text, object_pairs_hook=_object_without_repeats))
+
+
+def _structured(language: str, kind: FileKind, path: Path, load: Callable[[], Any]) -> Any:
+    """What load() parses, every refusal one line naming the file; then nesting and numbers checked."""
     try:
-        value = json.loads(text, object_pairs_hook=_object_without_repeats)
+        value = load()
     except _KeyTwice as twice:
         raise _refuse(kind, path, f"names key {twice.args[0]!r} twice in one object; keep one") from None
     except RecursionError:
         raise _too_deep(kind, path) from None
     except json.JSONDecodeError as exc:
         raise _refuse(kind, path, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise _refuse(kind, path, f"is not valid TOML ({exc})") from None
     except ValueError as exc:  # an integer too long to convert
-        raise _refuse(kind, path, f"is not valid JSON ({_first_clause(exc)})") from None
+        raise _refuse(kind, path, f"is not valid {language} ({_first_clause(exc)})") from None
     _check_depth(value, kind, path)
     _check_finite(value, kind, path)
     return value
@@ -406,18 +412,7 @@ def _acted_on(ch: str) -> bool:
 
 
 def parse_toml(text: str, kind: FileKind, path: Path | str) -> dict:
-    path = Path(path)
-    try:
-        value = tomllib.loads(text)
-    except RecursionError:
-        raise _too_deep(kind, path) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise _refuse(kind, path, f"is not valid TOML ({exc})") from None
-    except ValueError as exc:  # an integer too long to convert
-        raise _refuse(kind, path, f"is not valid TOML ({_first_clause(exc)})") from None
-    _check_depth(value, kind, path)
-    _check_finite(value, kind, path)
-    return value
+    return _structured("TOML", kind, Path(path), lambda: tomllib.loads(text))
 
 
 def read_json(path: Path | str, kind: FileKind) -> Any:

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import wave
 import zlib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ import pytest
 
 from harness.cli import exits
 from tests.conftest import assert_refused_in_one_line, cli_commands
+from tests.hostile import FIFO, Case, make_files
 
 LABEL_COLUMNS = (
     "filename,person,depiction,body_part,predominantly_female,predominantly_male,gender_unknown,young,"
@@ -57,16 +57,6 @@ def _label_row(name: str, person: int = 1) -> str:
     return ",".join([name, *map(str, flags)])
 
 
-FIFO = object()  # a named pipe in place of a file
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    args: tuple[str, ...]
-    expected: tuple[str, ...]
-    files: dict[str, object] = field(default_factory=dict)
-    code: int = exits.USAGE
 
 
 CASES = [
@@ -1736,16 +1726,6 @@ c("runs-compare-results-empty", EMPTY_RESULTS, "runs", "compare", "A", "B", "--r
 c("eval-results-blank", EMPTY_RESULTS, "eval", "--results", "  ")
 
 
-def _make(root: Path, files: dict[str, object]) -> None:
-    for name, content in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if content is FIFO:
-            os.mkfifo(path)
-        else:
-            path.write_bytes(content)
-
-
 def _tree(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
 
@@ -1763,7 +1743,7 @@ def _harness(cwd: Path, *args: str, timeout: float = 300) -> subprocess.Complete
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_hostile_input_is_refused_in_one_line(tmp_path, small_model, case):
-    _make(tmp_path, case.files)
+    make_files(tmp_path, case.files)
     before = _tree(tmp_path)
     done = _harness(tmp_path, *case.args)
     assert_refused_in_one_line(done, *case.expected, code=case.code)
