@@ -2,7 +2,8 @@
 
 The lock is an advisory `flock` on a `.lock` file in the folder, holding the writer's pid and host, so a second
 writer is refused at once with who holds it. The kernel drops the lock when its holder exits, however it exits
-(a kill -9 included): a stale `.lock` file never blocks anyone. A `.lock` that is not a regular file (a FIFO,
+(a kill -9 included): a stale `.lock` file never blocks anyone. A holder that lets go removes the file
+(one that was killed cannot; the next writer takes the file over). A `.lock` that is not a regular file (a FIFO,
 a device, a folder, a link anywhere) is never followed, waited on or read: it is refused, naming it and the fix.
 """
 
@@ -79,18 +80,54 @@ def _holder(fd: int) -> str:
 
 @contextmanager
 def held(folder: Path, what: str) -> Iterator[None]:
-    """Hold folder for writing for the block; if another process holds it, refuse naming its pid and host."""
-    fd = _open_lock(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    """Hold folder for writing for the block; if another process holds it, refuse naming its pid and host.
+    A `.lock` file this hold made goes with it: a refused or finished writer leaves no file it made behind (one
+    left by a writer that was killed stays as it was found)."""
+    lock_file = folder / LOCK_NAME
+    fd, made = _acquire(lock_file, folder, what)
     try:
+        yield
+    finally:
+        release(lock_file, fd, remove=made)
+
+
+def _acquire(lock_file: Path, folder: Path, what: str) -> tuple[int, bool]:
+    """The held descriptor, and whether this call made the file."""
+    while True:
+        made = _mode_of(lock_file) is None
+        fd = _open_lock(lock_file, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
             raise UserError(
-                f"{what} {folder} is being written by {_holder(fd)}; wait for it to finish (or stop it), then try again"
+                f"{what} {folder} is being written by {holder}; wait for it to finish (or stop it), then try again"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
-        yield
+        if _is_the_lock_file(fd, lock_file):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+            return fd, made
+        os.close(fd)  # its holder removed it as it let go, after we opened it: take the one there now
+
+
+def _is_the_lock_file(fd: int, lock_file: Path) -> bool:
+    try:
+        there = os.lstat(lock_file)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def release(lock_file: Path, fd: int, remove: bool = True) -> None:
+    """Remove the lock file when asked (while still holding it, so no one takes a file about to vanish), then
+    let go."""
+    try:
+        if remove and _is_the_lock_file(fd, lock_file):
+            lock_file.unlink()
+    except OSError:
+        pass
     finally:
         os.close(fd)  # closing drops the lock
 

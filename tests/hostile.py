@@ -64,7 +64,10 @@ def tree(root: Path) -> dict[str, tuple]:
     for path in sorted(root.rglob("*")):
         info = path.lstat()
         sized = stat.S_ISREG(info.st_mode)
-        found[str(path.relative_to(root))] = (stat.S_IFMT(info.st_mode), info.st_size if sized else 0, info.st_mtime_ns)
+        # A folder's own mtime is left out: its entries are compared one by one (a lock file made and removed
+        # again by a refused command changes the folder's mtime, and nothing in it).
+        mtime = 0 if stat.S_ISDIR(info.st_mode) else info.st_mtime_ns
+        found[str(path.relative_to(root))] = (stat.S_IFMT(info.st_mode), info.st_size if sized else 0, mtime)
     return found
 
 

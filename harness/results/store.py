@@ -191,7 +191,9 @@ def open_partial(root: Path, run_id: str, resume: bool) -> RunFolder:
 def publish(root: Path, run_id: str) -> Path:
     """The partial folder becomes the run folder, in one rename."""
     final = run_path(root, check_run_id(run_id))
-    os.rename(partial_path(root, run_id), final)
+    partial = partial_path(root, run_id)
+    (partial / locks.LOCK_NAME).unlink(missing_ok=True)  # held until its writer lets go; no run keeps one
+    os.rename(partial, final)
     return final
 
 
@@ -222,6 +224,7 @@ def run_folder(root: Path, run_id: str) -> Iterator[RunFolder]:
     try:
         with hold_run(partial):
             yield RunFolder(partial)
+            (partial / locks.LOCK_NAME).unlink(missing_ok=True)  # held until the block lets go; no run keeps one
             os.rename(partial, final)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)

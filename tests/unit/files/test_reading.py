@@ -404,3 +404,30 @@ def test_text_values_that_a_terminal_acts_on_are_refused(char):
 def test_a_key_twice_in_one_json_object_is_refused():
     with pytest.raises(UserError, match="names key 'n' twice in one object"):
         reading.parse_json('{"a": {"n": 1, "n": 2}}', reading.SUMMARY, "s.json")
+
+
+def test_a_writer_that_lets_go_leaves_no_lock_file(tmp_path):
+    with locks.held(tmp_path, "run"):
+        assert (tmp_path / locks.LOCK_NAME).is_file()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_lock_file_removed_while_a_writer_waited_to_take_it_is_not_taken(tmp_path, monkeypatch):
+    """The holder removes the file as it lets go; one who opened it just before locks a file no longer there and
+    must take the new one, or two writers would each hold a lock."""
+    stale = tmp_path / locks.LOCK_NAME
+    stale.write_text("1 elsewhere\n")
+    opened = []
+    real_open = locks._open_lock
+
+    def open_then_replace(path, flags):
+        fd = real_open(path, flags)
+        if not opened:  # the first open: the file is replaced under us, as a releasing holder does
+            opened.append(fd)
+            path.unlink()
+            path.write_text("")
+        return fd
+
+    monkeypatch.setattr(locks, "_open_lock", open_then_replace)
+    with locks.held(tmp_path, "run"):
+        assert stale.read_text().split()[0] == str(os.getpid())
