@@ -75,6 +75,10 @@ def _timer_problem(table: pa.Table) -> str | None:
 
 
 def _classes_problem(table: pa.Table, classes: int | None) -> str | None:
+    """Labels and predictions within the model's classes; a run that is no classification (anomaly scores, an
+    MLPerf Tiny DUT's own decisions, -1 for "no decision") has no classes to check them against."""
+    if classes is None:
+        return None
     for name in table.column_names:
         if name != "label" and not name.endswith("_prediction"):
             continue
@@ -83,7 +87,7 @@ def _classes_problem(table: pa.Table, classes: int | None) -> str | None:
             continue
         if _below(column, 0):
             return f"column {name!r} holds a class below 0"
-        if classes is not None and column.length() > column.null_count and pc.max(column).as_py() >= classes:
+        if column.length() > column.null_count and pc.max(column).as_py() >= classes:
             return f"column {name!r} holds class {pc.max(column).as_py()}; the model has {classes} classes"
     return None
 
