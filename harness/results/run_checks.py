@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
-from harness.names import ID_RULE, is_valid_id
+from harness.names import ID_RULE, RUN_ID_PATTERN, RUN_ID_RULE, is_valid_id
 
 MAX_SAMPLES = 2**40  # more samples than any run holds: a count past it is damage
 SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -119,10 +119,15 @@ ManifestReferences = Annotated[dict[PlainText, Any] | None, PlainKeys]
 # ---------------------------------------------------------------- figures that must agree
 
 
+ROUNDING = 1e-9  # how far a stored bound may miss the figure it bounds by float arithmetic alone
+
+
 def manifest_problem(manifest, folder_name: str | None) -> str | None:
     """Why a manifest is damaged as a whole (its fields each passed their own check)."""
-    if folder_name is not None and manifest.run_id != folder_name:
-        return f"field 'run_id' is {manifest.run_id!r}, not the run folder's name {folder_name!r}"
+    # A run folder may be renamed or copied (an archive, a baseline): its run_id need not be the folder's name,
+    # but it is a run id, since tables, reports and resumes name the run by it.
+    if RUN_ID_PATTERN.fullmatch(manifest.run_id) is None:
+        return f"field 'run_id' is {manifest.run_id!r}, not a run id ({RUN_ID_RULE})"
     if manifest.finished is not None and _time(manifest.finished) < _time(manifest.started):
         return f"field 'finished' ({manifest.finished}) is before field 'started' ({manifest.started})"
     return None
@@ -139,7 +144,7 @@ def score_problem(score, where: str, samples: int) -> str | None:
     may lie outside the subset (harness/eval/metrics.py score), so all four add up to at most the samples."""
     if score.accuracy is not None and score.accuracy_ci95 is not None:
         low, high = score.accuracy_ci95
-        if not low <= score.accuracy <= high:
+        if not low - ROUNDING <= score.accuracy <= high + ROUNDING:  # Wilson's bounds are computed in floats
             return f"field '{where}.accuracy' ({score.accuracy}) lies outside its accuracy_ci95 [{low}, {high}]"
     if score.tp is not None and score.fn is not None and score.tp + score.fn > score.n:
         return f"fields '{where}.tp' and 'fn' add up to {score.tp + score.fn}, more than its n {score.n}"

@@ -28,7 +28,10 @@ def classes_of(summary, model_output: str | None) -> int | None:
     if summary.confusion is not None and summary.confusion.labels:
         return len(summary.confusion.labels)
     shape = OUTPUT_SHAPE.match(model_output or "")
-    return int(shape.group(1).split(",")[-1]) if shape else None
+    if not shape:
+        return None
+    outputs = int(shape.group(1).split(",")[-1])
+    return max(outputs, 2)  # one output is a score thresholded into two classes
 
 
 def rows_problem(table: pa.Table, classes: int | None) -> str | None:
