@@ -164,6 +164,8 @@ def read_bytes(path: Path | str, kind: FileKind) -> bytes:
     path = Path(path)
     with open_binary(path, kind) as handle:
         data = handle.read(kind.max_bytes + 1)
+    if data is None:  # a pseudo-file with nothing to give yet ("try again"): no file to read
+        raise _refuse(kind, path, "gives no data without waiting (a pseudo-file, not a regular file); name a file")
     if len(data) > kind.max_bytes:  # it grew while being read
         raise _too_large(kind, path, "grew while it was read")
     return data

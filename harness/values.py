@@ -8,6 +8,7 @@ table are made from that one declaration (tests/unit/cli/test_option_ranges.py k
 that every numeric option has a bounded type)."""
 
 import argparse
+import unicodedata
 from dataclasses import dataclass
 
 from harness.defaults import MAX_BAUD, REFERENCE_NAMES
@@ -244,6 +245,8 @@ def path_text(text: str) -> str:
         raise argparse.ArgumentTypeError("the path is empty; name a file or folder")
     if "\x00" in text:
         raise argparse.ArgumentTypeError(f"the path {text!r} holds a NUL byte")
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in text):
+        raise argparse.ArgumentTypeError(f"the path {text!r} holds a control character; name a plain path")
     return text
 
 
