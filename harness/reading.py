@@ -160,6 +160,12 @@ def open_binary(path: Path | str, kind: FileKind) -> Iterator[BinaryIO]:
         yield handle
 
 
+# pyarrow reading a file object from open_binary does so on this thread: its pool's threads would call back into
+# Python for the bytes, and a refusal raised meanwhile leaves them running at exit, where the process aborts
+# ("terminate called without an active exception").
+PARQUET_ON_THIS_THREAD = {"use_threads": False, "pre_buffer": False}
+
+
 def read_bytes(path: Path | str, kind: FileKind) -> bytes:
     path = Path(path)
     with open_binary(path, kind) as handle:

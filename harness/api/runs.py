@@ -72,7 +72,7 @@ class EvalRun(RunView):
         from harness import reading
 
         with reading.open_binary(self.path / SAMPLES, reading.SAMPLES) as handle:
-            return pq.read_table(handle).to_pandas()
+            return pq.read_table(handle, **reading.PARQUET_ON_THIS_THREAD).to_pandas()
 
     def check(self, gates: str | Path, baseline: "EvalRun | None" = None, strict: bool = False) -> list:
         """The gates file's verdicts on this run, as `harness runs check` judges them (harness/results/gates.py):

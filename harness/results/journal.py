@@ -30,8 +30,8 @@ from harness.files import write_text_atomically
 from harness.link.protocol import TickKind
 from harness.reading import JOURNAL as JOURNAL_FILE
 from harness.reading import ORIGIN as ORIGIN_FILE
+from harness.reading import PARQUET_ON_THIS_THREAD, ROW_GROUP, FileKind, open_binary, parse_json, read_bytes, read_json
 from harness.reading import REQUEST as REQUEST_FILE
-from harness.reading import ROW_GROUP, FileKind, open_binary, parse_json, read_bytes, read_json
 
 JOURNAL = "journal.jsonl"
 ROWS = "rows"  # the row groups: rows/group-00000.parquet, …
@@ -81,6 +81,8 @@ def _board_name(value: object) -> bool:
         and 0 < len(value) <= 256
         and not any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in value)
     )
+
+
 NO_TIMER = TickKind.NONE.value
 
 
@@ -325,7 +327,7 @@ class Journal:
 def _read_group(group: Path, columns: list[str] | None = None) -> pa.Table:
     try:
         with open_binary(group, ROW_GROUP) as handle:
-            return pq.read_table(handle, columns=columns)
+            return pq.read_table(handle, columns=columns, **PARQUET_ON_THIS_THREAD)
     except (pa.ArrowException, OSError) as exc:
         raise UserError(f"{known_as(group)} is damaged ({exc}); start a new run") from None
 

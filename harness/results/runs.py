@@ -117,7 +117,11 @@ class SampleColumns:
         if name not in self._read:
             if name not in self.names:
                 raise KeyError(name)
-            values = self._guarded(lambda handle: pq.read_table(handle, columns=[name]).column(0).to_pylist())
+            values = self._guarded(
+                lambda handle: (
+                    pq.read_table(handle, columns=[name], **reading.PARQUET_ON_THIS_THREAD).column(0).to_pylist()
+                )
+            )
             self._check(name, values)
             self._read[name] = values
         return self._read[name]
@@ -206,7 +210,7 @@ def _check_rows(run: Run, spec, names: list[str]) -> None:
     """The rows' values (harness/results/sample_checks.py), reading only the columns checked."""
     try:
         with reading.open_binary(run.path / SAMPLES, reading.SAMPLES) as handle:
-            table = pq.read_table(handle, columns=columns_to_check(names))
+            table = pq.read_table(handle, columns=columns_to_check(names), **reading.PARQUET_ON_THIS_THREAD)
     except (pa.ArrowException, OSError) as exc:
         raise UserError(_damaged_table(spec, SAMPLES, exc)) from None
     classes = classes_of(run.eval_summary, run.record.manifest.model.output)

@@ -57,8 +57,6 @@ def _label_row(name: str, person: int = 1) -> str:
     return ",".join([name, *map(str, flags)])
 
 
-
-
 CASES = [
     Case(
         "labels-flag-out-of-range",

@@ -166,7 +166,7 @@ FIGURES = {  # case: (file, change, the words: the field it names, what it holds
     "model-sha256-short": ("manifest.json", _set(("model", "sha256"), "abc"), ("model.sha256", "SHA-256")),
     "started-not-a-time": ("manifest.json", _set(("started",), "yesterday"), ("'started'", "ISO 8601")),
     "finished-before-started": ("manifest.json", _set(("finished",), "2000-01-01T00:00:00Z"), ("before",)),
-    "run-id-elsewhere": ("manifest.json", _set(("run_id",), "other"), ("'run_id'", "folder's name")),
+    "run-id-escaping": ("manifest.json", _set(("run_id",), "../../x"), ("'run_id'", "not an id")),
     "board-not-an-id": ("manifest.json", _set(("board", "id"), "../x"), ("board.id", "not an id")),
     "subset-name-control": ("summary.json", lambda d: _subset_renamed(d, "all\u202e"), ("control",)),
     "accuracy-outside-ci": ("summary.json", _set((*DEVICE, "accuracy_ci95"), [0.0, 0.0]), ("accuracy_ci95",)),
@@ -361,7 +361,7 @@ def test_an_output_that_is_no_regular_file_is_refused_and_left_as_it_was(tmp_pat
         "report-out": ("runs", "report", GOOD, "--results", "results", "--out", str(target)),
         "check-junit": (*CHECK, "--junit", str(target)),
     }[option]
-    run_case(tmp_path, Case(option, args, (str(target), f"is {what}", "regular files")))
+    run_case(tmp_path, Case(option, args, (str(target), f"is {what}")))
     after = target.lstat()
     assert (stat.S_IFMT(after.st_mode), after.st_rdev, after.st_ino) == (
         stat.S_IFMT(info.st_mode),
