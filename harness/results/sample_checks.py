@@ -12,11 +12,12 @@ import pyarrow.compute as pc
 CONTROL = r"[\p{Cc}\p{Cf}]"
 OUTPUT_SHAPE = re.compile(r"^\w+\[([0-9, ]+)\]")
 CLASSIFYING = ("image_classification", "keyword_spotting", "classification")
+TIMINGS = ("microseconds", "instructions", "cycles")  # a sample's latency figures: finite, never below 0
 
 
 def columns_to_check(names: list[str]) -> list[str]:
     """The columns of a samples table these checks read (the output bytes and flags are left unread)."""
-    wanted = {"sample_id", "label", "ticks", "tick_hz"}
+    wanted = {"sample_id", "label", "ticks", "tick_hz", *TIMINGS}
     return [n for n in names if n in wanted or n.endswith("_prediction") or n.endswith("_score")]
 
 
@@ -63,6 +64,9 @@ def _finite_problem(table: pa.Table) -> str | None:
     for name in table.column_names:
         if name.endswith("_score") and _not_finite(table[name]):
             return f"column {name!r} holds a score that is not a finite number"
+    for name in (n for n in TIMINGS if n in table.column_names):
+        if _not_finite(table[name]) or _below(table[name], 0):
+            return f"column {name!r} holds a latency that is not a finite number of at least 0"
     return None
 
 
