@@ -21,6 +21,7 @@ FILE_TYPES = {  # what each type of file that is no regular file is called in me
     stat.S_IFBLK: "a block device",
     stat.S_IFSOCK: "a socket",
     stat.S_IFDIR: "a folder",
+    stat.S_IFLNK: "a link",  # seen only where a link is not followed (lstat)
 }
 
 

@@ -16,17 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.files import what_it_is
 
 LOCK_NAME = ".lock"
-
-_NOT_REGULAR = {
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFDIR: "a folder",
-    stat.S_IFLNK: "a link",
-}
 
 
 def _hostile(lock_file: Path, kind: str) -> UserError:
@@ -47,17 +39,13 @@ def _open_lock(lock_file: Path, flags: int) -> int:
     except OSError:  # a link (ELOOP under O_NOFOLLOW), a folder opened for writing, a socket, ...
         mode = _mode_of(lock_file)
         if mode is not None and not stat.S_ISREG(mode):
-            raise _hostile(lock_file, _kind(mode)) from None
+            raise _hostile(lock_file, what_it_is(mode)) from None
         raise
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise _hostile(lock_file, _kind(mode))
+        raise _hostile(lock_file, what_it_is(mode))
     return fd
-
-
-def _kind(mode: int) -> str:
-    return _NOT_REGULAR.get(stat.S_IFMT(mode), "not a regular file")
 
 
 def _mode_of(path: Path) -> int | None:

@@ -6,6 +6,7 @@ An id starts with a letter or digit and holds only letters, digits, '_', '-' and
 (`RUN_ID_PATTERN`), in the same characters."""
 
 import re
+import unicodedata
 
 from harness.errors import UserError
 
@@ -37,3 +38,16 @@ def check_run_id(run_id: object, where: str = "") -> str:
         place = f"{where}: " if where else ""
         raise UserError(f"{place}run id {run_id!r} is not a valid run id ({RUN_ID_RULE})")
     return run_id
+
+
+# Characters a terminal or an editor acts on instead of showing: controls (a newline, ESC), format characters (a
+# right-to-left override, a zero-width space), line and paragraph separators. No id, label or path holds one.
+ACTED_ON = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def is_acted_on(ch: str) -> bool:
+    return unicodedata.category(ch) in ACTED_ON
+
+
+def has_acted_on(text: str) -> bool:
+    return any(is_acted_on(ch) for ch in text)

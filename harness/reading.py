@@ -16,7 +16,6 @@ import math
 import os
 import stat
 import tomllib
-import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ import pydantic
 
 from harness.errors import UserError
 from harness.files import what_it_is
+from harness.names import is_acted_on
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -416,7 +416,7 @@ def refuse_control_characters(value: Any, kind: FileKind, path: Path | str, allo
 def _acted_on(ch: str) -> bool:
     """A character a terminal or an editor acts on instead of showing: a control (a newline, ESC), or a format
     character (a right-to-left override, a zero-width space)."""
-    return ch < " " or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")
+    return is_acted_on(ch)
 
 
 def parse_toml(text: str, kind: FileKind, path: Path | str) -> dict:

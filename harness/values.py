@@ -8,13 +8,13 @@ table are made from that one declaration (tests/unit/cli/test_option_ranges.py k
 that every numeric option has a bounded type)."""
 
 import argparse
-import unicodedata
 from dataclasses import dataclass
 
 from harness.defaults import MAX_BAUD, REFERENCE_NAMES
 from harness.digits import ascii_float, ascii_int
 from harness.errors import UserError
 from harness.link.port_urls import PORT_FORMS, port_url_problem
+from harness.names import has_acted_on
 
 
 def _shown(number: float) -> str:
@@ -245,7 +245,7 @@ def path_text(text: str) -> str:
         raise argparse.ArgumentTypeError("the path is empty; name a file or folder")
     if "\x00" in text:
         raise argparse.ArgumentTypeError(f"the path {text!r} holds a NUL byte")
-    if any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in text):
+    if has_acted_on(text):
         raise argparse.ArgumentTypeError(f"the path {text!r} holds a control character; name a plain path")
     return text
 

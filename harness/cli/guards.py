@@ -9,24 +9,20 @@
 
 import argparse
 import os
-import unicodedata
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.names import has_acted_on, is_acted_on
 from harness.values import OutputPath
 
-# Categories a terminal acts on rather than shows: controls, format characters, line and paragraph separators.
-_ACTED_ON = {"Cc", "Cf", "Zl", "Zp"}
 _RUN_FOLDER_FILES = ("manifest.json", "journal.jsonl", "request.json")
 
 
 def one_line(message: str) -> str:
     """message with every character a terminal would act on shown as its escape (a newline as \\n)."""
-    if not any(unicodedata.category(ch) in _ACTED_ON for ch in message):
+    if not has_acted_on(message):
         return message
-    return "".join(
-        ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) in _ACTED_ON else ch for ch in message
-    )
+    return "".join(ch.encode("unicode_escape").decode("ascii") if is_acted_on(ch) else ch for ch in message)
 
 
 def chosen_parser(root: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:

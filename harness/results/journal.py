@@ -17,7 +17,6 @@ import errno
 import json
 import os
 import shlex
-import unicodedata
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +27,7 @@ import pyarrow.parquet as pq
 from harness.errors import UserError
 from harness.files import write_text_atomically
 from harness.link.protocol import TickKind
+from harness.names import has_acted_on
 from harness.reading import JOURNAL as JOURNAL_FILE
 from harness.reading import ORIGIN as ORIGIN_FILE
 from harness.reading import PARQUET_ON_THIS_THREAD, ROW_GROUP, FileKind, open_binary, parse_json, read_bytes, read_json
@@ -76,11 +76,7 @@ OPTIONAL = {"board"}
 
 
 def _board_name(value: object) -> bool:
-    return (
-        isinstance(value, str)
-        and 0 < len(value) <= 256
-        and not any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in value)
-    )
+    return isinstance(value, str) and 0 < len(value) <= 256 and not has_acted_on(value)
 
 
 NO_TIMER = TickKind.NONE.value
