@@ -36,7 +36,7 @@ def stream(
     from harness.boards import get_board
     from harness.results.runs import load_run
     from harness.results.store import results_root
-    from harness.stream.run import StreamRequest, run_stream
+    from harness.streaming.run import StreamRequest, run_stream
 
     if not wav:
         raise UserError("a stream run needs a WAV (16 kHz mono 16-bit); `harness stream build` composes one")

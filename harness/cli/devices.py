@@ -13,7 +13,7 @@ from harness.model.card import load_card
 from harness.model.deployable import require_deployable
 from harness.model.fetch import obtain_model
 from harness.model.tflite_file import read_tflite
-from harness.stream.pipeline import streaming_frontend
+from harness.streaming.pipeline import streaming_frontend
 
 
 def cmd_link_test(args) -> int:

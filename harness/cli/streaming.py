@@ -11,7 +11,7 @@ from harness.errors import UserError
 
 
 def exposure_ms(args) -> int:
-    from harness.stream.compose import wav_duration_ms
+    from harness.streaming.compose import wav_duration_ms
 
     if args.audio:
         return wav_duration_ms(Path(args.audio))
@@ -22,9 +22,9 @@ def exposure_ms(args) -> int:
 
 def cmd_stream_score(args) -> int:
     from harness.results.stream_report import print_score
-    from harness.stream.detections import load_detections
-    from harness.stream.ledger import load_ledger
-    from harness.stream.scoring import score_stream
+    from harness.streaming.detections import load_detections
+    from harness.streaming.ledger import load_ledger
+    from harness.streaming.scoring import score_stream
 
     duration_ms = exposure_ms(args)
     ledger = load_ledger(Path(args.ledger), duration_ms, args.ledger_unit)
@@ -75,7 +75,7 @@ def cmd_stream_run(args) -> int:
 
 
 def cmd_stream_build(args) -> int:
-    from harness.stream.compose import build_stream, parse_placements
+    from harness.streaming.compose import build_stream, parse_placements
 
     out = Path(args.out)
     ledger = Path(args.ledger) if args.ledger else out.with_suffix(".csv")

@@ -116,7 +116,7 @@ class ModelCard:
     card_path: Path
     notes: str = ""
     caveat: str = ""  # what results with this card cannot claim; printed and stored with every run
-    streaming: dict | None = None  # keyword streaming: the recognizer's settings (harness/stream)
+    streaming: dict | None = None  # keyword streaming: the recognizer's settings (harness/streaming)
     eembc: EembcDut | None = None  # the MLPerf Tiny DUT firmware of this model, where there is one
 
 

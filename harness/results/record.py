@@ -518,7 +518,7 @@ class NotScorable:
 
 @dataclass(frozen=True, kw_only=True)
 class StreamScores:
-    """The device's detections scored under each policy (harness/stream/scoring.py)."""
+    """The device's detections scored under each policy (harness/streaming/scoring.py)."""
 
     optimal: OptimalScore | NotScorable | None = None
     tf_compat: Annotated[TfCompatScore | NotScorable | None, pydantic.Field(alias="tf-compat")] = None
@@ -546,7 +546,7 @@ class StreamSummary:
     model_caveat: PlainText | None = None
     board: Id | None = None
     audio: Audio
-    timing_reference: str | None = None  # which instant a detection's time stamps (harness/stream/detections.py)
+    timing_reference: str | None = None  # which instant a detection's time stamps (harness/streaming/detections.py)
     settings: dict[str, Any] = field(default_factory=dict)  # the pipeline's, as the device got them
     feature_rows: Count = 0
     model_runs: Count = 0

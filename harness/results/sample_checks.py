@@ -65,9 +65,20 @@ def _finite_problem(table: pa.Table) -> str | None:
         if name.endswith("_score") and _not_finite(table[name]):
             return f"column {name!r} holds a score that is not a finite number"
     for name in (n for n in TIMINGS if n in table.column_names):
-        if _not_finite(table[name]) or _below(table[name], 0):
-            return f"column {name!r} holds a latency that is not a finite number of at least 0"
+        row = _first_bad_latency(table[name])
+        if row is not None:
+            value = table[name][row].as_py()
+            return f"column {name!r} row {row + 1} holds {value}; a latency is a finite number of at least 0"
     return None
+
+
+def _first_bad_latency(column) -> int | None:
+    """The index of the first latency that is not finite or below 0 (None where every one is good)."""
+    bad = pc.less(column, 0)
+    if pa.types.is_floating(column.type):
+        bad = pc.or_(bad, pc.invert(pc.is_finite(column)))
+    index = pc.index(pc.fill_null(bad, False), True).as_py()
+    return None if index < 0 else index
 
 
 def _not_finite(column) -> bool:

@@ -1,4 +1,4 @@
-"""What a stream run's scores are: the typed results of harness/stream/scoring.py (detections scored
+"""What a stream run's scores are: the typed results of harness/streaming/scoring.py (detections scored
 against an event ledger under a policy), kept in the run record (harness/results/record.py)."""
 
 from dataclasses import dataclass, field

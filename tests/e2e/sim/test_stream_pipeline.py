@@ -9,7 +9,7 @@ import pytest
 from harness.link.client import DeviceError
 from harness.link.framing import encode_frame
 from harness.link.protocol import ErrorCode, Msg, parse_stream_audio
-from harness.stream.pipeline import StreamSettings
+from harness.streaming.pipeline import StreamSettings
 from tests.fake_runner import ChecksumRunner, ScriptedClassifier, ScriptedFrontend, core_on_pty
 from tests.unit.device.test_device_core import _raw_exchange
 
@@ -144,7 +144,7 @@ def test_a_minute_of_speech_on_the_virtual_board_equals_the_host_reference(tmp_p
     from harness.model.card import load_card
     from harness.model.fetch import obtain_model
     from harness.model.tflite_file import read_tflite
-    from harness.stream.run import StreamRequest, run_stream
+    from harness.streaming.run import StreamRequest, run_stream
     from tests.conftest import fixture_model
 
     if shutil.which("espeak-ng") is None:
@@ -241,7 +241,7 @@ def test_the_pipeline_in_firmware_on_an_emulated_cortex_m4_equals_the_host(tmp_p
     from harness.model.card import load_card
     from harness.model.fetch import obtain_model
     from harness.model.tflite_file import read_tflite
-    from harness.stream.run import StreamRequest, run_stream
+    from harness.streaming.run import StreamRequest, run_stream
     from tests.conftest import SHARED, TFLM_TREE, fixture_model
 
     tree = TFLM_TREE

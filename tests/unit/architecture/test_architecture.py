@@ -130,7 +130,7 @@ import numpy, harness
 
 def later():
     from harness.cli import main
-    import harness.stream.run as run
+    import harness.streaming.run as run
 
 
 class Later:
@@ -145,7 +145,7 @@ class Later:
         ("device", 5),
         ("results", 6),
         ("cli", 11),
-        ("stream", 12),
+        ("streaming", 12),
         ("harness.errors", 17),
     ]
     assert imports_in("from .. import model", "harness.eval", is_package=True) == [("model", 1)]
@@ -214,7 +214,7 @@ def test_layers_import_only_downwards(graph, lower):
         ("model", "eval"),
         ("link", "device"),
         ("eval", "lpirc"),
-        ("eval", "stream"),
+        ("eval", "streaming"),
         ("eval", "cli"),
         ("audio", "eval"),  # keyword datasets and frontends are what eval's keyword task runs
     ],
@@ -233,3 +233,12 @@ def test_only_the_cli_imports_the_cli(graph):
     wrong = [_lines(graph, a, b) for (a, b) in sorted(graph) if b == "cli" and a not in ("cli", "harness.__main__")]
     if wrong:
         pytest.fail("\n".join(wrong), pytrace=False)
+
+
+def test_no_api_name_is_also_a_module_of_harness():
+    """`import harness.x` sets the attribute harness.x to the module, so an API function of the same name would be
+    replaced by a module for every caller once anything imported it (harness.stream was, by harness/stream)."""
+    from harness.api import API
+
+    modules = {p.stem for p in HARNESS.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    assert not sorted(set(API) & modules)

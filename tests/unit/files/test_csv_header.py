@@ -5,8 +5,8 @@ import pytest
 from harness import reading
 from harness.errors import UserError
 from harness.eval.score_file import read_predictions
-from harness.stream.detections import load_detections
-from harness.stream.ledger import load_ledger
+from harness.streaming.detections import load_detections
+from harness.streaming.ledger import load_ledger
 
 
 def test_each_column_once_passes_and_empty_names_are_no_columns(tmp_path):

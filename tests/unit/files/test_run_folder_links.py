@@ -114,7 +114,7 @@ def test_a_torn_journal_behind_a_link_is_refused_not_cut(folder, tmp_path):
 
 def test_stream_detections_and_referee_boxes_replace_a_planted_link(folder, outside):
     from harness.eval.detection import Box, write_boxes
-    from harness.stream.detections import write_detections
+    from harness.streaming.detections import write_detections
 
     detections = _plant(folder / "detections_device.csv", outside)
     write_detections(detections, [], follow_links=False)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.cli import main
-from harness.stream.compose import read_wav
+from harness.streaming.compose import read_wav
 from tests.conftest import SHARED
 
 AUDIO = SHARED / "fixtures" / "audio"
@@ -112,7 +112,7 @@ def test_compose_refuses_what_it_cannot_do_honestly(tmp_path):
 
     from harness.audio.clips import write_clip
     from harness.errors import UserError
-    from harness.stream.compose import build_stream, find_clips, random_placements
+    from harness.streaming.compose import build_stream, find_clips, random_placements
 
     with pytest.raises(UserError, match="must not be negative"):
         random_placements([1000], 5000, -10, np.random.default_rng(0))

@@ -3,7 +3,7 @@
 TF's `StreamingAccuracyStats.read_ground_truth_file` (speech_commands/accuracy_utils.py) strips each line,
 splits it at every comma and keeps the lines of exactly two fields: the label as written, the time as
 round(float(x)), sorted by time. It knows no quoting, no comments and no header. Where its reading of
-a line differs from the ledger's (harness/stream/ledger.py) this module either reads the line as TF
+a line differs from the ledger's (harness/streaming/ledger.py) this module either reads the line as TF
 does and says so (a line TF skips is listed, its event not scored), or refuses the line with the
 reason when TF's reading would silently turn it into a label no detection has, or stop TF's tool.
 """
@@ -12,7 +12,7 @@ import io
 from dataclasses import dataclass
 
 from harness.errors import UserError
-from harness.stream.ledger import LEDGER_HEADER, Event, Ledger
+from harness.streaming.ledger import LEDGER_HEADER, Event, Ledger
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.stream.detections import Detection, Detections, load_detections, write_detections
-from harness.stream.ledger import Event, Ledger
-from harness.stream.scoring import score_stream
+from harness.streaming.detections import Detection, Detections, load_detections, write_detections
+from harness.streaming.ledger import Event, Ledger
+from harness.streaming.scoring import score_stream
 
 MINUTE_MS = 60_000
 
@@ -238,7 +238,7 @@ def test_random_small_cases_against_literal_tf_and_exhaustive_matching(seed):
 
 
 def test_identical_detections_give_the_match_to_the_first():
-    from harness.stream.scoring import _first_of_twins
+    from harness.streaming.scoring import _first_of_twins
 
     twins = [Detection("yes", 1000, 0.9, "decision"), Detection("yes", 1000, 0.8, "decision")]
     assert _first_of_twins({1: 0}, twins) == {0: 0}

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import UserError
-from harness.stream.ledger import Event, load_ledger, write_ledger
+from harness.streaming.ledger import Event, load_ledger, write_ledger
 
 LABELS = st.text(alphabet=string.ascii_lowercase + "_", min_size=1, max_size=8)
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from harness.errors import UserError
-from harness.stream.detections import Detections
-from harness.stream.ledger import load_ledger
-from harness.stream.scoring import score_stream
+from harness.streaming.detections import Detections
+from harness.streaming.ledger import load_ledger
+from harness.streaming.scoring import score_stream
 
 
 def _ledger(tmp_path, text):
@@ -89,7 +89,7 @@ def test_cli_refuses_a_seconds_ledger_in_one_line(tmp_path):
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_times_that_are_not_finite_are_refused(tmp_path, value):
-    from harness.stream.detections import load_detections
+    from harness.streaming.detections import load_detections
 
     (tmp_path / "l.csv").write_text(f"label,start_ms\nyes,{value}\n")
     with pytest.raises(UserError, match="is not a time"):
@@ -103,8 +103,8 @@ def test_a_ledger_without_end_times_keeps_the_run_and_names_the_policy_it_cannot
     from pathlib import Path
 
     from harness.model.card import load_card
-    from harness.stream.detections import Detection
-    from harness.stream.run import StreamRequest, _scores
+    from harness.streaming.detections import Detection
+    from harness.streaming.run import StreamRequest, _scores
 
     (tmp_path / "l.csv").write_text("label,start_ms\nyes,1000\nno,3000\n")
     ledger = load_ledger(tmp_path / "l.csv", 6000)
@@ -149,7 +149,7 @@ def _tf_read_ground_truth(path):
     ],
 )
 def test_tf_compat_reads_the_ledger_as_tf_reader_does(tmp_path, text, skipped):
-    from harness.stream.tf_ground_truth import read_tf_ground_truth
+    from harness.streaming.tf_ground_truth import read_tf_ground_truth
 
     path = tmp_path / "ledger.csv"
     path.write_bytes(text.encode())
@@ -159,7 +159,7 @@ def test_tf_compat_reads_the_ledger_as_tf_reader_does(tmp_path, text, skipped):
 
 
 def test_a_two_column_header_is_skipped_and_named_where_tf_reader_stops(tmp_path):
-    from harness.stream.tf_ground_truth import read_tf_ground_truth
+    from harness.streaming.tf_ground_truth import read_tf_ground_truth
 
     path = _ledger(tmp_path, "label,start_ms\nyes,1000\n")
     with pytest.raises(ValueError):
@@ -205,7 +205,7 @@ def test_tf_generators_labels_file_is_read_as_tf_reads_it(tmp_path):
 
 
 def test_stream_builds_ledger_is_given_to_tf_as_its_generators_labels(tmp_path):
-    from harness.stream.ledger import Event, write_ledger
+    from harness.streaming.ledger import Event, write_ledger
 
     path = tmp_path / "built.csv"
     write_ledger(path, [Event("yes", 1000, 2000), Event("no", 4000, 5000)])

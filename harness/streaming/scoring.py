@@ -28,9 +28,9 @@ from harness.results.stream_scores import (
     TfCompatScore,
     TfDetection,
 )
-from harness.stream.detections import Detections
-from harness.stream.ledger import Event, Ledger
-from harness.stream.tf_ground_truth import TfGroundTruth, line_ranges, read_tf_ground_truth
+from harness.streaming.detections import Detections
+from harness.streaming.ledger import Event, Ledger
+from harness.streaming.tf_ground_truth import TfGroundTruth, line_ranges, read_tf_ground_truth
 
 POLICIES = ("optimal", "tf-compat", "mlperf-sww")
 SILENCE = "_silence_"

@@ -19,7 +19,7 @@ from harness.console import notice
 from harness.digits import int_or_none
 from harness.errors import UserError, setting
 from harness.files import check_output
-from harness.stream.ledger import Event, write_ledger
+from harness.streaming.ledger import Event, write_ledger
 
 SAMPLE_RATE = 16_000
 SAMPLES_PER_MS = SAMPLE_RATE // 1000

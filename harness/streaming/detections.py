@@ -16,7 +16,7 @@ from harness.digits import float_or_none
 from harness.errors import UserError
 from harness.reading import DETECTIONS, read_csv, refuse_duplicate_columns
 from harness.results.stream_scores import Detection
-from harness.stream.ledger import MAX_TIME, label_problem
+from harness.streaming.ledger import MAX_TIME, label_problem
 
 TIMING_REFERENCES = ("window-start", "window-end", "decision")
 COLUMNS = ("label", "time_ms", "score", "reference")

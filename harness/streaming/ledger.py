@@ -9,7 +9,7 @@ declares seconds. Unless seconds are declared (there or by the caller) the loade
 looks like seconds: TF's evaluator documents seconds but compares the raw number with millisecond
 detection times, so a ledger in seconds silently scores every event near the start of the stream.
 Rows are read as CSV (quotes, stripped cells, `#` comments); the tf-compat policy reads the same text
-as TF's reader does (harness/stream/tf_ground_truth.py).
+as TF's reader does (harness/streaming/tf_ground_truth.py).
 """
 
 import csv
@@ -40,7 +40,7 @@ class Ledger:
     path: str
     unit: str  # the unit the file was written in; events are always in ms
     events: tuple[Event, ...]
-    text: str | None = None  # the file as read, for readers with other rules (TF's: harness/stream/tf_ground_truth.py)
+    text: str | None = None  # the file as read, for readers with other rules (tf_ground_truth.py)
     header_line: int | None = None
 
 

@@ -35,10 +35,10 @@ from harness.results.record import (
     write_record,
 )
 from harness.results.store import new_run_id, results_root, run_folder
-from harness.stream.detections import Detections, write_detections
-from harness.stream.ledger import load_ledger
-from harness.stream.pipeline import TIMING_REFERENCE, HostStream, detections, keywords_of, stream_settings
-from harness.stream.scoring import POLICIES, score_stream
+from harness.streaming.detections import Detections, write_detections
+from harness.streaming.ledger import load_ledger
+from harness.streaming.pipeline import TIMING_REFERENCE, HostStream, detections, keywords_of, stream_settings
+from harness.streaming.scoring import POLICIES, score_stream
 
 CHUNK_MS = 100  # audio per STREAM_AUDIO request (less when the device's frames are smaller)
 
