@@ -1,5 +1,3 @@
-import sys
+from harness.cli import exit_process
 
-from harness.cli import main
-
-sys.exit(main())
+exit_process()

@@ -1,5 +1,5 @@
 """The `harness` command line (harness/cli/app.py builds it; one module per area of commands)."""
 
-from harness.cli.app import main
+from harness.cli.app import exit_process, main
 
-__all__ = ["main"]
+__all__ = ["exit_process", "main"]

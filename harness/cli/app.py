@@ -6,11 +6,14 @@ a command's handler is named as "module:function" and imported by main() when th
 tests/unit/architecture/test_cli_startup.py checks that building the parser imports nothing heavy."""
 
 import argparse
+import contextlib
 import errno
 import importlib
 import os
 import select
 import sys
+import threading
+from typing import NoReturn
 
 from harness import __version__, console
 from harness.cli import exits
@@ -506,6 +509,25 @@ def main(argv: list[str] | None = None) -> int:
         if not _stdout_closed():
             raise
         return _after_closed_stdout()
+
+
+def exit_process(argv: list[str] | None = None) -> NoReturn:
+    """The process's entry (`harness`, `python -m harness`): main's code is the exit status.
+
+    Once pyarrow is loaded the interpreter's teardown is skipped after the command's own threads are joined and its
+    output flushed: Arrow's thread pools, torn down with the interpreter, now and then abort a finished process
+    ("terminate called without an active exception", exit -6; apache/arrow#34314, #39862). Files, locks and
+    children are all closed by then (with-blocks), so only that teardown is left out."""
+    code = main(argv)
+    if "pyarrow" not in sys.modules:
+        sys.exit(code)
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a reader that closed the pipe: main said what it had to
+            stream.flush()
+    os._exit(code)
 
 
 def _run(argv: list[str] | None) -> int:
