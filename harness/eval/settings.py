@@ -206,11 +206,18 @@ class EvalSettings:
 
         earlier = {f.name: f.metadata["earlier"] for f in dataclasses.fields(cls) if "earlier" in f.metadata}
         try:
-            return _adapter().validate_python(earlier | stored)
+            settings = _adapter().validate_python(earlier | stored)
         except pydantic.ValidationError as exc:
             error = exc.errors()[0]
             name = ".".join(str(part) for part in error["loc"])
             raise UserError(f"{where}: setting {name} is damaged ({error['msg']}); start a new run") from None
+        for f in dataclasses.fields(cls):  # in range as its flag declares it (harness/values.py), names once each
+            value = getattr(settings, f.name)
+            try:
+                _keyword_value(f.name, f.metadata["flag"], value)
+            except UserError as exc:
+                raise UserError(f"{where}: setting {f.name} is damaged ({exc}); start a new run") from None
+        return settings
 
 
 def _keyword_value(name: str, flag: Flag, value: Any) -> Any:
