@@ -17,6 +17,7 @@ from harness.cli import exits
 from harness.cli.args import Parser, command, group, link_options
 from harness.cli.energy import add_lpirc_commands, add_meter_command
 from harness.cli.guards import one_line, refuse_outputs_over_inputs
+from harness.cli.signals import sigterm_as_interrupt
 from harness.cli.spellings import modern_spelling
 from harness.cli.tflm import add_tflm_commands
 from harness.defaults import DEFAULT_MODEL, DEFAULT_SPLIT_SEED, DEMO, MLPERF_WINDOW_SECONDS, PROTOCOL_NAMES
@@ -515,6 +516,12 @@ def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
+    with sigterm_as_interrupt() as terminated:
+        return _handled(parser, args, quiet, terminated)
+
+
+def _handled(parser, args, quiet: bool, terminated: list[int]) -> int:
+    """The command's exit code; its error, or its interruption, in one line on stderr."""
     try:
         refuse_outputs_over_inputs(parser, args)
         with console.quieted(quiet):
@@ -532,11 +539,11 @@ def _run(argv: list[str] | None) -> int:
         say("harness: build error: " + exc.worded_for_cli())
         return exits.BUILD
     except InterruptedRun as exc:
-        say(f"harness: interrupted: {exc}")
-        return exits.INTERRUPTED
+        say(f"harness: {_stopped_by(terminated)}: {exc}")
+        return exits.TERMINATED if terminated else exits.INTERRUPTED
     except KeyboardInterrupt:
-        print("harness: interrupted; no results were written", file=sys.stderr)
-        return exits.INTERRUPTED
+        print(f"harness: {_stopped_by(terminated)}; no results were written", file=sys.stderr)
+        return exits.TERMINATED if terminated else exits.INTERRUPTED
     except OSError as exc:
         if isinstance(exc, BrokenPipeError) and _stdout_closed():
             return _after_closed_stdout()
@@ -551,6 +558,10 @@ def _run(argv: list[str] | None) -> int:
         where = f" {exc.filename}" if exc.filename else ""
         say(f"harness: error: cannot use{where} ({exc.strerror or exc}); check the path and its permissions")
         return exits.USAGE
+
+
+def _stopped_by(terminated: list[int]) -> str:
+    return "terminated (SIGTERM)" if terminated else "interrupted"
 
 
 def say(line: str) -> None:

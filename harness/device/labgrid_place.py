@@ -18,11 +18,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 from harness import console
+from harness.device.labgrid_address import COORDINATOR_PORT, coordinator_address
 from harness.errors import DeviceNotFound, LinkError, UserError, setting
 from harness.extras import require
 
-COORDINATOR_PORT = 20408  # labgrid's own default
-DEFAULT_COORDINATOR = f"127.0.0.1:{COORDINATOR_PORT}"
 WAIT_SECONDS = 300  # a place or reservation someone else holds: how long harness waits for it
 WAIT_ENV = "HARNESS_LABGRID_WAIT_SECONDS"
 CONNECT_SECONDS = 10  # reaching the coordinator, and each call to it
@@ -45,10 +44,6 @@ def _labgrid():
     if not root.handlers:  # labgrid logs its connection trouble on the root logger; harness words the error
         root.addHandler(logging.NullHandler())
     return grpc, ClientSession, TAG_KEY, TAG_VAL, pb2, pb2_grpc, proxymanager
-
-
-def coordinator_address() -> str:
-    return os.environ.get("LG_COORDINATOR") or DEFAULT_COORDINATOR
 
 
 def wait_seconds() -> float:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
 from harness.device.drivers.base import Driver, Endpoint
+from harness.device.labgrid_address import coordinator_address
 from harness.device.labgrid_place import labgrid_port
 from harness.errors import LinkError, UserError, setting
 from harness.link.protocol import DeviceInfo
@@ -29,6 +30,7 @@ class LabgridDriver(Driver):
     def check(self) -> None:
         if self.board.kind != "device":
             raise UserError(f"{setting('labgrid_place')} needs a real board, not {self.board.id} ({self.board.kind})")
+        coordinator_address()
         super().check()
 
     @contextmanager
