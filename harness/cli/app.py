@@ -97,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_timing(commands)
     add_meter_command(commands)
     _add_boards(commands)
+    _add_farm(commands)
     _add_firmware(commands)
     add_tflm_commands(commands)
     _add_models(commands)
@@ -198,6 +199,20 @@ def _add_boards(commands) -> None:
     link.add_argument("--board", default="sim", help="board id from boards/")
     link.add_argument("--port", type=port_names, help="serial device or pyserial URL of a real board")
     link.add_argument("--bytes", type=link_bytes, default=1 << 20, help="bytes through the link, both ways")
+
+
+def _add_farm(commands) -> None:
+    farm = group(
+        commands, "farm", "a labgrid farm's places (LG_COORDINATOR): release one", "harness farm release lab-1"
+    )
+    release = command(
+        farm,
+        "release",
+        "harness.cli.farm:cmd_farm_release",
+        "release a place this host/user holds that no running harness uses (one a killed harness left acquired)",
+        "harness farm release lab-1",
+    )
+    release.add_argument("place", help="the labgrid place")
 
 
 def _add_firmware(commands) -> None:

@@ -53,6 +53,15 @@ class LabgridDriver(Driver):
                     ) from None
             yield endpoint
 
+    def reflash_advice(self) -> str:
+        place, board = self.options.labgrid_place, self.board.id
+        return (
+            f"flash place {place}'s board with it: build the firmware with `harness firmware build --board {board} "
+            f"--model MODEL`, then write it with labgrid's tools (`labgrid-client -p {place} flashscript` or "
+            f"`bootstrap`, as the place's environment sets them up), or on its exporter host with "
+            f"`harness flash --board {board} --serial SERIAL`"
+        )
+
     def flash(self, project=None) -> DeviceInfo | None:
         raise Unsupported(
             f"flash a labgrid place's board with labgrid's own tools, then use {setting('labgrid_place')}"
