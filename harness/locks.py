@@ -67,16 +67,17 @@ def _holder(fd: int) -> str:
 
 
 @contextmanager
-def held(folder: Path, what: str) -> Iterator[None]:
+def held(folder: Path, what: str, leave_found: bool = True) -> Iterator[None]:
     """Hold folder for writing for the block; if another process holds it, refuse naming its pid and host.
     A `.lock` file this hold made goes with it: a refused or finished writer leaves no file it made behind (one
-    left by a writer that was killed stays as it was found)."""
+    left by a writer that was killed stays as it was found, unless leave_found is False: where the file's
+    presence means something, as labgrid place records do)."""
     lock_file = folder / LOCK_NAME
     fd, made = _acquire(lock_file, folder, what)
     try:
         yield
     finally:
-        release(lock_file, fd, remove=made)
+        release(lock_file, fd, remove=made or not leave_found)
 
 
 def _acquire(lock_file: Path, folder: Path, what: str) -> tuple[int, bool]:
@@ -118,6 +119,23 @@ def release(lock_file: Path, fd: int, remove: bool = True) -> None:
         pass
     finally:
         os.close(fd)  # closing drops the lock
+
+
+def left_behind(folder: Path) -> str | None:
+    """The pid and host a `.lock` names that no live process holds (its writer was killed), or None: no
+    `.lock`, or one that is held."""
+    try:
+        fd = _open_lock(folder / LOCK_NAME, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return None
+    else:
+        return _holder(fd)
+    finally:
+        os.close(fd)
 
 
 def is_held(folder: Path) -> str | None:

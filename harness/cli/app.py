@@ -20,6 +20,7 @@ from harness.cli import exits
 from harness.cli.args import Parser, command, group, link_options
 from harness.cli.energy import add_lpirc_commands, add_meter_command
 from harness.cli.guards import one_line, refuse_outputs_over_inputs
+from harness.cli.signals import sigterm_as_interrupt
 from harness.cli.spellings import modern_spelling
 from harness.cli.tflm import add_tflm_commands
 from harness.defaults import DEFAULT_MODEL, DEFAULT_SPLIT_SEED, DEMO, MLPERF_WINDOW_SECONDS, PROTOCOL_NAMES
@@ -99,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_timing(commands)
     add_meter_command(commands)
     _add_boards(commands)
+    _add_farm(commands)
     _add_firmware(commands)
     add_tflm_commands(commands)
     _add_models(commands)
@@ -200,6 +202,20 @@ def _add_boards(commands) -> None:
     link.add_argument("--board", default="sim", help="board id from boards/")
     link.add_argument("--port", type=port_names, help="serial device or pyserial URL of a real board")
     link.add_argument("--bytes", type=link_bytes, default=1 << 20, help="bytes through the link, both ways")
+
+
+def _add_farm(commands) -> None:
+    farm = group(
+        commands, "farm", "a labgrid farm's places (LG_COORDINATOR): release one", "harness farm release lab-1"
+    )
+    release = command(
+        farm,
+        "release",
+        "harness.cli.farm:cmd_farm_release",
+        "release a place this host/user holds that no running harness uses (one a killed harness left acquired)",
+        "harness farm release lab-1",
+    )
+    release.add_argument("place", help="the labgrid place")
 
 
 def _add_firmware(commands) -> None:
@@ -537,6 +553,12 @@ def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
+    with sigterm_as_interrupt() as terminated:
+        return _handled(parser, args, quiet, terminated)
+
+
+def _handled(parser, args, quiet: bool, terminated: list[int]) -> int:
+    """The command's exit code; its error, or its interruption, in one line on stderr."""
     try:
         refuse_outputs_over_inputs(parser, args)
         with console.quieted(quiet):
@@ -554,11 +576,11 @@ def _run(argv: list[str] | None) -> int:
         say("harness: build error: " + exc.worded_for_cli())
         return exits.BUILD
     except InterruptedRun as exc:
-        say(f"harness: interrupted: {exc}")
-        return exits.INTERRUPTED
+        say(f"harness: {_stopped_by(terminated)}: {exc}")
+        return exits.TERMINATED if terminated else exits.INTERRUPTED
     except KeyboardInterrupt:
-        print("harness: interrupted; no results were written", file=sys.stderr)
-        return exits.INTERRUPTED
+        print(f"harness: {_stopped_by(terminated)}; no results were written", file=sys.stderr)
+        return exits.TERMINATED if terminated else exits.INTERRUPTED
     except OSError as exc:
         if isinstance(exc, BrokenPipeError) and _stdout_closed():
             return _after_closed_stdout()
@@ -573,6 +595,10 @@ def _run(argv: list[str] | None) -> int:
         where = f" {exc.filename}" if exc.filename else ""
         say(f"harness: error: cannot use{where} ({exc.strerror or exc}); check the path and its permissions")
         return exits.USAGE
+
+
+def _stopped_by(terminated: list[int]) -> str:
+    return "terminated (SIGTERM)" if terminated else "interrupted"
 
 
 def say(line: str) -> None:

@@ -8,3 +8,4 @@ DEVICE_NOT_FOUND = 3  # the board is not attached, the port does not open, no su
 LINK = 4  # the board was found but its link failed: no answer, a garbled answer, a port that died mid-run
 BUILD = 5  # firmware (or a TFLM tree) did not build; the line names the log
 INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
+TERMINATED = 143  # SIGTERM (a timeout, a CI stop), as a shell reports it; otherwise a Ctrl-C

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from harness.boards import Board
 from harness.device.drivers import ConnectOptions, Driver, driver_for, driver_type
+from harness.device.labgrid_address import coordinator_address
 from harness.errors import UserError, setting
 from harness.model.tflite_file import TfliteModel
 from harness.values import name_list, tag_filter
@@ -54,6 +55,8 @@ _OPTION_FIELD = {"port": "port", "serial": "serial_number", "labgrid_place": "la
 def check_fleet(board: Board, options: ConnectOptions, request: FleetRequest) -> int:
     """How many boards the run uses; refused, before anything starts, a set of boards that cannot be had."""
     named = _named(options)
+    if request.labgrid_tags is not None or options.labgrid_place:
+        coordinator_address()  # a malformed LG_COORDINATOR is refused before a run folder exists
     if request.labgrid_tags is not None:
         if options.labgrid_place or options.port not in (None, "auto") or options.serial_number:
             raise UserError(

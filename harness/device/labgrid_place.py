@@ -14,15 +14,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
 
 from harness import console
+from harness.device import labgrid_claims
+from harness.device.labgrid_address import COORDINATOR_PORT, coordinator_address
 from harness.errors import DeviceNotFound, LinkError, UserError, setting
 from harness.extras import require
 
-COORDINATOR_PORT = 20408  # labgrid's own default
-DEFAULT_COORDINATOR = f"127.0.0.1:{COORDINATOR_PORT}"
 WAIT_SECONDS = 300  # a place or reservation someone else holds: how long harness waits for it
 WAIT_ENV = "HARNESS_LABGRID_WAIT_SECONDS"
 CONNECT_SECONDS = 10  # reaching the coordinator, and each call to it
@@ -30,6 +30,7 @@ PORT_SECONDS = 20  # after the acquire, the exporter starts ser2net and publishe
 POLL_SECONDS = 0.2
 KEEPALIVE_SECONDS = 20  # the coordinator drops a reservation not polled (or acquired) for 60 s
 RELEASED = b"released\n"  # what harness tells its guard when it has released everything itself
+BROKEN = "<broken>"  # who holds a resource its exporter marked broken (labgrid/remote/exporter.py)
 
 
 def _labgrid():
@@ -45,10 +46,6 @@ def _labgrid():
     if not root.handlers:  # labgrid logs its connection trouble on the root logger; harness words the error
         root.addHandler(logging.NullHandler())
     return grpc, ClientSession, TAG_KEY, TAG_VAL, pb2, pb2_grpc, proxymanager
-
-
-def coordinator_address() -> str:
-    return os.environ.get("LG_COORDINATOR") or DEFAULT_COORDINATOR
 
 
 def wait_seconds() -> float:
@@ -131,14 +128,64 @@ class _Session:
         return place
 
     async def holder(self, place) -> str | None:
-        """Who keeps the place from us: the user holding it, or the owner of a reservation on it."""
+        """Who keeps the place from us: the user holding it, a live harness of ours using it, the owner of a
+        reservation on it, or the holder of another place that has one of its resources."""
         if place.acquired and place.acquired != self.name:
             return place.acquired
+        if place.acquired and (running := labgrid_claims.live_holder(place.name)):
+            return f"{self.name} (a harness still running: {running})"
         if place.reservation:
             owner = await self._reservation_owner(place.reservation)
             if owner and owner != self.name:
                 return f"{owner} (reservation {place.reservation})"
+        for path, entry in self._resources(place):
+            if entry.acquired not in (None, BROKEN, place.name):
+                other = self.session.places.get(entry.acquired)
+                user = other.acquired if other and other.acquired else "someone"
+                return f"{user}, through place {entry.acquired} (it matches {'/'.join(path)} too)"
         return None
+
+    def refuse_unusable(self, place) -> None:
+        """A place with no serial port, or with a resource its exporter marked broken, is refused at once:
+        waiting would not change it."""
+        broken = [(path, entry) for path, entry in self._resources(place) if entry.acquired == BROKEN]
+        if broken:
+            path, entry = broken[0]
+            reason = entry.extra.get("broken") or "broken"
+            raise LinkError(
+                f"labgrid place {place.name}: its exporter marked {'/'.join(path)} broken ({reason}), so the "
+                f"place cannot be acquired; restart the exporter {path[0]} once the cause is fixed (labgrid keeps "
+                f"a resource broken until then), or pick another place for {setting('labgrid_place')}"
+            )
+        if not self._serial_ports(place):
+            patterns = ", ".join(repr(match) for match in place.matches) or "none"
+            raise UserError(
+                f"labgrid place {place.name} has no serial port: none of its matches ({patterns}) names a "
+                "NetworkSerialPort the coordinator knows; add one (`labgrid-client -p "
+                f"{place.name} add-match EXPORTER/GROUP/NetworkSerialPort`), or check that its exporter runs"
+            )
+
+    async def release_left_behind(self, name: str, process: str) -> None:
+        """Release the place a killed harness of ours left acquired, with a notice."""
+        await self.release_ours(name, f"was left acquired by a harness that no longer runs ({process}), and ")
+        print(
+            f"harness: labgrid place {name} was left acquired by a harness that no longer runs ({process}, as "
+            f"{self.name}); released it",
+            file=sys.stderr,
+        )
+
+    async def release_ours(self, name: str, why: str = "") -> None:
+        """Release the place from this host/user, and forget its record."""
+        try:
+            await self.session.stub.ReleasePlace(
+                self.pb2.ReleasePlaceRequest(placename=name, fromuser=self.name), timeout=CONNECT_SECONDS
+            )
+        except self.grpc.aio.AioRpcError as exc:
+            raise LinkError(
+                f"labgrid place {name} {why}the coordinator at {self.address} refused to release it: {exc.details()}"
+            ) from None
+        await self.session.sync_with_coordinator()
+        labgrid_claims.forget(name)
 
     async def _reservation_owner(self, token: str) -> str | None:
         try:
@@ -149,19 +196,25 @@ class _Session:
             return None
         return next((r.owner for r in response.reservations if r.token == token), None)
 
-    async def acquire(self, name: str, wait: float) -> bool:
-        """Acquire the place, waiting up to `wait` seconds while someone else holds it. False: the place
-        was ours already (acquired with labgrid-client, as labgrid's tools expect): harness uses it and
-        leaves it acquired."""
+    async def acquire(self, name: str, wait: float, before: Callable[[], None]) -> bool:
+        """Acquire the place, waiting up to `wait` seconds while someone else holds it; `before()` is called
+        just before harness asks for it. False: the place was ours already (acquired with labgrid-client, as
+        labgrid's tools expect): harness uses it and leaves it acquired. One a killed harness of ours left
+        acquired is released first."""
         deadline = time.monotonic() + wait
         told = wait == 0  # a notice on its own line, once, when harness starts to wait
         while True:
             place = self.place(name)
-            if place.acquired == self.name:
+            if place.acquired == self.name and not labgrid_claims.live_holder(name):
+                if process := labgrid_claims.left_behind(name):
+                    await self.release_left_behind(name, process)
+                    continue
                 return False
+            self.refuse_unusable(place)
             holder = await self.holder(place)
             if holder is None:
                 try:
+                    before()
                     await self.session.stub.AcquirePlace(
                         self.pb2.AcquirePlaceRequest(placename=name), timeout=CONNECT_SECONDS
                     )
@@ -173,9 +226,11 @@ class _Session:
                         self.grpc.StatusCode.PERMISSION_DENIED,
                     ):
                         raise LinkError(f"the labgrid coordinator refused to acquire {name}: {exc.details()}") from None
-                    # taken between our look and our call: wait for it like any held place
+                    # taken between our look and our call, or a resource broke as the exporter started it
                     await self.session.sync_with_coordinator()
-                    holder = await self.holder(self.place(name)) or "another user"
+                    place = self.place(name)
+                    self.refuse_unusable(place)
+                    holder = await self.holder(place) or "another user"
             if time.monotonic() >= deadline:
                 raise LinkError(
                     f"labgrid place {name} is held by {holder}: still after {wait:g} s; wait for them to release it, "
@@ -218,13 +273,17 @@ class _Session:
         )
 
     def _serial_ports(self, place) -> list:
+        return [entry for _, entry in self._resources(place) if entry.cls == "NetworkSerialPort"]
+
+    def _resources(self, place) -> list[tuple[tuple[str, str, str, str], object]]:
+        """(exporter, group, class, name) and entry of every resource the coordinator knows that the place matches."""
         found = []
         for exporter, groups in sorted(self.session.resources.items()):
             for group_name, group in sorted(groups.items()):
                 for resource_name, entry in sorted(group.items()):
                     path = (exporter, group_name, entry.cls, resource_name)
-                    if entry.cls == "NetworkSerialPort" and place.hasmatch(path):
-                        found.append(entry)
+                    if place.hasmatch(path):
+                        found.append((path, entry))
         return found
 
 
@@ -319,29 +378,63 @@ def labgrid_port(place: str) -> Iterator[str]:
     """The pyserial URL of the place's serial port, with the place acquired for the block (and released
     after it however the block ends: on an exception, Ctrl-C, or by the guard if harness is killed)."""
     guard = None
-    with _Session() as session:
+    with ExitStack() as record, _Session() as session:
         user = session.name
+        recorded = []
+
+        def before_acquire() -> None:
+            # The guard knows the place, and the record is held, before the acquire is asked for: harness
+            # killed at any moment after leaves nothing held (the guard's release only takes the place from
+            # this user), and harness killed with its guard leaves a record that says so.
+            nonlocal guard
+            guard = guard or _Guard(user)
+            guard.place(place)
+            if not recorded:
+                recorded.append(record.enter_context(labgrid_claims.claimed(place)))
+
         try:
-            if session.place(place).acquired != user:
-                # The guard knows the place before the acquire is asked for: harness killed at any moment
-                # after leaves nothing held (the guard's release only takes the place from this user).
-                guard = _Guard(user)
-                guard.place(place)
-            if not session.run(session.acquire(place, wait_seconds())) and guard:
-                guard.done()  # another process of this user acquired it meanwhile: theirs to release
-                guard = None
+            if not session.run(session.acquire(place, wait_seconds(), before_acquire)):
+                if guard:
+                    guard.done()  # another process of this user acquired it meanwhile: theirs to release
+                    guard = None
+                record.close()
             url = session.run(session.serial_url(place))
         except BaseException:
             _release_quietly(guard, place, user)
             raise
-    try:
-        yield url
-    except BaseException:
-        _release_quietly(guard, place, user)
-        raise
-    if guard:
-        _release_or_raise([place], user)
-        guard.done()
+        record = record.pop_all()
+    with record:
+        try:
+            yield url
+        except BaseException:
+            _release_quietly(guard, place, user)
+            raise
+        if guard:
+            _release_or_raise([place], user)
+            guard.done()
+
+
+def release_by_hand(name: str) -> str | None:
+    """`harness farm release NAME`: release the place if this host/user holds it and no live harness uses it
+    (one a killed harness left acquired, or one acquired with labgrid-client). Returns the host/user it was
+    released from; None: it was not acquired."""
+    with _Session() as session:
+        place = session.place(name)
+        if not place.acquired:
+            labgrid_claims.forget(name)
+            return None
+        if place.acquired != session.name:
+            raise UserError(
+                f"labgrid place {name} is held by {place.acquired}, not by {session.name}: harness releases only "
+                f"this user's places; ask them, or take it from them with `labgrid-client -p {name} release --kick`"
+            )
+        if running := labgrid_claims.live_holder(name):
+            raise UserError(
+                f"labgrid place {name} is in use by a harness still running ({running}): stop it (it releases "
+                "the place as it ends), or wait for it"
+            )
+        session.run(session.release_ours(name))
+        return session.name
 
 
 def _release_quietly(guard: _Guard | None, place: str, user: str) -> None:

@@ -99,19 +99,23 @@ class EvalRequest:
         return dut_computation(self.card, self.model)
 
 
-def _check_device_runs_model(info: DeviceInfo, model: TfliteModel, computation: DutComputation, board: Board) -> None:
+def _check_device_runs_model(
+    info: DeviceInfo, model: TfliteModel, computation: DutComputation, board: Board, reflash: str
+) -> None:
+    """The board runs the model: its firmware loaded it, it is the one (by sha256), with its tensors. `reflash`:
+    how to put the model on the board, as the board's driver has it done."""
     if info.runner_status != 0:
         require_tflm_kernels(model)  # names the operators when that is why
         raise UserError(f"the model failed to load on {board.id} (runner status {info.runner_status})")
     if info.model_sha256_prefix and info.model_sha256_prefix != model.sha256[:16]:  # EEMBC DUTs report none
         raise UserError(
             f"{board.id} runs model {info.model_sha256_prefix}…, not {model.sha256[:16]}… "
-            f"({model.path.name}): run `harness flash --board {board.id}` with this model first"
+            f"({model.path.name}): {reflash}"
         )
     if not (info.input.same_layout(computation.input) and info.output.same_layout(computation.output)):
         raise UserError(
             f"{board.id} reports tensors {info.input.describe()} -> {info.output.describe()}, the model has "
-            f"{computation.input.describe()} -> {computation.output.describe()}: reflash the board"
+            f"{computation.input.describe()} -> {computation.output.describe()}: {reflash}"
         )
 
 
@@ -170,7 +174,8 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
     ):
         infos = shards.ready()
         info = _check_same_firmware(infos)
-        _check_device_runs_model(info, request.model, request.computation, request.board)
+        reflash = members[0].driver.reflash_advice()
+        _check_device_runs_model(info, request.model, request.computation, request.board, reflash)
         _check_firmware_origin(journal.path.parent, origin, info.build_id)
         with metering or nullcontext(), progress(len(todo), f"eval {request.board.id}") as advance:
             shards.go()  # after the meter's idle measurement

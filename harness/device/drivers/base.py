@@ -133,6 +133,10 @@ class Driver(ABC):
             client.firmware = endpoint.firmware
             yield client
 
+    def reflash_advice(self) -> str:
+        """How to put the model on this board: the fix a board that runs another model is refused with."""
+        return f"run `harness flash --board {self.board.id}` with this model first"
+
     def flash(self, project=None) -> DeviceInfo | None:
         """Put the firmware on the board and check that it answers; None: there is nothing to flash. Boards
         harness starts itself (QEMU, hosted HALs) build their firmware as they start: booting is flashing."""

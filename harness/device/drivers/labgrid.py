@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
 from harness.device.drivers.base import Driver, Endpoint
+from harness.device.labgrid_address import coordinator_address
 from harness.device.labgrid_place import labgrid_port
 from harness.errors import LinkError, UserError, setting
 from harness.link.protocol import DeviceInfo
@@ -29,6 +30,7 @@ class LabgridDriver(Driver):
     def check(self) -> None:
         if self.board.kind != "device":
             raise UserError(f"{setting('labgrid_place')} needs a real board, not {self.board.id} ({self.board.kind})")
+        coordinator_address()
         super().check()
 
     @contextmanager
@@ -50,6 +52,15 @@ class LabgridDriver(Driver):
                         f"{exc.__cause__ or exc}; check that the board is attached to the place's exporter"
                     ) from None
             yield endpoint
+
+    def reflash_advice(self) -> str:
+        place, board = self.options.labgrid_place, self.board.id
+        return (
+            f"flash place {place}'s board with it: build the firmware with `harness firmware build --board {board} "
+            f"--model MODEL`, then write it with labgrid's tools (`labgrid-client -p {place} flashscript` or "
+            f"`bootstrap`, as the place's environment sets them up), or on its exporter host with "
+            f"`harness flash --board {board} --serial SERIAL`"
+        )
 
     def flash(self, project=None) -> DeviceInfo | None:
         raise Unsupported(

@@ -3,6 +3,7 @@ an exporter serving the virtual board's pseudo-terminal through ser2net (RFC 221
 the virtual board run as a standalone process and described by a user board file of kind "device" (its
 figures stay `sim`: they come from a virtual board)."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 
 from harness.cli import exits
 from harness.device.processes import pty_board_process
-from tests.conftest import error_lines, fixture_model
+from tests.conftest import assert_refused_in_one_line, error_lines, fixture_model
 from tests.labgrid_farm import labgrid_farm, needs_labgrid
 from tests.sim_device import BOARD, sim_board_command, write_board_file
 
@@ -22,6 +23,7 @@ pytestmark = needs_labgrid
 
 MODEL = "wv_quality_k_2_c_3"
 PLACE, SPARE, EMPTY = "lab-1", "lab-2", "lab-3"  # two virtual boards; a port with no device
+BROKEN = "lab-4"  # not a /dev path: the exporter's ser2net start fails, and it marks the resource broken
 INVOKE_MS = 40  # each sample takes this long at least: a run is still going when a test stops it
 
 
@@ -40,7 +42,7 @@ def farm(private_cache, boards_dir):
         pty_board_process(command, "the virtual board", 30) as pty,
         pty_board_process(command, "the second virtual board", 30) as second,  # sharded runs, reservations
         labgrid_farm(
-            {PLACE: pty, SPARE: second, EMPTY: "/dev/pts/no-such-pty"},
+            {PLACE: pty, SPARE: second, EMPTY: "/dev/pts/no-such-pty", BROKEN: "/tmp/not-a-device"},
             {PLACE: {"board": BOARD}, SPARE: {"board": BOARD}},
         ) as lab,
     ):
@@ -213,3 +215,142 @@ def test_a_killed_sharded_run_leaves_no_place_held_and_no_reservation(farm, boar
     while farm.reservations() and time.monotonic() < deadline:
         time.sleep(0.3)
     assert farm.reservations() == []
+
+
+def _no_results(results: Path) -> bool:
+    return not results.exists() or not any(results.iterdir())
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:244o8", "not:a:host"])
+def test_a_malformed_coordinator_address_is_refused_before_anything_is_written(farm, boards_dir, tmp_path, address):
+    results = tmp_path / "results"
+    command = _eval_command(results, "--board", BOARD, "--labgrid-place", PLACE, "--limit", "2")
+    done = _run(command, _env(farm, boards_dir, LG_COORDINATOR=address), tmp_path)
+    assert_refused_in_one_line(done, f"LG_COORDINATOR={address!r} is not a coordinator address", "host:port")
+    assert _no_results(results)
+
+
+def test_a_place_without_a_serial_port_is_named_at_once(farm, boards_dir, tmp_path):
+    from labgrid.remote.generated import labgrid_coordinator_pb2 as pb2
+
+    async def add_bare_place(session):
+        await session.stub.AddPlace(pb2.AddPlaceRequest(name="bare"))
+        await session.stub.AddPlaceMatch(pb2.AddPlaceMatchRequest(placename="bare", pattern="elsewhere/*/*"))
+
+    farm.call(add_bare_place)
+    results = tmp_path / "results"
+    started = time.monotonic()
+    done = _run(
+        _eval_command(results, "--board", BOARD, "--labgrid-place", "bare", "--limit", "2"),
+        _env(farm, boards_dir),
+        tmp_path,
+    )
+    assert time.monotonic() - started < 15  # refused before the acquire, not after the port's 20 s
+    assert_refused_in_one_line(done, "labgrid place bare has no serial port", "matches (elsewhere/*/*)", "add-match")
+    assert farm.holder("bare") is None and _no_results(results)
+
+
+def test_a_broken_resource_is_named_as_broken_not_waited_for(farm, boards_dir, tmp_path):
+    env = _env(farm, boards_dir, HARNESS_LABGRID_WAIT_SECONDS="300")
+    for attempt in ("breaks it", "finds it broken"):  # the exporter marks it broken as the first acquire starts it
+        results = tmp_path / attempt
+        started = time.monotonic()
+        done = _run(_eval_command(results, "--board", BOARD, "--labgrid-place", BROKEN, "--limit", "2"), env, tmp_path)
+        assert time.monotonic() - started < 30, attempt  # not the 300 s wait for a holder
+        assert_refused_in_one_line(
+            done,
+            f"labgrid place {BROKEN}: its exporter marked 127.0.0.1/{BROKEN}/NetworkSerialPort/",
+            "broken",
+            "restart the exporter",
+            code=exits.LINK,
+        )
+        assert "held by" not in done.stderr and "waiting" not in done.stderr, attempt
+        assert farm.holder(BROKEN) is None and _no_results(results)
+
+
+def _guard_of(harness: subprocess.Popen) -> int:
+    """The pid of harness's labgrid guard (its child running harness.device.labgrid_guard)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                command = (entry / "cmdline").read_bytes()
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == harness.pid and b"harness.device.labgrid_guard" in command:
+                return int(entry.name)
+        time.sleep(0.1)
+    raise AssertionError("harness started no labgrid guard")
+
+
+def _journaling(results: Path, seconds: float = 60) -> None:
+    """Wait until the run journals samples: the place is acquired and its board answers."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if any(journal.stat().st_size for journal in results.glob(".*.partial/journal.jsonl")):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no sample journaled in {results} within {seconds} s")
+
+
+def _killed_with_its_guard(farm, env, results: Path, cwd) -> int:
+    """Start an eval on PLACE, then SIGKILL harness and its guard together once samples flow (a CI runner
+    killing the job's processes): the place stays acquired. Returns harness's pid."""
+    command = _eval_command(results, "--board", BOARD, "--labgrid-place", PLACE, "--limit", "40")
+    harness = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        guard = _guard_of(harness)
+        _journaling(results)
+        holder = farm.holder(PLACE)
+        os.kill(guard, signal.SIGKILL)
+        harness.kill()
+        harness.wait(timeout=30)
+    finally:
+        harness.kill()
+    time.sleep(0.5)  # a guard still alive would have released it by now
+    assert farm.holder(PLACE) == holder, "the place was released: harness and its guard were not both killed"
+    return harness.pid
+
+
+def test_an_acquisition_left_by_a_killed_harness_and_guard_is_released(farm, boards_dir, tmp_path):
+    env = _env(farm, boards_dir)
+    pid = _killed_with_its_guard(farm, env, tmp_path / "killed", tmp_path)
+    done = _run(
+        _eval_command(tmp_path / "next", "--board", BOARD, "--labgrid-place", PLACE, "--limit", "2"), env, tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    (notice,) = [line for line in error_lines(done) if line.startswith("harness: labgrid place")]
+    assert notice.startswith(
+        f"harness: labgrid place {PLACE} was left acquired by a harness that no longer runs (pid {pid} on host "
+    ) and notice.endswith("); released it"), notice
+    assert farm.holder(PLACE) is None
+
+
+def test_farm_release_releases_an_acquisition_left_by_a_killed_harness_and_guard(farm, boards_dir, tmp_path):
+    env = _env(farm, boards_dir)
+    _killed_with_its_guard(farm, env, tmp_path / "killed", tmp_path)
+    release = [sys.executable, "-m", "harness", "farm", "release", PLACE]
+    done = _run(release, env, tmp_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith(f"released labgrid place {PLACE} (acquired by ") and farm.holder(PLACE) is None
+    done = _run(release, env, tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == f"labgrid place {PLACE} is not acquired: nothing to release"
+
+
+def test_farm_release_releases_only_this_users_place(farm, boards_dir, tmp_path):
+    release = [sys.executable, "-m", "harness", "farm", "release", SPARE]
+    farm.client("-p", SPARE, "acquire", user="alice")
+    try:
+        done = _run(release, _env(farm, boards_dir, LG_USERNAME="bob"), tmp_path)
+        assert_refused_in_one_line(done, f"labgrid place {SPARE} is held by ", "/alice, not by ", "/bob", "--kick")
+        assert farm.holder(SPARE).endswith("/alice")
+        done = _run(release, _env(farm, boards_dir, LG_USERNAME="alice"), tmp_path)  # a labgrid-client acquisition
+        assert done.returncode == 0, done.stderr
+        assert farm.holder(SPARE) is None
+    finally:
+        farm.client("-p", SPARE, "release", "--kick", user="alice", check=False)
+    done = _run([*release[:-1], "nowhere"], _env(farm, boards_dir), tmp_path)
+    assert done.returncode == exits.DEVICE_NOT_FOUND and "has no place 'nowhere'" in done.stderr, done.stderr

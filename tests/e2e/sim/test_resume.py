@@ -165,6 +165,21 @@ def test_ctrl_c_names_the_samples_kept_and_how_to_go_on(tmp_path, small_model):
     assert _resume(run_id, results).returncode == 0
 
 
+def test_sigterm_is_a_clean_stop_like_ctrl_c_and_the_run_resumes(tmp_path, small_model):
+    results = tmp_path / "results"
+    run_id, proc = _interrupted_run(results, after=3, sig=signal.SIGTERM)
+    kept = _journal_lines(results)
+    assert proc.returncode == 143
+    assert proc.stderr.read().strip() == (
+        f"harness: terminated (SIGTERM): {kept} samples kept; `harness eval --resume {run_id} --results {results}` "
+        "goes on"
+    )
+    done = _resume(run_id, results)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["samples"] == LIMIT and summary["link"]["samples_from_journal"] == kept
+
+
 def _holds(lock, pid: int) -> bool:
     try:
         return lock.read_text().split()[:1] == [str(pid)]

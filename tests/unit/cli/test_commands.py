@@ -173,6 +173,7 @@ def test_each_failure_has_its_exit_code(monkeypatch, capsys, raised, code, prefi
 
 def test_exit_codes_are_distinct():
     codes = [exits.OK, exits.FAILED, exits.USAGE, exits.DEVICE_NOT_FOUND, exits.LINK, exits.BUILD, exits.INTERRUPTED]
+    codes.append(exits.TERMINATED)
     assert len(set(codes)) == len(codes)
 
 
