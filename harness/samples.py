@@ -52,6 +52,9 @@ class Dataset:
     # False: the folder holds part of each negative pool and the whole pools' sizes are unknown (hf: without
     # --pools), so no F1 is given over it.
     whole_pools: bool = True
+    # A made-up set (the demo sets): what it is instead of real data, e.g. "synthetic images, not Wake Vision".
+    # Every view of its figures says so (summary.json's `synthetic`); None: real data.
+    synthetic: str | None = None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ class Figure:
     n: int | None = None
     ci95: tuple[float, float] | None = None
     missing: str = ""
+    data: str = ""  # what the figure was measured on when that is not real data ("synthetic images, not Wake Vision")
 
     def _compare(self, other, test) -> bool:
         bound = float(other.value if isinstance(other, Figure) else other)
@@ -46,13 +47,16 @@ class Figure:
     def measured(self) -> str:
         """The value and unit with its source, interval and n (or why there is none)."""
         if self.value is None:
-            return f"n/a ({self.source}; {self.missing})"
+            on = f"; on {self.data}" if self.data else ""
+            return f"n/a ({self.source}; {self.missing}{on})"
         unit = f" {self.unit}" if self.unit else ""
         extra = [self.source]
         if self.ci95 is not None:
             extra.append(f"95 % CI {self.ci95[0]:.4g} to {self.ci95[1]:.4g}")
         if self.n is not None:
             extra.append(f"n = {self.n}")
+        if self.data:
+            extra.append(f"on {self.data}")
         return f"{self.value:.4g}{unit} ({', '.join(extra)})"
 
     def text(self) -> str:

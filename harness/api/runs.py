@@ -84,6 +84,12 @@ class EvalRun(RunView):
         against = baseline.run if baseline else None
         return check_gates(self.run, load_gates(Path(gates)), against, strict=strict, subsets=gate_subsets(self.run))
 
+    @property
+    def _data(self) -> str:
+        """A made-up dataset's figures say what it is (the demo sets: `synthetic` in summary.json)."""
+        summary = self.summary
+        return summary.dataset_label if summary.synthetic else ""
+
     def _subset(self, subset: str):
         subsets = self.summary.subsets
         if subset not in subsets:
@@ -110,6 +116,7 @@ class EvalRun(RunView):
             n=score.n,
             ci95=tuple(score.accuracy_ci95) if score.accuracy_ci95 else None,
             missing="n = 0",
+            data=self._data,
         )
 
     def f1(self, subset: str = "all", reference: str | None = None) -> Figure:
@@ -119,7 +126,12 @@ class EvalRun(RunView):
         score, source = self._score(subset, reference)
         value, which = gated_f1(score)
         return Figure(
-            f"{reference or 'device'} {which} on {subset}", value, source, n=score.n, missing=f1_missing(score)
+            f"{reference or 'device'} {which} on {subset}",
+            value,
+            source,
+            n=score.n,
+            missing=f1_missing(score),
+            data=self._data,
         )
 
     def agreement(self, subset: str = "all", reference: str | None = None) -> Figure:
@@ -136,6 +148,7 @@ class EvalRun(RunView):
             f"device ({self.source}) vs host",
             n=entry.n,
             missing=f"no host reference {reference}",
+            data=self._data,
         )
 
     def latency_ms(self, stat: str = "median") -> Figure:

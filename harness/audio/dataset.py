@@ -6,7 +6,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from harness.audio.demo import RECIPE_VERSION, SILENCE, build_keyword_demo
+from harness.audio.demo import RECIPE_VERSION, SILENCE, SYNTHETIC, build_keyword_demo
 from harness.errors import UserError
 from harness.model.card import ModelCard
 from harness.paths import cache_dir
@@ -28,8 +28,10 @@ def _class_of(word: str, card: ModelCard) -> int:
 
 
 def load_keyword_dataset(spec: str, card: ModelCard) -> Dataset:
+    synthetic = None
     if spec == DEMO:
         root, name = cache_dir() / "datasets" / RECIPE_VERSION, f"{DEMO} ({RECIPE_VERSION})"
+        synthetic = SYNTHETIC
         if not (root / "labels.csv").is_file():
             build_keyword_demo(root)
     else:
@@ -43,7 +45,7 @@ def load_keyword_dataset(spec: str, card: ModelCard) -> Dataset:
     if missing:
         raise UserError(f"{labels} lacks the columns {', '.join(missing)}; keyword datasets need filename,label")
     samples = tuple(_sample(row, line, root / "clips", labels, card) for line, row in enumerate(rows, 2))
-    return Dataset(name, labels, hashlib.sha256(data).hexdigest(), samples)
+    return Dataset(name, labels, hashlib.sha256(data).hexdigest(), samples, synthetic=synthetic)
 
 
 def _sample(row: dict, line: int, clips: Path, labels: Path, card: ModelCard) -> Sample:

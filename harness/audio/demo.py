@@ -21,6 +21,7 @@ from harness.audio.clips import read_clip, write_clip
 from harness.errors import UserError
 
 RECIPE_VERSION = "kws-demo-v1"
+SYNTHETIC = "synthetic speech (espeak-ng), not Speech Commands"  # what the set is, wherever its figures appear
 SAMPLE_RATE = 16000
 CLIP_SAMPLES = SAMPLE_RATE
 SILENCE = "_silence_"

@@ -2,6 +2,7 @@
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.cli import exits
 from harness.console import percent, percent_interval, print_json, stdout_console
@@ -9,6 +10,9 @@ from harness.errors import UserError
 from harness.eval.settings import EvalSettings
 from harness.eval.subsets import parse_subsets
 from harness.files import check_output, write_atomically
+
+if TYPE_CHECKING:
+    from harness.results.comparison import PairedSubset
 
 
 def _refuse_settings_with_resume(args) -> None:
@@ -219,19 +223,21 @@ def cmd_compare(args) -> int:
         args.latency_tolerance,
     )
     if args.json:
-        print_json(result)
+        print_json(result.as_json())
         return 0
     console = stdout_console()
-    flips = "" if result["anomaly"] else f", {result['prediction_flips']} device prediction flips"
-    console.print(f"A: {result['run_a']}\nB: {result['run_b']}", highlight=False)
-    console.print(f"{result['paired_samples']} paired samples{flips}", highlight=False)
-    if result["subsets"]:
-        console.print(_compare_tables(result["subsets"]))
-    for name, s in result["subsets"].items():
-        if s["n_paired"] == 0:
-            console.print(f"  {name}: accuracy n/a (no paired samples)", highlight=False)
-    if result["anomaly"]:
-        change = result["anomaly"]
+    flips = "" if result.anomaly else f", {result.prediction_flips} device prediction flips"
+    console.print(f"A: {result.run_a}\nB: {result.run_b}", highlight=False)
+    console.print(f"{result.paired_samples} paired samples{flips}", highlight=False)
+    if result.apart:
+        console.print(f"  accuracy: {result.apart}", highlight=False)
+    elif result.compared:
+        console.print(_compare_tables(result.compared))
+        for name, s in result.subsets.items():
+            if s.n_paired == 0:
+                console.print(f"  {name}: accuracy n/a (no paired samples)", highlight=False)
+    if result.anomaly:
+        change = result.anomaly
 
         def shown(value, form):
             return "n/a" if value is None else format(value, form)
@@ -242,7 +248,7 @@ def cmd_compare(args) -> int:
             f"{shown(change['top1_percent_b'], '.1f')} % (figures over files: no significance test)",
             highlight=False,
         )
-    lat = result["latency"]
+    lat = result.latency
     sources = lat["source_a"] if lat["source_a"] == lat["source_b"] else f"{lat['source_a']} → {lat['source_b']}"
     if "median_a" not in lat:
         console.print(f"  latency ({sources}): {lat['note']}", highlight=False)
@@ -257,7 +263,7 @@ def cmd_compare(args) -> int:
             f"({lat['relative_change']:+.1%}, 95 % CI {lat['ci95'][0]:+.1%} … {lat['ci95'][1]:+.1%}; {verdict})",
             highlight=False,
         )
-    arena = result["arena"]
+    arena = result.arena
     if arena["used_delta"] is None:
         console.print(f"  arena used: {arena['note']}", highlight=False)
     else:
@@ -265,7 +271,7 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def _compare_tables(subsets: dict):
+def _compare_tables(subsets: "dict[str, PairedSubset]"):
     """Each subset's device accuracy in A and in B on the paired samples, each with its Wilson 95 % interval,
     then McNemar's test on them: two tables, so that both fit 80 columns with a subset's name whole."""
     from rich.console import Group
@@ -283,18 +289,16 @@ def _compare_tables(subsets: dict):
         tests.add_column(column, justify="right", no_wrap=True)
     tests.add_column("verdict", no_wrap=True)
     for name, s in subsets.items():
-        if s["n_paired"] == 0:
-            continue
         scores.add_row(
             name,
-            str(s["n_paired"]),
-            percent(s["accuracy_a"]),
-            percent_interval(s["accuracy_ci95_a"]),
-            percent(s["accuracy_b"]),
-            percent_interval(s["accuracy_ci95_b"]),
+            str(s.n_paired),
+            percent(s.accuracy_a),
+            percent_interval(s.accuracy_ci95_a),
+            percent(s.accuracy_b),
+            percent_interval(s.accuracy_ci95_b),
         )
-        verdict = "SIGNIFICANT" if s["significant"] else "not significant"
-        tests.add_row(name, str(s["only_a_correct"]), str(s["only_b_correct"]), f"{s['mcnemar_p']:.3g}", verdict)
+        verdict = "SIGNIFICANT" if s.significant else "not significant"
+        tests.add_row(name, str(s.only_a_correct), str(s.only_b_correct), f"{s.mcnemar_p:.3g}", verdict)
     return Group(scores, tests)
 
 

@@ -12,6 +12,7 @@ Sources:
 `--clean-labels` names cleaned-label files to put over any flag dataset's labels instead ('none': none).
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -24,7 +25,14 @@ import pydantic
 from harness.console import notice
 from harness.digits import int_or_none
 from harness.errors import UserError
-from harness.eval.demo_dataset import CHECKSUMS, COLUMNS, RECIPE_VERSION, build_demo_dataset, is_intact
+from harness.eval.demo_dataset import (
+    CHECKSUMS,
+    COLUMNS,
+    RECIPE_VERSION,
+    SYNTHETIC,
+    build_demo_dataset,
+    is_intact,
+)
 from harness.eval.label_files import (
     CLEAN_FILE,
     clean_labels_named,
@@ -266,7 +274,8 @@ def load_dataset(spec: str = DEMO, splits: list[str] | None = None, clean_labels
     beside: list[Path] = []
     if spec == DEMO:
         root = _demo_root()
-        dataset = _read(f"{DEMO} ({RECIPE_VERSION})", root / "labels.csv", root / "images")
+        demo = _read(f"{DEMO} ({RECIPE_VERSION})", root / "labels.csv", root / "images")
+        dataset = dataclasses.replace(demo, synthetic=SYNTHETIC)
     else:
         root = Path(spec)
         if _is_published(root):
@@ -301,7 +310,7 @@ def describe_sources() -> list[dict]:
     return [
         {
             "name": DEMO,
-            "kind": "demo set, built offline on first use (not Wake Vision)",
+            "kind": f"demo set, built offline on first use ({SYNTHETIC})",
             "location": str(demo),
             "ready": (demo / "labels.csv").is_file(),
         },

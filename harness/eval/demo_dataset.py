@@ -25,6 +25,7 @@ from harness.errors import UserError
 from harness.eval.preprocess import luma
 
 RECIPE_VERSION = "demo-v2"
+SYNTHETIC = "synthetic images, not Wake Vision"  # what the set is, wherever its figures appear
 JPEG_QUALITY = 95  # JPEG, as Wake Vision ships its images
 CANVAS = 224
 COLUMNS = (

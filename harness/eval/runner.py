@@ -300,6 +300,7 @@ def _summarise(
         model_caveat=request.card.caveat or None,
         board=request.board.id,
         dataset=request.dataset.name,
+        synthetic=request.dataset.synthetic,
         samples=len(samples),
         subsets=subsets,
         primary_reference=names[0] if names else None,

@@ -1,29 +1,19 @@
-"""`harness compare`: what changed between two runs, and whether it is more than chance."""
+"""`harness compare`: what changed between two runs, and whether it is more than chance: the one Comparison
+(harness/results/comparison.py) that `runs compare`, its --json and the report show."""
 
 import numpy as np
-from scipy.stats import binomtest
 
 from harness.errors import UserError
-from harness.results.intervals import wilson_interval
+from harness.results.comparison import Comparison, pair_accuracy
 from harness.results.record import EvalSummary, parse_summary
 from harness.results.runs import Run
 
-ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 2000
 # The smallest latency change worth calling a change, by where the figure comes from: QEMU
 # instruction counts are exact, a board's cycle counter nearly so. The virtual board's figures are
 # this host's wall-clock time, shared with whatever else the host does: they are reported, and
 # judged only when the user names a tolerance.
 LATENCY_TOLERANCE = {"emulated": 0.0, "device": 0.02}
-
-
-def mcnemar_exact(a_correct: np.ndarray, b_correct: np.ndarray) -> tuple[int, int, float]:
-    """Discordant pairs (only A right, only B right) and the exact two-sided McNemar p-value."""
-    only_a = int(np.sum(a_correct & ~b_correct))
-    only_b = int(np.sum(~a_correct & b_correct))
-    if only_a + only_b == 0:
-        return only_a, only_b, 1.0
-    return only_a, only_b, float(binomtest(only_a, only_a + only_b, 0.5).pvalue)
 
 
 def bootstrap_median_change(a: np.ndarray, b: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
@@ -44,15 +34,6 @@ def _latency_values(run: Run) -> tuple[np.ndarray, str]:
         return np.array(instructions, dtype=float), "instructions"
     micros = [v for v in run.samples["microseconds"] if v is not None]
     return np.array(micros, dtype=float), "microseconds"
-
-
-def _paired(a: Run, b: Run) -> tuple[dict[str, int], dict[str, int]]:
-    a_index = {sid: i for i, sid in enumerate(a.samples["sample_id"])}
-    b_index = {sid: i for i, sid in enumerate(b.samples["sample_id"])}
-    common = [sid for sid in a_index if sid in b_index]
-    if not common:
-        raise UserError(f"runs {a.id} and {b.id} share no samples; compare runs on the same dataset")
-    return {sid: a_index[sid] for sid in common}, {sid: b_index[sid] for sid in common}
 
 
 def _eval_summary(run: Run) -> EvalSummary:
@@ -79,7 +60,7 @@ def _anomaly_change(a: EvalSummary, b: EvalSummary) -> dict | None:
     }
 
 
-def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict:
+def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> Comparison:
     """Per subset accuracy deltas with McNemar's test on paired predictions; the latency median change
     with a bootstrap interval, significant only when the interval excludes zero and the change is larger
     than the tolerance (by default LATENCY_TOLERANCE for the runs' latency source)."""
@@ -87,33 +68,7 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict
     if (summary_a.anomaly is None) != (summary_b.anomaly is None):
         scored = a.id if summary_a.anomaly else b.id
         raise UserError(f"{scored} holds anomaly scores and the other run classes: compare runs of one task")
-    a_rows, b_rows = _paired(a, b)
-    ids = list(a_rows)
-    labels = np.array([a.samples["label"][a_rows[i]] for i in ids])
-    labels = np.where(labels == -1, 1, labels)
-    a_pred = np.array([a.samples["device_prediction"][a_rows[i]] for i in ids])
-    b_pred = np.array([b.samples["device_prediction"][b_rows[i]] for i in ids])
-    subsets = {}
-    decided = summary_a.anomaly is None and summary_b.anomaly is None  # anomaly windows get no class
-    for name in summary_a.subsets if decided else ():
-        column = f"in_{name}"
-        if name not in summary_b.subsets or column not in a.samples:
-            continue
-        members = np.array([a.samples[column][a_rows[i]] for i in ids], dtype=bool)
-        a_ok, b_ok = (a_pred == labels)[members], (b_pred == labels)[members]
-        only_a, only_b, p = mcnemar_exact(a_ok, b_ok)
-        subsets[name] = {
-            "n_paired": int(members.sum()),
-            "accuracy_a": float(a_ok.mean()) if members.any() else None,
-            "accuracy_b": float(b_ok.mean()) if members.any() else None,
-            "accuracy_ci95_a": wilson_interval(int(a_ok.sum()), int(members.sum())),  # Wilson 95 %
-            "accuracy_ci95_b": wilson_interval(int(b_ok.sum()), int(members.sum())),
-            "delta": float(b_ok.mean() - a_ok.mean()) if members.any() else None,
-            "only_a_correct": only_a,
-            "only_b_correct": only_b,
-            "mcnemar_p": p,
-            "significant": p < ALPHA,
-        }
+    paired = pair_accuracy(a, b, summary_a, summary_b)
     latency_a, unit_a = _latency_values(a)
     latency_b, unit_b = _latency_values(b)
     latency = {"unit": unit_a, "source_a": summary_a.latency.source, "source_b": summary_b.latency.source}
@@ -149,15 +104,15 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict
         arena["note"] = f"not comparable: {arena_a.source} against {arena_b.source} arena"
     else:
         arena["used_delta"] = arena_b.used - arena_a.used
-    return {
-        "run_a": a.id,
-        "run_b": b.id,
-        "paired_samples": len(ids),
-        "prediction_flips": int(np.sum(a_pred != b_pred)),
-        "subsets": subsets,
-        "anomaly": _anomaly_change(summary_a, summary_b),
-        "latency": latency,
-        "arena_used_delta": arena["used_delta"],
-        "arena": arena,
-        "significant": any(s["significant"] for s in subsets.values()) or bool(latency.get("significant")),
-    }
+    return Comparison(
+        run_a=a.id,
+        run_b=b.id,
+        paired_samples=paired.samples,
+        prediction_flips=paired.prediction_flips,
+        subsets=paired.subsets,
+        apart=paired.apart,
+        anomaly=_anomaly_change(summary_a, summary_b),
+        latency=latency,
+        arena=arena,
+        significant=any(s.significant for s in paired.subsets.values()) or bool(latency.get("significant")),
+    )

@@ -1,6 +1,8 @@
-"""The report's cross-run view: a board x model leaderboard with each run's Wilson interval, and every eval
-run beside the first on the samples they share, with `harness compare`'s McNemar p, flips and intervals."""
+"""The report's cross-run view: a leaderboard keyed by board, model, dataset, subset and selection with each run's
+Wilson interval, and every eval run beside the first as `harness runs compare` compares them (one Comparison: the
+paired samples' accuracies, intervals, McNemar p and flips)."""
 
+from collections import defaultdict
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -9,18 +11,24 @@ import numpy as np
 from harness.console import percent
 from harness.errors import UserError
 from harness.results.compare import compare_runs
+from harness.results.comparison import Comparison
 from harness.results.plots import DEVICE_COLOUR, HOST_COLOURS, Figure, Omitted, draw, ecdf, latency_values
 from harness.results.runs import EvalHeadline, Run, headline
 
 RUN_COLOURS = (DEVICE_COLOUR, *HOST_COLOURS, "#ff7f0e", "#8c564b")
 
 
-def accuracy_interval(run: Run, subset: str) -> str:
-    score = run.eval_summary.subsets[subset].device
-    if score.accuracy is None:
+def interval_cell(accuracy: float | None, ci: tuple[float, float] | list[float] | None) -> str:
+    """An accuracy with its Wilson 95 % interval, as the report shows it."""
+    if accuracy is None:
         return "n/a"
-    ci = score.accuracy_ci95
-    return f"{percent(score.accuracy)} % [{percent(ci[0])}-{percent(ci[1])}]" if ci else f"{percent(score.accuracy)} %"
+    return f"{percent(accuracy)} % [{percent(ci[0])}-{percent(ci[1])}]" if ci else f"{percent(accuracy)} %"
+
+
+def accuracy_interval(run: Run, subset: str) -> str:
+    """The run's own device accuracy on a subset (over all its samples of it)."""
+    score = run.eval_summary.subsets[subset].device
+    return interval_cell(score.accuracy, score.accuracy_ci95)
 
 
 def latency_cell(head: EvalHeadline) -> str:
@@ -36,31 +44,81 @@ def eval_runs(runs: list[Run]) -> list[Run]:
     return [run for run in runs if run.kind == "eval" and not run.eval_summary.anomaly]
 
 
-def leaderboard(runs: list[Run]) -> dict | None:
-    """Per (model, board): device accuracy on the run's first subset with its Wilson 95 % interval, n and the
-    median latency with its source; a later run of a pair replaces an earlier one."""
+@dataclass(frozen=True)
+class Standing:
+    """One run's figures on one subset: the leaderboard's cell."""
+
+    run: Run
+    subset: str
+    n: int
+    accuracy: str  # with its Wilson 95 % interval
+    latency: str  # with its source
+
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    """The newest run of a key (board, model, dataset, subset, selection), and the earlier ones, newest first."""
+
+    board: str
+    model: str
+    dataset: str
+    subset: str
+    selection: str
+    newest: Standing
+    earlier: list[Standing]
+
+
+def _model_key(run: Run) -> tuple[str, str | None]:
+    return run.model, run.record.manifest.model.sha256
+
+
+def _selection(run: Run) -> tuple:
+    """Which samples of a subset the run scored: all, or `limit` of them, drawn by `seed` or the first ones."""
+    drawn = run.record.manifest.dataset
+    if drawn is None or drawn.limit is None:
+        return (None, None, None)
+    return (drawn.limit, drawn.order, drawn.seed if drawn.order == "sampled" else None)
+
+
+def selection_text(selection: tuple) -> str:
+    limit, order, seed = selection
+    if limit is None:
+        return "all samples"
+    if order == "sampled":
+        return f"{limit} per subset, drawn with seed {seed}"
+    return f"the first {limit} samples"
+
+
+def leaderboard(runs: list[Run]) -> list[LeaderboardRow] | None:
+    """A row per board, model, dataset, subset and selection: device accuracy with its Wilson 95 % interval, n
+    and the median latency with its source, of the newest run of the key; the earlier runs of the key with it."""
     runs = eval_runs(runs)
     if len(runs) < 2:
         return None
-    cells = {}
+    files = defaultdict(set)  # a model card run with several model files: each file is a model of its own
     for run in runs:
-        first = next(iter(run.eval_summary.subsets))
-        n = run.eval_summary.subsets[first].n
-        cells[(run.model, run.board)] = (
-            f"{accuracy_interval(run, first)} on {first} (n = {n}) · {latency_cell(headline(run))}"
-        )
-    return {
-        "models": sorted({run.model for run in runs}),
-        "boards": sorted({run.board for run in runs}),
-        "cells": cells,
-    }
+        files[run.model].add(run.record.manifest.model.sha256)
+    keyed = defaultdict(list)
+    for run in sorted(runs, key=lambda run: run.record.manifest.started, reverse=True):
+        summary = run.eval_summary
+        for subset, entry in summary.subsets.items():
+            key = (run.board, _model_key(run), summary.dataset, subset, _selection(run))
+            standing = Standing(run, subset, entry.n, accuracy_interval(run, subset), latency_cell(headline(run)))
+            keyed[key].append(standing)
+    rows = []
+    for (board, (card, sha256), _, subset, selection), standings in keyed.items():
+        newest = standings[0]
+        model = f"{card} ({(sha256 or 'no sha256')[:12]})" if len(files[card]) > 1 else card
+        dataset = newest.run.eval_summary.dataset_label
+        rows.append(LeaderboardRow(board, model, dataset, subset, selection_text(selection), newest, standings[1:]))
+    return sorted(rows, key=lambda row: (row.dataset, row.subset, row.selection, row.model, row.board))
 
 
 @dataclass(frozen=True)
 class Pairing:
     base: Run
     other: Run
-    result: dict | None  # compare_runs' answer
+    result: Comparison | None  # compare_runs' answer, as `harness runs compare` gives it
     refused: str | None  # why the two cannot be compared
 
 
@@ -136,6 +194,10 @@ def side_by_side(runs: list[Run]) -> list[Figure]:
     if len(runs) < 2:
         return []
     return [
-        draw("Device accuracy per subset, run by run", _subsets_side_by_side(runs), runs[0]),
+        draw(
+            "Device accuracy per subset, each run over all its own samples of it (unpaired)",
+            _subsets_side_by_side(runs),
+            runs[0],
+        ),
         draw("Device latency, run by run (ECDF)", _latencies_side_by_side(runs), runs[0]),
     ]

@@ -24,6 +24,12 @@ def _figures(run: Run) -> list[Figure]:
     return [draw(title, figure, run) for title, figure in chosen.items()]
 
 
+def _made_up(runs: list[Run]) -> list[str]:
+    """The made-up datasets (the demo sets) the eval runs were scored on, as each says what it is."""
+    summaries = [run.eval_summary for run in runs if run.kind == "eval"]
+    return sorted({summary.dataset_label for summary in summaries if summary.synthetic})
+
+
 def require_writable(out: Path) -> None:
     """The report's file can be written: nothing there yet or a regular file (never a device, a FIFO, a socket
     or a folder), in a folder (refused before anything is read or written)."""
@@ -40,6 +46,7 @@ def render(runs: list[Run]) -> str:
     return env.get_template("report.html.j2").render(
         runs=runs,
         figures={run.id: _figures(run) for run in runs},
+        made_up=_made_up(runs),
         leaderboard=cross_run.leaderboard(runs),
         pairings=cross_run.pairings(runs),
         side_by_side=cross_run.side_by_side(runs),

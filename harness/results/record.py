@@ -454,6 +454,7 @@ class EvalSummary:
     model_caveat: PlainText | None = None
     board: Id | None = None
     dataset: str | None = None
+    synthetic: PlainText | None = None  # a made-up dataset (the demo sets): what it is, shown with every figure of it
     samples: Count = 0
     subsets: dict[PlainText, SubsetResult] = field(default_factory=dict)
     primary_reference: PlainText | None = None
@@ -475,6 +476,12 @@ class EvalSummary:
     @property
     def first_subset(self) -> SubsetResult | None:
         return next(iter(self.subsets.values()), None)
+
+    @property
+    def dataset_label(self) -> str:
+        """The dataset as every view names it: a made-up one says what it is."""
+        name = self.dataset or "dataset not recorded"
+        return f"{name}: {self.synthetic}" if self.synthetic else name
 
 
 # ---------------------------------------------------------------- stream summary

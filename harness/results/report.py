@@ -59,7 +59,7 @@ def summary_tables(summary: EvalSummary) -> list[Table]:
     """The device's scores per subset, then the device against the host references: two tables that fit 80
     columns (a subset's name is never wrapped), rather than one as wide as a terminal seldom is."""
     decided = summary.anomaly is None  # anomaly scores: no window gets a class, so no accuracy to show
-    scores = Table(title=f"{summary.model} on {summary.board} — {summary.dataset}", title_justify="left")
+    scores = Table(title=f"{summary.model} on {summary.board} — {summary.dataset_label}", title_justify="left")
     scores.add_column("subset", no_wrap=True)
     scores.add_column("n", justify="right", no_wrap=True)
     if decided:

@@ -53,6 +53,9 @@ def test_the_end_of_run_tables_fit_80_columns_with_each_accuracy_s_interval(tmp_
         low, high = device.accuracy_ci95
         assert f"{100 * device.accuracy:.1f}" in rows[0] and f"{100 * low:.1f}-{100 * high:.1f}" in rows[0], rows[0]
     assert "95 % CI" in text
+    # the demo set says what it is: in summary.json, and in the table's title (however the title wraps)
+    assert json.loads((run.path / "summary.json").read_text())["synthetic"] == "synthetic images, not Wake Vision"
+    assert "— demo (demo-v2): synthetic images, not Wake Vision" in " ".join(text.split())
 
 
 def _stderr_on_a_terminal(tmp_path: Path, ci: str) -> str:

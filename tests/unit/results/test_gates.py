@@ -227,10 +227,10 @@ def test_compare_latency_of_different_sources_is_not_judged(device_and_sim_runs)
 
     root, a, b = device_and_sim_runs
     result = compare_runs(load_run(a, root), load_run(b, root), latency_tolerance=0.01)
-    latency = result["latency"]
+    latency = result.latency
     assert (latency["source_a"], latency["source_b"]) == ("device", "sim")
     assert latency["significant"] is None and "not comparable" in latency["note"]
-    assert result["arena_used_delta"] is None and not result["significant"]
+    assert result.arena["used_delta"] is None and not result.significant
 
 
 @pytest.mark.slow

@@ -135,7 +135,8 @@ def test_report_renders_in_headless_chromium(runs, tmp_path):
 
 
 def test_mcnemar_exact_and_bootstrap():
-    from harness.results.compare import bootstrap_median_change, mcnemar_exact
+    from harness.results.compare import bootstrap_median_change
+    from harness.results.comparison import mcnemar_exact
 
     a = np.array([True] * 20 + [False] * 5)
     b = np.array([False] * 10 + [True] * 10 + [False] * 5)
@@ -169,9 +170,9 @@ def test_latency_significance_depends_on_the_source():
 
     slow = [100.0 + i % 3 for i in range(60)]
     fast = [130.0 + i % 3 for i in range(60)]
-    assert compare_runs(run("emulated", slow, "a"), run("emulated", fast, "b"))["latency"]["significant"] is True
-    assert compare_runs(run("device", slow, "a"), run("device", fast, "b"))["latency"]["significant"] is True
+    assert compare_runs(run("emulated", slow, "a"), run("emulated", fast, "b")).latency["significant"] is True
+    assert compare_runs(run("device", slow, "a"), run("device", fast, "b")).latency["significant"] is True
     sim = compare_runs(run("sim", slow, "a"), run("sim", fast, "b"))
-    assert sim["latency"]["significant"] is None and not sim["significant"]
+    assert sim.latency["significant"] is None and not sim.significant
     judged = compare_runs(run("sim", slow, "a"), run("sim", fast, "b"), latency_tolerance=0.1)
-    assert judged["latency"]["significant"] is True
+    assert judged.latency["significant"] is True
