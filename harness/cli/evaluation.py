@@ -300,8 +300,9 @@ def _compare_tables(subsets: dict):
 
 def cmd_check(args) -> int:
     from harness.eval.subsets import gate_subsets
-    from harness.results.gates import check_gates, junit_xml
+    from harness.results.gates import check_gates
     from harness.results.gates_file import load_gates
+    from harness.results.junit import junit_xml
     from harness.results.runs import load_run
     from harness.results.store import results_text
 

@@ -14,8 +14,9 @@ import pytest
 
 from harness.errors import UserError
 from harness.eval.subsets import gate_subsets
-from harness.results.gates import check_gates, junit_xml
+from harness.results.gates import check_gates
 from harness.results.gates_file import load_gates
+from harness.results.junit import junit_xml
 from harness.results.report import arena_line
 from harness.results.runs import Run, load_run
 
@@ -34,12 +35,12 @@ def _entry(n=10, accuracy=0.9, host_accuracy=0.9, f1_wv=None, agreement=1.0, f1_
     }
 
 
-def _latency(source="sim", micros=6000.0, instructions=None, p90=None):
+def _latency(source="sim", micros=6000.0, instructions=None, p90=None, cycles=None):
     return {
         "source": source,
         "micros": {"median": micros, "p90": p90} if micros else None,
-        "cycles": None,
-        "instructions": {"median": instructions} if instructions else None,
+        "cycles": {"median": cycles, "p90": cycles} if cycles else None,
+        "instructions": {"median": instructions, "p90": instructions} if instructions else None,
     }
 
 
@@ -142,11 +143,11 @@ def test_latency_of_different_sources_is_not_comparable():
 
 
 def test_latency_uses_one_unit_for_both_runs_and_names_it():
-    run = _run(latency=_latency("emulated", micros=1000.0, instructions=9.2e6))
-    baseline = _run("base", latency=_latency("emulated", micros=1000.0))
+    run = _run(latency=_latency("device", micros=1000.0, cycles=480_000))
+    baseline = _run("base", latency=_latency("device", micros=1000.0))
     result = _only(_check(run, {"latency": {"max_regression": 0.0}}, baseline))
     assert result.passed, result.detail
-    assert "µs" in result.detail and "emulated" in result.detail
+    assert "µs" in result.detail and "device" in result.detail
 
 
 @pytest.mark.parametrize("unreported", [None, 0])
@@ -398,23 +399,57 @@ def test_check_exits_0_on_gates_not_judged_and_1_when_strict(device_and_sim_runs
     assert "FAIL latency" in capsys.readouterr().out
 
 
-def test_junit_carries_every_gates_figure_and_bound():
-    run = _run(subsets={"all": _entry(accuracy=0.92)}, latency=_latency("sim", micros=6000.0))
-    gates = {"accuracy": {"min": 0.95}, "latency_ms": {"max_median": 10}, "arena": {"max_growth_bytes": 0}}
+def test_junit_carries_every_gates_figure_and_bound_with_a_case_per_gate_and_subset():
+    subsets = {"all": _entry(accuracy=0.92), "distance_far": _entry(accuracy=0.85), "lighting_dark": _entry(n=0)}
+    run = _run(subsets=subsets, latency=_latency("sim", micros=6000.0))
+    gates = {
+        "accuracy": {"min": 0.9, "distance_far": {"min": 0.8}, "lighting_dark": {"min": 0.5}},
+        "latency_ms": {"max_median": 10},
+        "arena": {"max_growth_bytes": 0},
+    }
     suite = ET.fromstring(junit_xml(run, _check(run, gates)))
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("5", "0", "2")
     cases = {case.get("name"): case for case in suite.findall("testcase")}
     figures = {name: {p.get("name"): p.get("value") for p in case.iter("property")} for name, case in cases.items()}
     assert figures == {
-        "accuracy": {"figure": "device accuracy (sim): all 0.9200", "bound": "min 0.95"},
+        "accuracy.all": {"figure": "device accuracy (sim): all 0.9200", "bound": "min 0.9"},
+        "accuracy.distance_far": {
+            "figure": "device accuracy (sim): distance_far 0.8500",
+            "bound": "distance_far min 0.8",
+        },
+        "accuracy.lighting_dark": {"figure": "n/a", "bound": "lighting_dark min 0.5"},
         "latency_ms": {"figure": "median 6.000 ms (sim: this machine's wall-clock time)", "bound": "max_median 10 ms"},
         "arena": {"figure": "n/a", "bound": "max_growth_bytes 0 bytes"},
     }
-    failure = cases["accuracy"].find("failure").get("message")
-    assert "all 0.9200" in failure and "min 0.95" in failure
+    assert (
+        cases["accuracy.lighting_dark"].find("skipped").get("message").startswith("not judged: lighting_dark (n = 0)")
+    )
     assert cases["latency_ms"].find("failure") is None and cases["latency_ms"].find("skipped") is None
     skipped = cases["arena"].find("skipped").get("message")
     assert skipped.startswith("not judged: this gate compares with a baseline") and "max_growth_bytes 0" in skipped
+
+    strict = ET.fromstring(
+        junit_xml(run, _check(run, {"accuracy": {"min": 0.95, "lighting_dark": {"min": 0.5}}}, strict=True))
+    )
+    verdicts = {
+        case.get("name"): [child.tag for child in case if child.tag in ("failure", "skipped")] for case in strict
+    }
+    assert verdicts == {
+        "accuracy.all": ["failure"],  # 0.92 under the floor
+        "accuracy.distance_far": ["failure"],
+        "accuracy.lighting_dark": ["failure"],  # its own table and no value: fails under --strict
+    }
+    assert (
+        strict.get("failures") == "3"
+        and "(--strict)" in strict.find("testcase[@name='accuracy.lighting_dark']/failure").text
+    )
+
+
+def test_a_gate_not_judged_as_a_whole_is_one_skipped_case():
+    run = _run(reference=None)
+    suite = ET.fromstring(junit_xml(run, _check(run, {"agreement": {"min": 0.9}})))
+    (case,) = suite.findall("testcase")
+    assert case.get("name") == "agreement" and "no host reference" in case.find("skipped").get("message")
 
 
 @pytest.mark.parametrize(
