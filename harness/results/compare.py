@@ -129,8 +129,8 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> dict
             else bool((low > 0 or high < 0) and abs(change) > latency_tolerance),
         }
         if latency_tolerance is None:
-            a, b = latency["source_a"], latency["source_b"]
-            source = a if judgeable.tolerance(figure, (a,)) is None else b
+            first, second = latency["source_a"], latency["source_b"]
+            source = first if judgeable.tolerance(figure, (first,)) is None else second
             latency["note"] = "not judged: " + judgeable.why_not_judged(figure, source, "pass --latency-tolerance")
         if latency["source_a"] != latency["source_b"]:
             latency |= {
