@@ -326,7 +326,7 @@ def cmd_check(args) -> int:
         console = stdout_console()
         for r in results:
             if not args.quiet or not r.passed:
-                console.print(f"{VERDICTS[r.status]} {r.name}: {r.detail}", highlight=False)
+                console.print(f"{VERDICTS[r.status]} {r.name}: {r.detail}", highlight=False, markup=False)
     return exits.FAILED if any(r.status == "failed" for r in results) else exits.OK
 
 

@@ -62,7 +62,8 @@ def _regression(name: str, settings: dict, run: Run, baseline: Run, figures: tup
         return not_judged(judgeable.why_not_judged(figure, now.source, f"give [{name}] tolerance, e.g. 0.1"))
     current, previous = getattr(now, figure).median, getattr(before, figure).median
     change = current / previous - 1
-    within = f"; tolerance {tolerance * 100:g}%" if tolerance else ""
+    own = tolerance and "tolerance" not in settings  # a tolerance given is shown with the bounds
+    within = f"; tolerance {tolerance * 100:g}% ({now.source} {judgeable.UNITS[figure]})" if own else ""
     text = f"median {previous:,.1f} -> {current:,.1f} {judgeable.UNITS[figure]} ({now.source}), {change:+.2%}{within}"
     note = "within the tolerance" if settings["max_regression"] < change <= tolerance else ""
     return judged(change <= max(settings["max_regression"], tolerance), text, note)
