@@ -1,15 +1,17 @@
-"""`harness check`: gates over a run (and a baseline), each passed, failed or not judged, with JUnit XML for
-lab CI.
+"""`harness check`: gates over a run (and a baseline), each passed, failed or not judged (JUnit XML for lab CI:
+harness/results/junit.py).
 
-Eval runs are gated on absolute floors and ceilings (accuracy and F1 per subset, latency in ms, arena and
-flash bytes), on agreement with the host reference and accuracy and F1 against the host, and on accuracy,
-latency, arena and flash against a baseline; stream runs on the agreement of device and host detections and
-on the optimal policy's recall, precision, false alarms and unwanted triggers per hour. A gate naming a
-figure the run's kind does not have, or a `[gate.SUBSET]` table naming a subset the run's task has not, is
-refused before any gate is judged. A gate whose figure the run (or the missing baseline) does not give is not
-judged, and says why; `strict` fails it, and a gate beside whose judged subsets a subset of its own table
-went unjudged. Every figure names its source: the device's (device, emulated or sim, as the run's board
-is), the host reference's (host), the baseline's."""
+Eval runs are gated on absolute floors and ceilings (accuracy and F1 per subset, latency in ms, instructions
+or cycles, arena and flash bytes), on agreement with the host reference and accuracy and F1 against the host,
+and on accuracy, latency, arena and flash against a baseline (latency: harness/results/latency_gates.py);
+stream runs on the agreement of device and host detections and on the optimal policy's recall, precision,
+false alarms and unwanted triggers per hour. A gate naming a figure the run's kind does not have, or a
+`[gate.SUBSET]` table naming a subset the run's task has not, is refused before any gate is judged. A gate
+whose figure the run (or the missing baseline) does not give is not judged, and says why; `strict` fails it,
+and a gate beside whose judged subsets a subset of its own table went unjudged. Every figure names its
+source: the device's (device, emulated or sim, as the run's board is), the host reference's (host), the
+baseline's. Each gate's bounds are declared in gates_file.py GATES, its judge here in EVAL_JUDGES or
+_stream_gate."""
 
 import dataclasses
 from collections import Counter
