@@ -647,3 +647,13 @@ def test_check_says_not_judged_on_two_sim_runs_without_a_tolerance(tmp_path, cap
     gates.write_text("[latency]\nmax_regression = 0.05\ntolerance = 0.1\n")
     assert main(check) == 1
     assert capsys.readouterr().out.startswith("FAIL latency: median 10,534.8 -> 23,709.1 µs (sim), +125.06%")
+
+
+def test_the_gates_files_of_docs_lab_ci_are_valid(tmp_path):
+    import re
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "lab-ci.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", page, re.DOTALL)
+    assert len(blocks) == 3
+    for block in blocks:
+        assert _gates_file(tmp_path, block)
