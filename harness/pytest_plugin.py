@@ -13,10 +13,11 @@ real board's file with one of:) --harness-port PORT_OR_URL, --harness-labgrid-pl
   latency are attached to the JUnit report (record_property);
 - `harness_results`: the folder runs are written to.
 
-A figure of a run (`run.accuracy("distance_far")`, `run.f1(…)`, `run.agreement(…)`, `run.latency_ms()`)
-compares with a number, so a gate is a plain assert; a failing one is worded with the figure, its source,
-its 95 % interval and n. This module is imported by every pytest session once harness is installed: it
-imports harness's internals only inside its fixtures and hooks."""
+A figure of a run (`run.accuracy("distance_far")`, `run.f1(…)`, `run.agreement(…)`, `run.latency()` in the
+most exact unit the board gives: ms, QEMU's instructions or a board's cycles; `run.latency_ms()`,
+`run.instructions()`, `run.cycles()`) compares with a number, so a gate is a plain assert; a failing one is
+worded with the figure, its source, its 95 % interval and n. This module is imported by every pytest session
+once harness is installed: it imports harness's internals only inside its fixtures and hooks."""
 
 from pathlib import Path
 
@@ -96,7 +97,7 @@ def harness_eval(harness_board, harness_results, record_property):
 
 def junit_properties(run) -> dict[str, str]:
     """What a run adds to the JUnit report: its id, folder, board, model, per-subset accuracy with its
-    interval and n, and the median latency with its source."""
+    interval and n, and the median latency in the board's most exact unit with its source."""
     properties = {
         "harness_run_id": run.id,
         "harness_run_dir": str(run.path),
@@ -105,7 +106,7 @@ def junit_properties(run) -> dict[str, str]:
     }
     for subset in run.summary.subsets:
         properties[f"harness_accuracy_{subset}"] = run.accuracy(subset).measured()
-    properties["harness_latency_median_ms"] = run.latency_ms().measured()
+    properties["harness_latency_median"] = run.latency("median").measured()
     return properties
 
 

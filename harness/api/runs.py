@@ -151,21 +151,44 @@ class EvalRun(RunView):
             data=self._data,
         )
 
+    def _latency_figure(self, figure: str, stat: str) -> Figure:
+        """One of the latency record's figures (harness/results/judgeable.py), µs shown in ms."""
+        from harness.results.judgeable import UNITS, figures
+
+        latency = self.summary.latency
+        stats = getattr(latency, figure)
+        value = getattr(stats, stat) if stats else None
+        timed = figure == "micros"
+        unit = "ms" if timed else UNITS[figure]
+        has = ", ".join(UNITS[f] for f in figures(latency)) or "none"
+        return Figure(
+            f"{stat} latency" if timed else f"{stat} {figure} per inference",
+            None if value is None else value / 1000 if timed else value,
+            latency.source,
+            unit=unit,
+            n=self.summary.samples,
+            missing=f"no latency in {unit} ({latency.source} latency: {has})",
+        )
+
     def latency_ms(self, stat: str = "median") -> Figure:
         """The device's latency in ms (median, p90, min or max), labelled with its source. QEMU boards count
-        instructions, not time: their figure is missing, and says so."""
-        latency = self.summary.latency
-        micros = latency.micros
-        value = getattr(micros, stat) if micros else None
-        has = "instructions (QEMU -icount)" if latency.instructions else "cycles" if latency.cycles else "none"
-        return Figure(
-            f"{stat} latency",
-            None if value is None else value / 1000,
-            latency.source,
-            unit="ms",
-            n=self.summary.samples,
-            missing=f"no latency in ms ({latency.source} latency: {has})",
-        )
+        instructions, not time: their figure is missing, and says so (see `instructions`, `latency`)."""
+        return self._latency_figure("micros", stat)
+
+    def instructions(self, stat: str = "median") -> Figure:
+        """The instructions per inference QEMU -icount counted (source emulated), exact; missing elsewhere."""
+        return self._latency_figure("instructions", stat)
+
+    def cycles(self, stat: str = "median") -> Figure:
+        """The cycles per inference a board's cycle counter gave (source device); missing elsewhere."""
+        return self._latency_figure("cycles", stat)
+
+    def latency(self, stat: str = "median") -> Figure:
+        """The device's latency in the most exact figure its board gives: instructions under QEMU, cycles from
+        a board's cycle counter, else ms; its `unit` says which."""
+        from harness.results.judgeable import figures
+
+        return self._latency_figure(next(iter(figures(self.summary.latency)), "micros"), stat)
 
 
 class StreamRun(RunView):

@@ -409,7 +409,7 @@ def _add_runs(commands) -> None:
     check.add_argument("--gates", required=True, help="gates TOML file (see docs/lab-ci.md)")
     check.add_argument("--baseline", help="run to compare latency, arena and flash against")
     check.add_argument(
-        "--junit", type=output_file("--junit GATES.xml"), help="write JUnit XML with one test case per gate"
+        "--junit", type=output_file("--junit GATES.xml"), help="write JUnit XML with one test case per gate and subset"
     )
     check.add_argument(
         "--strict", action="store_true", help="fail a gate that cannot be judged (no baseline, no such figure)"

@@ -304,8 +304,9 @@ def _compare_tables(subsets: "dict[str, PairedSubset]"):
 
 def cmd_check(args) -> int:
     from harness.eval.subsets import gate_subsets
-    from harness.results.gates import check_gates, junit_xml
+    from harness.results.gates import check_gates
     from harness.results.gates_file import load_gates
+    from harness.results.junit import junit_xml
     from harness.results.runs import load_run
     from harness.results.store import results_text
 
@@ -329,7 +330,7 @@ def cmd_check(args) -> int:
         console = stdout_console()
         for r in results:
             if not args.quiet or not r.passed:
-                console.print(f"{VERDICTS[r.status]} {r.name}: {r.detail}", highlight=False)
+                console.print(f"{VERDICTS[r.status]} {r.name}: {r.detail}", highlight=False, markup=False)
     return exits.FAILED if any(r.status == "failed" for r in results) else exits.OK
 
 

@@ -4,16 +4,13 @@
 import numpy as np
 
 from harness.errors import UserError
+from harness.results import judgeable
 from harness.results.comparison import Comparison, pair_accuracy
 from harness.results.record import EvalSummary, parse_summary
 from harness.results.runs import Run
 
 BOOTSTRAP_RESAMPLES = 2000
-# The smallest latency change worth calling a change, by where the figure comes from: QEMU
-# instruction counts are exact, a board's cycle counter nearly so. The virtual board's figures are
-# this host's wall-clock time, shared with whatever else the host does: they are reported, and
-# judged only when the user names a tolerance.
-LATENCY_TOLERANCE = {"emulated": 0.0, "device": 0.02}
+FIGURE_OF_COLUMN = {"instructions": "instructions", "microseconds": "micros"}  # samples.parquet column: figure
 
 
 def bootstrap_median_change(a: np.ndarray, b: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
@@ -63,7 +60,7 @@ def _anomaly_change(a: EvalSummary, b: EvalSummary) -> dict | None:
 def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> Comparison:
     """Per subset accuracy deltas with McNemar's test on paired predictions; the latency median change
     with a bootstrap interval, significant only when the interval excludes zero and the change is larger
-    than the tolerance (by default LATENCY_TOLERANCE for the runs' latency source)."""
+    than the tolerance (by default the figure's for the runs' latency sources: harness/results/judgeable.py)."""
     summary_a, summary_b = _eval_summary(a), _eval_summary(b)
     if (summary_a.anomaly is None) != (summary_b.anomaly is None):
         scored = a.id if summary_a.anomaly else b.id
@@ -72,9 +69,8 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> Comp
     latency_a, unit_a = _latency_values(a)
     latency_b, unit_b = _latency_values(b)
     latency = {"unit": unit_a, "source_a": summary_a.latency.source, "source_b": summary_b.latency.source}
-    if latency_tolerance is None:
-        tolerances = [LATENCY_TOLERANCE.get(latency["source_a"]), LATENCY_TOLERANCE.get(latency["source_b"])]
-        latency_tolerance = None if None in tolerances else max(tolerances)
+    figure = FIGURE_OF_COLUMN[unit_a]
+    latency_tolerance = judgeable.tolerance(figure, (latency["source_a"], latency["source_b"]), latency_tolerance)
     if unit_a == unit_b and len(latency_a) and len(latency_b):
         change, low, high = bootstrap_median_change(latency_a, latency_b)
         latency |= {
@@ -88,7 +84,9 @@ def compare_runs(a: Run, b: Run, latency_tolerance: float | None = None) -> Comp
             else bool((low > 0 or high < 0) and abs(change) > latency_tolerance),
         }
         if latency_tolerance is None:
-            latency["note"] = "virtual-board latency is this host's time: not judged (pass --latency-tolerance)"
+            first, second = latency["source_a"], latency["source_b"]
+            source = first if judgeable.tolerance(figure, (first,)) is None else second
+            latency["note"] = "not judged: " + judgeable.why_not_judged(figure, source, "pass --latency-tolerance")
         if latency["source_a"] != latency["source_b"]:
             latency |= {
                 "significant": None,

@@ -1,47 +1,31 @@
-"""`harness check`: gates over a run (and a baseline), each passed, failed or not judged, with JUnit XML for
-lab CI.
+"""`harness check`: gates over a run (and a baseline), each passed, failed or not judged (JUnit XML for lab CI:
+harness/results/junit.py).
 
-Eval runs are gated on absolute floors and ceilings (accuracy and F1 per subset, latency in ms, arena and
-flash bytes), on agreement with the host reference and accuracy and F1 against the host, and on accuracy,
-latency, arena and flash against a baseline; stream runs on the agreement of device and host detections and
-on the optimal policy's recall, precision, false alarms and unwanted triggers per hour. A gate naming a
-figure the run's kind does not have, or a `[gate.SUBSET]` table naming a subset the run's task has not, is
-refused before any gate is judged. A gate whose figure the run (or the missing baseline) does not give is not
-judged, and says why; `strict` fails it, and a gate beside whose judged subsets a subset of its own table
-went unjudged. Every figure names its source: the device's (device, emulated or sim, as the run's board
-is), the host reference's (host), the baseline's."""
+Eval runs are gated on absolute floors and ceilings (accuracy and F1 per subset, latency in ms, instructions
+or cycles, arena and flash bytes), on agreement with the host reference and accuracy and F1 against the host,
+and on accuracy, latency, arena and flash against a baseline (latency: harness/results/latency_gates.py);
+stream runs on the agreement of device and host detections and on the optimal policy's recall, precision,
+false alarms and unwanted triggers per hour. A gate naming a figure the run's kind does not have, or a
+`[gate.SUBSET]` table naming a subset the run's task has not, is refused before any gate is judged. A gate
+whose figure the run (or the missing baseline) does not give is not judged, and says why; `strict` fails it,
+and a gate beside whose judged subsets a subset of its own table went unjudged. Every figure names its
+source: the device's (device, emulated or sim, as the run's board is), the host reference's (host), the
+baseline's. Each gate's bounds are declared in gates_file.py GATES, its judge here in EVAL_JUDGES or
+_stream_gate."""
 
 import dataclasses
-import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Literal
 
 from harness.errors import UserError
-from harness.results.gates_file import BASELINE_GATES, GATES, bound_text, listed
+from harness.results import latency_gates
+from harness.results.gates_file import GATES, bound_text, listed
 from harness.results.record import EvalSummary, FirmwareBuild, Score, StreamSummary
 from harness.results.runs import Run
-
-Status = Literal["passed", "failed", "not judged"]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What a gate found: its figure (None when not judged) and a note (why not judged, what failed)."""
-
-    status: Status
-    figure: str | None
-    note: str = ""
-    unjudged: tuple[str, ...] = ()  # subsets with a bound of their own and no value (they fail under `strict`)
-
-
-def _judged(passed: bool, figure: str, note: str = "") -> Verdict:
-    return Verdict("passed" if passed else "failed", figure, note)
-
-
-def _not_judged(why: str) -> Verdict:
-    return Verdict("not judged", None, why)
+from harness.results.verdicts import Part, Status, Verdict
+from harness.results.verdicts import judged as _judged
+from harness.results.verdicts import not_judged as _not_judged
 
 
 @dataclass(frozen=True)
@@ -51,6 +35,7 @@ class GateResult:
     figure: str  # the figure judged, with its unit and source ("n/a" when not judged)
     bound: str  # the gate's bounds as the gates file gives them
     detail: str  # one line: figure and bound, or why it was not judged
+    parts: tuple[Part, ...] = ()  # a gate over subsets: each judged or named subset's verdict
 
     @property
     def passed(self) -> bool:
@@ -64,6 +49,7 @@ class GateResult:
             "figure": self.figure,
             "bound": self.bound,
             "detail": self.detail,
+            "subsets": [part.as_dict() for part in self.parts],
         }
 
 
@@ -75,12 +61,15 @@ def _result(name: str, settings: dict, verdict: Verdict, strict: bool) -> GateRe
             return GateResult(name, "failed", "n/a", bound, f"{detail} (--strict)")
         return GateResult(name, "not judged", "n/a", bound, detail)
     detail = f"{verdict.figure}; {bound}" + (f"; {verdict.note}" if verdict.note else "")
+    parts = verdict.parts
     if strict and verdict.unjudged:
         named = ", ".join(verdict.unjudged)
         own = "its" if len(verdict.unjudged) == 1 else "their"
         detail += f"; {named} not judged, yet bounded by {own} own table (--strict)"
-        return GateResult(name, "failed", verdict.figure, bound, detail)
-    return GateResult(name, verdict.status, verdict.figure, bound, detail)
+        failed = {p.subset: dataclasses.replace(p, status="failed", detail=f"{p.detail} (--strict)") for p in parts}
+        parts = tuple(failed[p.subset] if p.subset in verdict.unjudged else p for p in parts)
+        return GateResult(name, "failed", verdict.figure, bound, detail, parts)
+    return GateResult(name, verdict.status, verdict.figure, bound, detail, parts)
 
 
 def gate_kind(run: Run) -> str:
@@ -133,23 +122,31 @@ def _per_subset(
     present = dict.fromkeys([*values, *skipped])
     names = [s for s in present if every is not None or s in own] + [s for s in own if s not in present]
     skipped = {subset: "not in this run" for subset in own if subset not in present} | skipped
-    judged, failures, missing = [], [], {}
+    judged, failures, missing, parts = [], [], {}, []
     for subset in names:
         value = values.get(subset)
+        bound = own.get(subset, every)
+        bound_shown = f"{subset} {key} {bound:g}" if subset in own else f"{key} {bound:g}"
         if value is None:
             missing[subset] = skipped.get(subset, "no value")
+            detail = f"not judged: {subset} ({missing[subset]}); {bound_shown}"
+            parts.append(Part(subset, "not judged", "n/a", bound_shown, detail))
             continue
-        bound = own.get(subset, every)
-        judged.append(f"{subset} {value:.4f}" + (f" ({which[subset]})" if which and subset in which else ""))
-        if (value < bound) if key == "min" else (value > bound):
-            failures.append(subset)
+        figure = f"{subset} {value:.4f}" + (f" ({which[subset]})" if which and subset in which else "")
+        judged.append(figure)
+        failed = (value < bound) if key == "min" else (value > bound)
+        failures += [subset] if failed else []
+        part_figure = f"{source}: {figure}"
+        status = "failed" if failed else "passed"
+        parts.append(Part(subset, status, part_figure, bound_shown, f"{part_figure}; {bound_shown}"))
     not_judged = "; ".join(f"{subset} ({why})" for subset, why in missing.items())
     if not judged:
         return _not_judged(not_judged or "the run has no subsets")
     notes = [f"{'under' if key == 'min' else 'over'} the bound: {', '.join(failures)}"] if failures else []
     notes += [f"not judged: {not_judged}"] if missing else []
     verdict = _judged(not failures, f"{source}: {', '.join(judged)}", "; ".join(notes))
-    return dataclasses.replace(verdict, unjudged=tuple(subset for subset in missing if subset in own))
+    unjudged = tuple(subset for subset in missing if subset in own)
+    return dataclasses.replace(verdict, unjudged=unjudged, parts=tuple(parts))
 
 
 def _empty_subsets(summary: EvalSummary) -> dict[str, str]:
@@ -226,48 +223,6 @@ def _content(run: Run) -> dict[str, str]:
     return dataset.subset_content_sha256 if dataset else {}
 
 
-LATENCY_UNITS = {"instructions": "instructions", "cycles": "cycles", "micros": "µs"}
-SOURCE_NOTES = {"sim": "sim: this machine's wall-clock time", "device": "device: the board's timer"}
-
-
-def _latency_ms(settings: dict, summary: EvalSummary) -> Verdict:
-    """The median and/or p90 latency in ms against ceilings, with the latency's source."""
-    latency = summary.latency
-    if latency.micros is None:
-        has = "instructions (QEMU -icount)" if latency.instructions else "cycles" if latency.cycles else "none"
-        return _not_judged(
-            f"no latency in ms in this run ({latency.source} latency: {has}); gate it against a baseline with "
-            "[latency] max_regression"
-        )
-    figures, failures = [], []
-    for key, stat in (("max_median", "median"), ("max_p90", "p90")):
-        ms = getattr(latency.micros, stat)
-        if key not in settings:
-            continue
-        if ms is None:
-            return _not_judged(f"the run's latency has no {stat} (a record of an earlier version)")
-        figures.append(f"{stat} {ms / 1000:,.3f} ms")
-        failures += [stat] if ms / 1000 > settings[key] else []
-    figure = f"{', '.join(figures)} ({SOURCE_NOTES.get(latency.source, latency.source)})"
-    return _judged(not failures, figure, f"over the bound: {', '.join(failures)}" if failures else "")
-
-
-def _latency(run: Run, baseline: Run, max_regression: float) -> Verdict:
-    now, before = run.eval_summary.latency, baseline.eval_summary.latency
-    if now.source != before.source:
-        return _not_judged(f"not comparable: {now.source} latency against the baseline's {before.source}")
-    figures = [(unit, getattr(now, unit), getattr(before, unit)) for unit in LATENCY_UNITS]
-    both = next(((u, a, b) for u, a, b in figures if a and b and b.median), None)
-    if both is None:
-        return _not_judged(f"not comparable: no {now.source} latency figure both runs have")
-    unit, current, previous = both
-    change = current.median / previous.median - 1
-    figure = (
-        f"median {previous.median:,.1f} -> {current.median:,.1f} {LATENCY_UNITS[unit]} ({now.source}), {change:+.2%}"
-    )
-    return _judged(change <= max_regression, figure)
-
-
 def _arena(run: Run) -> tuple[int | None, str]:
     arena = run.eval_summary.arena  # "not reported" is None (runs of earlier versions stored 0)
     return arena.used, f"{arena.source} arena"
@@ -331,25 +286,20 @@ def _auc_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> Verd
     return _judged(drop <= bound, f"{what} {other:.4f} - {source} {device:.4f} = {drop:+.4f}")
 
 
-def _eval_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> Verdict:
-    summary = run.eval_summary
-    reference = summary.primary_reference
-    if name in BASELINE_GATES and baseline is None:
-        return _not_judged("this gate compares with a baseline: pass --baseline RUN")
-    if name in ("agreement", "accuracy_drop", "f1_drop") and reference is None:
-        return _not_judged("the run has no host reference (eval --references)")
-    device = f"device ({device_source(run)})"
-    if name in ("accuracy", "f1"):
-        return _absolute(name, settings, run)
-    if name == "agreement":
-        values = {subset: e.versus[reference].agreement for subset, e in summary.subsets.items()}
-        source = f"agreement of the {device} with host reference {reference} (host)"
-        return _per_subset(settings, "min", values, _empty_subsets(summary), source)
-    if name in ("accuracy_drop", "f1_drop"):
-        metric = "accuracy" if name == "accuracy_drop" else "f1_wv"
-        source = (
-            f"{'accuracy' if name == 'accuracy_drop' else 'F1wv'} of host reference {reference} (host) minus {device}"
-        )
+def _agreement(settings: dict, run: Run, baseline: Run | None) -> Verdict:
+    summary, reference = run.eval_summary, run.eval_summary.primary_reference
+    values = {subset: e.versus[reference].agreement for subset, e in summary.subsets.items()}
+    source = f"agreement of the device ({device_source(run)}) with host reference {reference} (host)"
+    return _per_subset(settings, "min", values, _empty_subsets(summary), source)
+
+
+def _host_drop(metric: str):
+    """The judge of accuracy_drop or f1_drop: the primary host reference's figure minus the device's."""
+
+    def judge(settings: dict, run: Run, baseline: Run | None) -> Verdict:
+        summary, reference = run.eval_summary, run.eval_summary.primary_reference
+        shown = "accuracy" if metric == "accuracy" else "F1wv"
+        source = f"{shown} of host reference {reference} (host) minus device ({device_source(run)})"
         values = _drops(summary, reference, metric)
         skipped = _empty_subsets(summary)
         if metric == "f1_wv":
@@ -359,21 +309,60 @@ def _eval_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> Ver
                 if v is None and s not in skipped
             }
         return _per_subset(settings, "max", values, skipped, source)
-    if name == "accuracy_vs_baseline":
-        values, skipped = _baseline_accuracy_drops(run, baseline)
-        source = f"accuracy of baseline {baseline.id} device ({device_source(baseline)}) minus this run's {device}"
-        return _per_subset(settings, "max_drop", values, skipped, source)
-    if name.startswith("auc"):
-        return _auc_gate(name, settings, run, baseline)
-    if name == "latency_ms":
-        return _latency_ms(settings, summary)
-    if name == "latency":
-        return _latency(run, baseline, settings["max_regression"])
-    if name in ("arena_bytes", "flash_bytes"):
-        measure = _arena if name == "arena_bytes" else _flash
-        return _ceiling(name.removesuffix("_bytes"), measure(run), settings["max"])
-    measure = _arena if name == "arena" else _flash
-    return _growth(name, measure(run), measure(baseline), settings["max_growth_bytes"])
+
+    return judge
+
+
+def _accuracy_vs_baseline(settings: dict, run: Run, baseline: Run) -> Verdict:
+    values, skipped = _baseline_accuracy_drops(run, baseline)
+    source = (
+        f"accuracy of baseline {baseline.id} device ({device_source(baseline)}) minus this run's device "
+        f"({device_source(run)})"
+    )
+    return _per_subset(settings, "max_drop", values, skipped, source)
+
+
+def _bytes(name: str, measure):
+    """The judge of a ceiling on bytes (arena_bytes, flash_bytes) or of their growth (arena, flash)."""
+    what = name.removesuffix("_bytes")
+
+    def judge(settings: dict, run: Run, baseline: Run | None) -> Verdict:
+        if "max" in settings:
+            return _ceiling(what, measure(run), settings["max"])
+        return _growth(what, measure(run), measure(baseline), settings["max_growth_bytes"])
+
+    return judge
+
+
+Judge = Callable[[dict, Run, "Run | None"], Verdict]
+EVAL_JUDGES: dict[str, Judge] = {  # an eval run's gates (their bounds: harness/results/gates_file.py GATES)
+    "accuracy": lambda settings, run, _: _absolute("accuracy", settings, run),
+    "f1": lambda settings, run, _: _absolute("f1", settings, run),
+    "agreement": _agreement,
+    "accuracy_drop": _host_drop("accuracy"),
+    "f1_drop": _host_drop("f1_wv"),
+    "accuracy_vs_baseline": _accuracy_vs_baseline,
+    "auc": lambda settings, run, baseline: _auc_gate("auc", settings, run, baseline),
+    "auc_drop": lambda settings, run, baseline: _auc_gate("auc_drop", settings, run, baseline),
+    "auc_vs_baseline": lambda settings, run, baseline: _auc_gate("auc_vs_baseline", settings, run, baseline),
+    "latency_ms": latency_gates.latency_ms,
+    "latency": latency_gates.latency,
+    "instructions": latency_gates.counted("instructions"),
+    "cycles": latency_gates.counted("cycles"),
+    "arena_bytes": _bytes("arena_bytes", _arena),
+    "flash_bytes": _bytes("flash_bytes", _flash),
+    "arena": _bytes("arena", _arena),
+    "flash": _bytes("flash", _flash),
+}
+
+
+def _eval_gate(name: str, settings: dict, run: Run, baseline: Run | None) -> Verdict:
+    gate = GATES[name]
+    if gate.needs_baseline(settings) and baseline is None:
+        return _not_judged("this gate compares with a baseline: pass --baseline RUN")
+    if gate.reference and run.eval_summary.primary_reference is None:
+        return _not_judged("the run has no host reference (eval --references)")
+    return EVAL_JUDGES[name](settings, run, baseline)
 
 
 def _detection_agreement(summary: StreamSummary, source: str) -> tuple[float, str]:
@@ -424,25 +413,3 @@ def check_gates(
     require_applicable(gates, run, baseline, subsets)
     judge = _stream_gate if run.kind == "stream" else lambda name, settings, r: _eval_gate(name, settings, r, baseline)
     return [_result(name, settings, judge(name, settings, run), strict) for name, settings in gates.items()]
-
-
-def junit_xml(run: Run, results: list[GateResult]) -> str:
-    """One test case per gate, its figure and bound as properties; a gate not judged is skipped, with why."""
-    suite = ET.Element(
-        "testsuite",
-        name=f"harness check {run.id}",
-        tests=str(len(results)),
-        failures=str(sum(r.status == "failed" for r in results)),
-        skipped=str(sum(r.status == "not judged" for r in results)),
-    )
-    for result in results:
-        case = ET.SubElement(suite, "testcase", classname=f"harness.gates.{run.board}.{run.model}", name=result.name)
-        properties = ET.SubElement(case, "properties")
-        for key in ("figure", "bound"):
-            ET.SubElement(properties, "property", name=key, value=getattr(result, key))
-        if result.status == "failed":
-            ET.SubElement(case, "failure", message=result.detail).text = result.detail
-        elif result.status == "not judged":
-            ET.SubElement(case, "skipped", message=result.detail)
-        ET.SubElement(case, "system-out").text = result.detail
-    return ET.tostring(suite, encoding="unicode", xml_declaration=True)

@@ -310,6 +310,11 @@ BOUNDS = {  # case: (gates.toml, the words)
     "latency-negative": (b"[latency_ms]\nmax_median = -1\n", ("[latency_ms] max_median = -1", "at least 0")),
     "arena-negative": (b"[arena_bytes]\nmax = -1\n", ("[arena_bytes] max = -1", "at least 0")),
     "regression-10": (b"[latency]\nmax_regression = 10\n", ("[latency] max_regression = 10", "fractions")),
+    "tolerance-negative": (
+        b"[latency]\nmax_regression = 0\ntolerance = -1\n",
+        ("[latency] tolerance = -1", "at least 0"),
+    ),
+    "instructions-negative": (b"[instructions]\nmax_median = -1\n", ("[instructions] max_median = -1", "at least 0")),
     "inf": (b"[accuracy]\nmin = inf\n", (GATES, "inf", "not a finite number")),
     "huge-bound": (b"[arena_bytes]\nmax = " + b"9" * 30 + b"\n", (GATES, "30-digit integer")),
     "gate-not-a-table": (b"accuracy = 0.9\n", ("accuracy = 0.9 is no table", "[accuracy]")),

@@ -64,7 +64,7 @@ def test_gates_pass_and_fail_with_their_figures_in_the_junit_report(plugin_env, 
         assert (run / "samples.parquet").is_file() and properties["harness_run_dir"] == str(run)
         assert properties["harness_board"] == "sim" and properties["harness_model"] == "mlperf_tiny_vww"
         assert properties["harness_accuracy_distance_far"].startswith("0.5 (device (sim), 95 % CI ")
-        assert properties["harness_latency_median_ms"].endswith(" ms (sim, n = 4)")
+        assert properties["harness_latency_median"].endswith(" ms (sim, n = 4)")
 
 
 def test_the_entry_point_alone_loads_the_plugin_and_a_bad_board_fails_in_one_line(plugin_env):

@@ -72,3 +72,35 @@ def test_import_harness_hands_out_the_api():
     assert {"open_board", "evaluate", "Figure"} <= set(dir(harness))
     with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
         harness.nosuch  # noqa: B018
+
+
+def _eval_run(source: str, latency: dict):
+    from pathlib import Path
+
+    from harness.api.runs import EvalRun
+    from harness.results.runs import Run
+
+    manifest = {"run_id": "r", "started": "2025-01-01T00:00:00", "model": {"card": "vww"}, "board": {"id": "b"}}
+    summary = {"subsets": {}, "samples": 10, "latency": {"source": source, **latency}, "arena": {"source": source}}
+    return EvalRun(Run(Path("r"), manifest, summary))
+
+
+def test_latency_comes_in_the_most_exact_figure_the_board_gives():
+    qemu = _eval_run("emulated", {"instructions": {"median": 24_500_000}})
+    assert (qemu.latency().value, qemu.latency().unit, qemu.latency().source) == (
+        24_500_000,
+        "instructions",
+        "emulated",
+    )
+    assert qemu.instructions() <= 30_000_000 and not qemu.instructions() <= 20_000_000
+    assert qemu.latency().text() == "median instructions per inference: 2.45e+07 instructions (emulated, n = 10)"
+    assert not qemu.latency_ms() <= 1e9  # no time on QEMU: missing, and says what the run has
+    assert qemu.latency_ms().measured() == "n/a (emulated; no latency in ms (emulated latency: instructions))"
+
+    board = _eval_run("device", {"cycles": {"median": 480_000, "p90": 500_000}, "micros": {"median": 1000.0}})
+    assert (board.latency("p90").value, board.latency().unit) == (500_000, "cycles")
+    assert board.latency_ms().value == 1.0 and board.cycles().source == "device"
+    assert board.instructions().value is None
+
+    sim = _eval_run("sim", {"micros": {"median": 6000.0}})
+    assert (sim.latency().value, sim.latency().unit, sim.latency().source) == (6.0, "ms", "sim")

@@ -14,8 +14,9 @@ import pytest
 
 from harness.errors import UserError
 from harness.eval.subsets import gate_subsets
-from harness.results.gates import check_gates, junit_xml
+from harness.results.gates import check_gates
 from harness.results.gates_file import load_gates
+from harness.results.junit import junit_xml
 from harness.results.report import arena_line
 from harness.results.runs import Run, load_run
 
@@ -34,12 +35,12 @@ def _entry(n=10, accuracy=0.9, host_accuracy=0.9, f1_wv=None, agreement=1.0, f1_
     }
 
 
-def _latency(source="sim", micros=6000.0, instructions=None, p90=None):
+def _latency(source="sim", micros=6000.0, instructions=None, p90=None, cycles=None):
     return {
         "source": source,
         "micros": {"median": micros, "p90": p90} if micros else None,
-        "cycles": None,
-        "instructions": {"median": instructions} if instructions else None,
+        "cycles": {"median": cycles, "p90": cycles} if cycles else None,
+        "instructions": {"median": instructions, "p90": instructions} if instructions else None,
     }
 
 
@@ -142,11 +143,11 @@ def test_latency_of_different_sources_is_not_comparable():
 
 
 def test_latency_uses_one_unit_for_both_runs_and_names_it():
-    run = _run(latency=_latency("emulated", micros=1000.0, instructions=9.2e6))
-    baseline = _run("base", latency=_latency("emulated", micros=1000.0))
+    run = _run(latency=_latency("device", micros=1000.0, cycles=480_000))
+    baseline = _run("base", latency=_latency("device", micros=1000.0))
     result = _only(_check(run, {"latency": {"max_regression": 0.0}}, baseline))
     assert result.passed, result.detail
-    assert "µs" in result.detail and "emulated" in result.detail
+    assert "µs" in result.detail and "device" in result.detail
 
 
 @pytest.mark.parametrize("unreported", [None, 0])
@@ -398,23 +399,57 @@ def test_check_exits_0_on_gates_not_judged_and_1_when_strict(device_and_sim_runs
     assert "FAIL latency" in capsys.readouterr().out
 
 
-def test_junit_carries_every_gates_figure_and_bound():
-    run = _run(subsets={"all": _entry(accuracy=0.92)}, latency=_latency("sim", micros=6000.0))
-    gates = {"accuracy": {"min": 0.95}, "latency_ms": {"max_median": 10}, "arena": {"max_growth_bytes": 0}}
+def test_junit_carries_every_gates_figure_and_bound_with_a_case_per_gate_and_subset():
+    subsets = {"all": _entry(accuracy=0.92), "distance_far": _entry(accuracy=0.85), "lighting_dark": _entry(n=0)}
+    run = _run(subsets=subsets, latency=_latency("sim", micros=6000.0))
+    gates = {
+        "accuracy": {"min": 0.9, "distance_far": {"min": 0.8}, "lighting_dark": {"min": 0.5}},
+        "latency_ms": {"max_median": 10},
+        "arena": {"max_growth_bytes": 0},
+    }
     suite = ET.fromstring(junit_xml(run, _check(run, gates)))
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("5", "0", "2")
     cases = {case.get("name"): case for case in suite.findall("testcase")}
     figures = {name: {p.get("name"): p.get("value") for p in case.iter("property")} for name, case in cases.items()}
     assert figures == {
-        "accuracy": {"figure": "device accuracy (sim): all 0.9200", "bound": "min 0.95"},
+        "accuracy.all": {"figure": "device accuracy (sim): all 0.9200", "bound": "min 0.9"},
+        "accuracy.distance_far": {
+            "figure": "device accuracy (sim): distance_far 0.8500",
+            "bound": "distance_far min 0.8",
+        },
+        "accuracy.lighting_dark": {"figure": "n/a", "bound": "lighting_dark min 0.5"},
         "latency_ms": {"figure": "median 6.000 ms (sim: this machine's wall-clock time)", "bound": "max_median 10 ms"},
         "arena": {"figure": "n/a", "bound": "max_growth_bytes 0 bytes"},
     }
-    failure = cases["accuracy"].find("failure").get("message")
-    assert "all 0.9200" in failure and "min 0.95" in failure
+    assert (
+        cases["accuracy.lighting_dark"].find("skipped").get("message").startswith("not judged: lighting_dark (n = 0)")
+    )
     assert cases["latency_ms"].find("failure") is None and cases["latency_ms"].find("skipped") is None
     skipped = cases["arena"].find("skipped").get("message")
     assert skipped.startswith("not judged: this gate compares with a baseline") and "max_growth_bytes 0" in skipped
+
+    strict = ET.fromstring(
+        junit_xml(run, _check(run, {"accuracy": {"min": 0.95, "lighting_dark": {"min": 0.5}}}, strict=True))
+    )
+    verdicts = {
+        case.get("name"): [child.tag for child in case if child.tag in ("failure", "skipped")] for case in strict
+    }
+    assert verdicts == {
+        "accuracy.all": ["failure"],  # 0.92 under the floor
+        "accuracy.distance_far": ["failure"],
+        "accuracy.lighting_dark": ["failure"],  # its own table and no value: fails under --strict
+    }
+    assert (
+        strict.get("failures") == "3"
+        and "(--strict)" in strict.find("testcase[@name='accuracy.lighting_dark']/failure").text
+    )
+
+
+def test_a_gate_not_judged_as_a_whole_is_one_skipped_case():
+    run = _run(reference=None)
+    suite = ET.fromstring(junit_xml(run, _check(run, {"agreement": {"min": 0.9}})))
+    (case,) = suite.findall("testcase")
+    assert case.get("name") == "agreement" and "no host reference" in case.find("skipped").get("message")
 
 
 @pytest.mark.parametrize(
@@ -492,3 +527,133 @@ def test_accuracy_f1_and_agreement_figures_name_their_source():
     suite = ET.fromstring(junit_xml(emulated, _check(emulated, {"accuracy": {"min": 0.5}})))
     figure = next(p.get("value") for p in suite.iter("property") if p.get("name") == "figure")
     assert figure == "device accuracy (emulated): all 0.9000"
+
+
+def test_sim_latency_change_is_not_judged_without_a_tolerance_and_judged_with_one():
+    """The +125 % of a loaded host: compare calls it not judgeable without a tolerance, and so does the gate."""
+    run = _run(latency=_latency("sim", micros=23_709.1))
+    baseline = _run("base", latency=_latency("sim", micros=10_534.8))
+    result = _only(_check(run, {"latency": {"max_regression": 0.05}}, baseline))
+    assert result.status == "not judged" and result.figure == "n/a"
+    assert "sim: this machine's wall-clock time: a change is judged only with a tolerance" in result.detail
+    assert "[latency] tolerance" in result.detail
+    assert _only(_check(run, {"latency": {"max_regression": 0.05}}, baseline, strict=True)).status == "failed"
+
+    judged = _only(_check(run, {"latency": {"max_regression": 0.05, "tolerance": 0.3}}, baseline))
+    assert judged.status == "failed"
+    assert judged.figure == "median 10,534.8 -> 23,709.1 µs (sim), +125.06%"
+    assert judged.bound == "max_regression 0.05; tolerance 0.3"
+    calm = _run(latency=_latency("sim", micros=12_000.0))  # +13.9 %: over max_regression, within the tolerance
+    within = _only(_check(calm, {"latency": {"max_regression": 0.05, "tolerance": 0.3}}, baseline))
+    assert within.status == "passed" and "within the tolerance" in within.detail
+
+
+@pytest.mark.parametrize(
+    ("source", "figure", "tolerance", "slower", "verdict"),
+    [
+        ("emulated", "instructions", 0.0, 1.000_001, "failed"),  # exact: any increase over the bound is one
+        ("device", "cycles", 0.02, 1.015, "passed"),  # under the 2 % a cycle counter is trusted to
+        ("device", "cycles", 0.02, 1.03, "failed"),
+        ("device", "micros", 0.02, 1.03, "failed"),
+    ],
+)
+def test_latency_changes_are_judged_with_their_figures_own_tolerance(source, figure, tolerance, slower, verdict):
+    from harness.results import judgeable
+
+    assert judgeable.judgeable(figure, source).tolerance == tolerance
+    base = 9_200_000.0
+
+    def run(run_id, value):
+        return _run(run_id, latency=_latency(source, **{"micros": None, figure: value}))
+
+    result = _only(_check(run("run", base * slower), {"latency": {"max_regression": 0.0}}, run("base", base)))
+    assert result.status == verdict, result.detail
+    assert f"({source})" in result.figure and judgeable.UNITS[figure] in result.figure
+
+
+def test_instruction_counts_and_cycles_are_gated_on_their_own():
+    emulated = _run(latency=_latency("emulated", micros=None, instructions=9_200_000))
+    ceiling = _only(_check(emulated, {"instructions": {"max_median": 10_000_000, "max_p90": 9_000_000}}))
+    assert ceiling.status == "failed" and "over the bound: p90" in ceiling.detail
+    assert ceiling.figure == (
+        "median 9,200,000 instructions, p90 9,200,000 instructions (emulated: QEMU -icount instruction counts, exact)"
+    )
+    assert ceiling.bound == "max_median 10,000,000 instructions; max_p90 9,000,000 instructions"
+
+    baseline = _run("base", latency=_latency("emulated", micros=None, instructions=9_000_000))
+    both = {"instructions": {"max_median": 10_000_000, "max_regression": 0.05}}
+    judged = _only(_check(emulated, both, baseline))
+    assert (
+        judged.status == "passed"
+        and "median 9,000,000.0 -> 9,200,000.0 instructions (emulated), +2.22%" in judged.detail
+    )
+    assert _only(_check(emulated, {"instructions": {"max_regression": 0.01}}, baseline)).status == "failed"
+    without = _only(_check(emulated, both))
+    assert without.status == "not judged" and "pass --baseline RUN" in without.detail
+
+    sim = _run(latency=_latency("sim", micros=6000.0))
+    counted = _only(_check(sim, {"instructions": {"max_median": 1}}))
+    assert counted.status == "not judged"
+    assert counted.detail.startswith(
+        "not judged: no latency in instructions in this run (sim latency: µs); gate it with [latency_ms]"
+    )
+
+    device = _run(latency=_latency("device", micros=1000.0, cycles=480_000))
+    cycles = _only(_check(device, {"cycles": {"max_median": 500_000}}))
+    assert cycles.status == "passed" and cycles.figure == "median 480,000 cycles (device: the board's cycle counter)"
+    ms = _only(_check(emulated, {"latency_ms": {"max_median": 6}}))
+    assert ms.status == "not judged" and "gate it with [instructions] max_median" in ms.detail
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[latency]\ntolerance = 0.1\n", r"\[latency\] needs `max_regression = NUMBER`"),
+        (
+            "[latency]\nmax_regression = 0.1\ntolerance = -0.1\n",
+            r"tolerance = -0.1 is out of range; it must be at least 0",
+        ),
+        ("[instructions]\ntolerance = 0\n", "needs one of `max_median = NUMBER`, `max_p90 = NUMBER`, `max_regression"),
+        ("[cycles]\nmax_regression = 2\n", "max_regression = 2 is out of range; bounds are fractions from -1 to 1"),
+        ("[cycles]\nmax_median = -1\n", "max_median = -1 is out of range; it must be at least 0"),
+        (
+            "[instructions]\nmax_mean = 1\n",
+            "has no setting max_mean; it takes max_median, max_p90, max_regression, tolerance",
+        ),
+    ],
+)
+def test_malformed_latency_gates_are_one_line_naming_the_fix(tmp_path, text, problem):
+    with pytest.raises(UserError, match=problem):
+        _gates_file(tmp_path, text)
+
+
+def test_check_says_not_judged_on_two_sim_runs_without_a_tolerance(tmp_path, capsys):
+    from harness.cli.app import main
+
+    ids = [f"s{i}" for i in range(10)]
+    for run_id, micros in (("before", 10_534.8), ("after", 23_709.1)):
+        _write_run(tmp_path, _run(run_id, latency=_latency("sim", micros=micros)), _samples(ids, micros))
+    gates = tmp_path / "gates.toml"
+    gates.write_text("[latency]\nmax_regression = 0.05\n")
+    check = ["runs", "check", "after", "--gates", str(gates), "--baseline", "before", "--results", str(tmp_path)]
+    assert main(check) == 0  # a gate not judged alone does not fail the check
+    printed = capsys.readouterr().out
+    assert (
+        printed.startswith("NOT JUDGED latency: not judged: sim: this machine's wall-clock time")
+        and "FAIL" not in printed
+    )
+    assert main([*check, "--strict"]) == 1
+    assert "FAIL latency: not judged: sim: this machine's wall-clock time" in capsys.readouterr().out
+    gates.write_text("[latency]\nmax_regression = 0.05\ntolerance = 0.1\n")
+    assert main(check) == 1
+    assert capsys.readouterr().out.startswith("FAIL latency: median 10,534.8 -> 23,709.1 µs (sim), +125.06%")
+
+
+def test_the_gates_files_of_docs_lab_ci_are_valid(tmp_path):
+    import re
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "lab-ci.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", page, re.DOTALL)
+    assert len(blocks) == 3
+    for block in blocks:
+        assert _gates_file(tmp_path, block)

@@ -95,9 +95,14 @@ def test_gates_fail_a_degraded_run_and_write_junit(runs, tmp_path):
     assert "FAIL accuracy_vs_baseline" in bad.stdout
     suite = ET.parse(junit).getroot()
     cases = suite.findall("testcase")
-    assert [c.get("name") for c in cases] == ["agreement", "accuracy_drop", "accuracy_vs_baseline", "arena"]
-    assert suite.get("failures") == "1"
-    assert [c.get("name") for c in cases if c.find("failure") is not None] == ["accuracy_vs_baseline"]
+    subsets = json.loads((results / ids["swapped"] / "summary.json").read_text())["subsets"]
+    per_subset = [
+        f"{gate}.{subset}" for gate in ("agreement", "accuracy_drop", "accuracy_vs_baseline") for subset in subsets
+    ]
+    assert [c.get("name") for c in cases] == [*per_subset, "arena"]  # a test case per gate and subset
+    failed = [c.get("name") for c in cases if c.find("failure") is not None]
+    assert failed and all(name.startswith("accuracy_vs_baseline.") for name in failed)
+    assert suite.get("failures") == str(len(failed))
 
 
 @pytest.mark.slow
