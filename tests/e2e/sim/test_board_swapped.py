@@ -6,7 +6,6 @@ model is stored."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ from harness.cli import exits
 from harness.device.processes import pty_board_process
 from harness.model.tflite_file import read_tflite
 from tests.conftest import error_lines, fixture_model
-from tests.sim_device import BOARD, sim_board_command, write_board_file
+from tests.sim_device import BOARD, journaled, sim_board_command, swappable_board, write_board_file
 
 MODEL, OTHER = "wv_quality_k_2_c_3", "wv_quality_k_4_c_5"  # both uint8[1, 50, 50, 3] -> uint8[1, 2]
 INVOKE_MS = 150  # a sample lasts this long at least: the run is going when the board is swapped
@@ -35,40 +34,21 @@ def _model(name: str) -> Path:
     return fixture_model(f"wake_vision_zoo/{name}.tflite")
 
 
-def _journaled(results: Path, board: str) -> int:
-    """Samples the run's journal holds from `board` so far."""
-    count = 0
-    for journal in results.glob(".*.partial/journal.jsonl"):
-        for line in journal.read_text().splitlines():
-            try:
-                count += json.loads(line).get("board") == board
-            except ValueError:
-                continue  # a line being written
-    return count
-
-
 def _swapped_mid_run(tmp_path: Path, env: dict, *other_ports: str) -> subprocess.CompletedProcess:
     """An eval over the symlinked port (and `other_ports`); once the board behind it has run a sample, the
-    link points at a board running OTHER and the first board is killed. The eval's outcome."""
+    link leads to a board running OTHER and the first board is killed. The eval's outcome."""
     link, results = tmp_path / "board-a", tmp_path / "r"
-    with (
-        pty_board_process(sim_board_command(_model(MODEL), INVOKE_MS), "board a", 30) as first,
-        pty_board_process(sim_board_command(_model(OTHER), INVOKE_MS), "board a'", 30) as replacement,
-    ):
-        link.symlink_to(first)
+    with swappable_board(link, _model(MODEL), _model(OTHER), INVOKE_MS) as swap:
         ports = ",".join([str(link), *other_ports])
         command = [sys.executable, "-m", "harness", "eval", "--model", MODEL, "--board", BOARD, "--port", ports]
         command += ["--limit", str(SAMPLES), "--json", "--results", str(results)]
         harness = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             deadline = time.monotonic() + 120
-            while not _journaled(results, str(link)) and harness.poll() is None and time.monotonic() < deadline:
+            while not journaled(results, str(link)) and harness.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert harness.poll() is None, "the run ended before the board could be swapped"
-            swap = tmp_path / "board-a.new"
-            swap.symlink_to(replacement)
-            swap.replace(link)
-            os.kill(first.pid, signal.SIGKILL)
+            swap()
             out, err = harness.communicate(timeout=180)
         finally:
             harness.kill()
