@@ -8,17 +8,28 @@ host references an eval also runs are left out (they are host work, not board wo
 moment every board has said hello to the last result. Rounds alternate (one board, then N) and medians
 are printed. Every figure is `sim`. Target: ≥ 0.9 for each N.
 
+The last row kills a board mid-run: two virtual boards reached as real ones are (named ports, a board file of
+kind "device", so a port that goes away is waited for, up to 30 s, as a USB board's would be), and once the
+first has run a sample its process is killed. Side by side: the run's seconds with the kill, the same run
+without it, and one board alone. The killed board's sample is handed on as its port fails, so the run with
+the kill should take about as long as the one board alone, not 30 s more.
+
     python benchmarks/farm.py [--boards 2,4,8] [--per-board 16] [--rounds 3] [--invoke-ms 100]
                               [--model wv_quality_k_2_c_3]
 """
 
 import argparse
+import dataclasses
+import os
+import signal
 import statistics
 import time
+from contextlib import ExitStack
 
 import numpy as np
 
 from harness.boards import get_board
+from harness.device.drivers.virtual import sim_board_process
 from harness.device.fleet import FleetRequest, board_fleet
 from harness.device.launch import ConnectOptions, with_link_options
 from harness.eval.sharding import ShardedStream
@@ -48,6 +59,50 @@ def samples_per_second(board, model, boards: int, samples: int, seed: int) -> fl
     return samples / seconds
 
 
+def run_seconds(board, model, boards: int, samples: int, seed: int, kill: bool) -> float:
+    """Seconds from every hello to the last result, `boards` virtual boards on named ports; with `kill`, the
+    first board's process killed once it has run a sample (its failure is expected, any other is not)."""
+    rng = np.random.default_rng(seed)
+    tensors = rng.integers(0, 256, size=(samples, model.input.bytes), dtype=np.uint8)
+    board = board.with_link(baudrate=board.sim.link_baud)  # the host's port at the emulated link's rate
+    killed = False
+    with ExitStack() as stack:
+        ptys = [stack.enter_context(sim_board_process(board, model.path)) for _ in range(boards)]
+        options = ConnectOptions(port=",".join(ptys), uses=("run_stream",))
+        device = dataclasses.replace(board, kind="device")  # reached as a real board: its port may come back
+        members = stack.enter_context(board_fleet(device, model, options, FleetRequest(boards)))
+        shards = stack.enter_context(ShardedStream(members, tensors, list(range(samples))))
+        shards.ready()
+        started = time.perf_counter()
+        shards.go()
+        arrived = 0
+        for arrival in shards.arrivals():
+            arrived += 1
+            if kill and not killed and arrival.board == ptys[0]:
+                os.kill(ptys[0].pid, signal.SIGKILL)
+                killed = True
+        seconds = time.perf_counter() - started
+        failed = [end.failure for end in shards.ends.values() if end.failure]
+    if arrived != samples or killed != kill or len(failed) != int(kill):
+        raise SystemExit(
+            f"{boards} boards: {arrived} of {samples} samples arrived; killed {killed}; failures: {failed}"
+        )
+    return seconds
+
+
+def killed_row(board, model, per_board: int, rounds: int) -> None:
+    killed, whole, alone = [], [], []
+    for round_number in range(rounds):
+        killed.append(run_seconds(board, model, 2, 2 * per_board, round_number, kill=True))
+        whole.append(run_seconds(board, model, 2, 2 * per_board, round_number, kill=False))
+        alone.append(run_seconds(board, model, 1, 2 * per_board, round_number, kill=False))
+    print(
+        f"\n2 boards on named ports, {2 * per_board} samples, medians: one killed mid-run "
+        f"{statistics.median(killed):.2f} s, none killed {statistics.median(whole):.2f} s, "
+        f"one board alone {statistics.median(alone):.2f} s"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boards", default="2,4,8", help="board counts, comma-separated")
@@ -73,6 +128,7 @@ def main() -> None:
             many.append(samples_per_second(board, model, count, args.per_board * count, round_number))
         single, sharded = statistics.median(one), statistics.median(many)
         print(f"{count:>6} {sharded:>10.2f} {single:>10.2f} {sharded / (count * single):>8.3f}")
+    killed_row(board, model, args.per_board, args.rounds)
 
 
 if __name__ == "__main__":

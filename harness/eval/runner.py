@@ -51,6 +51,7 @@ from harness.results.provenance import usb_serial_number
 from harness.results.record import (
     Anomaly,
     Arena,
+    BoardIdentity,
     BoardProvenance,
     BoardShare,
     Confusion,
@@ -63,6 +64,7 @@ from harness.results.record import (
     MeterProvenance,
     ModelProvenance,
     References,
+    Retirement,
     RunRecord,
     Score,
     Stats,
@@ -367,9 +369,17 @@ def _board_shares(request: EvalRequest, readings: StoredRows, ends: list[BoardEn
                 latency=latency,
                 link=end.stats or {},
                 failure=end.failure,
+                retired=_retirement(end),
             )
         )
     return shares
+
+
+def _retirement(end: BoardEnd) -> Retirement | None:
+    if end.retired is None:
+        return None
+    expected, said = (dataclasses.asdict(identity) if identity else None for identity in end.retired)
+    return Retirement(expected=BoardIdentity(**expected), said=BoardIdentity(**said) if said else None)
 
 
 def _confusion(request: EvalRequest, samples, device_pred, host_pred) -> Confusion:

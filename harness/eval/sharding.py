@@ -3,7 +3,9 @@
 Each board's session runs in a thread of its own and takes the next sample whenever it is free (pulled,
 not dealt round-robin: a slow board simply takes fewer). Every board says hello before any sample runs,
 so the caller can refuse a set of boards that do not run the same model and firmware. A board that fails
-mid-run gives its unfinished samples back to the others, and its failure is kept. Only the caller's
+mid-run gives its unfinished samples back to the others, and its failure is kept; so does a board whose port
+went away, at once, while it is waited for (it takes samples again once it is back and says it is the same
+board: a board that says otherwise is retired, harness/link/session.py BoardChanged). Only the caller's
 thread writes the journal, so it needs no lock (the host references run on their own thread,
 harness/eval/host_work.py). One board is the same code with one thread.
 """
@@ -21,7 +23,7 @@ import serial
 from harness.device.fleet import FleetMember
 from harness.errors import LinkError
 from harness.link.protocol import DeviceInfo, InvokeResult
-from harness.link.session import DeviceSession
+from harness.link.session import BoardChanged, BoardLost, DeviceSession, Identity
 
 # A board's failures that leave the other boards able to go on: its link, its port, its process.
 BOARD_FAILURES = (LinkError, serial.SerialException, OSError)
@@ -64,6 +66,11 @@ class Dealer:
                 self._changed.wait()
             return not self._stopped and bool(self._waiting)
 
+    def unfinished(self) -> bool:
+        """Samples are still to run (waiting, or out with a board), and the run goes on: without waiting."""
+        with self._changed:
+            return not self._stopped and (bool(self._waiting) or any(self._out.values()))
+
     @property
     def left(self) -> int:
         with self._changed:
@@ -97,6 +104,8 @@ class BoardEnd:
     port: str | None = None  # the local device path, where there is one (a USB serial number is read from it)
     samples: int = 0
     failure: str | None = None
+    # Retired: who it was at its first HELLO, and who answered at a later connect (None: no harness firmware).
+    retired: tuple[Identity, Identity | None] | None = None
 
 
 class ShardedStream:
@@ -149,6 +158,8 @@ class ShardedStream:
                 return  # stopping the board failed after its work was done: nothing is lost
             self._dealer.give_back(member.name)
             end.failure = str(exc) or type(exc).__name__
+            if isinstance(exc, BoardChanged):
+                end.retired = (exc.expected, exc.said)
             self._messages.put(("failed", member.name, exc) if stage == "running" else ("error", member.name, exc))
         except BaseException as exc:  # anything else stops the run: the caller raises it
             self._dealer.give_back(member.name)
@@ -156,15 +167,21 @@ class ShardedStream:
                 self._messages.put(("error", member.name, exc))
 
     def _run(self, name: str, client: DeviceSession, end: BoardEnd) -> None:
+        client.hands_on_loss = True
         while self._dealer.more_work():
             sent: deque[int] = deque()  # taken, in order: results come in the order inputs went
-            for result in client.run_stream(self._inputs(name, sent)):
-                index = sent.popleft()
-                self._messages.put(
-                    ("arrival", name, Arrival(name, index, result, client.last_invoke, client.last_device_window))
-                )
-                self._dealer.done(name, index)
-                end.samples += 1
+            try:
+                for result in client.run_stream(self._inputs(name, sent)):
+                    index = sent.popleft()
+                    self._messages.put(
+                        ("arrival", name, Arrival(name, index, result, client.last_invoke, client.last_device_window))
+                    )
+                    self._dealer.done(name, index)
+                    end.samples += 1
+            except BoardLost:
+                # Its samples wait for the others now, not once it is back or given up on.
+                self._dealer.give_back(name)
+                client.reconnect(self._dealer.unfinished)
 
     def _inputs(self, name: str, sent: deque[int]) -> Iterator[bytes]:
         """The board's inputs while samples wait; it ends when none waits (the board then finishes what it

@@ -8,7 +8,7 @@ import select
 import struct
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import serial
 
@@ -39,7 +39,7 @@ from harness.link.protocol import (
     read_output_payload,
     timing,
 )
-from harness.link.session import DeviceSession, Span
+from harness.link.session import BoardChanged, BoardLost, DeviceSession, Span
 from harness.link.session import LinkStats as LinkStats  # where it was first defined
 from harness.link.transport import POLL_SECONDS
 
@@ -149,6 +149,7 @@ class DeviceClient(DeviceSession):
         self._expected: set[int] = set()
         self.frame_sizer = FrameSizer()  # input chunks and window from the byte error rate seen so far
         self._in_hello = False
+        self._probing = False  # HELLO to whatever is behind a port that came back: a clean link's tries and waits
         self._slowest_invoke = 0.0  # wall time from INVOKE sent to answer, the link included
         self._longest_invoke: float | None = None  # the longest invoke as the device timed it (None: no timer)
         self._invoke_answered = False  # an INVOKE has been answered in this session (its time is known)
@@ -185,7 +186,7 @@ class DeviceClient(DeviceSession):
                 f"device speaks protocol v{info.protocol_version}, this harness v{PROTOCOL_VERSION}: "
                 "flash matching firmware"
             )
-        self.info = info
+        self.info = self._identified(info)
         return info
 
     def load_input(self, data: bytes) -> None:
@@ -235,7 +236,8 @@ class DeviceClient(DeviceSession):
 
     @property
     def _damaged_link(self) -> bool:
-        return bool(self.stats.go_backs or self.stats.corrupt_frames or self.stats.resets)
+        """The link has shown damage (a probe of a port that came back is sent as on a clean link)."""
+        return not self._probing and bool(self.stats.go_backs or self.stats.corrupt_frames or self.stats.resets)
 
     def invoke(self) -> InvokeResult:
         return self._invoke_result(self._start_invoke(None))
@@ -313,20 +315,47 @@ class DeviceClient(DeviceSession):
 
     def _recover(self, cause: Exception | None = None) -> None:
         """After a boot notice: a new handshake (which may itself meet another reset). After the port
-        went away (USB re-enumeration, a dropped network link): first wait for it to come back."""
-        if isinstance(cause, serial.SerialException | OSError):
-            self._reconnect()
+        went away (USB re-enumeration, a dropped network link): BoardLost at once where the caller hands
+        the board's samples on (hands_on_loss), else wait for it to come back here."""
+        if not isinstance(cause, serial.SerialException | OSError):
+            self._hello_again(probe=False)
+            return
+        if self.hands_on_loss:
+            with contextlib.suppress(serial.SerialException, OSError):
+                self.port.close()
+            raise BoardLost(cause) from None
+        self.reconnect(lambda: True)
+
+    def reconnect(self, wanted: Callable[[], bool]) -> None:
+        """Wait for the port that went away (within reconnect_seconds, while `wanted()`), then HELLO."""
+        self._reconnect(wanted)
+        self._hello_again(probe=True)
+
+    def _hello_again(self, probe: bool) -> None:
+        """HELLO after the device lost its state, again after each reset it meets. After the port came back
+        (`probe`) whatever is now behind it may be another device: it gets HELLO and nothing else until it
+        says it is the same board (hello() checks), with a clean link's tries, not a damaged one's many;
+        no answer as harness firmware is BoardChanged too."""
         for _ in range(RESETS_PER_SAMPLE):
             self.stats.resets += 1
+            self._probing = probe
             try:
                 self.hello()
                 return
             except DeviceReset:
                 continue
+            except BoardChanged:
+                raise
+            except LinkError as exc:
+                if probe and self.identity is not None:
+                    raise BoardChanged(self.identity, None, str(exc)) from None
+                raise
+            finally:
+                self._probing = False
         raise LinkError(f"the device reset {RESETS_PER_SAMPLE} times in a row; check its power and watchdog")
 
-    def _reconnect(self) -> None:
-        """Close the port and open it again as soon as it is back, within reconnect_seconds."""
+    def _reconnect(self, wanted: Callable[[], bool]) -> None:
+        """Close the port and open it again as soon as it is back, within reconnect_seconds and while `wanted()`."""
         deadline = time.monotonic() + self.reconnect_seconds
         with contextlib.suppress(serial.SerialException, OSError):
             self.port.close()
@@ -341,6 +370,11 @@ class DeviceClient(DeviceSession):
                     raise LinkError(
                         f"the port {getattr(self.port, 'port', '')} did not come back within "
                         f"{self.reconnect_seconds:.0f} s ({exc}); check the cable and the board"
+                    ) from None
+                if not wanted():
+                    raise LinkError(
+                        f"the port {getattr(self.port, 'port', '')} went away ({exc}); the run's samples were "
+                        "done before it came back"
                     ) from None
                 time.sleep(RECONNECT_POLL_SECONDS)
         self.stats.reconnects += 1

@@ -130,7 +130,7 @@ class EembcClient(DeviceSession):
         model = _field(self.command("profile"), "m-model-")
         self._energy_check(self.command("timestamp"), probe=True)
         # Protocol version 0 and no model hash: nothing here is reported by the DUT but its name and model.
-        self.info = DeviceInfo(
+        info = DeviceInfo(
             0,
             name,
             f"eembc:{model}",
@@ -147,6 +147,7 @@ class EembcClient(DeviceSession):
             self.input_spec,
             self.output_spec,
         )
+        self.info = self._identified(info)
         self.stats.baud = getattr(self.port, "baudrate", 0)
         return self.info
 

@@ -9,11 +9,11 @@ command starts anything.
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Self
 
-from harness.errors import UserError, setting
+from harness.errors import LinkError, UserError, setting
 from harness.link.protocol import DeviceInfo, InvokeResult, StreamChunkResult, Timing
 
 if TYPE_CHECKING:
@@ -41,6 +41,56 @@ class LinkStats:
     chunk_bytes: int = 0  # the input chunk the last load used (harness/link/frame_sizer.py)
     byte_error_rate: float = 0.0  # the link's byte error rate as the frame sizer estimates it
     faults_injected: dict | None = None  # from the fault-injection proxy, when one is in the middle
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a board is, as its HELLO says: the firmware (the board it was built for, its build id, its protocol)
+    and the model it runs. A session's first HELLO sets it; every later connect must say the same."""
+
+    board_id: str
+    firmware_build_id: str
+    protocol_version: int
+    model_sha256_prefix: str  # "" where the protocol reports none (EEMBC DUTs)
+
+    @classmethod
+    def of(cls, info: DeviceInfo) -> "Identity":
+        return cls(info.board_id, info.build_id, info.protocol_version, info.model_sha256_prefix)
+
+    def differences(self, other: "Identity") -> str:
+        """What `other` says that this does not, as `model 1a2b…, not 3c4d…`."""
+        fields = {
+            "board": (self.board_id, other.board_id),
+            "firmware build": (self.firmware_build_id, other.firmware_build_id),
+            "protocol": (self.protocol_version, other.protocol_version),
+            "model": (self.model_sha256_prefix, other.model_sha256_prefix),
+        }
+        return ", ".join(
+            f"{what} {theirs or 'unknown'}, not {mine or 'unknown'}"
+            for what, (mine, theirs) in fields.items()
+            if mine != theirs
+        )
+
+
+class BoardChanged(LinkError):
+    """At a connect after the session's first (after a reset, or once its port came back), the device is not
+    the board the session began with: another firmware or model, or nothing that answers as harness firmware
+    (`said` None). Nothing more is sent to it; a run retires the board."""
+
+    def __init__(self, expected: Identity, said: Identity | None, why: str = ""):
+        what = f"says {expected.differences(said)}" if said else f"does not answer as harness firmware ({why})"
+        super().__init__(
+            f"the board behind the port is no longer the run's: it {what}; check what is attached to the port"
+        )
+        self.expected, self.said = expected, said
+
+
+class BoardLost(LinkError):
+    """The board's port went away in the middle of a session whose caller hands the board's samples on
+    (DeviceSession.hands_on_loss): raised at once, before any wait; `reconnect()` then waits for it."""
+
+    def __init__(self, cause: Exception):
+        super().__init__(f"the board's port went away ({cause})")
 
 
 @dataclass(frozen=True)
@@ -86,6 +136,10 @@ class DeviceSession(ABC):
         self.last_invoke: tuple[float, float] | None = None  # host monotonic: inference asked, its answer read
         # The same inference as the device timed it, ending when its marker arrived (None without a real clock).
         self.last_device_window: tuple[float, float] | None = None
+        self.identity: Identity | None = None  # what the first HELLO said; every later one must say the same
+        # Set by a caller whose samples other boards can take (a run): a port that goes away raises BoardLost
+        # at once rather than being waited for in the middle of a sample, and reconnect() waits for it.
+        self.hands_on_loss = False
 
     # --- starting -------------------------------------------------------------------------------------
     @classmethod
@@ -98,6 +152,21 @@ class DeviceSession(ABC):
     @abstractmethod
     def hello(self) -> DeviceInfo:
         """The handshake: what the device runs, its frames, its timer and its tensors."""
+
+    def _identified(self, info: DeviceInfo) -> DeviceInfo:
+        """Every HELLO passes here: the first sets the session's identity, a later one that differs is
+        BoardChanged (never taken as the device's information)."""
+        said = Identity.of(info)
+        if self.identity is None:
+            self.identity = said
+        elif said != self.identity:
+            raise BoardChanged(self.identity, said)
+        return info
+
+    def reconnect(self, wanted: Callable[[], bool]) -> None:
+        """After BoardLost: wait for the port to come back (while `wanted()`), then HELLO from the same board.
+        A protocol that cannot reconnect never raises BoardLost; here it has nothing to wait for."""
+        raise LinkError("the board's port went away: its protocol cannot reconnect")
 
     @abstractmethod
     def meet_firmware_of(self, dut: "EembcDut | None") -> None:

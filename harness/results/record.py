@@ -435,6 +435,25 @@ class Energy:
 
 
 @dataclass(frozen=True, kw_only=True)
+class BoardIdentity:
+    """Who a board said it was at HELLO (harness/link/session.py Identity), as the device said it."""
+
+    board_id: str
+    firmware_build_id: str
+    protocol_version: Count
+    model_sha256_prefix: str  # empty where the protocol reports none (EEMBC DUTs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Retirement:
+    """A board retired mid-run: at a connect after its first, it said other than its first HELLO (`said`; None:
+    nothing answered as harness firmware). None of its samples after that connect counts."""
+
+    expected: BoardIdentity
+    said: BoardIdentity | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class BoardShare:
     """One board's part of a run dealt over several (harness/eval/sharding.py)."""
 
@@ -444,6 +463,7 @@ class BoardShare:
     latency: Latency | None = None
     link: LinkCounters = field(default_factory=dict)
     failure: str | None = None  # why it stopped before the run ended (its unfinished samples went to the others)
+    retired: Retirement | None = None  # it stopped because it was no longer the run's board (absent in older runs)
 
 
 @dataclass(frozen=True, kw_only=True)

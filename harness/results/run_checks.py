@@ -172,6 +172,9 @@ def eval_summary_problem(summary, finished: bool) -> str | None:
         problem = _subset_problem(name, subset, summary, finished)
         if problem:
             return problem
+    for k, share in enumerate(summary.boards):
+        if share.retired is not None and share.failure is None:
+            return f"field 'boards.{k}.retired' is set but 'boards.{k}.failure' is null: a retired board stopped"
     return None
 
 

@@ -407,6 +407,35 @@ def test_summary_parts_out_of_range_are_damaged(changes, words):
     _refused(_manifest(finished="2026-12-03T12:00:00Z"), dict(copy.deepcopy(SUMMARY), **changes), *words)
 
 
+IDENTITY = {"board_id": "sim", "firmware_build_id": "fw-1", "protocol_version": 2, "model_sha256_prefix": "ab" * 8}
+
+
+def _shares(retired: dict | None, failure: str | None = "the board behind the port is no longer the run's") -> dict:
+    swapped = {"name": "/dev/ttyACM0", "samples": 1, "failure": failure} | ({"retired": retired} if retired else {})
+    return dict(copy.deepcopy(SUMMARY), boards=[swapped, {"name": "/dev/ttyACM1", "samples": 3}])
+
+
+def test_a_retired_board_records_what_it_said_and_what_was_expected_and_older_shares_still_read():
+    said = dict(IDENTITY, model_sha256_prefix="cd" * 8)
+    record = record_of(MANIFEST, _shares({"expected": IDENTITY, "said": said}), "results/r")
+    retired = record.summary.boards[0].retired
+    assert retired.expected.model_sha256_prefix == "ab" * 8 and retired.said.model_sha256_prefix == "cd" * 8
+    assert record_of(MANIFEST, _shares({"expected": IDENTITY}), "results/r").summary.boards[0].retired.said is None
+    assert record_of(MANIFEST, _shares(None), "results/r").summary.boards[0].retired is None
+
+
+@pytest.mark.parametrize(
+    ("summary", "words"),
+    [
+        (_shares({"expected": IDENTITY}, failure=None), ("boards.0.retired", "failure")),
+        (_shares({"expected": dict(IDENTITY, protocol_version=-1)}), ("protocol_version",)),
+        (_shares({"said": IDENTITY}), ("expected",)),
+    ],
+)
+def test_a_retirement_that_does_not_hold_together_is_damaged(summary, words):
+    _refused(MANIFEST, summary, *words)
+
+
 def test_a_finished_run_with_an_unscored_device_subset_is_damaged():
     summary = _with(("subsets", "all", "device", "accuracy"), None)
     summary["subsets"]["all"]["device"]["accuracy_ci95"] = None
