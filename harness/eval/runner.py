@@ -136,16 +136,17 @@ def _journal_entry(index: int, sample: Sample, result, hosts: dict[str, bytes], 
 
 
 def _dataset_changed(what: str) -> UserError:
-    return UserError(f"{what}: the dataset changed since the run started; start a new run")
+    return UserError(f"{what}: the dataset changed since the run started, or the journal was edited; start a new run")
 
 
 def _check_journaled(samples: list[Sample], done: dict[int, str]) -> None:
     """The journaled samples are the run's: each index within it, under the same id."""
     for index, sample_id in done.items():
         if index >= len(samples):
-            raise _dataset_changed(f"the journal holds sample {index}, the run has {len(samples)}")
+            raise _dataset_changed(f"journal.jsonl holds sample {index}, the run has {len(samples)}")
         if sample_id != samples[index].id:
-            raise _dataset_changed(f"the journal's sample {index} is {sample_id}, the dataset's is {samples[index].id}")
+            expected = samples[index].id
+            raise _dataset_changed(f"journal.jsonl's sample {index} is {sample_id!r}, the dataset's is {expected!r}")
 
 
 def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, origin: dict, metering=None):

@@ -151,7 +151,8 @@ def test_a_journal_entry_beyond_the_dataset_is_a_dataset_changed_error(tmp_path,
     entry = json.loads(journal.read_bytes().splitlines()[0])
     with open(journal, "a") as f:
         f.write(json.dumps(entry | {"index": LIMIT + 5}) + "\n")
-    _one_line_error(_resume(run_id, results), "dataset changed since the run started")
+    words = (f"journal.jsonl holds sample {LIMIT + 5}", "dataset changed since the run started")
+    _one_line_error(_resume(run_id, results), *words)
 
 
 def test_ctrl_c_names_the_samples_kept_and_how_to_go_on(tmp_path, small_model):
