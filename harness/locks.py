@@ -124,6 +124,18 @@ def release(lock_file: Path, fd: int, remove: bool = True) -> None:
 def left_behind(folder: Path) -> str | None:
     """The pid and host a `.lock` names that no live process holds (its writer was killed), or None: no
     `.lock`, or one that is held."""
+    probed = _probe(folder)
+    return probed[1] if probed and not probed[0] else None
+
+
+def is_held(folder: Path) -> str | None:
+    """Who holds folder (its pid and host), or None when no one does."""
+    probed = _probe(folder)
+    return probed[1] if probed and probed[0] else None
+
+
+def _probe(folder: Path) -> tuple[bool, str] | None:
+    """Whether folder's `.lock` is held, and the pid and host it names; None where there is no `.lock`."""
     try:
         fd = _open_lock(folder / LOCK_NAME, os.O_RDONLY)
     except FileNotFoundError:
@@ -131,19 +143,11 @@ def left_behind(folder: Path) -> str | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return None
+        return True, _holder(fd)
     else:
-        return _holder(fd)
+        return False, _holder(fd)
     finally:
         os.close(fd)
-
-
-def is_held(folder: Path) -> str | None:
-    """Who holds folder (its pid and host), or None when no one does."""
-    try:
-        fd = _open_lock(folder / LOCK_NAME, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
