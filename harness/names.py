@@ -30,6 +30,8 @@ def check_id(text: object, what: str, where: str = "") -> str:
 # 200 characters: the hidden .<run-id>.partial folder name stays within the 255 bytes a file name may have.
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
 RUN_ID_RULE = "up to 200 letters, digits, '_', '-' or '.', starting with a letter or digit"
+# The shape of the run ids harness makes (harness/results/store.py new_run_id): a folder so named is that run.
+MADE_RUN_ID = re.compile(r"\d{8}T\d{6}Z-[A-Za-z0-9_.-]+-[0-9a-f]{4}")
 
 
 def check_run_id(run_id: object, where: str = "") -> str:
@@ -51,3 +53,11 @@ def is_acted_on(ch: str) -> bool:
 
 def has_acted_on(text: str) -> bool:
     return any(is_acted_on(ch) for ch in text)
+
+
+def shown(text: str) -> str:
+    """text as a terminal can print it: every character it would act on as its escape (a newline as \\n, ESC as
+    \\x1b), for names harness did not make (a folder's name) and one-line messages."""
+    if not has_acted_on(text):
+        return text
+    return "".join(ch.encode("unicode_escape").decode("ascii") if is_acted_on(ch) else ch for ch in text)

@@ -102,6 +102,8 @@ def _damaged_tables(title: str, damaged: dict[str, str]):
     from rich.table import Table
     from rich.text import Text
 
+    from harness.names import shown
+
     ids = Table()  # titled above it: a title wider than the table would wrap
     ids.add_column("#", justify="right", no_wrap=True)
     ids.add_column("damaged run", no_wrap=True)
@@ -109,7 +111,7 @@ def _damaged_tables(title: str, damaged: dict[str, str]):
     reasons.add_column("#", justify="right", no_wrap=True)
     reasons.add_column("problem")
     for number, (name, why) in enumerate(damaged.items(), 1):
-        ids.add_row(str(number), Text(name))
+        ids.add_row(str(number), Text(shown(name)))  # a folder's name: harness did not make it
         reasons.add_row(str(number), Text(why))
     return Group(Text(title, style="table.title"), ids, reasons)
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from harness.errors import UserError
-from harness.names import has_acted_on, is_acted_on
+from harness.names import shown
 from harness.values import OutputPath
 
 _RUN_FOLDER_FILES = ("manifest.json", "journal.jsonl", "request.json")
@@ -20,9 +20,7 @@ _RUN_FOLDER_FILES = ("manifest.json", "journal.jsonl", "request.json")
 
 def one_line(message: str) -> str:
     """message with every character a terminal would act on shown as its escape (a newline as \\n)."""
-    if not has_acted_on(message):
-        return message
-    return "".join(ch.encode("unicode_escape").decode("ascii") if is_acted_on(ch) else ch for ch in message)
+    return shown(message)
 
 
 def chosen_parser(root: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:

@@ -68,6 +68,10 @@ def _drawn_seed(value: int | None) -> int | None:
     return new_seed() if value == -1 else value
 
 
+# Settings earlier versions stored that EvalSettings no longer declares: a run that holds one still resumes (a
+# setting removed from EvalSettings is named here).
+RETIRED_SETTINGS: frozenset[str] = frozenset()
+
 TFLM_HELP = "TFLM tree for QEMU firmware builds (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree)"
 
 
@@ -201,9 +205,16 @@ class EvalSettings:
     @classmethod
     def restored(cls, stored: dict, where: str = "request.json") -> "EvalSettings":
         """The settings a run kept. Run folders of earlier versions hold the same names (a setting they lack
-        takes the value those versions ran with, else its default; one no longer declared is ignored)."""
+        takes the value those versions ran with, else its default; one retired since is ignored); any other name
+        is damage."""
         import pydantic
 
+        declared = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(stored) - declared - RETIRED_SETTINGS)
+        if unknown:
+            what = f"setting {unknown[0]!r} is not one harness has (the file was edited)"
+            raise UserError(f"{where}: {what}; start a new run")
+        stored = {name: value for name, value in stored.items() if name in declared}
         earlier = {f.name: f.metadata["earlier"] for f in dataclasses.fields(cls) if "earlier" in f.metadata}
         try:
             settings = _adapter().validate_python(earlier | stored)

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
-from harness.names import ID_RULE, RUN_ID_PATTERN, RUN_ID_RULE, is_valid_id
+from harness.names import ID_RULE, MADE_RUN_ID, RUN_ID_PATTERN, RUN_ID_RULE, is_valid_id
 
 MAX_SAMPLES = 2**40  # more samples than any run holds: a count past it is damage
 SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -124,10 +124,16 @@ ROUNDING = 1e-9  # how far a stored bound may miss the figure it bounds by float
 
 def manifest_problem(manifest, folder_name: str | None) -> str | None:
     """Why a manifest is damaged as a whole (its fields each passed their own check)."""
-    # A run folder may be renamed or copied (an archive, a baseline): its run_id need not be the folder's name,
-    # but it is a run id, since tables, reports and resumes name the run by it.
+    # A run folder may be renamed or copied (an archive, a baseline) to a name that is no run id: its run_id need
+    # not be the folder's name then, but it is a run id, since tables, reports and resumes name the run by it.
     if RUN_ID_PATTERN.fullmatch(manifest.run_id) is None:
         return f"field 'run_id' is {manifest.run_id!r}, not a run id ({RUN_ID_RULE})"
+    # A folder named as a run id is that run: a copy under another run's id would list and judge as two runs.
+    if folder_name and MADE_RUN_ID.fullmatch(folder_name) and folder_name != manifest.run_id:
+        return (
+            f"field 'run_id' is {manifest.run_id!r}, not the folder's name {folder_name!r}: a folder named as a run "
+            f"id holds that run; rename it back to {manifest.run_id}, or to another name (e.g. baseline)"
+        )
     if manifest.finished is not None and _time(manifest.finished) < _time(manifest.started):
         return f"field 'finished' ({manifest.finished}) is before field 'started' ({manifest.started})"
     return None

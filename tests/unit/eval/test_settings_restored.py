@@ -30,3 +30,8 @@ def test_a_setting_out_of_its_options_range_is_damaged(change, words):
     assert message.startswith("request.json: setting ") and message.endswith("start a new run")
     for word in words:
         assert word in message, message
+
+
+def test_a_setting_harness_does_not_have_is_damaged():
+    with pytest.raises(UserError, match=r"^request.json: setting 'evil' is not one harness has .*start a new run$"):
+        EvalSettings.restored(STORED | {"evil": 1}, "request.json")

@@ -359,6 +359,12 @@ def test_the_run_id_is_a_run_id_and_a_renamed_folder_still_reads():
     assert record_of(MANIFEST, SUMMARY, Path("results/renamed")).manifest.run_id == "r"
 
 
+def test_a_folder_named_as_another_run_is_damaged():
+    """A copy under another run's id would be listed and judged as a second run."""
+    other = "20261203T142219Z-mlperf_tiny_vww-sim-ffff"
+    _refused(MANIFEST, SUMMARY, f"not the folder's name {other!r}", "rename it back to r", where=Path(other))
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.floats(min_value=0, max_value=1), st.floats(min_value=0, max_value=1), st.floats(min_value=0, max_value=1))
 def test_accuracy_outside_its_interval_is_damaged(accuracy, low, high):
