@@ -579,7 +579,8 @@ def _handled(parser, args, quiet: bool, terminated: list[int]) -> int:
         say(f"harness: {_stopped_by(terminated)}: {exc}")
         return exits.TERMINATED if terminated else exits.INTERRUPTED
     except KeyboardInterrupt:
-        print(f"harness: {_stopped_by(terminated)}; no results were written", file=sys.stderr)
+        kept = "this command wrote no results (a run it resumed keeps the samples it had)"
+        print(f"harness: {_stopped_by(terminated)}; {kept}", file=sys.stderr)
         return exits.TERMINATED if terminated else exits.INTERRUPTED
     except OSError as exc:
         if isinstance(exc, BrokenPipeError) and _stdout_closed():
