@@ -12,7 +12,6 @@ DEMO = "demo"  # harness/samples.py: the dataset spec of each task's demo set
 REFERENCE_NAMES = ("tflm", "litert_ref", "litert")  # harness/model/references.py: the keys of REFERENCES
 DEFAULT_REFERENCES = ("tflm", "litert_ref")  # harness/model/references.py
 AUTO_POOL_SAMPLES = 2000  # harness/eval/sampling.py: the most pool samples a run without --limit adds unasked
-PROTOCOL_NAMES = ("harness", "eembc")  # harness/device/drivers/base.py: the keys of PROTOCOLS
 MLPERF_WINDOW_SECONDS = 10.0  # harness/eval/perf_energy.py: MLPerf Tiny's least window of device time
 DEFAULT_SPLIT_SEED = 0  # harness/eval/convert.py: the calibration / held-out draw; fixed so a conversion repeats
 MAX_BAUD = 16_000_000  # the fastest UART rate harness drives or emulates (options and board files alike)

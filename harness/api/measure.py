@@ -8,10 +8,10 @@ from harness.console import quieted
 from harness.defaults import DEFAULT_BOARD, DEFAULT_MODEL, DEMO, MLPERF_WINDOW_SECONDS
 
 
-def _timed(connection: SimpleNamespace, measure, uses: tuple[str, ...]):
+def _timed(connection: SimpleNamespace, measure, roles: tuple[type, ...] = ()):
     """What `measure(client, board, input)` returns, on the board running the model, with the dataset's
-    first input; its report names the model's card. `uses`: the session members `measure` calls, refused
-    before the board starts where the protocol has none."""
+    first input; its report names the model's card. `roles`: those `measure` uses beyond the core session
+    (harness/link/roles.py), refused before the board starts where the protocol lacks one."""
     from harness.api.resolve import emulated_tflm_tree, model_for
     from harness.boards import get_board
     from harness.device.launch import ConnectOptions, connect, with_link_options
@@ -36,7 +36,7 @@ def _timed(connection: SimpleNamespace, measure, uses: tuple[str, ...]):
         port=connection.port,
         tflm=emulated_tflm_tree(connection, board),
         protocol=connection.protocol,
-        uses=uses,
+        roles=roles,
         eembc=card.eembc,
         computation=computation,
     )
@@ -76,7 +76,7 @@ def perf(
             return run_perf(client, started, data, runs, warmups, mlperf, live, window_seconds)
 
         try:
-            return _timed(connection, measure, ("bench", "back_to_back") if live else ("bench",))
+            return _timed(connection, measure)
         finally:
             if live is not None:
                 live.close()
@@ -101,4 +101,6 @@ def profile(
 
     connection = SimpleNamespace(**locals(), emulate_invoke_ms=None)
     with quieted(not progress):
-        return _timed(connection, run_profile, ("profile",))
+        from harness.link.roles import Profiling
+
+        return _timed(connection, run_profile, (Profiling,))

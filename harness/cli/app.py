@@ -23,10 +23,11 @@ from harness.cli.guards import one_line, refuse_outputs_over_inputs
 from harness.cli.signals import sigterm_as_interrupt
 from harness.cli.spellings import modern_spelling
 from harness.cli.tflm import add_tflm_commands
-from harness.defaults import DEFAULT_MODEL, DEFAULT_SPLIT_SEED, DEMO, MLPERF_WINDOW_SECONDS, PROTOCOL_NAMES
+from harness.defaults import DEFAULT_MODEL, DEFAULT_SPLIT_SEED, DEMO, MLPERF_WINDOW_SECONDS
 from harness.errors import BuildError, DeviceNotFound, InterruptedRun, LinkError, UserError
 from harness.eval.settings import TFLM_HELP
 from harness.eval.settings import add_arguments as add_eval_settings
+from harness.link.registry import NATIVE_PROTOCOL, PROTOCOL_NAMES
 from harness.values import (
     age_days,
     calibration_samples,
@@ -55,7 +56,7 @@ PROTOCOL_HELP = "the board's wire protocol: harness firmware (default) or MLPerf
 
 
 def add_protocol_option(parser: argparse.ArgumentParser, prefix: str = "") -> None:
-    parser.add_argument("--protocol", choices=PROTOCOL_NAMES, default="harness", help=prefix + PROTOCOL_HELP)
+    parser.add_argument("--protocol", choices=PROTOCOL_NAMES, default=NATIVE_PROTOCOL, help=prefix + PROTOCOL_HELP)
 
 
 def platformio_board_help() -> str:

@@ -20,10 +20,10 @@ def cmd_link_test(args) -> int:
     from harness.console import progress
     from harness.device.launch import ConnectOptions, connect
     from harness.device.selftest import describe, run_link_test
+    from harness.link.roles import LinkTesting
 
     board = board_with_link_options(args)
-    uses = ("echo", "perf")
-    options = ConnectOptions(port=args.port, faults=args.faults, labgrid_place=args.labgrid_place, uses=uses)
+    options = ConnectOptions(port=args.port, faults=args.faults, labgrid_place=args.labgrid_place, roles=(LinkTesting,))
     with (
         connect(board, None, options) as client,
         progress(args.bytes, f"link-test {board.id}") as advance,

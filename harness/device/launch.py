@@ -18,7 +18,7 @@ def connect(
 ) -> AbstractContextManager[DeviceSession]:
     """A session that has said hello to the board running `model` (None: self-test firmware), for the block.
     The board's driver starts it (virtual, QEMU and hosted boards) or finds it (real ones); what the board,
-    the protocol or `options.uses` rule out is refused here, before anything starts."""
+    the protocol or `options.roles` rule out is refused here, before anything starts."""
     return driver_for(board, model, options).session()
 
 

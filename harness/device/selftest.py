@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from harness.boards import Board
 from harness.device.figures import Figure, latency_figure
 from harness.errors import LinkError
+from harness.link.roles import LinkTesting, require
 from harness.link.session import DeviceSession, LinkStats
 
 PERF_ITERATIONS = 1000
@@ -48,7 +49,7 @@ class LinkTestReport:
 
 
 def run_link_test(client: DeviceSession, board: Board, total_bytes: int, advance=lambda n: None) -> LinkTestReport:
-    info = client.info
+    info, tester = client.info, require(client, LinkTesting)
     size = min(info.max_request_payload, info.max_response_payload)
     report = LinkTestReport(board.id, info.build_id, size)
     report.baud, report.max_baud, report.baud_applies = client.stats.baud, info.max_baud, info.baud_applies
@@ -57,7 +58,7 @@ def run_link_test(client: DeviceSession, board: Board, total_bytes: int, advance
     while report.bytes_sent + report.bytes_received < total_bytes:
         payload = rng.randbytes(size)
         try:
-            echoed = client.echo(payload)
+            echoed = tester.echo(payload)
         except LinkError:
             if size <= MIN_ECHO:
                 raise
@@ -73,7 +74,7 @@ def run_link_test(client: DeviceSession, board: Board, total_bytes: int, advance
     report.frame_payload = size  # smaller than at the start if a damaged link made it halve
     report.stats = client.stats
     for _ in range(PERF_REPEATS):
-        measured, checksum = client.perf(PERF_ITERATIONS)
+        measured, checksum = tester.perf(PERF_ITERATIONS)
         report.perf.append(PerfRun(measured.ticks, checksum, latency_figure(measured, board)))
     return report
 

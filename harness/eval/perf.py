@@ -12,6 +12,7 @@ from harness.eval.perf_energy import MLPERF_WINDOW_SECONDS, MLPERF_WINDOWS, Perf
 from harness.eval.tasks import task_for
 from harness.link.client import REAL_CLOCKS, DeviceError
 from harness.link.protocol import ErrorCode
+from harness.link.roles import Profiling, require
 from harness.link.session import DeviceSession
 from harness.model.card import ModelCard
 from harness.samples import Dataset
@@ -105,7 +106,7 @@ class ProfileReport:
 
 def run_profile(client: DeviceSession, board: Board, data: bytes) -> ProfileReport:
     try:
-        total, ops, operators_run = client.profile(data)
+        total, ops, operators_run = require(client, Profiling).profile(data)
     except DeviceError as exc:
         if exc.code == ErrorCode.UNSUPPORTED:
             raise UserError(

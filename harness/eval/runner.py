@@ -164,7 +164,6 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         faults=settings.faults,
         labgrid_place=settings.labgrid_place,
         tflm=request.tflm,
-        uses=("run_stream",),
         eembc=request.card.eembc,
         computation=request.computation,
     )

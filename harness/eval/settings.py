@@ -15,9 +15,10 @@ from typing import Any
 
 # Light imports only: every command's parser is built from these declarations (harness/cli/app.py), so what they
 # need comes from harness/defaults.py, not from the modules that own it (pydantic is imported where it is used).
-from harness.defaults import AUTO_POOL_SAMPLES, DEFAULT_BOARD, DEFAULT_MODEL, DEFAULT_REFERENCES, DEMO, PROTOCOL_NAMES
+from harness.defaults import AUTO_POOL_SAMPLES, DEFAULT_BOARD, DEFAULT_MODEL, DEFAULT_REFERENCES, DEMO
 from harness.errors import UserError, setting
 from harness.link.faults import FaultSpec
+from harness.link.registry import PROTOCOL_NAMES
 from harness.values import (
     board_count,
     distinct_names,

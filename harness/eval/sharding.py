@@ -23,6 +23,7 @@ import serial
 from harness.device.fleet import FleetMember
 from harness.errors import LinkError
 from harness.link.protocol import DeviceInfo, InvokeResult
+from harness.link.roles import Recovery, require
 from harness.link.session import BoardChanged, BoardLost, DeviceSession, Identity
 
 # A board's failures that leave the other boards able to go on: its link, its port, its process.
@@ -181,7 +182,7 @@ class ShardedStream:
             except BoardLost:
                 # Its samples wait for the others now, not once it is back or given up on.
                 self._dealer.give_back(name)
-                client.reconnect(self._dealer.unfinished)
+                require(client, Recovery).reconnect(self._dealer.unfinished)
 
     def _inputs(self, name: str, sent: deque[int]) -> Iterator[bytes]:
         """The board's inputs while samples wait; it ends when none waits (the board then finishes what it

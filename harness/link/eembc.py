@@ -5,8 +5,8 @@ Commands end with `%`, answers are CRLF lines and every command ends with `m-rea
 line, and scales the `infer` timeout with the number of inferences asked for. The DUT reports no
 model hash and no tensor layout: the host takes them from the model it was given, and the run's
 manifest says they were not verified. What the protocol cannot do (operator profiles, audio streaming,
-the link test's echo and PERF workload, a baud switch, recovering from a damaged link) the session's
-members refuse with Unsupported, and commands refuse before they start (DeviceSession.refuse).
+the link test's echo and PERF workload, a baud switch, recovering from a damaged link) are roles this session
+does not have (harness/link/roles.py): a command that needs one is refused before it starts, for LACKS' reason.
 
 Checked against mlcommons/tiny at UPSTREAM_COMMIT (benchmark/api/internally_implemented.cpp and the reference
 submissions' th_load_tensor, th_results and th_timestamp): nothing sent is a command the reference parser
@@ -22,7 +22,8 @@ from typing import ClassVar
 import numpy as np
 
 from harness.errors import LinkError, UserError, setting
-from harness.link.protocol import DeviceInfo, InvokeResult, StreamChunkResult, TickKind, Timing
+from harness.link.protocol import DeviceInfo, InvokeResult, TickKind, Timing
+from harness.link.roles import BaudSwitching, KeywordStreaming, LinkTesting, Profiling, Recovery, refuse
 from harness.link.session import DeviceSession, Span
 from harness.model.card import REFERENCE_INPUTS
 from harness.model.dut import DutComputation, ModelOutputs, ReconstructionError, as_computation
@@ -59,19 +60,19 @@ class EnergyModeFirmware(UserError):
 
 
 NO_MODEL = f"{setting('protocol')} eembc needs a model: the DUT reports no tensor layout, the model gives it"
-NO_STREAMING = "the DUT protocol has no audio streaming; `harness stream run` needs harness firmware"
 
 
 class EembcClient(DeviceSession):
     protocol = "eembc"
-    UNSUPPORTED: ClassVar[dict[str, str]] = {
-        "profile": "the DUT protocol times whole inferences, not operators; `harness profile` needs harness firmware",
-        "stream_start": NO_STREAMING,
-        "stream_audio": NO_STREAMING,
-        "echo": "the DUT protocol has no echo request; `harness boards link-test` needs harness firmware",
-        "perf": "the DUT protocol has no fixed PERF workload; `harness boards link-test` needs harness firmware",
-        "switch_baud": f"the DUT protocol cannot switch the baud rate; leave {setting('switch_baud')} off",
-        "faults": (
+    LACKS: ClassVar[dict[type, str]] = {
+        Profiling: "the DUT protocol times whole inferences, not operators; `harness profile` needs harness firmware",
+        KeywordStreaming: "the DUT protocol has no audio streaming; `harness stream run` needs harness firmware",
+        LinkTesting: (
+            "the DUT protocol has no echo request nor fixed PERF workload; `harness boards link-test` needs "
+            "harness firmware"
+        ),
+        BaudSwitching: f"the DUT protocol cannot switch the baud rate; leave {setting('switch_baud')} off",
+        Recovery: (
             "the DUT protocol has no resends, so a damaged byte ends the run; "
             f"{setting('faults')} needs harness firmware"
         ),
@@ -110,7 +111,7 @@ class EembcClient(DeviceSession):
         if model is None:
             raise UserError(NO_MODEL)
         if switch_baudrate:
-            cls.refuse("switch_baud")
+            refuse(cls, BaudSwitching)
         computation = as_computation(model)
         client = cls(port, computation.input, computation.output, computation=computation)
         client.hello()
@@ -221,24 +222,6 @@ class EembcClient(DeviceSession):
         self.invoke(count, 0)
         start, end = self.last_device_window
         return [Span(count, end - start, start, self.last_invoke[1])]
-
-    def profile(self, data: bytes) -> tuple[Timing, list[tuple[str, Timing]], int]:
-        self._unsupported("profile")
-
-    def stream_start(self, config: bytes) -> int:
-        self._unsupported("stream_start")
-
-    def stream_audio(self, samples: bytes) -> StreamChunkResult:
-        self._unsupported("stream_audio")
-
-    def echo(self, payload: bytes) -> bytes:
-        self._unsupported("echo")
-
-    def perf(self, iterations: int) -> tuple[Timing, int]:
-        self._unsupported("perf")
-
-    def switch_baud(self, baud: int) -> bool:
-        self._unsupported("switch_baud")
 
     def command(self, text: str, timeout: float | None = None, tolerate_errors: bool = False) -> list[str]:
         """Send `text%` and return the lines up to m-ready. An e- line raises EembcError."""

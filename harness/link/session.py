@@ -1,20 +1,21 @@
 """The device session: what every command uses of a connected board, declared once.
 
-Both wire protocols implement it: ours (harness/link/client.py, DeviceClient) and the MLPerf Tiny / EEMBC
-DUT text protocol (harness/link/eembc.py, EembcClient). eval, perf, profile, stream, link-test and the
-energy windows use a board only through these members, so a protocol that lacks one is found by the
-type checker and by instantiation (an abstract member left out), never on a user's bench. A member a
-protocol cannot provide exists and raises Unsupported, a one-line refusal; `refuse` says so before a
-command starts anything.
+Every wire protocol (harness/link/registry.py) implements it: ours (harness/link/client.py, DeviceClient) and
+the MLPerf Tiny / EEMBC DUT text protocol (harness/link/eembc.py, EembcClient). eval, perf and the energy windows
+use a board only through these members, so a protocol that lacks one is found by the type checker and by
+instantiation (an abstract member left out), never on a user's bench. What only some protocols do (operator
+profiles, keyword streaming, the link test, baud switching, recovering a damaged link) is a role of its own
+(harness/link/roles.py): a protocol that lacks one has no such members, and a command that needs it is refused
+before it starts.
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Self
 
-from harness.errors import LinkError, UserError, setting
-from harness.link.protocol import DeviceInfo, InvokeResult, StreamChunkResult, Timing
+from harness.errors import LinkError, UserError
+from harness.link.protocol import DeviceInfo, InvokeResult, Timing
 
 if TYPE_CHECKING:
     from harness.model.card import EembcDut
@@ -118,9 +119,8 @@ class Span:
 
 class DeviceSession(ABC):
     protocol: ClassVar[str]  # the --protocol name
-    # Members this protocol cannot provide, with the reason a refusal gives; "faults" too when a damaged
-    # link cannot be recovered from (no resends), so the fault proxy is refused.
-    UNSUPPORTED: ClassVar[Mapping[str, str]] = {}
+    # The roles (harness/link/roles.py) this protocol lacks, with the reason a command that needs one is refused.
+    LACKS: ClassVar[Mapping[type, str]] = {}
     NEEDS_MODEL: ClassVar[bool] = False  # the device reports no tensor layout: the model gives it
     # What its device may compute from what it is sent (harness/model/dut.py kinds): harness firmware
     # answers the model's output tensor; MLPerf Tiny DUT firmware may answer a score of its own.
@@ -163,11 +163,6 @@ class DeviceSession(ABC):
             raise BoardChanged(self.identity, said)
         return info
 
-    def reconnect(self, wanted: Callable[[], bool]) -> None:
-        """After BoardLost: wait for the port to come back (while `wanted()`), then HELLO from the same board.
-        A protocol that cannot reconnect never raises BoardLost; here it has nothing to wait for."""
-        raise LinkError("the board's port went away: its protocol cannot reconnect")
-
     @abstractmethod
     def meet_firmware_of(self, dut: "EembcDut | None") -> None:
         """On firmware the user flashed (a real board): check, before any sample, that it is the firmware the
@@ -190,41 +185,3 @@ class DeviceSession(ABC):
     def back_to_back(self, data: bytes, count: int) -> list[Span]:
         """`count` inferences of one resident input run back to back, in as few requests as the protocol
         allows (one span per request), without warm-ups."""
-
-    @abstractmethod
-    def profile(self, data: bytes) -> tuple[Timing, list[tuple[str, Timing]], int]:
-        """One inference timed operator by operator: (whole, per operator, operators run)."""
-
-    @abstractmethod
-    def stream_start(self, config: bytes) -> int:
-        """Configure and reset the on-device keyword pipeline; returns its frontend's arena use."""
-
-    @abstractmethod
-    def stream_audio(self, samples: bytes) -> StreamChunkResult:
-        """Audio in, the detections it completed out."""
-
-    @abstractmethod
-    def echo(self, payload: bytes) -> bytes:
-        """The device sends the payload back (link-test)."""
-
-    @abstractmethod
-    def perf(self, iterations: int) -> tuple[Timing, int]:
-        """The device times its fixed workload: the span and the workload's checksum (link-test)."""
-
-    @abstractmethod
-    def switch_baud(self, baud: int) -> bool:
-        """Move both ends of the link to `baud` after the handshake; True if switched."""
-
-    # --- refusals -----------------------------------------------------------------------------------------
-    @classmethod
-    def refuse(cls, *members: str) -> None:
-        """Unsupported for the first of `members` this protocol cannot provide; before anything starts."""
-        unknown = set(members) - DeviceSession.__abstractmethods__ - {"faults"}
-        if unknown:
-            raise ValueError(f"not members of the device session: {', '.join(sorted(unknown))}")
-        for member in members:
-            if member in cls.UNSUPPORTED:
-                raise Unsupported(f"{setting('protocol')} {cls.protocol}: {cls.UNSUPPORTED[member]}")
-
-    def _unsupported(self, member: str):
-        raise Unsupported(f"{setting('protocol')} {self.protocol}: {self.UNSUPPORTED[member]}")

@@ -8,7 +8,7 @@ starts what that board, its protocol or the command's needs cannot do.
 """
 
 from harness.boards import Board
-from harness.device.drivers.base import PROTOCOLS, ConnectOptions, Driver, Endpoint
+from harness.device.drivers.base import ConnectOptions, Driver, Endpoint
 from harness.device.drivers.device import SerialDeviceDriver
 from harness.device.drivers.emulated import EmulatedDriver
 from harness.device.drivers.hosted import HostedDriver
@@ -21,7 +21,7 @@ DRIVERS: dict[str, type[Driver]] = {
     driver.kind: driver for driver in (VirtualDriver, EmulatedDriver, HostedDriver, SerialDeviceDriver, LabgridDriver)
 }
 
-__all__ = ["DRIVERS", "PROTOCOLS", "ConnectOptions", "Driver", "Endpoint", "driver_for", "driver_type"]
+__all__ = ["DRIVERS", "ConnectOptions", "Driver", "Endpoint", "driver_for", "driver_type"]
 
 
 def driver_type(board: Board, labgrid_place: str | None = None) -> type[Driver]:

@@ -19,18 +19,15 @@ import serial
 from harness.boards import Board
 from harness.errors import UserError, setting
 from harness.firmware.tflm_tree import TflmTree
-from harness.link.client import DeviceClient
-from harness.link.eembc import EembcClient
 from harness.link.faults import FaultProxy, FaultSpec
 from harness.link.protocol import DeviceInfo
+from harness.link.registry import NATIVE_PROTOCOL, session_type
+from harness.link.roles import BaudSwitching, Recovery, refuse
 from harness.link.session import DeviceSession
 from harness.link.transport import open_link
 from harness.model.card import EembcDut
 from harness.model.dut import DutComputation
 from harness.model.tflite_file import TfliteModel
-
-# The wire protocols a board may speak (--protocol), each a DeviceSession.
-PROTOCOLS: dict[str, type[DeviceSession]] = {"harness": DeviceClient, "eembc": EembcClient}
 
 
 @dataclass(frozen=True)
@@ -39,12 +36,12 @@ class ConnectOptions:
 
     port: str | None = None  # a real board's device path or pyserial URL; None or "auto": found by USB id
     serial_number: str | None = None  # with several boards of a kind attached
-    protocol: str = "harness"  # a key of PROTOCOLS
+    protocol: str = NATIVE_PROTOCOL  # a name in harness/link/registry.py
     faults: FaultSpec | None = None  # damage the link through a proxy (harness/link/faults.py)
     labgrid_place: str | None = None  # a board in a labgrid farm
     tflm: TflmTree | None = None  # the TFLM tree QEMU firmware is built with
     frontend: Path | None = None  # keyword streaming: the audio frontend model the board runs beside the model
-    uses: tuple[str, ...] = ()  # DeviceSession members the command needs: refused up front where missing
+    roles: tuple[type, ...] = ()  # what the command needs beyond the core session (harness/link/roles.py)
     eembc: EembcDut | None = None  # --protocol eembc: the model card's DUT firmware (its model name, its input)
     computation: DutComputation | None = None  # what the device computes with the model (None: its own tensors)
 
@@ -62,7 +59,7 @@ class Endpoint:
 
 class Driver(ABC):
     kind: ClassVar[str]  # the board kind it drives ("labgrid": a device board reached through a place)
-    protocols: ClassVar[tuple[str, ...]] = ("harness",)  # what its firmware may speak
+    protocols: ClassVar[tuple[str, ...]] = (NATIVE_PROTOCOL,)  # what its firmware may speak (link/registry.py)
     emulates: ClassVar[frozenset[str]] = frozenset()  # the link emulation options it takes (--link-baud, …)
     injects_faults: ClassVar[bool] = True  # a fault proxy can sit in its link
     takes_port: ClassVar[bool] = False  # its link is a port the user may name (a real board's)
@@ -88,33 +85,32 @@ class Driver(ABC):
 
     @property
     def session_type(self) -> type[DeviceSession]:
-        return PROTOCOLS[self.options.protocol]
+        return session_type(self.options.protocol)
 
     def check(self) -> None:
         """Refuse, before anything starts, what this board and protocol cannot do."""
         options = self.options
         self.refuse_port(self.board, options.port)
-        if options.protocol not in PROTOCOLS:
-            raise UserError(f"unknown protocol {options.protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+        session = self.session_type  # an unknown protocol is refused here
         if options.protocol not in self.protocols:
             raise UserError(
                 f"{setting('protocol')} {options.protocol} needs the virtual board or a real one: {self.board.id} "
                 f"({self.board.kind}) runs harness firmware"
             )
-        if self.session_type.NEEDS_MODEL and self.model is None:
+        if session.NEEDS_MODEL and self.model is None:
             raise UserError(
                 f"{setting('protocol')} {options.protocol} needs a model: its device reports no tensor layout"
             )
         computes = options.computation.kind if options.computation else "model"
-        if computes not in self.session_type.COMPUTES:
+        if computes not in session.COMPUTES:
             raise UserError(
                 f"the model card's result is {computes}, which MLPerf Tiny DUT firmware computes and "
                 f"{options.protocol} firmware does not: use {setting('protocol')} eembc"
             )
         self.refuse_faults(options.faults)
-        link = ["faults"] if options.faults else []
-        link += ["switch_baud"] if self.board.link.switch_baudrate else []
-        self.session_type.refuse(*options.uses, *link)
+        link = [Recovery] if options.faults else []
+        link += [BaudSwitching] if self.board.link.switch_baudrate else []
+        refuse(session, *options.roles, *link)
 
     @abstractmethod
     def start(self) -> AbstractContextManager[Endpoint]:

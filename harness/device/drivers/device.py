@@ -8,11 +8,12 @@ from contextlib import contextmanager
 from harness.device.discovery import find_port
 from harness.device.drivers.base import Driver, Endpoint
 from harness.link.protocol import DeviceInfo
+from harness.link.registry import PROTOCOL_NAMES
 
 
 class SerialDeviceDriver(Driver):
     kind = "device"
-    protocols = ("harness", "eembc")
+    protocols = PROTOCOL_NAMES
     runs_users_firmware = True
     takes_port = True
 

@@ -11,6 +11,7 @@ from harness.device.labgrid_address import coordinator_address
 from harness.device.labgrid_place import labgrid_port
 from harness.errors import LinkError, UserError, setting
 from harness.link.protocol import DeviceInfo
+from harness.link.registry import PROTOCOL_NAMES
 from harness.link.session import Unsupported
 
 OPEN_SECONDS = 8
@@ -19,7 +20,7 @@ RETRY_SECONDS = 0.5
 
 class LabgridDriver(Driver):
     kind = "labgrid"
-    protocols = ("harness", "eembc")
+    protocols = PROTOCOL_NAMES
     runs_users_firmware = True
 
     @classmethod

@@ -16,6 +16,7 @@ from harness.boards import Board
 from harness.device.drivers.base import Driver, Endpoint
 from harness.device.processes import BoardPty, pty_board_process
 from harness.link.protocol import DeviceInfo
+from harness.link.registry import PROTOCOL_NAMES
 from harness.model.card import EembcDut
 
 SIM_START_SECONDS = 60
@@ -76,7 +77,7 @@ def sim_board_process(
 
 class VirtualDriver(Driver):
     kind = "virtual"
-    protocols = ("harness", "eembc")
+    protocols = PROTOCOL_NAMES
     emulates = frozenset({"link_baud", "emulate_invoke_ms"})
 
     @contextmanager

@@ -12,12 +12,14 @@ import numpy as np
 import pytest
 
 from harness.boards import Kind, get_board
-from harness.device.drivers import DRIVERS, PROTOCOLS, ConnectOptions, driver_for
+from harness.device.drivers import DRIVERS, ConnectOptions, driver_for
 from harness.energy.profile import PowerProfile
 from harness.energy.wt310_sim import Wt310Simulator
 from harness.errors import UserError
 from harness.link.client import DeviceClient
 from harness.link.eembc import EembcClient
+from harness.link.registry import PROTOCOLS, session_type
+from harness.link.roles import ROLES, BaudSwitching, KeywordStreaming, LinkTesting, Profiling, Recovery, refuse, require
 from harness.link.session import DeviceSession, Unsupported
 from harness.tensors import TensorSpec
 from tests.conftest import assert_refused_in_one_line, fixture_model
@@ -121,42 +123,47 @@ def test_eembc_refuses_what_its_link_cannot_do_before_the_board_starts(tmp_path,
     assert _left_behind(tmp_path) == []
 
 
-def test_both_protocols_implement_every_member_of_the_session():
+def _members(declared: type) -> set[str]:
+    return {name for name, value in vars(declared).items() if getattr(value, "__isabstractmethod__", False)}
+
+
+def test_both_protocols_implement_every_member_of_the_session_and_ours_every_role():
     members = DeviceSession.__abstractmethods__
-    assert {"run_stream", "bench", "back_to_back", "profile", "stream_start", "stream_audio", "echo", "perf"} <= members
-    for session in (DeviceClient, EembcClient):
+    assert {"run_stream", "bench", "back_to_back"} <= members
+    roles = {role: _members(role) for role in ROLES}
+    assert {"profile", "stream_start", "stream_audio", "echo", "perf", "switch_baud", "reconnect"} == set().union(
+        *roles.values()
+    )
+    for session, declared in ((DeviceClient, (DeviceSession, *ROLES)), (EembcClient, (DeviceSession,))):
         assert not session.__abstractmethods__, session
-        for name in members:
-            ours = inspect.signature(getattr(DeviceSession, name)).parameters
-            theirs = inspect.signature(getattr(session, name)).parameters
-            assert list(theirs)[: len(ours)] == list(ours), (session.__name__, name)
+        for owner in declared:
+            for name in _members(owner):
+                ours = inspect.signature(getattr(owner, name)).parameters
+                theirs = inspect.signature(getattr(session, name)).parameters
+                assert list(theirs)[: len(ours)] == list(ours), (session.__name__, name)
     spec = TensorSpec(3, (1, 4), 0.5, 2, 4)
     for session in (DeviceClient(None), EembcClient(None, spec, spec)):
         for attribute in ("port", "info", "stats", "firmware", "last_invoke", "last_device_window"):
             assert hasattr(session, attribute), attribute
-    assert set(PROTOCOLS) == {"harness", "eembc"} and all(PROTOCOLS[p].protocol == p for p in PROTOCOLS)
+    assert set(PROTOCOLS) == {"harness", "eembc"} and all(session_type(p).protocol == p for p in PROTOCOLS)
 
 
 def test_what_the_eembc_protocol_lacks_is_a_domain_error_not_an_attribute_error():
     spec = TensorSpec(3, (1, 4), 0.5, 2, 4)
     client = EembcClient(None, spec, spec)
-    calls = {
-        "profile": lambda: client.profile(b""),
-        "stream_start": lambda: client.stream_start(b""),
-        "stream_audio": lambda: client.stream_audio(b""),
-        "echo": lambda: client.echo(b""),
-        "perf": lambda: client.perf(1),
-        "switch_baud": lambda: client.switch_baud(921600),
-    }
-    assert set(calls) | {"faults"} == set(EembcClient.UNSUPPORTED)
-    for name, call in calls.items():
+    lacks = (Profiling, KeywordStreaming, LinkTesting, BaudSwitching, Recovery)
+    assert set(lacks) == set(EembcClient.LACKS) == set(ROLES)
+    for role in lacks:
+        assert not isinstance(client, role)
+        assert not any(hasattr(client, name) for name in _members(role))  # no stubs: it simply lacks them
         with pytest.raises(Unsupported, match="'protocol' eembc"):
-            call()
-        with pytest.raises(Unsupported):
-            EembcClient.refuse(name)
-    DeviceClient.refuse(*DeviceSession.__abstractmethods__, "faults")  # ours has every member
-    with pytest.raises(ValueError, match="not members"):
-        DeviceClient.refuse("last_invok")
+            require(client, role)
+        with pytest.raises(Unsupported, match="'protocol' eembc"):
+            refuse(EembcClient, role)
+    refuse(DeviceClient, *ROLES)  # ours has every role
+    assert require(DeviceClient(None), Profiling) is not None
+    with pytest.raises(ValueError, match="not a role"):
+        refuse(DeviceClient, DeviceSession)
 
 
 def test_one_driver_per_board_kind_and_labgrid_when_a_place_is_given(small_model):

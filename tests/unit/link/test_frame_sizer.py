@@ -11,9 +11,10 @@ import serial
 
 from harness.boards import get_board
 from harness.device.drivers.virtual import sim_board_process
-from harness.link.client import MAX_WINDOW, DeviceClient
+from harness.link.client import DeviceClient
 from harness.link.faults import FaultProxy, FaultSpec
 from harness.link.frame_sizer import CHUNK_FRAMING, SMALLEST_CHUNK, FrameSizer, Sizing
+from harness.link.input_window import MAX_WINDOW
 
 LARGEST, BUDGET, LINE = 8180, 24588, 92160.0  # the virtual board's largest chunk and buffers, 921600 baud
 

@@ -5,16 +5,12 @@ import types
 
 import pytest
 
-import harness.link.client as client_module
+import harness.link.requests as requests_module
 from harness.errors import LinkError
-from harness.link.client import (
-    DAMAGED_LINK_WAIT,
-    UNANSWERED_INVOKE_WAIT_CAP,
-    DeviceClient,
-    unanswered_invoke_waits,
-)
+from harness.link.client import DeviceClient
 from harness.link.framing import FrameDecoder, Received, encode_frame
 from harness.link.protocol import RESPONSE_BIT, Msg
+from harness.link.requests import DAMAGED_LINK_WAIT, UNANSWERED_INVOKE_WAIT_CAP, unanswered_invoke_waits
 
 ANSWER = b"\x01" * 8 + b"\x04\x00\x00\x00" + b"\x2a" * 4  # ticks, output size, output
 
@@ -77,7 +73,7 @@ class Device:
 @pytest.fixture
 def clock(monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(client_module, "time", types.SimpleNamespace(monotonic=clock.monotonic, sleep=clock.sleep))
+    monkeypatch.setattr(requests_module, "time", types.SimpleNamespace(monotonic=clock.monotonic, sleep=clock.sleep))
     return clock
 
 
