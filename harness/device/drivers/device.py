@@ -15,6 +15,8 @@ class SerialDeviceDriver(Driver):
     protocols = ("harness", "eembc")
     runs_users_firmware = True
     takes_port = True
+    takes_baud = True
+    uploads_project = True
 
     @property
     def named_port(self) -> str | None:
