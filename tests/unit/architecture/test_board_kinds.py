@@ -84,3 +84,11 @@ def test_the_scan_reads_the_modules_that_used_to_test_kinds():
     scanned = {path.relative_to(HARNESS).as_posix() for path in _outside_homes()}
     assert {"device/launch.py", "cli/devices.py", "model/deployable.py", "firmware/tflm_obtain.py"} <= scanned
     assert not any(name.startswith("device/drivers/") or name == "boards.py" for name in scanned)
+
+
+def test_every_board_kind_has_its_driver_and_every_driver_its_board_kind():
+    from harness.device.drivers import DRIVERS
+
+    reached = {name: driver for name, driver in DRIVERS.items() if name != "labgrid"}  # labgrid: a device board's
+    assert set(reached) == set(BOARD_KINDS)
+    assert all(driver.kind == kind for kind, driver in reached.items())
