@@ -7,9 +7,10 @@ The package's boards/ folder holds the boards harness ships; a user adds their o
 
 import dataclasses
 import os
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import platformdirs
 import pydantic
@@ -116,8 +117,12 @@ class TflmRecipe:
     target_arch: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Board:
+    """What every board file holds. A board is one of the kinds below (the file's `kind` picks it): each kind
+    declares the tables it needs and answers, for the layers below the drivers, what it is (builds firmware,
+    has size limits, where its TFLM comes from)."""
+
     __pydantic_config__ = _STRICT
     id: str
     name: str
@@ -128,11 +133,24 @@ class Board:
     link: Link = Link()
     core: str = ""
     cpu_hz: pydantic.NonNegativeInt = 0
-    platformio: PlatformIO | None = None
-    qemu: Qemu | None = None
+    platformio: None = None  # a device board's own table (DeviceBoard)
+    qemu: None = None  # an emulated board's own table (EmulatedBoard)
     sim: Sim = Sim()
     tflm: TflmRecipe | None = None
     source_file: Path | None = None  # set by the loader, never read from the file
+
+    builds_firmware: ClassVar[bool] = False  # harness builds firmware for it from firmware/ (needs a HAL folder)
+    size_limited: ClassVar[bool] = True  # a model must fit its flash and arena
+
+    @property
+    def tflm_source(self) -> str:
+        """Where its firmware gets TFLM when no --tflm is given: "tree" (harness prepares one), "lib_deps" or
+        "idf_component" (the board file's pinned package), or "none"."""
+        return "none"
+
+    def kind_problem(self) -> str | None:
+        """What this kind needs beyond its tables' types, missing; None: nothing."""
+        return None
 
     @property
     def hal_dir(self) -> Path | None:
@@ -148,26 +166,111 @@ class Board:
         return dataclasses.replace(self, sim=dataclasses.replace(self.sim, **changes))
 
 
-_BOARD = pydantic.TypeAdapter(Board)
+@dataclass(frozen=True, kw_only=True)
+class VirtualBoard(Board):
+    """The device core compiled for this machine, running TFLM's host interpreter: no size limit."""
+
+    kind: Literal["virtual"]
+    size_limited: ClassVar[bool] = False
 
 
-def _valid_fields(error: dict) -> str:
+@dataclass(frozen=True, kw_only=True)
+class EmulatedBoard(Board):
+    """Firmware harness builds and runs under QEMU."""
+
+    kind: Literal["emulated"]
+    qemu: Qemu = field()
+    builds_firmware: ClassVar[bool] = True
+
+    @property
+    def tflm_source(self) -> str:
+        return "tree"
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostedBoard(Board):
+    """A real board's HAL compiled for this machine (sim.hal names which)."""
+
+    kind: Literal["hosted"]
+
+    def kind_problem(self) -> str | None:
+        return None if self.sim.hal else "a hosted board needs sim.hal (stm32duino, mbed or espidf)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceBoard(Board):
+    """A real board on a serial port, its firmware a PlatformIO project."""
+
+    kind: Literal["device"]
+    platformio: PlatformIO = field()
+    builds_firmware: ClassVar[bool] = True
+
+    @property
+    def tflm_source(self) -> str:
+        return self.platformio.tflm
+
+
+def _kind_of(board: type[Board]) -> str:
+    """The `kind` a board class is for: its Literal."""
+    return typing.get_args(board.__dataclass_fields__["kind"].type)[0]
+
+
+BOARD_KINDS: dict[str, type[Board]] = {
+    _kind_of(board): board for board in (VirtualBoard, EmulatedBoard, HostedBoard, DeviceBoard)
+}
+_BOARD = pydantic.TypeAdapter(
+    Annotated[VirtualBoard | EmulatedBoard | HostedBoard | DeviceBoard, pydantic.Field(discriminator="kind")]
+)
+# A kind's own tables: missing from its board, or written in another kind's, the refusal names the table.
+_TABLES = {"qemu": Qemu, "platformio": PlatformIO}
+
+
+def _located(error: dict) -> tuple[type[Board], tuple]:
+    """The board class an error is in and its location in that board: a tagged union's first part is the kind."""
+    loc = tuple(error["loc"])
+    if loc and loc[0] in BOARD_KINDS:
+        return BOARD_KINDS[loc[0]], loc[1:]
+    return Board, loc
+
+
+def _valid_fields(table: type, loc: tuple) -> str:
     """The fields of the table an error is in, for the refusal's fix."""
-    table: type = Board
-    for part in error["loc"][:-1]:
+    for part in loc[:-1]:
         hints = {f.name: f.type for f in dataclasses.fields(table)}
         nested = hints.get(part)
         nested = next((a for a in getattr(nested, "__args__", (nested,)) if dataclasses.is_dataclass(a)), None)
         if nested is None:
             break
         table = nested
-    return ", ".join(f.name for f in dataclasses.fields(table) if f.name != "source_file")
+    return ", ".join(f.name for f in dataclasses.fields(table) if f.name != "source_file" and f.type is not None)
+
+
+def _a(kind: str) -> str:
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
 
 
 def _problem(error: dict) -> str:
-    problem = reading.schema_problem(error)
+    board, loc = _located(error)
+    kinds = ", ".join(BOARD_KINDS)
+    if error["type"] == "union_tag_invalid":
+        return f"field 'kind': {error['ctx']['tag']!r} is no board kind; valid: {kinds}"
+    if error["type"] == "union_tag_not_found":
+        return f"missing field 'kind' (one of {kinds})"
+    if len(loc) == 1 and loc[0] in _TABLES:
+        table, kind = loc[0], _kind_of(board)
+        if error["type"] in ("missing", "missing_argument"):
+            required = [
+                f.name
+                for f in dataclasses.fields(_TABLES[table])
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            ]
+            return f"{_a(kind)} board needs a [{table}] table ({', '.join(required)})"
+        if error["type"] == "none_required":
+            owner = next(k for k, b in BOARD_KINDS.items() if b.__dataclass_fields__[table].type is _TABLES[table])
+            return f"{_a(kind)} board has no [{table}] table ({_a(owner)} board's): remove it"
+    problem = reading.schema_problem({**error, "loc": loc})
     if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
-        return f"{problem} (valid here: {_valid_fields(error)})"
+        return f"{problem} (valid here: {_valid_fields(board, loc)})"
     return problem
 
 
@@ -206,13 +309,9 @@ def _check_consistent(board: Board, path: Path) -> None:
     if board.hal_dir is not None and not board.hal_dir.is_dir():
         field_name = "firmware.hal" if board.firmware.hal else "firmware.family"
         refuse(f"{field_name}: no HAL folder {board.hal_dir}")
-    if board.kind == "emulated" and board.qemu is None:
-        refuse("an emulated board needs a [qemu] table (machine)")
-    if board.kind == "hosted" and not board.sim.hal:
-        refuse("a hosted board needs sim.hal (stm32duino, mbed or espidf)")
-    if board.kind == "device" and board.platformio is None:
-        refuse("a device board needs a [platformio] table (platform, board, framework, upload_protocol)")
-    if board.kind in ("emulated", "device") and board.hal_dir is None:
+    if board.kind_problem():
+        refuse(board.kind_problem())
+    if board.builds_firmware and board.hal_dir is None:
         refuse("a board that gets firmware needs firmware.family or firmware.hal")
 
 
@@ -275,9 +374,6 @@ def get_board(spec: str) -> Board:
 
 
 def board_ids(kind: str | None = None, *, platformio: bool = False) -> list[str]:
-    """Board ids for choices and help texts, from the board files."""
-    return [
-        b.id
-        for b in all_boards().values()
-        if (kind is None or b.kind == kind) and (not platformio or b.platformio is not None)
-    ]
+    """Board ids for choices and help texts, from the board files: of one kind, or the PlatformIO boards."""
+    chosen = BOARD_KINDS[kind] if kind else Board
+    return [b.id for b in all_boards().values() if isinstance(b, chosen) and (not platformio or b.platformio)]

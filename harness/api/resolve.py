@@ -30,7 +30,9 @@ def tflm_tree(settings, board=None):
 def emulated_tflm_tree(settings, board):
     """For runs that build firmware only for QEMU boards (eval, perf, profile, stream): a real board runs
     what was flashed, the virtual one the host interpreter."""
-    return tflm_tree(settings, board if board.kind == "emulated" else None)
+    from harness.device.drivers import driver_type
+
+    return tflm_tree(settings, board if driver_type(board).builds_at_start else None)
 
 
 def model_for(settings, board):

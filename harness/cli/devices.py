@@ -41,14 +41,20 @@ def cmd_link_test(args) -> int:
 
 
 def cmd_flash(args) -> int:
-    """Through the board's driver: a real board gets a PlatformIO upload, QEMU and hosted boards build and
-    boot their firmware, the virtual board has nothing to flash."""
-    from harness.device.drivers import ConnectOptions, driver_for
+    """Through the board's driver, always: a real board gets a PlatformIO upload, QEMU and hosted boards build
+    and boot their firmware, the virtual board has nothing to flash."""
+    from harness.device.drivers import driver_type
 
     board = get_board(args.board)
-    if board.kind == "device":
-        return flash_device(args, board)
-    tflm = tflm_tree(args) if board.kind != "virtual" else None
+    driver = driver_type(board)
+    return flash_project(args, board) if driver.uploads_project else flash_started(args, board, driver.flashes)
+
+
+def flash_started(args, board, flashes: bool) -> int:
+    """A board harness starts: its driver boots the firmware it builds (with the model when --tflm is given)."""
+    from harness.device.drivers import ConnectOptions, driver_for
+
+    tflm = tflm_tree(args) if flashes else None
     model = None
     if tflm is not None:
         card = load_card(args.model)
@@ -168,7 +174,8 @@ def cmd_profile(args) -> int:
     return 0
 
 
-def flash_device(args, board) -> int:
+def flash_project(args, board) -> int:
+    """A real board: its driver uploads the generated PlatformIO project, then checks the firmware it answers with."""
     from harness.device.drivers import ConnectOptions, driver_for
     from harness.firmware.platformio import generate_project
 

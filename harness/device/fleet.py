@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from harness.boards import Board
-from harness.device.drivers import ConnectOptions, Driver, driver_for, driver_type
+from harness.device.drivers import DRIVERS, ConnectOptions, Driver, driver_for, driver_type
 from harness.device.labgrid_address import coordinator_address
 from harness.errors import UserError, setting
 from harness.model.tflite_file import TfliteModel
@@ -63,8 +63,7 @@ def check_fleet(board: Board, options: ConnectOptions, request: FleetRequest) ->
                 f"{setting('labgrid_tags')} reserves the places itself: drop {setting('labgrid_place')}, "
                 f"{setting('port')} and {setting('serial')}"
             )
-        if board.kind != "device":
-            raise UserError(f"{setting('labgrid_tags')} needs a real board, not {board.id} ({board.kind})")
+        DRIVERS["labgrid"].refuse_board(board, "labgrid_tags")
         return request.count
     if named is not None:
         option, names = named

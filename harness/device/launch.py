@@ -4,7 +4,7 @@
 from contextlib import AbstractContextManager
 
 from harness.boards import Board
-from harness.device.drivers import DRIVERS, ConnectOptions, driver_for
+from harness.device.drivers import ConnectOptions, driver_for, driver_type
 from harness.errors import UserError, setting
 from harness.link.eembc import REFERENCE_BAUD
 from harness.link.session import DeviceSession
@@ -34,12 +34,13 @@ def with_link_options(
     the rate the link starts at) and inference time, the rate to switch to after the handshake, and a real
     board's serial rate (`baud`; with the eembc protocol 115200 unless given: MLPerf Tiny firmware sets
     its own rate, not the board file's)."""
-    if baud is not None and board.kind != "device":
+    driver = driver_type(board)
+    if baud is not None and not driver.takes_baud:
         raise UserError(
             f"{setting('baud')} sets a real board's serial rate: harness opens the link of {board.id} "
             f"({board.kind} board) itself; drop it (the virtual board's emulated rate is {setting('link_baud')})"
         )
-    if board.kind == "device" and (baud is not None or protocol == "eembc"):
+    if driver.takes_baud and (baud is not None or protocol == "eembc"):
         rate = baud if baud is not None else REFERENCE_BAUD
         if rate in board.link.forbidden_baudrates:
             raise UserError(
@@ -50,7 +51,7 @@ def with_link_options(
     emulation = {"link_baud": link_baud, "emulate_invoke_ms": emulate_invoke_ms}
     emulation = {name: value for name, value in emulation.items() if value is not None}
     if emulation:
-        if not emulation.keys() <= DRIVERS[board.kind].emulates:
+        if not emulation.keys() <= driver.emulates:
             raise UserError(
                 f"{setting('link_baud')} and {setting('emulate_invoke_ms')} emulate a link on the virtual board: "
                 f"use {setting('board')} sim"

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.boards import Board
+from harness.device.drivers import driver_type
 from harness.device.figures import Figure, latency_figure
 from harness.energy.meter import Meter
 from harness.errors import UserError, setting
@@ -109,14 +110,7 @@ def run_profile(client: DeviceSession, board: Board, data: bytes) -> ProfileRepo
         total, ops, operators_run = require(client, Profiling).profile(data)
     except DeviceError as exc:
         if exc.code == ErrorCode.UNSUPPORTED:
-            raise UserError(
-                f"{board.id} cannot time operators: "
-                + (
-                    "the virtual board's TFLM host interpreter has no per-operator timer"
-                    if board.kind == "virtual"
-                    else "its firmware's runner has no profiler"
-                )
-            ) from exc
+            raise UserError(f"{board.id} cannot time operators: {driver_type(board).no_profiler}") from exc
         raise
     return ProfileReport(
         board.id, latency_figure(total, board), [(name, latency_figure(t, board)) for name, t in ops], operators_run

@@ -18,6 +18,7 @@ import numpy as np
 
 from harness.boards import Board
 from harness.defaults import MLPERF_WINDOW_SECONDS
+from harness.device.drivers import driver_type
 from harness.energy.meter import Meter
 from harness.energy.trace import PowerTrace
 from harness.energy.windows import PERF_ADVICE, Window, resolution, window_energies_j
@@ -56,7 +57,7 @@ class PerfEnergy:
 def energy_source(trace: PowerTrace, board: Board) -> str:
     """`device` only for a real instrument on a real board: a simulated meter, or a real meter on the
     virtual or a hosted board, measures no board's inferences."""
-    return "device" if trace.source == "device" and board.kind == "device" else "sim"
+    return "device" if trace.source == "device" and driver_type(board).runs_users_firmware else "sim"
 
 
 def measure_energy(

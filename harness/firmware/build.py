@@ -116,7 +116,7 @@ _BUILDING = threading.Lock()
 
 
 def _build_firmware(board: Board, model: TfliteModel | None, tflm: TflmTree | None, frontend: TfliteModel | None):
-    if board.kind not in ("emulated", "device"):
+    if not board.builds_firmware:
         raise UserError(f"board {board.id} has no firmware to build")
     firmware = Assembly(board, model, tflm, frontend, bare_metal=True)
     compiler = _compiler_version()

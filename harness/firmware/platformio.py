@@ -198,7 +198,7 @@ def generate_project(
     frontend: TfliteModel | None = None,
 ) -> PioProject:
     """The PlatformIO project for `board` running `model` (and, for keyword streaming, `frontend`)."""
-    if board.kind != "device" or board.platformio is None:
+    if board.platformio is None:  # a device board's own table
         raise UserError(f"{board.id} is not a PlatformIO board; valid: {', '.join(board_ids(platformio=True))}")
     firmware = Assembly(board, model, tflm, frontend, bare_metal=False)
     # A real board's arena is sized to the model: its RAM holds the framework's data too.

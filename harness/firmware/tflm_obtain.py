@@ -187,9 +187,7 @@ PACKAGED_KERNELS = {
 def tflm_source(board) -> str:
     """Where a board's firmware gets TFLM when no --tflm is given: "tree" (harness prepares one),
     "lib_deps" or "idf_component" (the board file's pinned package), or "none"."""
-    if board.kind not in ("emulated", "device") or board.hal_dir is None:
-        return "none"
-    return board.platformio.tflm if board.kind == "device" else "tree"
+    return board.tflm_source if board.hal_dir is not None else "none"
 
 
 def board_recipe(board, pins: Pins | None = None) -> Recipe | None:

@@ -158,5 +158,5 @@ def require_deployable(model: TfliteModel, board: Board) -> None:
     """Everything a device command checks before the board starts. The virtual board has no size
     limit, and its loader names a missing kernel itself."""
     require_integer(model)
-    if board.kind != "virtual":
+    if board.size_limited:
         require_fit(model, board)

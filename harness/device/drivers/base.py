@@ -64,6 +64,11 @@ class Driver(ABC):
     injects_faults: ClassVar[bool] = True  # a fault proxy can sit in its link
     takes_port: ClassVar[bool] = False  # its link is a port the user may name (a real board's)
     runs_users_firmware: ClassVar[bool] = False  # flashed by the user (a real board), not started by harness
+    takes_baud: ClassVar[bool] = False  # its serial rate is the user's to set (--baud): a real board's
+    builds_at_start: ClassVar[bool] = False  # it builds the model's firmware with a TFLM tree as it starts (QEMU)
+    flashes: ClassVar[bool] = True  # `harness flash` puts firmware on it (the virtual board runs any model as is)
+    uploads_project: ClassVar[bool] = False  # `harness flash` uploads a generated PlatformIO project to it
+    no_profiler: ClassVar[str] = "its firmware's runner has no profiler"  # why PROFILE may be unsupported
 
     @classmethod
     def refuse_port(cls, board: Board, port: str | None) -> None:

@@ -16,6 +16,8 @@ class SerialDeviceDriver(Driver):
     protocols = PROTOCOL_NAMES
     runs_users_firmware = True
     takes_port = True
+    takes_baud = True
+    uploads_project = True
 
     @property
     def named_port(self) -> str | None:

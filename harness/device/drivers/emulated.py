@@ -14,6 +14,7 @@ from harness.model.tflite_file import read_tflite
 class EmulatedDriver(Driver):
     kind = "emulated"
     injects_faults = False
+    builds_at_start = True
 
     @contextmanager
     def start(self) -> Iterator[Endpoint]:

@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
+from harness.boards import Board
 from harness.device.drivers.base import Driver, Endpoint
 from harness.device.labgrid_address import coordinator_address
 from harness.device.labgrid_place import labgrid_port
@@ -22,15 +23,21 @@ class LabgridDriver(Driver):
     kind = "labgrid"
     protocols = PROTOCOL_NAMES
     runs_users_firmware = True
+    takes_baud = True
 
     @classmethod
     def refuse_port(cls, board, port) -> None:
         if port not in (None, "auto"):
             raise UserError(f"the labgrid place gives the port: drop {setting('port')} or {setting('labgrid_place')}")
 
+    @classmethod
+    def refuse_board(cls, board: Board, option: str = "labgrid_place") -> None:
+        """A labgrid place holds a real board (kind "device"): refuse any other, naming the option."""
+        if board.kind != "device":
+            raise UserError(f"{setting(option)} needs a real board, not {board.id} ({board.kind})")
+
     def check(self) -> None:
-        if self.board.kind != "device":
-            raise UserError(f"{setting('labgrid_place')} needs a real board, not {self.board.id} ({self.board.kind})")
+        self.refuse_board(self.board)
         coordinator_address()
         super().check()
 

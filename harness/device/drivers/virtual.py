@@ -79,6 +79,8 @@ class VirtualDriver(Driver):
     kind = "virtual"
     protocols = PROTOCOL_NAMES
     emulates = frozenset({"link_baud", "emulate_invoke_ms"})
+    flashes = False
+    no_profiler = "the virtual board's TFLM host interpreter has no per-operator timer"
 
     @contextmanager
     def start(self) -> Iterator[Endpoint]:

@@ -8,7 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from harness.boards import all_boards, board_ids, get_board, load_board_file
+from harness.boards import (
+    BOARD_KINDS,
+    DeviceBoard,
+    EmulatedBoard,
+    HostedBoard,
+    VirtualBoard,
+    all_boards,
+    board_ids,
+    get_board,
+    load_board_file,
+)
 from harness.errors import UserError
 from harness.paths import boards_dir
 from tests.conftest import assert_refused_in_one_line
@@ -197,3 +207,67 @@ def test_the_frame_minimums_are_the_device_cores():
         return eval(expression)  # the header's own arithmetic on numbers only
 
     assert (value("HP_MIN_RX_FRAME"), value("HP_MIN_TX_FRAME")) == (boards.MIN_RX_FRAME, boards.MIN_TX_FRAME)
+
+
+@pytest.mark.parametrize(
+    ("board_id", "board_type", "builds_firmware", "size_limited", "tflm_source"),
+    [
+        ("sim", VirtualBoard, False, False, "none"),
+        ("qemu_m4", EmulatedBoard, True, True, "tree"),
+        ("hal_mbed", HostedBoard, False, True, "none"),
+        ("nucleo_h743", DeviceBoard, True, True, "tree"),
+        ("nano33ble", DeviceBoard, True, True, "lib_deps"),
+    ],
+)
+def test_a_board_is_the_type_of_its_kind_and_answers_for_it(
+    board_id, board_type, builds_firmware, size_limited, tflm_source
+):
+    board = get_board(board_id)
+    assert type(board) is board_type and BOARD_KINDS[board.kind] is board_type
+    assert (board.builds_firmware, board.size_limited, board.tflm_source) == (
+        builds_firmware,
+        size_limited,
+        tflm_source,
+    )
+    assert isinstance(board.with_link(baudrate=9600), board_type)  # a changed board keeps its kind
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("emulated", "an emulated board needs a [qemu] table (machine)"),
+        ("device", "a device board needs a [platformio] table (platform, board, framework, upload_protocol)"),
+    ],
+)
+def test_a_kind_missing_its_own_table_is_refused_naming_the_table(tmp_path, kind, expected):
+    text = SIM_BOARD.replace('kind = "virtual"', f'kind = "{kind}"').replace('id = "sim"', 'id = "mine"')
+    with pytest.raises(UserError) as refused:
+        load_board_file(_write(tmp_path, "mine.toml", text))
+    assert expected in str(refused.value) and "docs/boards.md" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (SIM_BOARD + '\n[qemu]\nmachine = "mps2-an386"\n', "a virtual board has no [qemu] table (an emulated board's)"),
+        (RP2040_BOARD.replace('kind = "device"', 'kind = "hosted"'), "a hosted board has no [platformio] table"),
+        (SIM_BOARD.replace('kind = "virtual"', 'kind = "hosted"'), "a hosted board needs sim.hal"),
+        (
+            SIM_BOARD.replace('kind = "virtual"', 'kind = "rack"'),
+            "field 'kind': 'rack' is no board kind; valid: virtual",
+        ),
+        (
+            SIM_BOARD.replace('kind = "virtual"\n', ""),
+            "missing field 'kind' (one of virtual, emulated, hosted, device)",
+        ),
+    ],
+)
+def test_a_table_of_another_kind_or_no_kind_is_refused_in_one_line(tmp_path, text, expected):
+    with pytest.raises(UserError) as refused:
+        load_board_file(_write(tmp_path, "mine.toml", text.replace('id = "sim"', 'id = "mine"')))
+    assert expected in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_board_ids_of_a_kind_come_from_the_board_types():
+    assert set(board_ids("device")) >= {"nucleo_h743", "nano33ble", "esp32dev"}
+    assert set(board_ids("virtual")) == {"sim"}
