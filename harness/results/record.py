@@ -44,7 +44,7 @@ from harness.results.run_checks import (
     eval_summary_problem,
     manifest_problem,
 )
-from harness.results.stream_scores import Detection, MlperfSwwScore, OptimalScore, TfCompatScore
+from harness.results.stream_scores import Detection, OptimalScore, StreamScores
 from harness.samples import CleanLabels
 
 if TYPE_CHECKING:
@@ -537,34 +537,6 @@ class SourcedBytes:
 
 
 @dataclass(frozen=True, kw_only=True)
-class NotScorable:
-    """A policy the run's ledger cannot serve (mlperf-sww without end times), and why."""
-
-    not_scorable: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class StreamScores:
-    """The device's detections scored under each policy (harness/streaming/scoring.py)."""
-
-    optimal: OptimalScore | NotScorable | None = None
-    tf_compat: Annotated[TfCompatScore | NotScorable | None, pydantic.Field(alias="tf-compat")] = None
-    mlperf_sww: Annotated[MlperfSwwScore | NotScorable | None, pydantic.Field(alias="mlperf-sww")] = None
-
-    @classmethod
-    def of(cls, scores: dict) -> "StreamScores | None":
-        """From {policy: score, or why the policy could not score this ledger}."""
-        if not scores:
-            return None
-        named = {p: NotScorable(not_scorable=s) if isinstance(s, str) else s for p, s in scores.items()}
-        return cls(**{policy.replace("-", "_"): score for policy, score in named.items()})
-
-    def by_policy(self) -> dict[str, OptimalScore | TfCompatScore | MlperfSwwScore | NotScorable]:
-        found = {"optimal": self.optimal, "tf-compat": self.tf_compat, "mlperf-sww": self.mlperf_sww}
-        return {policy: score for policy, score in found.items() if score is not None}
-
-
-@dataclass(frozen=True, kw_only=True)
 class StreamSummary:
     __pydantic_config__ = STRICT
     kind: Literal["stream"] = "stream"
@@ -586,7 +558,8 @@ class StreamSummary:
 
     @property
     def optimal(self) -> OptimalScore | None:
-        return self.scores.optimal if self.scores and isinstance(self.scores.optimal, OptimalScore) else None
+        found = self.scores.by_policy().get("optimal") if self.scores else None
+        return found if isinstance(found, OptimalScore) else None
 
 
 Summary = Annotated[EvalSummary | StreamSummary, pydantic.Discriminator("kind")]
