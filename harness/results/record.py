@@ -45,6 +45,7 @@ from harness.results.run_checks import (
     manifest_problem,
 )
 from harness.results.stream_scores import Detection, OptimalScore, StreamScores
+from harness.results.task_facts import EARLIER_TASKS, TaskFacts
 from harness.samples import CleanLabels
 
 if TYPE_CHECKING:
@@ -484,6 +485,7 @@ class EvalSummary:
     arena: Arena
     references: References = References()
     task: str = "image_classification"
+    task_facts: TaskFacts | None = None  # what the task declares (harness/eval/tasks.py); earlier runs: none
     confusion: StoredConfusion = None
     anomaly: Anomaly | None = None  # anomaly_detection: AUC and Top-1 over files
     run_id: Id | None = None
@@ -492,6 +494,11 @@ class EvalSummary:
     inputs_from_cache: bool | None = None
     energy: Energy | None = None
     boards: list[BoardShare] = field(default_factory=list)  # a run over several boards: each one's part
+
+    @property
+    def facts(self) -> TaskFacts:
+        """The task's facts as the run stored them, else (an earlier version's run) as its task had them."""
+        return self.task_facts or EARLIER_TASKS[self.task]
 
     @property
     def first_subset(self) -> SubsetResult | None:
