@@ -20,6 +20,7 @@ from harness.cli import exits
 from harness.cli.args import Parser, command, group, link_options
 from harness.cli.energy import add_lpirc_commands, add_meter_command
 from harness.cli.guards import one_line, refuse_outputs_over_inputs
+from harness.cli.registry_names import RegistryNames
 from harness.cli.signals import sigterm_as_interrupt
 from harness.cli.spellings import modern_spelling
 from harness.cli.tflm import add_tflm_commands
@@ -463,7 +464,7 @@ def _add_stream(commands) -> None:
     run.add_argument("--model", default="tflm_micro_speech", help="a keyword card with [streaming]")
     run.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
     run.add_argument("--ledger-unit", choices=("ms", "s"), help="the ledger's time unit when not ms")
-    run.add_argument("--tolerance-ms", type=tolerance_ms, help="matching tolerance for optimal and tf-compat")
+    run.add_argument("--tolerance-ms", type=tolerance_ms, help="matching tolerance of the policies that take one")
     run.add_argument("--wakeword", help="mlperf-sww's wakeword (default: the card's first keyword)")
     run.add_argument("--results", type=output_folder("--results"), default="results", help="folder for run folders")
     run.add_argument("--port", type=port_names, help="serial device or pyserial URL of a real board")
@@ -481,12 +482,16 @@ def _add_stream(commands) -> None:
     score.add_argument("--ledger", required=True, help="CSV of label,start_ms[,end_ms]")
     score.add_argument("--detections", required=True, help="CSV of label,time_ms,score,reference")
     score.add_argument(
-        "--policy", default="optimal", choices=("optimal", "tf-compat", "mlperf-sww"), help="matching rules"
+        "--policy",
+        default="optimal",
+        choices=RegistryNames("harness.streaming.policies:policy_names"),
+        metavar="POLICY",
+        help="matching rules: %(choices)s (harness/streaming/policies/)",
     )
     score.add_argument(
         "--tolerance-ms",
         type=tolerance_ms,
-        help="match window either side of an event (default: optimal 1000, tf-compat 1500)",
+        help="match window either side of an event (default: the policy's own, docs/streaming.md)",
     )
     exposure = score.add_mutually_exclusive_group()
     exposure.add_argument("--audio", help="the stream's WAV: its length is the exposure and bounds the ledger")

@@ -283,12 +283,15 @@ def _summarise(
         subsets[subset.name] = SubsetResult(
             n=int(members.sum()),
             positive_class=task.class_name(subset),
-            device=score(subset, samples, device_pred, *drawn) if task.decides_samples else Score(),
-            host={n: score(subset, samples, host_pred[n], *drawn) if task.decides_samples else Score() for n in names},
+            device=score(subset, samples, device_pred, *drawn) if task.facts.decides_samples else Score(),
+            host={
+                n: score(subset, samples, host_pred[n], *drawn) if task.facts.decides_samples else Score()
+                for n in names
+            },
             versus={
                 n: Versus(
                     agreement=float(np.mean(device_pred[members] == host_pred[n][members]))
-                    if members.any() and task.decides_samples
+                    if members.any() and task.facts.decides_samples
                     else None,
                     max_diff_steps=float(diffs[n][members].max()) if members.any() else None,
                 )
@@ -312,7 +315,8 @@ def _summarise(
         # 0 from a DUT means it did not report the figure: no model runs in an empty arena.
         arena=Arena(source=source, configured=info.arena_configured or None, used=info.arena_used or None),
         references=References(used=names, refused=refs.refused),
-        task=request.card.task,
+        task=task.name,
+        task_facts=task.facts,
         confusion=_confusion(request, samples, device_pred, host_pred) if task.confusion else None,
         anomaly=_anomaly(samples, readings, request.dataset) if task.scores_files else None,
         run_id=run.id,

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from harness.eval.outputs import diff_steps
 from harness.eval.sampling import Selection
+from harness.eval.tasks import Task
 from harness.link.protocol import TickKind, Timing
 from harness.model.dut import DutComputation
 from harness.results.journal import HOST_COLUMN, Journal, entries_table
@@ -28,7 +29,7 @@ class RowMaker:
     """What each row is made from besides its journal entry."""
 
     samples: list[Sample]  # the run's, by index
-    task: object  # harness/eval/tasks.py: predict()
+    task: Task  # reads each output (predict)
     computation: DutComputation
     references: list[str]
     subsets: list

@@ -178,7 +178,7 @@ def gate_subsets(run: "Run") -> list[str]:
     if run.kind != "eval":
         return []
     summary = run.eval_summary
-    if summary.task == "image_classification":
+    if summary.facts.wake_vision:
         names = list(SUBSETS)
     else:
         names = ["all", *(summary.confusion.labels if summary.confusion else [])]

@@ -1,8 +1,9 @@
 """What differs between a card's tasks in an eval: where samples come from, which subsets exist,
-how a file becomes an input tensor, and how an output is read."""
+how a file becomes an input tensor, and how an output is read. Each task is one implementation of `Task`,
+registered under the card task it serves (`register`); `task_for` finds a card's."""
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol, TypeVar, runtime_checkable
 
 from harness.errors import UserError, setting
 from harness.eval.dataset import load_dataset, require_flags
@@ -11,6 +12,7 @@ from harness.eval.outputs import NO_DECISION, predict, predict_class, score_of
 from harness.eval.runner_files import load_runner_dataset, runner_file_preparation
 from harness.eval.subsets import PERSON, class_subsets, parse_subsets
 from harness.model.card import ModelCard
+from harness.results.task_facts import TaskFacts
 from harness.samples import Dataset, Preparation
 from harness.tensors import TensorSpec
 
@@ -35,14 +37,52 @@ class DatasetRequest:
     seed: int = 0  # hf: the shuffled stream's seed (with a limit and no pools)
 
 
-@dataclass(frozen=True)
-class PersonDetection:
-    """Wake Vision: images, the fine-grained subsets, person (1) or not (0)."""
+@runtime_checkable
+class Task(Protocol):
+    """One card task in an eval. `facts` go into the run's summary, where results reads them."""
 
+    name: ClassVar[str]  # the card's `task` it serves (harness/model/card.py TASKS)
+    facts: ClassVar[TaskFacts]
+    confusion: ClassVar[bool]  # the summary keeps a confusion matrix over the card's labels
+    scores_files: ClassVar[bool]  # AUC and Top-1 over files of windows (harness/eval/anomaly.py)
     card: ModelCard
-    decides_samples: ClassVar[bool] = True  # each sample gets a class: accuracy and F1 per subset
+
+    def load_dataset(self, wanted: DatasetRequest) -> Dataset: ...
+
+    def subsets(self, spec: str) -> list: ...
+
+    def preparation(self, spec: TensorSpec) -> Preparation: ...
+
+    def predict(self, raw: bytes, spec: TensorSpec) -> tuple[int, float]:
+        """(class, score) of one output; NO_DECISION as the class where the task decides none."""
+        ...
+
+    def class_name(self, subset) -> str: ...
+
+
+TASKS: dict[str, type[Task]] = {}
+T = TypeVar("T", bound=type)
+
+
+def register(task: T) -> T:
+    """A task class, registered under its `name` (used as a class decorator)."""
+    if task.name in TASKS:
+        raise ValueError(f"task {task.name!r} is registered twice")
+    TASKS[task.name] = task
+    return task
+
+
+@register
+@dataclass(frozen=True)
+class ImageClassification:
+    """Image classification as Wake Vision scores it: images in its layout (or streamed from it), its
+    fine-grained subsets, person (1) or not (0), F1 and its rate F1 (F1wv)."""
+
+    name: ClassVar[str] = "image_classification"
+    facts: ClassVar[TaskFacts] = TaskFacts(decides_samples=True, wake_vision=True)
     confusion: ClassVar[bool] = False  # two classes: the F1 columns say it all
-    scores_files: ClassVar[bool] = False  # AUC and Top-1 over files of windows (harness/eval/anomaly.py)
+    scores_files: ClassVar[bool] = False
+    card: ModelCard
 
     def load_dataset(self, wanted: "DatasetRequest") -> Dataset:
         spec, splits = wanted.spec, wanted.splits
@@ -68,14 +108,16 @@ class PersonDetection:
         return "person" if subset.positive_label == PERSON else "non-person"
 
 
+@register
 @dataclass(frozen=True)
 class Classification:
     """Top-1 over the card's classes, on the MLPerf Tiny runner's files (kws01, ic01): a subset per class."""
 
-    card: ModelCard
-    decides_samples: ClassVar[bool] = True
+    name: ClassVar[str] = "classification"
+    facts: ClassVar[TaskFacts] = TaskFacts(decides_samples=True)
     confusion: ClassVar[bool] = True
     scores_files: ClassVar[bool] = False
+    card: ModelCard
 
     def load_dataset(self, wanted: "DatasetRequest") -> Dataset:
         refuse_clean_labels(self.card, wanted.clean_labels)
@@ -94,9 +136,12 @@ class Classification:
         return "every class" if subset.index is None else self.card.output.labels[subset.index]
 
 
+@register
 @dataclass(frozen=True)
 class KeywordSpotting(Classification):
     """Speech Commands style: 1 s clips through the card's frontend, a subset per class, the top class."""
+
+    name: ClassVar[str] = "keyword_spotting"
 
     def load_dataset(self, wanted: "DatasetRequest") -> Dataset:
         from harness.audio.dataset import load_keyword_dataset
@@ -110,6 +155,7 @@ class KeywordSpotting(Classification):
         return keyword_preparation(self.card, spec)
 
 
+@register
 @dataclass(frozen=True)
 class AnomalyDetection(Classification):
     """MLPerf Tiny ad01: the runner's spectrogram files in windows, one anomaly score a window (the DUT's
@@ -117,7 +163,8 @@ class AnomalyDetection(Classification):
     The benchmark sets no threshold, so no window is called normal or anomalous (NO_DECISION): the
     per-subset table compares the scores of device and host, not accuracies."""
 
-    decides_samples: ClassVar[bool] = False
+    name: ClassVar[str] = "anomaly_detection"
+    facts: ClassVar[TaskFacts] = TaskFacts(decides_samples=False)
     confusion: ClassVar[bool] = False
     scores_files: ClassVar[bool] = True
 
@@ -125,13 +172,5 @@ class AnomalyDetection(Classification):
         return NO_DECISION, score_of(raw, spec)
 
 
-TASK_TYPES = {
-    "image_classification": PersonDetection,
-    "keyword_spotting": KeywordSpotting,
-    "classification": Classification,
-    "anomaly_detection": AnomalyDetection,
-}
-
-
-def task_for(card: ModelCard) -> PersonDetection | KeywordSpotting | Classification | AnomalyDetection:
-    return TASK_TYPES[card.task](card)
+def task_for(card: ModelCard) -> Task:
+    return TASKS[card.task](card)

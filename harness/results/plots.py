@@ -68,7 +68,7 @@ def text_colour(background) -> str:
 
 
 def _is_person_task(run: Run) -> bool:
-    return run.eval_summary.task == "image_classification"
+    return run.eval_summary.facts.wake_vision
 
 
 def _mark_quantiles(ax, values: np.ndarray, unit: str, colour: str, quantiles=(50, 95)) -> None:

@@ -44,7 +44,8 @@ from harness.results.run_checks import (
     eval_summary_problem,
     manifest_problem,
 )
-from harness.results.stream_scores import Detection, MlperfSwwScore, OptimalScore, TfCompatScore
+from harness.results.stream_scores import Detection, OptimalScore, StreamScores
+from harness.results.task_facts import EARLIER_TASKS, TaskFacts
 from harness.samples import CleanLabels
 
 if TYPE_CHECKING:
@@ -484,6 +485,7 @@ class EvalSummary:
     arena: Arena
     references: References = References()
     task: str = "image_classification"
+    task_facts: TaskFacts | None = None  # what the task declares (harness/eval/tasks.py); earlier runs: none
     confusion: StoredConfusion = None
     anomaly: Anomaly | None = None  # anomaly_detection: AUC and Top-1 over files
     run_id: Id | None = None
@@ -492,6 +494,11 @@ class EvalSummary:
     inputs_from_cache: bool | None = None
     energy: Energy | None = None
     boards: list[BoardShare] = field(default_factory=list)  # a run over several boards: each one's part
+
+    @property
+    def facts(self) -> TaskFacts:
+        """The task's facts as the run stored them, else (an earlier version's run) as its task had them."""
+        return self.task_facts or EARLIER_TASKS[self.task]
 
     @property
     def first_subset(self) -> SubsetResult | None:
@@ -537,34 +544,6 @@ class SourcedBytes:
 
 
 @dataclass(frozen=True, kw_only=True)
-class NotScorable:
-    """A policy the run's ledger cannot serve (mlperf-sww without end times), and why."""
-
-    not_scorable: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class StreamScores:
-    """The device's detections scored under each policy (harness/streaming/scoring.py)."""
-
-    optimal: OptimalScore | NotScorable | None = None
-    tf_compat: Annotated[TfCompatScore | NotScorable | None, pydantic.Field(alias="tf-compat")] = None
-    mlperf_sww: Annotated[MlperfSwwScore | NotScorable | None, pydantic.Field(alias="mlperf-sww")] = None
-
-    @classmethod
-    def of(cls, scores: dict) -> "StreamScores | None":
-        """From {policy: score, or why the policy could not score this ledger}."""
-        if not scores:
-            return None
-        named = {p: NotScorable(not_scorable=s) if isinstance(s, str) else s for p, s in scores.items()}
-        return cls(**{policy.replace("-", "_"): score for policy, score in named.items()})
-
-    def by_policy(self) -> dict[str, OptimalScore | TfCompatScore | MlperfSwwScore | NotScorable]:
-        found = {"optimal": self.optimal, "tf-compat": self.tf_compat, "mlperf-sww": self.mlperf_sww}
-        return {policy: score for policy, score in found.items() if score is not None}
-
-
-@dataclass(frozen=True, kw_only=True)
 class StreamSummary:
     __pydantic_config__ = STRICT
     kind: Literal["stream"] = "stream"
@@ -586,7 +565,8 @@ class StreamSummary:
 
     @property
     def optimal(self) -> OptimalScore | None:
-        return self.scores.optimal if self.scores and isinstance(self.scores.optimal, OptimalScore) else None
+        found = self.scores.by_policy().get("optimal") if self.scores else None
+        return found if isinstance(found, OptimalScore) else None
 
 
 Summary = Annotated[EvalSummary | StreamSummary, pydantic.Discriminator("kind")]

@@ -66,7 +66,7 @@ def summary_tables(summary: EvalSummary) -> list[Table]:
         scores.add_column("device\nacc %", justify="right", no_wrap=True)
         scores.add_column("95 % CI\n(Wilson)", justify="right", no_wrap=True)
         scores.add_column("device\nF1 %", justify="right", no_wrap=True)
-    rate_f1 = summary.task == "image_classification"
+    rate_f1 = summary.facts.wake_vision
     if rate_f1:
         scores.add_column("device\nF1wv %", justify="right", no_wrap=True)
     for subset, entry in summary.subsets.items():

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator
 
 from harness.names import ID_RULE, MADE_RUN_ID, RUN_ID_PATTERN, RUN_ID_RULE, is_valid_id
+from harness.results.task_facts import EARLIER_TASKS
 
 MAX_SAMPLES = 2**40  # more samples than any run holds: a count past it is damage
 SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -172,7 +173,9 @@ def eval_summary_problem(summary, finished: bool) -> str | None:
     for reference, count in summary.bit_exact.items():
         if count > summary.samples:
             return f"field 'bit_exact.{reference}' is {count}, more than its {summary.samples} samples"
-    if finished and summary.task != "anomaly_detection" and summary.samples and not summary.subsets:
+    if summary.task_facts is None and summary.task not in EARLIER_TASKS:
+        return f"field 'task_facts' is missing: task {summary.task!r} is none whose facts an earlier version implied"
+    if finished and summary.facts.decides_samples and summary.samples and not summary.subsets:
         return "field 'subsets' is empty in a finished run: it was never scored"
     for name, subset in summary.subsets.items():
         problem = _subset_problem(name, subset, summary, finished)
@@ -188,7 +191,7 @@ def _subset_problem(name, subset, summary, finished: bool) -> str | None:
     where = f"subsets.{name}"
     if subset.n > summary.samples:
         return f"field '{where}.n' is {subset.n}, more than its {summary.samples} samples"
-    if finished and subset.n and subset.device.accuracy is None and summary.task != "anomaly_detection":
+    if finished and subset.n and subset.device.accuracy is None and summary.facts.decides_samples:
         return f"field '{where}.device.accuracy' is null in a finished run: the subset was never scored"
     sources = {"device": subset.device} | {f"host.{ref}": score for ref, score in subset.host.items()}
     for source, score in sources.items():

@@ -11,7 +11,6 @@ import pyarrow.compute as pc
 # A sample id holding a control or format character (RE2's Unicode classes).
 CONTROL = r"[\p{Cc}\p{Cf}]"
 OUTPUT_SHAPE = re.compile(r"^\w+\[([0-9, ]+)\]")
-CLASSIFYING = ("image_classification", "keyword_spotting", "classification")
 TIMINGS = ("microseconds", "instructions", "cycles")  # a sample's latency figures: finite, never below 0
 
 
@@ -24,7 +23,7 @@ def columns_to_check(names: list[str]) -> list[str]:
 def classes_of(summary, model_output: str | None) -> int | None:
     """How many classes the model tells apart (None where the run does not say, or the task is no
     classification): the confusion matrix's labels, else the last dimension of the model's output."""
-    if summary.task not in CLASSIFYING:
+    if not summary.facts.decides_samples:
         return None
     if summary.confusion is not None and summary.confusion.labels:
         return len(summary.confusion.labels)

@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 
 from harness.results.plots import DEVICE_COLOUR, HOST_COLOURS, OUTCOME_COLOURS, Omitted
 from harness.results.runs import Run
-from harness.results.stream_scores import MlperfSwwScore, OptimalScore, TfCompatScore
+from harness.results.stream_scores import NotScorable
 
 
 def detections_over_time(run: Run) -> object:
@@ -44,30 +44,12 @@ def detections_over_time(run: Run) -> object:
     return fig
 
 
-def _policy_counts(score) -> dict[str, int] | None:
-    """(correct, missed, unwanted) in each policy's own terms."""
-    if isinstance(score, OptimalScore):
-        return {"correct": score.hits, "missed": score.misses, "unwanted": score.unwanted_triggers}
-    if isinstance(score, TfCompatScore):
-        return {"correct": score.correct, "missed": score.ground_truth - score.correct,
-                "unwanted": score.wrong + score.false_positives}  # fmt: skip
-    if isinstance(score, MlperfSwwScore):
-        return {"correct": score.true_positives, "missed": score.false_negatives, "unwanted": score.false_positives}
-    return None  # not scorable with this ledger
-
-
-POLICY_TERMS = {
-    "optimal": "hits / misses / false alarms + duplicates + substitutions",
-    "tf-compat": "correct / annotations not correct / wrong + false positives",
-    "mlperf-sww": "true positives / false negatives / false positives",
-}
-
-
 def policies(run: Run) -> object:
     scores = run.stream_summary.scores
     if scores is None:
         raise Omitted("the run had no ledger (harness stream --ledger): no policy scored it")
-    counted = {p: c for p, s in scores.by_policy().items() if (c := _policy_counts(s)) is not None}
+    scored = {p: s for p, s in scores.by_policy().items() if not isinstance(s, NotScorable)}
+    counted = {p: s.counts() for p, s in scored.items()}
     if not counted:
         raise Omitted("no policy could score this ledger")
     fig, ax = plt.subplots(figsize=(10, 0.7 * len(counted) + 1.4), layout="constrained")
@@ -77,7 +59,7 @@ def policies(run: Run) -> object:
         values = [c[measure] for c in counted.values()]
         bars = ax.barh([k + i * height for k in range(len(counted))], values, height, color=colour, label=measure)
         ax.bar_label(bars, padding=2, fontsize="x-small")
-    ax.set_yticks([k + height for k in range(len(counted))], [f"{p}\n({POLICY_TERMS[p]})" for p in counted],
+    ax.set_yticks([k + height for k in range(len(counted))], [f"{p}\n({s.COUNTS_AS})" for p, s in scored.items()],
                   fontsize="small")  # fmt: skip
     ax.invert_yaxis()
     ax.set_xlim(0, max(max(c.values()) for c in counted.values()) * 1.15 + 1)

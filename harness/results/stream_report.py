@@ -158,13 +158,17 @@ def _print_mlperf(r: MlperfSwwScore, console: Console) -> None:
         console.print(f"note: {caveat}", highlight=False)
 
 
+def _print_counts(r, console: Console) -> None:
+    """A policy without a printer of its own: its counts in its own terms."""
+    counts = r.counts()
+    console.print(f"{r.policy}: {' / '.join(str(counts[k]) for k in counts)} ({r.COUNTS_AS})", highlight=False)
+
+
+PRINTERS = {OptimalScore: _print_optimal, TfCompatScore: _print_tf, MlperfSwwScore: _print_mlperf}
+
+
 def print_score(result, console: Console) -> None:
-    if isinstance(result, OptimalScore):
-        _print_optimal(result, console)
-    elif isinstance(result, TfCompatScore):
-        _print_tf(result, console)
-    else:
-        _print_mlperf(result, console)
+    PRINTERS.get(type(result), _print_counts)(result, console)
 
 
 def print_stream_run(summary: StreamSummary, console: Console) -> None:

@@ -2,6 +2,10 @@
 against an event ledger under a policy), kept in the run record (harness/results/record.py)."""
 
 from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, ClassVar
+
+import pydantic
 
 from harness.results.ranges import Count, Fraction, NonNegative
 
@@ -76,6 +80,12 @@ class OptimalScore:
     latency: Latency
     outcomes: list[Outcome]
 
+    COUNTS_AS: ClassVar[str] = "hits / misses / false alarms + duplicates + substitutions"
+
+    def counts(self) -> dict[str, int]:
+        """(correct, missed, unwanted) in this policy's own terms (COUNTS_AS), for the policies' plot."""
+        return {"correct": self.hits, "missed": self.misses, "unwanted": self.unwanted_triggers}
+
 
 @dataclass
 class TfDetection:
@@ -119,6 +129,15 @@ class TfCompatScore:
     caveats: list[str]
     skipped_lines: list[int] = field(default_factory=list)  # ledger lines TF's reader skips (not two fields)
 
+    COUNTS_AS: ClassVar[str] = "correct / annotations not correct / wrong + false positives"
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "correct": self.correct,
+            "missed": self.ground_truth - self.correct,
+            "unwanted": self.wrong + self.false_positives,
+        }
+
 
 @dataclass
 class MlperfSwwScore:
@@ -140,3 +159,68 @@ class MlperfSwwScore:
     false_positives_per_hour: NonNegative | None
     line: str  # summarize_sww_result's count line
     caveats: list[str]
+
+    COUNTS_AS: ClassVar[str] = "true positives / false negatives / false positives"
+
+    def counts(self) -> dict[str, int]:
+        return {"correct": self.true_positives, "missed": self.false_negatives, "unwanted": self.false_positives}
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotScorable:
+    """A policy the run's ledger cannot serve (mlperf-sww without end times), and why."""
+
+    not_scorable: str
+
+
+# policy name -> the type of its score: every registered policy (harness/streaming/policies/) adds its own.
+SCORE_TYPES: dict[str, type] = {"optimal": OptimalScore, "tf-compat": TfCompatScore, "mlperf-sww": MlperfSwwScore}
+
+
+def register_score_type(policy: str, score_type: type) -> None:
+    SCORE_TYPES[policy] = score_type
+
+
+def unregister_score_type(policy: str) -> None:
+    SCORE_TYPES.pop(policy, None)
+
+
+@cache
+def _adapter(score_type: type) -> pydantic.TypeAdapter:
+    return pydantic.TypeAdapter(score_type)
+
+
+def _typed(policy: str, score):
+    if isinstance(score, str):
+        return NotScorable(not_scorable=score)
+    if isinstance(score, dict) and set(score) == {"not_scorable"}:
+        return NotScorable(**score)
+    if policy not in SCORE_TYPES:
+        raise ValueError(f"no scoring policy is named {policy!r} (known: {', '.join(SCORE_TYPES)})")
+    return _adapter(SCORE_TYPES[policy]).validate_python(score)
+
+
+EARLIER_NAMES = {"tf_compat": "tf-compat", "mlperf_sww": "mlperf-sww"}  # StreamScores' fields, one per policy
+
+
+class StreamScores(pydantic.RootModel[dict[str, Any]]):
+    """The device's detections scored under each policy (harness/streaming/scoring.py): policy name -> its
+    score, or why the policy could not score this ledger (NotScorable)."""
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _by_policy(cls, data):
+        """Each score read as its policy's type. Earlier versions kept one field per policy: their names
+        (tf_compat, mlperf_sww) read as the policies they named, and a policy they left null as none."""
+        if not isinstance(data, dict):
+            return data
+        named = {EARLIER_NAMES.get(policy, policy): score for policy, score in data.items() if score is not None}
+        return {policy: _typed(policy, score) for policy, score in named.items()}
+
+    @classmethod
+    def of(cls, scores: dict) -> "StreamScores | None":
+        """From {policy: score, or why the policy could not score this ledger}."""
+        return cls(scores) if scores else None
+
+    def by_policy(self) -> dict:
+        return dict(self.root)

@@ -30,16 +30,17 @@ from harness.results.record import (
     RunRecord,
     SourcedBytes,
     StreamDetections,
-    StreamScores,
     StreamSummary,
     to_json,
     write_record,
 )
 from harness.results.store import new_run_id, results_root, run_folder
+from harness.results.stream_scores import StreamScores
 from harness.streaming.detections import Detections, write_detections
 from harness.streaming.ledger import load_ledger
 from harness.streaming.pipeline import TIMING_REFERENCE, HostStream, detections, keywords_of, stream_settings
-from harness.streaming.scoring import POLICIES, score_stream
+from harness.streaming.policies import policy, policy_names
+from harness.streaming.scoring import score_stream
 
 CHUNK_MS = 100  # audio per STREAM_AUDIO request (less when the device's frames are smaller)
 
@@ -221,10 +222,10 @@ def _scores(request: StreamRequest, ledger, device: list, duration_ms: int) -> d
     found = Detections(str(request.wav), TIMING_REFERENCE if device else None, tuple(device))
     wakeword = request.wakeword or keywords_of(request.card)[0]
     scores: dict = {}
-    for policy in POLICIES:
-        tolerance = None if policy == "mlperf-sww" else request.tolerance_ms
+    for name in policy_names():
+        tolerance = request.tolerance_ms if policy(name).takes_tolerance else None
         try:
-            scores[policy] = score_stream(policy, ledger, found, duration_ms, tolerance, wakeword)
+            scores[name] = score_stream(name, ledger, found, duration_ms, tolerance, wakeword)
         except UserError as exc:
-            scores[policy] = str(exc)
+            scores[name] = str(exc)
     return scores

@@ -238,7 +238,7 @@ def test_random_small_cases_against_literal_tf_and_exhaustive_matching(seed):
 
 
 def test_identical_detections_give_the_match_to_the_first():
-    from harness.streaming.scoring import _first_of_twins
+    from harness.streaming.policies.optimal import _first_of_twins
 
     twins = [Detection("yes", 1000, 0.9, "decision"), Detection("yes", 1000, 0.8, "decision")]
     assert _first_of_twins({1: 0}, twins) == {0: 0}
