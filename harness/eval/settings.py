@@ -17,11 +17,10 @@ from typing import Any
 # need comes from harness/defaults.py, not from the modules that own it (pydantic is imported where it is used).
 from harness.defaults import AUTO_POOL_SAMPLES, DEFAULT_BOARD, DEFAULT_MODEL, DEFAULT_REFERENCES, DEMO, PROTOCOL_NAMES
 from harness.errors import UserError, setting
-from harness.link.faults import FaultSpec
+from harness.link.faults import FaultSpec, fault_spec
 from harness.values import (
     board_count,
     distinct_names,
-    fault_spec,
     invoke_ms,
     link_baud_rate,
     path_text,
