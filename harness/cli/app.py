@@ -24,7 +24,7 @@ from harness.cli.signals import sigterm_as_interrupt
 from harness.cli.spellings import modern_spelling
 from harness.cli.tflm import add_tflm_commands
 from harness.defaults import DEFAULT_MODEL, DEFAULT_SPLIT_SEED, DEMO, MLPERF_WINDOW_SECONDS, PROTOCOL_NAMES
-from harness.errors import BuildError, DeviceNotFound, InterruptedRun, LinkError, UserError
+from harness.errors import InterruptedRun, UserError, WordedError
 from harness.eval.settings import TFLM_HELP
 from harness.eval.settings import add_arguments as add_eval_settings
 from harness.values import (
@@ -563,24 +563,14 @@ def _handled(parser, args, quiet: bool, terminated: list[int]) -> int:
         refuse_outputs_over_inputs(parser, args)
         with console.quieted(quiet):
             return handler_of(args)(args)
-    except DeviceNotFound as exc:
-        say("harness: error: " + exc.worded_for_cli())
-        return exits.DEVICE_NOT_FOUND
-    except UserError as exc:
-        say("harness: error: " + exc.worded_for_cli())
-        return exits.USAGE
-    except LinkError as exc:
-        say("harness: link error: " + exc.worded_for_cli())
-        return exits.LINK
-    except BuildError as exc:
-        say("harness: build error: " + exc.worded_for_cli())
-        return exits.BUILD
-    except InterruptedRun as exc:
-        say(f"harness: {_stopped_by(terminated)}: {exc}")
-        return exits.TERMINATED if terminated else exits.INTERRUPTED
+    except exits.HANDLED as exc:
+        row = exits.error_exit(exc, bool(terminated))
+        say(f"harness: {row.says}: " + (exc.worded_for_cli() if isinstance(exc, WordedError) else str(exc)))
+        return row.code
     except KeyboardInterrupt:
-        print(f"harness: {_stopped_by(terminated)}; no results were written", file=sys.stderr)
-        return exits.TERMINATED if terminated else exits.INTERRUPTED
+        row = exits.error_exit(InterruptedRun(), bool(terminated))
+        print(f"harness: {row.says}; no results were written", file=sys.stderr)
+        return row.code
     except OSError as exc:
         if isinstance(exc, BrokenPipeError) and _stdout_closed():
             return _after_closed_stdout()
@@ -595,10 +585,6 @@ def _handled(parser, args, quiet: bool, terminated: list[int]) -> int:
         where = f" {exc.filename}" if exc.filename else ""
         say(f"harness: error: cannot use{where} ({exc.strerror or exc}); check the path and its permissions")
         return exits.USAGE
-
-
-def _stopped_by(terminated: list[int]) -> str:
-    return "terminated (SIGTERM)" if terminated else "interrupted"
 
 
 def say(line: str) -> None:
