@@ -32,7 +32,7 @@ from harness.boards import get_board
 from harness.device.drivers.virtual import sim_board_process
 from harness.device.fleet import FleetRequest, board_fleet
 from harness.device.launch import ConnectOptions, with_link_options
-from harness.eval.sharding import ShardedStream
+from harness.device.sharding import ShardedStream
 from harness.model.card import load_card
 from harness.model.fetch import obtain_model
 from harness.model.tflite_file import read_tflite
