@@ -156,12 +156,8 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
     _check_journaled(inputs.samples, done)
     todo = [i for i in range(len(inputs.samples)) if i not in done]
     settings = request.settings
-    options = ConnectOptions(
-        port=settings.port,
-        serial_number=settings.serial,
-        protocol=settings.protocol,
-        faults=settings.faults,
-        labgrid_place=settings.labgrid_place,
+    options = ConnectOptions.named_by(
+        settings,
         tflm=request.tflm,
         uses=("run_stream",),
         eembc=request.card.eembc,
