@@ -3,7 +3,7 @@
 For N = 2, 4 and 8: samples/s with N virtual boards ÷ (N x samples/s with one), each board at 921600
 baud (the virtual board paces its link like a UART) with an emulated inference time, so the boards wait
 rather than compete for this machine's cores. The samples go through the eval's own dealing
-(harness/eval/sharding.py) and drivers (harness/device/fleet.py), each board a process of its own; the
+(harness/device/sharding.py) and drivers (harness/device/fleet.py), each board a process of its own; the
 host references an eval also runs are left out (they are host work, not board work). Timed from the
 moment every board has said hello to the last result. Rounds alternate (one board, then N) and medians
 are printed. Every figure is `sim`. Target: ≥ 0.9 for each N.
@@ -32,7 +32,7 @@ from harness.boards import get_board
 from harness.device.drivers.virtual import sim_board_process
 from harness.device.fleet import FleetRequest, board_fleet
 from harness.device.launch import ConnectOptions, with_link_options
-from harness.eval.sharding import ShardedStream
+from harness.device.sharding import ShardedStream
 from harness.model.card import load_card
 from harness.model.fetch import obtain_model
 from harness.model.tflite_file import read_tflite

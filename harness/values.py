@@ -184,15 +184,6 @@ def clip_placements(text: str) -> str:
     return text
 
 
-def fault_spec(text: str):
-    from harness.link.faults import FaultSpec
-
-    try:
-        return FaultSpec.parse(text)
-    except UserError as exc:
-        raise argparse.ArgumentTypeError(exc.worded_for_cli()) from None
-
-
 def place_tags(text: str) -> str:
     """labgrid place tags, `key=value` comma-separated (e.g. board=nucleo_h743,lab=2): kept as given."""
     pairs = [part.strip() for part in text.split(",") if part.strip()]

@@ -32,10 +32,9 @@ def _timed(connection: SimpleNamespace, measure, roles: tuple[type, ...] = ()):
     card, model = model_for(connection, board)
     computation = dut_computation(card, model)  # what the device computes: the model's tensors, or its DUT's
     data = sample_input(card, computation.input, dataset)
-    options = ConnectOptions(
-        port=connection.port,
+    options = ConnectOptions.named_by(
+        connection,
         tflm=emulated_tflm_tree(connection, board),
-        protocol=connection.protocol,
         roles=roles,
         eembc=card.eembc,
         computation=computation,

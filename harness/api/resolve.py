@@ -81,7 +81,7 @@ def checked_fleet(settings):
     driver = driver_type(board, settings.labgrid_place)
     driver.refuse_port(board, settings.port)
     driver.refuse_faults(settings.faults)
-    named = ConnectOptions(port=settings.port, serial_number=settings.serial, labgrid_place=settings.labgrid_place)
+    named = ConnectOptions.named_by(settings)
     boards = check_fleet(board, named, FleetRequest(settings.boards, settings.labgrid_tags))
     if boards > 1 and settings.meter:
         raise UserError(f"{setting('meter')} measures one board: drop it, or run each board alone")

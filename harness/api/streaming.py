@@ -52,7 +52,7 @@ def stream(
             results_root=root,
             port=port,
             tflm=emulated_tflm_tree(SimpleNamespace(tflm=tflm), started),
-            serial_number=serial,
+            serial=serial,
             ledger=Path(ledger) if ledger else None,
             ledger_unit=ledger_unit,
             tolerance_ms=tolerance_ms,

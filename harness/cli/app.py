@@ -17,47 +17,28 @@ from typing import NoReturn
 
 from harness import __version__, console
 from harness.cli import exits
-from harness.cli.args import Parser, command, group, link_options
+from harness.cli.args import BOARD, PORT, RESULTS, Parser, add_protocol_option, command, group, link_options
 from harness.cli.energy import add_lpirc_commands, add_meter_command
 from harness.cli.guards import one_line, refuse_outputs_over_inputs
-from harness.cli.registry_names import RegistryNames
+from harness.cli.parsers.cache import add_cache
+from harness.cli.parsers.models import add_dataset, add_models
+from harness.cli.parsers.runs import add_runs
+from harness.cli.parsers.streaming import add_stream
 from harness.cli.signals import sigterm_as_interrupt
 from harness.cli.spellings import modern_spelling
 from harness.cli.tflm import add_tflm_commands
-from harness.defaults import DEFAULT_MODEL, DEFAULT_SPLIT_SEED, DEMO, MLPERF_WINDOW_SECONDS
-from harness.errors import BuildError, DeviceNotFound, InterruptedRun, LinkError, UserError
+from harness.defaults import DEFAULT_MODEL, DEMO, MLPERF_WINDOW_SECONDS
+from harness.errors import InterruptedRun, UserError, WordedError
 from harness.eval.settings import TFLM_HELP
 from harness.eval.settings import add_arguments as add_eval_settings
-from harness.link.registry import NATIVE_PROTOCOL, PROTOCOL_NAMES
 from harness.values import (
-    age_days,
-    calibration_samples,
-    clip_count,
-    clip_placements,
-    decibels,
-    distinct_names,
-    exposure_ms,
-    gap_ms,
     link_bytes,
-    output_file,
     output_folder,
-    path_text,
-    port_names,
-    relative_change,
     run_reference,
-    seed_number,
-    stream_ms,
     timed_runs,
-    tolerance_ms,
     warmup_runs,
     window_seconds,
 )
-
-PROTOCOL_HELP = "the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware"
-
-
-def add_protocol_option(parser: argparse.ArgumentParser, prefix: str = "") -> None:
-    parser.add_argument("--protocol", choices=PROTOCOL_NAMES, default=NATIVE_PROTOCOL, help=prefix + PROTOCOL_HELP)
 
 
 def platformio_board_help() -> str:
@@ -68,26 +49,6 @@ def platformio_board_help() -> str:
         return f"a PlatformIO board ({', '.join(board_ids(platformio=True))}) or a board file's path"
     except UserError:
         return "a PlatformIO board (`harness boards list` lists them) or a board file's path"
-
-
-class _StoreHelpOnDemand(argparse.Action):
-    """argparse's plain store, whose help text `help_text()` makes only when help is shown: building the parser
-    for every command must not read every board file."""
-
-    def __init__(self, option_strings, dest, help_text, **kwargs):
-        super().__init__(option_strings, dest, **kwargs)
-        self._help_text = help_text
-
-    @property
-    def help(self) -> str:
-        return self._help_text()
-
-    @help.setter
-    def help(self, value) -> None:  # argparse sets help=None first
-        pass
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        setattr(namespace, self.dest, values)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,12 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_farm(commands)
     _add_firmware(commands)
     add_tflm_commands(commands)
-    _add_models(commands)
-    _add_dataset(commands)
-    _add_runs(commands)
-    _add_stream(commands)
+    add_models(commands)
+    add_dataset(commands)
+    add_runs(commands)
+    add_stream(commands)
     add_lpirc_commands(commands)
-    _add_cache(commands)
+    add_cache(commands)
     return parser
 
 
@@ -128,7 +89,7 @@ def _add_main_job(commands) -> None:
         ("harness eval --board sim --subset all --limit 24", "harness eval --resume RUN"),
     )
     add_eval_settings(run)  # every setting of the run, declared in harness/eval/settings.py
-    run.add_argument("--results", type=output_folder("--results"), default="results", help="folder for run folders")
+    RESULTS.add(run, writes=True)
     run.add_argument(
         "--resume",
         metavar="RUN",
@@ -143,16 +104,14 @@ def _add_main_job(commands) -> None:
         "build the firmware for a board and load it (QEMU: boot and check)",
         ("harness flash --board nucleo_h743", "harness flash --board qemu_m4 --tflm ~/tflm-tree"),
     )
-    flash.add_argument("--board", required=True, help="board id from boards/")
+    BOARD.add(flash, required=True)
     _model_options(flash)
     flash.add_argument(
         "--tflm",
         help="TFLM tree (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree or its pinned package, see "
         "`harness tflm`); QEMU boards without it: self-test firmware",
     )
-    flash.add_argument(
-        "--port", type=port_names, help="serial port of a real board, or 'auto' (default: found by USB id)"
-    )
+    PORT.add(flash)
     flash.add_argument("--serial", help="with several boards of a kind attached: the USB serial number to use")
     flash.add_argument(
         "--out", type=output_folder("--out"), default="build", help="where PlatformIO projects are generated"
@@ -165,9 +124,9 @@ def _add_timing(commands) -> None:
         ("profile", "time one invoke operator by operator", "harness profile --board qemu_m4"),
     ):
         timed = command(commands, name, f"harness.cli.devices:cmd_{name}", text, example)
-        timed.add_argument("--board", default="sim", help="board id from boards/")
+        BOARD.add(timed)
         _model_options(timed)
-        timed.add_argument("--port", type=port_names, help="serial device or pyserial URL of a real board")
+        PORT.add(timed)
         timed.add_argument("--dataset", default=DEMO, help="where the input comes from (its first image)")
         timed.add_argument("--tflm", help=TFLM_HELP)
         add_protocol_option(timed)
@@ -201,8 +160,8 @@ def _add_boards(commands) -> None:
         "harness boards link-test --board nucleo_h743 --bytes 65536",
         parents=[link_options()],
     )
-    link.add_argument("--board", default="sim", help="board id from boards/")
-    link.add_argument("--port", type=port_names, help="serial device or pyserial URL of a real board")
+    BOARD.add(link)
+    PORT.add(link)
     link.add_argument("--bytes", type=link_bytes, default=1 << 20, help="bytes through the link, both ways")
 
 
@@ -238,7 +197,7 @@ def _add_firmware(commands) -> None:
             text,
             f"harness firmware {name} --board nucleo_h743 --model mlperf_tiny_vww",
         )
-        project.add_argument("--board", required=True, action=_StoreHelpOnDemand, help_text=platformio_board_help)
+        BOARD.add(project, required=True, purpose_on_demand=platformio_board_help)
         _model_options(project)
         project.add_argument(
             "--tflm", help="TFLM tree (default: $HARNESS_TFLM_TREE, else the board's [tflm] tree or its pinned package)"
@@ -246,278 +205,6 @@ def _add_firmware(commands) -> None:
         project.add_argument(
             "--out", type=output_folder("--out"), default="build", help="where projects go: OUT/<board>/<model hash>/"
         )
-
-
-def _add_models(commands) -> None:
-    models = group(
-        commands, "models", "model cards: list, fetch, inspect, convert", "harness models inspect mlperf_tiny_vww"
-    )
-    command(models, "list", "harness.cli.models:cmd_models_list", "list the model cards", "harness models list")
-    pull = command(
-        models,
-        "pull",
-        "harness.cli.models:cmd_models_pull",
-        "fetch a card's model (and a keyword card's frontend) and check its sha256, for offline runs",
-        "harness models pull mlperf_tiny_vww",
-    )
-    pull.add_argument("name", help="the card whose model to fetch and verify")
-
-    inspect = command(
-        models,
-        "inspect",
-        "harness.cli.models:cmd_inspect",
-        "operators, MACs, arena and board fit of a model",
-        ("harness models inspect mlperf_tiny_vww --board nucleo_h743", "harness models inspect my_model.tflite"),
-    )
-    inspect.add_argument("model", help="model card name or a .tflite file")
-    inspect.add_argument("--board", help="only this board's fit (default: every board)")
-    inspect.add_argument("--no-fit", action="store_true", help="skip the board fit table")
-    inspect.add_argument("--layers", action="store_true", help="print every layer with its MACs")
-
-    conv = command(
-        models,
-        "convert",
-        "harness.cli.models:cmd_convert",
-        "a float Keras model to full-integer TFLite",
-        "harness models convert --card my_float_card.toml --model model.keras --out model.tflite",
-    )
-    conv.add_argument("--card", required=True, help="the float model's card: its preprocessing and output")
-    conv.add_argument("--model", help="the .keras/.h5 file or SavedModel folder (default: the card's file)")
-    conv.add_argument("--out", type=output_file("--out MODEL.tflite"), required=True, help="the .tflite to write")
-    conv.add_argument("--dataset", default=DEMO, help="calibration and check data")
-    conv.add_argument("--subset", type=distinct_names, default="all", help="subsets to draw samples from")
-    conv.add_argument(
-        "--samples", type=calibration_samples, default=50, help="calibration samples; the rest are held out"
-    )
-    conv.add_argument(
-        "--seed",
-        type=seed_number,
-        default=DEFAULT_SPLIT_SEED,
-        help="seed of the shuffled, class-stratified calibration / held-out split",
-    )
-    conv.add_argument("--io", default="int8", help="input/output type: int8, uint8 or float32")
-    conv.add_argument("--reference", help="a published model's card to compare top-1 with on every sample")
-
-
-def _add_dataset(commands) -> None:
-    dataset = group(
-        commands, "dataset", "datasets and subsets: list, build labels, score predictions", "harness dataset subsets"
-    )
-    command(
-        dataset, "list", "harness.cli.models:cmd_datasets", "list the dataset sources", "harness dataset list --json"
-    )
-    build = command(
-        dataset,
-        "build",
-        "harness.cli.models:cmd_dataset_build",
-        "Wake Vision labels for your images from Open Images-style boxes",
-        "harness dataset build --annotations oi/ --images photos/ --out my_dataset",
-    )
-    build.add_argument(
-        "--annotations", required=True, help="folder with *bbox*.csv, *class-descriptions*.csv, *miap*.csv"
-    )
-    build.add_argument("--images", required=True, help="folder with the images (named by ImageID)")
-    build.add_argument(
-        "--out",
-        type=output_folder("--out"),
-        required=True,
-        help="folder for labels.csv (and an images/ link): a --dataset",
-    )
-    command(
-        dataset,
-        "subsets",
-        "harness.cli.models:cmd_subsets",
-        "list the benchmark subsets",
-        "harness dataset subsets",
-    )
-    scorer = command(
-        dataset,
-        "score",
-        "harness.cli.evaluation:cmd_score",
-        "the eval metrics for predictions made elsewhere, against a dataset's labels",
-        "harness dataset score --labels wake_vision_test.csv --predictions predictions.csv --subset all,far",
-    )
-    scorer.add_argument(
-        "--labels",
-        required=True,
-        help="label CSV: the 20 Wake Vision columns, the cleaned filename,original_label,clean_label, or "
-        "filename,label (0/1)",
-    )
-    scorer.add_argument("--predictions", required=True, help="CSV with filename,prediction[,score]")
-    scorer.add_argument(
-        "--clean-labels",
-        metavar="PATH",
-        type=distinct_names,
-        help="cleaned label CSVs (or folders holding them; comma-separated) whose clean_label replaces --labels' "
-        "person label ('none' or not given: none)",
-    )
-    scorer.add_argument(
-        "--subset",
-        type=distinct_names,
-        help="comma-separated subsets (default: every subset the labels have the flags for)",
-    )
-
-
-def _add_runs(commands) -> None:
-    runs = group(
-        commands,
-        "runs",
-        "the runs in a results folder: list, report, compare, gate",
-        "harness runs check RUN --gates gates.toml",
-    )
-    listing = command(
-        runs, "list", "harness.cli.evaluation:cmd_runs", "list the runs in a results folder", "harness runs list"
-    )
-    listing.add_argument("--results", type=path_text, default="results", help="results folder")
-
-    report = command(
-        runs,
-        "report",
-        "harness.cli.evaluation:cmd_report",
-        "write a self-contained HTML report of runs",
-        "harness runs report RUN_A RUN_B --out report.html",
-    )
-    report.add_argument("runs", nargs="+", help="run ids (under --results) or run folders")
-    report.add_argument(
-        "--out", type=output_file("--out REPORT.html"), default="report.html", help="the HTML file to write"
-    )
-    report.add_argument("--results", type=path_text, default="results", help="results folder")
-
-    compare = command(
-        runs,
-        "compare",
-        "harness.cli.evaluation:cmd_compare",
-        "what changed between two runs, with significance",
-        "harness runs compare RUN_A RUN_B",
-    )
-    compare.add_argument("run_a")
-    compare.add_argument("run_b")
-    compare.add_argument("--results", type=path_text, default="results", help="results folder")
-    compare.add_argument(
-        "--latency-tolerance",
-        type=relative_change,
-        help="smallest relative latency change called significant (default by source: emulated 0, device 0.02; "
-        "sim latency is host time and is judged only with this option)",
-    )
-
-    check = command(
-        runs,
-        "check",
-        "harness.cli.evaluation:cmd_check",
-        f"gate a run: exit {exits.FAILED} when a gate fails",
-        "harness runs check RUN --gates gates.toml --baseline BASELINE --junit gates.xml",
-    )
-    check.add_argument("run")
-    check.add_argument("--gates", required=True, help="gates TOML file (see docs/lab-ci.md)")
-    check.add_argument("--baseline", help="run to compare latency, arena and flash against")
-    check.add_argument(
-        "--junit", type=output_file("--junit GATES.xml"), help="write JUnit XML with one test case per gate and subset"
-    )
-    check.add_argument(
-        "--strict", action="store_true", help="fail a gate that cannot be judged (no baseline, no such figure)"
-    )
-    check.add_argument("--results", type=path_text, default="results", help="results folder")
-
-
-def _add_stream(commands) -> None:
-    stream = group(
-        commands,
-        "stream",
-        "keyword spotting on continuous audio: compose a stream, run it, score it",
-        "harness stream run --wav stream.wav --ledger stream.csv",
-    )
-    build = command(
-        stream,
-        "build",
-        "harness.cli.streaming:cmd_stream_build",
-        "compose a test stream from keyword clips, and its ledger",
-        "harness stream build --clips clips/ --out stream.wav --count 20 --seed 1",
-    )
-    build.add_argument("--clips", required=True, help="folder of 16 kHz mono clips (label from folder or file name)")
-    build.add_argument("--out", type=output_file("--out STREAM.wav"), required=True, help="the stream WAV to write")
-    build.add_argument(
-        "--ledger", type=output_file("--ledger LEDGER.csv"), help="the ledger to write (default: OUT with .csv)"
-    )
-    build.add_argument(
-        "--at", type=clip_placements, help="clips at fixed times, label:start_ms,... (e.g. yes:1000,no:3500)"
-    )
-    build.add_argument("--count", type=clip_count, help="this many clips at random times instead of --at")
-    build.add_argument(
-        "--words", type=distinct_names, help="with --count: labels to draw from, comma-separated (default: all)"
-    )
-    build.add_argument("--min-gap-ms", type=gap_ms, default=1000, help="with --count: least gap")
-    build.add_argument("--duration-ms", type=stream_ms, help="stream length (default: last clip + 1 s)")
-    build.add_argument("--background", default="silence", help="'silence' or a WAV looped underneath")
-    build.add_argument("--snr-db", type=decibels, help="each clip's power over the background's, in dB")
-    build.add_argument("--seed", type=seed_number, default=0, help="random seed for times and clip choice")
-
-    run = command(
-        stream,
-        "run",
-        "harness.cli.streaming:cmd_stream_run",
-        "run a stream on a board: detections on device and host, scored against the ledger",
-        "harness stream run --board sim --wav stream.wav --ledger stream.csv",
-    )
-    run.add_argument("--wav", required=True, help="the stream, 16 kHz mono 16-bit")
-    run.add_argument("--ledger", help="the events to score the detections against")
-    run.add_argument("--board", default="sim", help="board id (sim: the virtual board)")
-    run.add_argument("--model", default="tflm_micro_speech", help="a keyword card with [streaming]")
-    run.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
-    run.add_argument("--ledger-unit", choices=("ms", "s"), help="the ledger's time unit when not ms")
-    run.add_argument("--tolerance-ms", type=tolerance_ms, help="matching tolerance of the policies that take one")
-    run.add_argument("--wakeword", help="mlperf-sww's wakeword (default: the card's first keyword)")
-    run.add_argument("--results", type=output_folder("--results"), default="results", help="folder for run folders")
-    run.add_argument("--port", type=port_names, help="serial device or pyserial URL of a real board")
-    run.add_argument("--serial", help="the USB serial number, with several boards of a kind")
-    run.add_argument("--tflm", help=TFLM_HELP)
-    add_protocol_option(run)
-
-    score = command(
-        stream,
-        "score",
-        "harness.cli.streaming:cmd_stream_score",
-        "score keyword detections on continuous audio against an event ledger",
-        "harness stream score --ledger stream.csv --detections detections.csv --audio stream.wav",
-    )
-    score.add_argument("--ledger", required=True, help="CSV of label,start_ms[,end_ms]")
-    score.add_argument("--detections", required=True, help="CSV of label,time_ms,score,reference")
-    score.add_argument(
-        "--policy",
-        default="optimal",
-        choices=RegistryNames("harness.streaming.policies:policy_names"),
-        metavar="POLICY",
-        help="matching rules: %(choices)s (harness/streaming/policies/)",
-    )
-    score.add_argument(
-        "--tolerance-ms",
-        type=tolerance_ms,
-        help="match window either side of an event (default: the policy's own, docs/streaming.md)",
-    )
-    exposure = score.add_mutually_exclusive_group()
-    exposure.add_argument("--audio", help="the stream's WAV: its length is the exposure and bounds the ledger")
-    exposure.add_argument("--duration-ms", type=exposure_ms, help="the exposure, when the WAV is not at hand")
-    score.add_argument("--ledger-unit", choices=("ms", "s"), help="the ledger's time unit, when not ms")
-    score.add_argument("--wakeword", help="mlperf-sww: the wakeword label (default: the ledger's only label)")
-
-
-def _add_cache(commands) -> None:
-    cache = group(
-        commands,
-        "cache",
-        "the input cache of prepared input tensors ($HARNESS_CACHE_DIR/tensors)",
-        "harness cache prune --older-than 30",
-    )
-    command(cache, "list", "harness.cli.cache:cmd_cache_list", "list the input cache's entries", "harness cache list")
-    prune = command(
-        cache,
-        "prune",
-        "harness.cli.cache:cmd_cache_prune",
-        "remove input cache entries",
-        ("harness cache prune --older-than 30", "harness cache prune --all --dry-run"),
-    )
-    prune.add_argument("--older-than", type=age_days, metavar="DAYS", help="entries unused this long")
-    prune.add_argument("--all", action="store_true", help="every entry")
-    prune.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -569,25 +256,15 @@ def _handled(parser, args, quiet: bool, terminated: list[int]) -> int:
         refuse_outputs_over_inputs(parser, args)
         with console.quieted(quiet):
             return handler_of(args)(args)
-    except DeviceNotFound as exc:
-        say("harness: error: " + exc.worded_for_cli())
-        return exits.DEVICE_NOT_FOUND
-    except UserError as exc:
-        say("harness: error: " + exc.worded_for_cli())
-        return exits.USAGE
-    except LinkError as exc:
-        say("harness: link error: " + exc.worded_for_cli())
-        return exits.LINK
-    except BuildError as exc:
-        say("harness: build error: " + exc.worded_for_cli())
-        return exits.BUILD
-    except InterruptedRun as exc:
-        say(f"harness: {_stopped_by(terminated)}: {exc}")
-        return exits.TERMINATED if terminated else exits.INTERRUPTED
+    except exits.HANDLED as exc:
+        row = exits.error_exit(exc, bool(terminated))
+        say(f"harness: {row.says}: " + (exc.worded_for_cli() if isinstance(exc, WordedError) else str(exc)))
+        return row.code
     except KeyboardInterrupt:
+        row = exits.error_exit(InterruptedRun(), bool(terminated))
         kept = "this command wrote no results (a run it resumed keeps the samples it had)"
-        print(f"harness: {_stopped_by(terminated)}; {kept}", file=sys.stderr)
-        return exits.TERMINATED if terminated else exits.INTERRUPTED
+        print(f"harness: {row.says}; {kept}", file=sys.stderr)
+        return row.code
     except OSError as exc:
         if isinstance(exc, BrokenPipeError) and _stdout_closed():
             return _after_closed_stdout()
@@ -602,10 +279,6 @@ def _handled(parser, args, quiet: bool, terminated: list[int]) -> int:
         where = f" {exc.filename}" if exc.filename else ""
         say(f"harness: error: cannot use{where} ({exc.strerror or exc}); check the path and its permissions")
         return exits.USAGE
-
-
-def _stopped_by(terminated: list[int]) -> str:
-    return "terminated (SIGTERM)" if terminated else "interrupted"
 
 
 def say(line: str) -> None:

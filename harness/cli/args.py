@@ -5,11 +5,16 @@ top; what the commands' helpers use is imported inside them."""
 
 import argparse
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from harness.cli import exits
+from harness.defaults import BOARD_HELP, DEFAULT_BOARD, PORT_HELP
 from harness.digits import ascii_float
 from harness.errors import UserError
-from harness.values import Bounded, WordOrBounded
+from harness.link.registry import NATIVE_PROTOCOL, PROTOCOL_NAMES
+from harness.values import Bounded, WordOrBounded, output_folder, path_text, port_names
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -138,3 +143,73 @@ def option_ranges_table(parser: argparse.ArgumentParser) -> str:
     for (option, noun, text), commands in sorted(rows.items()):
         lines.append(f"| `{option}` | {noun} | {text} | {', '.join(commands)} |")
     return "\n".join(lines)
+
+
+class _StoreHelpOnDemand(argparse.Action):
+    """argparse's plain store, whose help text `help_text()` makes only when help is shown: building the parser
+    for every command must not read every board file."""
+
+    def __init__(self, option_strings, dest, help_text, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self._help_text = help_text
+
+    @property
+    def help(self) -> str:
+        return self._help_text()
+
+    @help.setter
+    def help(self, value) -> None:  # argparse sets help=None first
+        pass
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, values)
+
+
+@dataclass(frozen=True)
+class CommonOption:
+    """An option several commands take, declared once: its flag, type, default and help. A command may make it
+    required or leave it unset (no default: absent means every one), add what it is for there (`purpose`, or
+    `purpose_on_demand` when saying so reads files), and check it as the folder it writes (`writes`)."""
+
+    flag: str
+    help: str
+    type: Callable[[str], Any] | None = None
+    default: Any = None
+    written: Callable[[str], Any] | None = None  # the type where the command writes into what the option names
+
+    def add(
+        self,
+        parser: argparse.ArgumentParser,
+        *,
+        required: bool = False,
+        unset: bool = False,
+        purpose: str = "",
+        purpose_on_demand: Callable[[], str] | None = None,
+        writes: bool = False,
+    ) -> argparse.Action:
+        kwargs: dict[str, Any] = {"type": self.written if writes else self.type}
+        if required:
+            kwargs["required"] = True
+        elif not unset:
+            kwargs["default"] = self.default
+        if purpose_on_demand is not None:
+            kwargs |= {"action": _StoreHelpOnDemand, "help_text": lambda: f"{self.help}: {purpose_on_demand()}"}
+        else:
+            kwargs["help"] = f"{self.help}: {purpose}" if purpose else self.help
+        action = parser.add_argument(self.flag, **kwargs)
+        action.declared_by = self  # tests/unit/cli/test_common_options.py
+        return action
+
+
+BOARD = CommonOption("--board", BOARD_HELP, default=DEFAULT_BOARD)
+PORT = CommonOption("--port", PORT_HELP, type=port_names)
+RESULTS = CommonOption(
+    "--results", "the results folder (a folder of run folders)", path_text, "results", output_folder("--results")
+)
+COMMON_OPTIONS = (BOARD, PORT, RESULTS)
+
+PROTOCOL_HELP = "the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware"
+
+
+def add_protocol_option(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    parser.add_argument("--protocol", choices=PROTOCOL_NAMES, default=NATIVE_PROTOCOL, help=prefix + PROTOCOL_HELP)

@@ -23,7 +23,7 @@ def cmd_link_test(args) -> int:
     from harness.link.roles import LinkTesting
 
     board = board_with_link_options(args)
-    options = ConnectOptions(port=args.port, faults=args.faults, labgrid_place=args.labgrid_place, roles=(LinkTesting,))
+    options = ConnectOptions.named_by(args, roles=(LinkTesting,))
     with (
         connect(board, None, options) as client,
         progress(args.bytes, f"link-test {board.id}") as advance,
@@ -180,7 +180,7 @@ def flash_project(args, board) -> int:
     from harness.firmware.platformio import generate_project
 
     card, model = model_for(args, board)
-    driver = driver_for(board, model, ConnectOptions(port=args.port, serial_number=args.serial))
+    driver = driver_for(board, model, ConnectOptions.named_by(args))
     project = generate_project(
         board, model, card.name, tflm_tree(args, board), Path(args.out), streaming_frontend(card)
     )

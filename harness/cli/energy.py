@@ -4,7 +4,7 @@ what they run when they run: the parser is built from this module for every comm
 import sys
 from pathlib import Path
 
-from harness.cli.args import command, group, iou_threshold
+from harness.cli.args import RESULTS, command, group, iou_threshold
 from harness.console import print_json, stdout_console
 from harness.errors import LinkError, UserError
 from harness.values import (
@@ -13,7 +13,6 @@ from harness.values import (
     linger_seconds,
     meter_seconds,
     output_folder,
-    path_text,
     port_number,
     results_seconds,
     seed_number,
@@ -219,7 +218,7 @@ def add_lpirc_commands(commands) -> None:
         "--allow-mixed-sources", action="store_true", help="rank runs whose energy comes from different sources"
     )
     scores.add_argument("--subset", help="eval runs: the subset whose accuracy counts (default: the first)")
-    scores.add_argument("--results", type=path_text, default="results", help="results folder")
+    RESULTS.add(scores)
 
     detection = command(
         lpirc,

@@ -2,7 +2,7 @@
 
 The parser is built from this module for every command: what the handlers use is imported inside them."""
 
-from harness.cli.args import command, group
+from harness.cli.args import BOARD, command, group
 from harness.console import print_json, stdout_console
 from harness.errors import UserError
 
@@ -17,7 +17,7 @@ def add_tflm_commands(commands) -> None:
         "fetch TFLM and generate a board's tree now (first time: a few minutes)",
         "harness tflm prepare --board nucleo_h743",
     )
-    prepare.add_argument("--board", required=True, help="board id from boards/ (its [tflm] recipe)")
+    BOARD.add(prepare, required=True, purpose="its [tflm] recipe")
     remove = command(
         tflm,
         "remove",
@@ -26,7 +26,7 @@ def add_tflm_commands(commands) -> None:
         ("harness tflm remove --board nucleo_h743", "harness tflm remove --all"),
     )
     remove.add_argument("keys", nargs="*", metavar="KEY", help="recipe keys (or prefixes) from `harness tflm list`")
-    remove.add_argument("--board", help="the tree this board uses")
+    BOARD.add(remove, unset=True, purpose="the tree this board uses")
     remove.add_argument("--all", action="store_true", help="every tree, downloaded archive and leftover")
     command(
         tflm,

@@ -1,5 +1,5 @@
 """The boards one run uses: one board, or several of one kind sharing the run's samples
-(harness/eval/sharding.py deals them out).
+(harness/device/sharding.py deals them out).
 
 Several boards come from several real ports (`--port A,B`), USB serial numbers (`--serial X,Y`), labgrid
 places (`--labgrid-place P,Q`), a labgrid reservation by tag (`--labgrid-tags board=… --boards N`), or,

@@ -122,10 +122,6 @@ class StoredTensors:
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
-    def stacked(self) -> np.ndarray:
-        """Every tensor in one array (small sets only: calibration, agreement checks)."""
-        return np.stack(list(self)) if len(self) else np.empty((0, *self.index.shape), self.index.dtype)
-
     def __del__(self) -> None:
         if self._fd is not None:
             os.close(self._fd)

@@ -13,6 +13,7 @@ from harness.console import progress
 from harness.device.fleet import FleetRequest, board_fleet
 from harness.device.launch import ConnectOptions
 from harness.device.qemu import emulated_instructions
+from harness.device.sharding import BoardEnd, ShardedStream
 from harness.energy.metering import EvalMetering
 from harness.errors import InterruptedRun, LinkError, UserError, setting
 from harness.eval.anomaly import anomaly_score, windows_per_file
@@ -24,7 +25,6 @@ from harness.eval.outputs import diff_unit
 from harness.eval.sample_rows import RowMaker, StoredRows, read_rows, write_samples
 from harness.eval.sampling import DATASET, Selection, select
 from harness.eval.settings import EvalSettings
-from harness.eval.sharding import BoardEnd, ShardedStream
 from harness.eval.subsets import Subset, flag_contradictions
 from harness.eval.tasks import task_for
 from harness.files import check_output, write_atomically
@@ -72,7 +72,6 @@ from harness.results.record import (
     Unreadable,
     Versus,
     parse,
-    to_json,
     write_record,
 )
 from harness.results.store import RunFolder, hold_run, naming_the_file, new_run_id, open_partial, publish
@@ -157,12 +156,8 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
     _check_journaled(inputs.samples, done)
     todo = [i for i in range(len(inputs.samples)) if i not in done]
     settings = request.settings
-    options = ConnectOptions(
-        port=settings.port,
-        serial_number=settings.serial,
-        protocol=settings.protocol,
-        faults=settings.faults,
-        labgrid_place=settings.labgrid_place,
+    options = ConnectOptions.named_by(
+        settings,
         tflm=request.tflm,
         eembc=request.card.eembc,
         computation=request.computation,
@@ -462,9 +457,6 @@ class Streamed:
 class EvalOutcome:
     summary: EvalSummary
     run_dir: Path
-
-    def as_json(self) -> dict:
-        return to_json(self.summary) | {"run_dir": str(self.run_dir)}
 
 
 def _order(request: EvalRequest) -> str:

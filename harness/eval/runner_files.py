@@ -23,10 +23,6 @@ LABELS_FILE = "y_labels.csv"
 WINDOW_MARK = "@"  # a window's sample id: file@byte offset
 
 
-def is_runner_folder(spec: str) -> bool:
-    return (Path(spec) / LABELS_FILE).is_file()
-
-
 def _row_numbers(path: Path, line: int, row: list[str], classes: int) -> tuple[int, ...]:
     numbers = tuple(int_or_none(v) for v in row[1:])  # ASCII digits only: int() also takes Arabic-Indic ones
     if None in numbers:

@@ -15,14 +15,21 @@ from typing import Any
 
 # Light imports only: every command's parser is built from these declarations (harness/cli/app.py), so what they
 # need comes from harness/defaults.py, not from the modules that own it (pydantic is imported where it is used).
-from harness.defaults import AUTO_POOL_SAMPLES, DEFAULT_BOARD, DEFAULT_MODEL, DEFAULT_REFERENCES, DEMO
+from harness.defaults import (
+    AUTO_POOL_SAMPLES,
+    BOARD_HELP,
+    DEFAULT_BOARD,
+    DEFAULT_MODEL,
+    DEFAULT_REFERENCES,
+    DEMO,
+    PORT_HELP,
+)
 from harness.errors import UserError, setting
-from harness.link.faults import FaultSpec
+from harness.link.faults import FaultSpec, fault_spec
 from harness.link.registry import PROTOCOL_NAMES
 from harness.values import (
     board_count,
     distinct_names,
-    fault_spec,
     invoke_ms,
     link_baud_rate,
     path_text,
@@ -78,14 +85,13 @@ TFLM_HELP = "TFLM tree for QEMU firmware builds (default: $HARNESS_TFLM_TREE, el
 
 @dataclass(frozen=True)
 class EvalSettings:
-    board: str = option("board id from boards/ (default: sim, the virtual board)", DEFAULT_BOARD)
+    board: str = option(BOARD_HELP, DEFAULT_BOARD)
     model: str = option("model card name or card .toml path", DEFAULT_MODEL, type=path_text)
     model_file: str | None = option(
         "a .tflite to use instead of the card's own file (same preprocessing)", type=path_text
     )
     port: str | None = option(
-        "serial device or pyserial URL of a real board (default: found by USB id); comma-separated: several "
-        "boards of the board's kind share the run's samples",
+        f"{PORT_HELP}; comma-separated: several boards of the board's kind share the run's samples",
         type=port_names,
     )
     serial: str | None = option(

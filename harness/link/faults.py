@@ -48,6 +48,16 @@ class FaultSpec:
         return cls(**values)
 
 
+def fault_spec(text: str) -> FaultSpec:
+    """`--faults`' argparse type (harness/values.py's types sit below the link: this one stays with its spec)."""
+    import argparse
+
+    try:
+        return FaultSpec.parse(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(exc.worded_for_cli()) from None
+
+
 MAX_RESET_EVERY = (1 << 32) - 1
 
 

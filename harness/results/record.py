@@ -456,7 +456,7 @@ class Retirement:
 
 @dataclass(frozen=True, kw_only=True)
 class BoardShare:
-    """One board's part of a run dealt over several (harness/eval/sharding.py)."""
+    """One board's part of a run dealt over several (harness/device/sharding.py)."""
 
     name: str  # its port, USB serial number or labgrid place; `sim#2` for the second board harness started
     usb_serial_number: str | None = None  # a board on this machine's USB, whatever named it

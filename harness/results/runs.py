@@ -366,9 +366,3 @@ def scan_runs(root: Path) -> Listing:
             continue
         runs.append(run)
     return Listing(sorted(runs, key=lambda run: run.record.manifest.started), damaged)
-
-
-def list_runs(root: Path) -> list[Run]:
-    """The eval and stream runs under `root`, oldest first (damaged run folders are left out; scan_runs
-    names them)."""
-    return scan_runs(root).runs

@@ -54,7 +54,7 @@ class StreamRequest:
     results_root: Path
     port: str | None = None
     tflm: TflmTree | None = None
-    serial_number: str | None = None
+    serial: str | None = None  # the USB serial number, with several boards of a kind
     ledger: Path | None = None  # events to score the device's detections against
     ledger_unit: str | None = None
     tolerance_ms: int | None = None
@@ -72,7 +72,7 @@ class StreamRequest:
             "tolerance_ms": self.tolerance_ms,
             "wakeword": self.wakeword,
             "port": self.port,
-            "serial": self.serial_number,
+            "serial": self.serial,
             "tflm": str(self.tflm.root) if self.tflm else None,
         }
 
@@ -131,10 +131,8 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
     labels = card.output.labels
     started = datetime.now(UTC)
     device_raw, busy_ticks = [], 0
-    options = ConnectOptions(
-        port=request.port,
-        serial_number=request.serial_number,
-        protocol=request.protocol,
+    options = ConnectOptions.named_by(
+        request,
         tflm=request.tflm,
         frontend=front,
         roles=(KeywordStreaming,),

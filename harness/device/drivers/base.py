@@ -45,6 +45,24 @@ class ConnectOptions:
     eembc: EembcDut | None = None  # --protocol eembc: the model card's DUT firmware (its model name, its input)
     computation: DutComputation | None = None  # what the device computes with the model (None: its own tensors)
 
+    @classmethod
+    def named_by(cls, settings, **more) -> "ConnectOptions":
+        """The options a command's settings name (EvalSettings, a command line's args, a request: whichever of
+        the settings in NAMED_BY_SETTINGS it has), with what the command adds (`more`: tflm, uses, ...). The
+        one place a command makes its options."""
+        named = {field: getattr(settings, name) for name, field in NAMED_BY_SETTINGS.items() if hasattr(settings, name)}
+        return cls(**(named | more))
+
+
+# The settings (their names in EvalSettings and as flags) that say how to reach a board, and their fields.
+NAMED_BY_SETTINGS = {
+    "port": "port",
+    "serial": "serial_number",
+    "protocol": "protocol",
+    "faults": "faults",
+    "labgrid_place": "labgrid_place",
+}
+
 
 @dataclass
 class Endpoint:

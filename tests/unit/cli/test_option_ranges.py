@@ -16,13 +16,12 @@ from harness.cli import exits
 from harness.cli.app import build_parser, main
 from harness.cli.args import option_ranges_table
 from harness.errors import UserError
-from harness.link.faults import FaultSpec
+from harness.link.faults import FaultSpec, fault_spec
 from harness.values import (
     Bounded,
     WordOrBounded,
     clip_placements,
     distinct_names,
-    fault_spec,
     place_tags,
     port_names,
     port_url_problem,

@@ -35,7 +35,7 @@ def _flip_a_bit(path, offset: int = 5) -> None:
 def test_an_intact_entry_is_read_back():
     rows = np.arange(24, dtype=np.float32).reshape(3, 2, 4)
     _entry(rows)
-    assert np.array_equal(open_entry(KEY).stacked(), rows)
+    assert np.array_equal(np.stack(list(open_entry(KEY))), rows)
 
 
 def test_an_entry_with_a_flipped_bit_is_dropped_with_a_notice(capsys):
@@ -130,12 +130,12 @@ def test_prepared_inputs_with_flipped_bits_are_decoded_again_not_reused(tmp_path
     pre = Preprocessing("resize_whole", (8, 8), "rgb", "bilinear", "none", "raw", "uint8")
     preparation = image_preparation(pre, TensorSpec(3, (1, 8, 8, 3), 0.0, 0, 8 * 8 * 3))
     first = prepare_inputs(dataset, samples, preparation)
-    expected = first.tensors.stacked()
+    expected = np.stack(list(first.tensors))
     _flip_a_bit(tensors_dir() / f"{first.key}.bin", offset=200)
     _checked.clear()  # a new process
     again = prepare_inputs(dataset, samples, preparation)
     assert not again.from_cache and NOTICE in capsys.readouterr().err
-    assert np.array_equal(again.tensors.stacked(), expected)
+    assert np.array_equal(np.stack(list(again.tensors)), expected)
 
 
 def test_an_image_that_is_a_fifo_is_unreadable_not_a_hang(tmp_path):

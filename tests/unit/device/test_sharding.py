@@ -1,4 +1,4 @@
-"""The dealing of a sharded run (harness/eval/sharding.py) and the checks before its first sample."""
+"""The dealing of a sharded run (harness/device/sharding.py) and the checks before its first sample."""
 
 import dataclasses
 import threading
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from harness.device.fleet import FleetMember
+from harness.device.sharding import Dealer, ShardedStream
 from harness.errors import LinkError, UserError
 from harness.eval.runner import _check_same_firmware
-from harness.eval.sharding import Dealer, ShardedStream
 from harness.link.protocol import DeviceInfo, InvokeResult, TensorSpec, TickKind, Timing
 from harness.link.session import BoardChanged, BoardLost, Identity, LinkStats
 
