@@ -33,6 +33,7 @@ from harness.device.drivers.virtual import sim_board_process
 from harness.device.fleet import FleetRequest, board_fleet
 from harness.device.launch import ConnectOptions, with_link_options
 from harness.device.sharding import ShardedStream
+from harness.link.roles import KeywordStreaming
 from harness.model.card import load_card
 from harness.model.fetch import obtain_model
 from harness.model.tflite_file import read_tflite
@@ -43,7 +44,7 @@ BAUD = 921600
 def samples_per_second(board, model, boards: int, samples: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
     tensors = rng.integers(0, 256, size=(samples, model.input.bytes), dtype=np.uint8)
-    options = ConnectOptions(uses=("run_stream",))
+    options = ConnectOptions(roles=(KeywordStreaming,))
     with (
         board_fleet(board, model, options, FleetRequest(boards)) as members,
         ShardedStream(members, tensors, list(range(samples))) as shards,
@@ -68,7 +69,7 @@ def run_seconds(board, model, boards: int, samples: int, seed: int, kill: bool) 
     killed = False
     with ExitStack() as stack:
         ptys = [stack.enter_context(sim_board_process(board, model.path)) for _ in range(boards)]
-        options = ConnectOptions(port=",".join(ptys), uses=("run_stream",))
+        options = ConnectOptions(port=",".join(ptys), roles=(KeywordStreaming,))
         device = dataclasses.replace(board, kind="device")  # reached as a real board: its port may come back
         members = stack.enter_context(board_fleet(device, model, options, FleetRequest(boards)))
         shards = stack.enter_context(ShardedStream(members, tensors, list(range(samples))))
