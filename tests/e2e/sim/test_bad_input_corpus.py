@@ -705,6 +705,8 @@ c(
     "t",
     files={"t/readme": b"x"},
 )
+# farm release
+c("farm-release-empty-place", ("argument place", "the value is empty"), "farm", "release", "")
 # link-test
 c("link-test-bytes-zero", ("--bytes", "whole number of at least 1", "'0'"), "boards", "link-test", "--bytes", "0")
 c("link-test-bytes-text", ("--bytes", "whole number of at least 1", "'lots'"), "boards", "link-test", "--bytes", "lots")
