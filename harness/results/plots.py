@@ -40,6 +40,11 @@ class Omitted(Exception):
     """Raised by a figure that would carry no information; its message is the report's note."""
 
 
+# The SVG's text is set by the browser, in its fonts, not matplotlib's: tick labels get room to differ in size (the
+# y axis's lowest label and the x axis's first would otherwise sit a pixel apart).
+FIGURE_STYLE = {"xtick.major.pad": 6.0, "ytick.major.pad": 5.0}
+
+
 def _svg(fig) -> str:
     buffer = io.StringIO()
     with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "harness"}):
@@ -52,7 +57,8 @@ def _svg(fig) -> str:
 def draw(title: str, figure: Callable[[Run], object], run: Run) -> Figure:
     """`figure(run)` gives a matplotlib figure, or (figure, a note on what it leaves out), or raises Omitted."""
     try:
-        drawn = figure(run)
+        with plt.rc_context(FIGURE_STYLE):
+            drawn = figure(run)
         fig, note = drawn if isinstance(drawn, tuple) else (drawn, None)
         return Figure(title, svg=_svg(fig), note=note)
     except Omitted as why:
@@ -82,6 +88,8 @@ def ecdf(ax, values: np.ndarray, colour: str, label: str) -> None:
     ordered = np.sort(values)
     ax.step(ordered, np.arange(1, len(ordered) + 1) / len(ordered), where="post", color=colour, label=label)
     ax.set_ylim(0, 1.02)
+    # No label at 0: it would sit a pixel above the first x tick label, and touch it in a browser's fonts.
+    ax.set_yticks([0.25, 0.5, 0.75, 1.0])
     ax.set_ylabel("share of samples")
 
 
