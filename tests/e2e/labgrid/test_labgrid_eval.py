@@ -239,13 +239,12 @@ def test_a_place_without_a_serial_port_is_named_at_once(farm, boards_dir, tmp_pa
 
     farm.call(add_bare_place)
     results = tmp_path / "results"
-    started = time.monotonic()
+    # refused before the acquire, naming what the place lacks (after the acquire, the port's 20 s gave another line)
     done = _run(
         _eval_command(results, "--board", BOARD, "--labgrid-place", "bare", "--limit", "2"),
         _env(farm, boards_dir),
         tmp_path,
     )
-    assert time.monotonic() - started < 15  # refused before the acquire, not after the port's 20 s
     assert_refused_in_one_line(done, "labgrid place bare has no serial port", "matches (elsewhere/*/*)", "add-match")
     assert farm.holder("bare") is None and _no_results(results)
 
@@ -254,9 +253,8 @@ def test_a_broken_resource_is_named_as_broken_not_waited_for(farm, boards_dir, t
     env = _env(farm, boards_dir, HARNESS_LABGRID_WAIT_SECONDS="300")
     for attempt in ("breaks it", "finds it broken"):  # the exporter marks it broken as the first acquire starts it
         results = tmp_path / attempt
-        started = time.monotonic()
+        # named as broken, not waited for: the 300 s wait for a holder would outlast _run's 120 s timeout
         done = _run(_eval_command(results, "--board", BOARD, "--labgrid-place", BROKEN, "--limit", "2"), env, tmp_path)
-        assert time.monotonic() - started < 30, attempt  # not the 300 s wait for a holder
         assert_refused_in_one_line(
             done,
             f"labgrid place {BROKEN}: its exporter marked 127.0.0.1/{BROKEN}/NetworkSerialPort/",
