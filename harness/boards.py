@@ -148,6 +148,11 @@ class Board:
         "idf_component" (the board file's pinned package), or "none"."""
         return "none"
 
+    @property
+    def a_kind(self) -> str:
+        """Its kind in a sentence: "a virtual board", "an emulated board"."""
+        return f"{'an' if self.kind[0] in 'aeiou' else 'a'} {self.kind} board"
+
     def kind_problem(self) -> str | None:
         """What this kind needs beyond its tables' types, missing; None: nothing."""
         return None

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 from harness.console import quieted
 from harness.defaults import DEFAULT_BOARD, DEFAULT_MODEL, DEMO, MLPERF_WINDOW_SECONDS
+from harness.link.registry import NATIVE_PROTOCOL
 
 
 def _timed(connection: SimpleNamespace, measure, roles: tuple[type, ...] = ()):
@@ -55,7 +56,7 @@ def perf(
     mlperf: bool = False,
     meter: str | None = None,
     window_seconds: float = MLPERF_WINDOW_SECONDS,
-    protocol: str = "harness",
+    protocol: str = NATIVE_PROTOCOL,
     baud: int | None = None,
     emulate_invoke_ms: float | None = None,
     tflm: str | None = None,
@@ -88,7 +89,7 @@ def profile(
     port: str | None = None,
     model_file: str | None = None,
     dataset: str = DEMO,
-    protocol: str = "harness",
+    protocol: str = NATIVE_PROTOCOL,
     baud: int | None = None,
     tflm: str | None = None,
     progress: bool = False,

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from harness.errors import UserError, setting
+from harness.link.registry import NATIVE_PROTOCOL
 
 
 def tflm_tree(settings, board=None):
@@ -60,7 +61,7 @@ def board_with_link_options(settings):
         settings.emulate_invoke_ms,
         settings.switch_baud,
         baud=settings.baud,
-        protocol=getattr(settings, "protocol", "harness"),
+        protocol=getattr(settings, "protocol", NATIVE_PROTOCOL),
     )
 
 

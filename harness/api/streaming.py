@@ -8,6 +8,7 @@ from harness.api.runs import StreamRun, view
 from harness.console import quieted
 from harness.defaults import DEFAULT_BOARD
 from harness.errors import UserError
+from harness.link.registry import NATIVE_PROTOCOL
 
 STREAM_MODEL = "tflm_micro_speech"
 
@@ -25,7 +26,7 @@ def stream(
     results: str | Path = "results",
     port: str | None = None,
     serial: str | None = None,
-    protocol: str = "harness",
+    protocol: str = NATIVE_PROTOCOL,
     tflm: str | None = None,
     progress: bool = False,
 ) -> StreamRun:

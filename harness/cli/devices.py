@@ -60,7 +60,7 @@ def flash_started(args, board, flashes: bool) -> int:
         card = load_card(args.model)
         model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
         require_deployable(model, board)
-    info = driver_for(board, model, ConnectOptions(tflm=tflm)).flash()
+    info = driver_for(board, model, ConnectOptions.named_by(args, tflm=tflm)).flash()
     if info is None:
         _say_flashed(
             args,

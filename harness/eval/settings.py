@@ -26,7 +26,7 @@ from harness.defaults import (
 )
 from harness.errors import UserError, setting
 from harness.link.faults import FaultSpec, fault_spec
-from harness.link.registry import PROTOCOL_NAMES
+from harness.link.registry import NATIVE_PROTOCOL, PROTOCOL_NAMES
 from harness.values import (
     board_count,
     distinct_names,
@@ -144,7 +144,7 @@ class EvalSettings:
     tflm: str | None = option(TFLM_HELP)
     protocol: str = option(
         "the board's wire protocol: harness firmware (default) or MLPerf Tiny / EEMBC DUT firmware",
-        "harness",
+        NATIVE_PROTOCOL,
         choices=PROTOCOL_NAMES,
     )
     baud: int | None = option(

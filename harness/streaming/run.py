@@ -15,6 +15,7 @@ from harness.device.qemu import emulated_instructions
 from harness.errors import LinkError, UserError, setting
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
+from harness.link.registry import NATIVE_PROTOCOL
 from harness.link.roles import KeywordStreaming
 from harness.model.card import ModelCard
 from harness.model.tflite_file import TfliteModel, read_tflite
@@ -59,7 +60,7 @@ class StreamRequest:
     ledger_unit: str | None = None
     tolerance_ms: int | None = None
     wakeword: str | None = None  # mlperf-sww: the wakeword (default: the card's first keyword)
-    protocol: str = "harness"  # the board's wire protocol (harness/link/registry.py)
+    protocol: str = NATIVE_PROTOCOL  # the board's wire protocol (harness/link/registry.py)
 
     def stored_settings(self) -> dict:
         """What the run was asked for, as its manifest keeps it."""

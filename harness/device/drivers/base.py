@@ -93,7 +93,7 @@ class Driver(ABC):
         """A port named for a board harness starts and connects itself would be ignored: refuse it."""
         if port not in (None, "auto") and not cls.takes_port:
             raise UserError(
-                f"{board.id} is a {board.kind} board: harness starts it and opens its link itself, so it has no "
+                f"{board.id} is {board.a_kind}: harness starts it and opens its link itself, so it has no "
                 f"port to name; drop {setting('port')} {port} or pass a real board to {setting('board')}"
             )
 
