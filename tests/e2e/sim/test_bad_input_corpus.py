@@ -145,6 +145,11 @@ CASES = [
         ("sim is a virtual board", "no port", "drop --port /dev/null"),
     ),
     Case(
+        "flash-qemu-with-port",
+        ("flash", "--board", "qemu_m4", "--port", "/dev/null"),
+        ("qemu_m4 is an emulated board", "no port", "drop --port /dev/null"),
+    ),
+    Case(
         "eval-resume-empty",
         ("eval", "--resume", "", "--results", "results"),
         ("--resume needs the id of an unfinished run",),
