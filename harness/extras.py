@@ -15,6 +15,7 @@ OPTIONAL = {
     "platformio": ("platformio", "boards"),
     "labgrid": ("labgrid", "farm"),
     "grpc": ("grpcio", "farm"),
+    "packaging": ("packaging", "farm"),  # the labgrid version gate (harness/device/labgrid_adapter.py)
     "datasets": ("datasets", "datasets"),
     "pyvisa": ("pyvisa", "meters"),
     "joulescope": ("joulescope", "meters"),

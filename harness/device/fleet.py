@@ -110,7 +110,7 @@ def board_fleet(
     if request.labgrid_tags is None:
         yield _members(board, model, options, request)
         return
-    from harness.device.labgrid_place import reserved_places
+    from harness.device.labgrid_reserve import reserved_places
 
     with reserved_places(tag_filter(request.labgrid_tags), request.count) as places:
         yield [

@@ -159,7 +159,8 @@ def test_a_place_whose_port_does_not_open_is_a_link_error_and_is_released(farm, 
 
 
 def test_reserved_places_by_tag_then_cancelled(farm, monkeypatch):
-    from harness.device.labgrid_place import labgrid_port, reserved_places
+    from harness.device.labgrid_place import labgrid_port
+    from harness.device.labgrid_reserve import reserved_places
     from harness.errors import LinkError, UserError
 
     monkeypatch.setenv("LG_COORDINATOR", farm.coordinator)

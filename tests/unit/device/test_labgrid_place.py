@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from harness.device.labgrid_address import coordinator_address
-from harness.device.labgrid_place import WAIT_SECONDS, reserved_places, wait_seconds
+from harness.device.labgrid_reserve import reserved_places
+from harness.device.labgrid_session import WAIT_SECONDS, wait_seconds
 from harness.errors import UserError
 
 

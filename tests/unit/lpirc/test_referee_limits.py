@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from harness.errors import UserError
+from harness.lpirc import endpoints
 from harness.lpirc import referee as referee_module
-from harness.lpirc.referee import MAX_BODY_BYTES, RESULT_FIELDS, Referee, load_referee_set, save_session
+from harness.lpirc.endpoints import MAX_BODY_BYTES, RESULT_FIELDS
+from harness.lpirc.referee import Referee, load_referee_set, save_session
 
 TRUTH = {1: (1, 10, 10, 40, 40), 2: (2, 5, 5, 30, 50)}
 
@@ -247,7 +249,7 @@ def test_an_error_outside_the_endpoints_is_one_line_not_a_traceback(lpirc_folder
             raise RuntimeError("scripted parse failure")
 
         with monkeypatch.context() as patch:
-            patch.setattr(referee_module._Handler, "parse_request", broken)
+            patch.setattr(endpoints.Handler, "parse_request", broken)
             with socket.create_connection(referee.server_address[:2], timeout=5) as sock:
                 sock.sendall(b"GET /help HTTP/1.0\r\n\r\n")
                 assert sock.recv(100) == b""  # nothing to answer with: the connection is dropped
