@@ -47,34 +47,35 @@ from harness.results.journal import (
     save_origin,
     save_request,
 )
-from harness.results.provenance import usb_serial_number
-from harness.results.record import (
-    Anomaly,
-    Arena,
-    BoardIdentity,
+from harness.results.manifest import (
     BoardProvenance,
-    BoardShare,
-    Confusion,
     DatasetProvenance,
     DeviceProvenance,
-    Energy,
-    EvalSummary,
-    Latency,
     Manifest,
     MeterProvenance,
     ModelProvenance,
+)
+from harness.results.provenance import usb_serial_number
+from harness.results.record import RunRecord, write_record
+from harness.results.schema import parse
+from harness.results.store import RunFolder, hold_run, naming_the_file, new_run_id, open_partial, publish
+from harness.results.summary import (
+    Anomaly,
+    Arena,
+    BoardIdentity,
+    BoardShare,
+    Confusion,
+    Energy,
+    EvalSummary,
+    Latency,
     References,
     Retirement,
-    RunRecord,
     Score,
     Stats,
     SubsetResult,
     Unreadable,
     Versus,
-    parse,
-    write_record,
 )
-from harness.results.store import RunFolder, hold_run, naming_the_file, new_run_id, open_partial, publish
 from harness.samples import Dataset, Sample
 
 
