@@ -8,9 +8,10 @@ from pathlib import Path
 from harness.api.figures import Figure
 from harness.errors import UserError
 from harness.extras import require
-from harness.results.record import EvalSummary, Manifest, StreamSummary
+from harness.results.manifest import Manifest
 from harness.results.runs import SAMPLES, Run
 from harness.results.runs import load_run as _load_run
+from harness.results.summary import EvalSummary, StreamSummary
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,8 @@ def _warn_of_labels(dataset, subsets) -> int:
 
 def cmd_eval(args) -> int:
     from harness.api.evaluation import evaluate_settings, resume
-    from harness.results.record import to_json
     from harness.results.report import print_summary
+    from harness.results.schema import to_json
     from harness.results.store import results_root
 
     progress = not (args.quiet or args.json)
@@ -341,8 +341,9 @@ VERDICTS = {"passed": "PASS", "failed": "FAIL", "not judged": "NOT JUDGED"}
 
 def cmd_score(args) -> int:
     from harness.eval.score_file import default_subsets, score_file, score_labels
-    from harness.results.record import Score, SubsetResult, parse
     from harness.results.report import pool_note
+    from harness.results.schema import parse
+    from harness.results.summary import Score, SubsetResult
 
     labels = score_labels(Path(args.labels), args.clean_labels)
     subsets = parse_subsets(args.subset) if args.subset else default_subsets(labels)

@@ -39,7 +39,7 @@ def cmd_stream_score(args) -> int:
 
 def cmd_stream_run(args) -> int:
     from harness.api.streaming import stream
-    from harness.results.record import to_json
+    from harness.results.schema import to_json
     from harness.results.stream_report import print_score, print_stream_run
     from harness.results.stream_scores import NotScorable
 

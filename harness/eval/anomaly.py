@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from harness.eval.runner_files import file_of
-from harness.results.record import AnomalyScore
+from harness.results.summary import AnomalyScore
 from harness.samples import Sample
 
 EPSILON = 1e-8  # the runner's guard against a zero denominator

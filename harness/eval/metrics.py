@@ -14,7 +14,7 @@ size (hf: streamed without --pools) gives no F1 at all.
 import numpy as np
 
 from harness.results.intervals import wilson_interval
-from harness.results.record import Score
+from harness.results.summary import Score
 
 UNKNOWN_POOL = "streamed from hf: without --pools; --pools streams each subset's whole pool"
 

@@ -6,8 +6,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
-
 from harness.boards import Board
 from harness.console import progress
 from harness.device.fleet import FleetRequest, board_fleet
@@ -16,23 +14,21 @@ from harness.device.qemu import emulated_instructions
 from harness.device.sharding import BoardEnd, ShardedStream
 from harness.energy.metering import EvalMetering
 from harness.errors import InterruptedRun, LinkError, UserError, setting
-from harness.eval.anomaly import anomaly_score, windows_per_file
 from harness.eval.host_work import HostReferences
 from harness.eval.inputs import Inputs, as_the_model_quantizes, prepare_inputs
-from harness.eval.metrics import pool_of, score
 from harness.eval.order import shuffle_in_groups
-from harness.eval.outputs import diff_unit
-from harness.eval.sample_rows import RowMaker, StoredRows, read_rows, write_samples
+from harness.eval.run_manifest import check_device_runs_model, check_firmware_origin, check_same_firmware, manifest_of
+from harness.eval.run_summary import link_totals, summarise
+from harness.eval.sample_rows import RowMaker, read_rows, write_samples
 from harness.eval.sampling import DATASET, Selection, select
 from harness.eval.settings import EvalSettings
-from harness.eval.subsets import Subset, flag_contradictions
+from harness.eval.subsets import Subset
 from harness.eval.tasks import task_for
 from harness.files import check_output, write_atomically
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.protocol import DeviceInfo
 from harness.model.card import ModelCard
-from harness.model.deployable import require_tflm_kernels
 from harness.model.dut import DutComputation, dut_computation
 from harness.model.references import load_references
 from harness.model.tflite_file import TfliteModel
@@ -48,33 +44,9 @@ from harness.results.journal import (
     save_request,
 )
 from harness.results.provenance import usb_serial_number
-from harness.results.record import (
-    Anomaly,
-    Arena,
-    BoardIdentity,
-    BoardProvenance,
-    BoardShare,
-    Confusion,
-    DatasetProvenance,
-    DeviceProvenance,
-    Energy,
-    EvalSummary,
-    Latency,
-    Manifest,
-    MeterProvenance,
-    ModelProvenance,
-    References,
-    Retirement,
-    RunRecord,
-    Score,
-    Stats,
-    SubsetResult,
-    Unreadable,
-    Versus,
-    parse,
-    write_record,
-)
+from harness.results.record import RunRecord, write_record
 from harness.results.store import RunFolder, hold_run, naming_the_file, new_run_id, open_partial, publish
+from harness.results.summary import EvalSummary
 from harness.samples import Dataset, Sample
 
 
@@ -98,26 +70,6 @@ class EvalRequest:
     def computation(self) -> DutComputation:
         """What the device computes with the model: what it is sent and what it answers (harness/model/dut.py)."""
         return dut_computation(self.card, self.model)
-
-
-def _check_device_runs_model(
-    info: DeviceInfo, model: TfliteModel, computation: DutComputation, board: Board, reflash: str
-) -> None:
-    """The board runs the model: its firmware loaded it, it is the one (by sha256), with its tensors. `reflash`:
-    how to put the model on the board, as the board's driver has it done."""
-    if info.runner_status != 0:
-        require_tflm_kernels(model)  # names the operators when that is why
-        raise UserError(f"the model failed to load on {board.id} (runner status {info.runner_status})")
-    if info.model_sha256_prefix and info.model_sha256_prefix != model.sha256[:16]:  # EEMBC DUTs report none
-        raise UserError(
-            f"{board.id} runs model {info.model_sha256_prefix}…, not {model.sha256[:16]}… "
-            f"({model.path.name}): {reflash}"
-        )
-    if not (info.input.same_layout(computation.input) and info.output.same_layout(computation.output)):
-        raise UserError(
-            f"{board.id} reports tensors {info.input.describe()} -> {info.output.describe()}, the model has "
-            f"{computation.input.describe()} -> {computation.output.describe()}: {reflash}"
-        )
 
 
 def _journal_entry(index: int, sample: Sample, result, hosts: dict[str, bytes], instructions, board) -> dict:
@@ -170,10 +122,10 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         ShardedStream(members, inputs.tensors, todo) as shards,
     ):
         infos = shards.ready()
-        info = _check_same_firmware(infos)
+        info = check_same_firmware(infos)
         reflash = members[0].driver.reflash_advice()
-        _check_device_runs_model(info, request.model, request.computation, request.board, reflash)
-        _check_firmware_origin(journal.path.parent, origin, info.build_id)
+        check_device_runs_model(info, request.model, request.computation, request.board, reflash)
+        check_firmware_origin(journal.path.parent, origin, info.build_id)
         with metering or nullcontext(), progress(len(todo), f"eval {request.board.id}") as advance:
             shards.go()  # after the meter's idle measurement
             for arrival in shards.arrivals():
@@ -189,7 +141,7 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
     ends = list(shards.ends.values())
     first = ends[0]
     firmware = first.firmware or recorded_build(info.build_id)
-    stats = _link_totals([end.stats or {} for end in ends]) | {"samples_from_journal": len(done)}
+    stats = link_totals([end.stats or {} for end in ends]) | {"samples_from_journal": len(done)}
     return Streamed(
         samples=len(inputs.samples),
         info=info,
@@ -197,230 +149,6 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         firmware=firmware,
         board_serial=usb_serial_number(first.port) if len(ends) == 1 else None,
         boards=ends,
-    )
-
-
-def _check_same_firmware(infos: dict[str, DeviceInfo]) -> DeviceInfo:
-    """Every board of a sharded run runs the same model and firmware, or no sample runs."""
-    (first_name, first), *others = infos.items()
-    for name, info in others:
-        for what, mine, theirs in (
-            ("model", first.model_sha256_prefix, info.model_sha256_prefix),
-            ("firmware build", first.build_id, info.build_id),
-        ):
-            if mine != theirs:
-                raise UserError(
-                    f"board {name} runs {what} {theirs or 'unknown'}, board {first_name} runs {mine or 'unknown'}: "
-                    "flash every board of the run with the same firmware and model"
-                )
-    return first
-
-
-# Counters add up over a sharded run's boards; the others are each board's state (the largest is kept).
-_STATE_FIELDS = ("baud", "chunk_bytes", "byte_error_rate")
-
-
-def _link_totals(boards: list[dict]) -> dict:
-    if len(boards) == 1:
-        return boards[0]
-    totals: dict = {}
-    for stats in boards:
-        for name, value in stats.items():
-            if name == "faults_injected":
-                if value:
-                    injected = totals.setdefault(name, {})
-                    for kind, count in value.items():
-                        injected[kind] = injected.get(kind, 0) + count
-            elif name in _STATE_FIELDS:
-                totals[name] = max(totals.get(name, value), value)
-            else:
-                totals[name] = totals.get(name, 0) + value
-    return totals
-
-
-def _check_firmware_origin(folder: Path, recorded: dict, build_id: str) -> None:
-    """The first HELLO of a run records the firmware; a resume must meet the same firmware."""
-    if "firmware_build_id" in recorded:
-        require_same_origin(recorded, {"firmware_build_id": build_id})
-    else:
-        recorded["firmware_build_id"] = build_id
-        save_origin(folder, recorded)
-
-
-def _stats(values: list[int]) -> Stats | None:
-    if not values:
-        return None
-    array = np.asarray(values, dtype=np.float64)
-    return Stats(
-        min=float(array.min()),
-        median=float(np.median(array)),
-        p90=float(np.percentile(array, 90)),
-        max=float(array.max()),
-    )
-
-
-def _summarise(
-    request: EvalRequest, run: "OpenRun", streamed: "Streamed", readings: StoredRows, refs, inputs, metering, selection
-):
-    """The summary, from the columns of the stored rows and the run's samples."""
-    computed, info, samples = request.computation, streamed.info, inputs.samples
-    names = [ref.name for ref in refs.references]
-    device_pred = readings.device[0]
-    host_pred = {n: readings.host[n][0] for n in names}
-    diffs = readings.diffs
-    task = task_for(request.card)
-    subsets = {}
-    for subset in request.subsets:
-        members = selection.member_mask(subset, samples)  # its own draw, not others' members nor its pool
-        pool = pool_of(subset, request.dataset)  # over the whole dataset, not just this run
-        left_out = selection.pool_left_out.get(subset.name)
-        drawn = (pool, left_out, members)
-        subsets[subset.name] = SubsetResult(
-            n=int(members.sum()),
-            positive_class=task.class_name(subset),
-            device=score(subset, samples, device_pred, *drawn) if task.facts.decides_samples else Score(),
-            host={
-                n: score(subset, samples, host_pred[n], *drawn) if task.facts.decides_samples else Score()
-                for n in names
-            },
-            versus={
-                n: Versus(
-                    agreement=float(np.mean(device_pred[members] == host_pred[n][members]))
-                    if members.any() and task.facts.decides_samples
-                    else None,
-                    max_diff_steps=float(diffs[n][members].max()) if members.any() else None,
-                )
-                for n in names
-            },
-            pool_added=selection.pool_added.get(subset.name, 0),
-        )
-    source = request.board.latency_source
-    return EvalSummary(
-        model=request.card.name,
-        model_caveat=request.card.caveat or None,
-        board=request.board.id,
-        dataset=request.dataset.name,
-        synthetic=request.dataset.synthetic,
-        samples=len(samples),
-        subsets=subsets,
-        primary_reference=names[0] if names else None,
-        bit_exact=readings.bit_exact,
-        output_diff_unit=diff_unit(computed.output, computed.step),
-        latency=_latency(request, readings, np.ones(len(samples), dtype=bool), info),
-        # 0 from a DUT means it did not report the figure: no model runs in an empty arena.
-        arena=Arena(source=source, configured=info.arena_configured or None, used=info.arena_used or None),
-        references=References(used=names, refused=refs.refused),
-        task=task.name,
-        task_facts=task.facts,
-        confusion=_confusion(request, samples, device_pred, host_pred) if task.confusion else None,
-        anomaly=_anomaly(samples, readings, request.dataset) if task.scores_files else None,
-        run_id=run.id,
-        link=streamed.link,
-        unreadable_images=Unreadable(count=len(inputs.unreadable), first=inputs.unreadable[:20]),
-        inputs_from_cache=inputs.from_cache,
-        energy=parse(Energy, metering.summary()) if metering else None,
-        boards=_board_shares(request, readings, streamed.boards, info) if len(streamed.boards) > 1 else [],
-    )
-
-
-def _anomaly(samples: list[Sample], readings: StoredRows, dataset: Dataset) -> Anomaly:
-    """Each source's window scores over files: AUC and the runner's Top-1, over whole files only."""
-    whole = windows_per_file(list(dataset.samples))
-    return Anomaly(
-        device=anomaly_score(samples, readings.device[1], whole),
-        host={name: anomaly_score(samples, scores, whole) for name, (_, scores) in readings.host.items()},
-    )
-
-
-def _figures(values: np.ndarray) -> Stats | None:
-    """Stats of the samples that have the figure (NaN: none)."""
-    present = values[~np.isnan(values)]
-    return _stats(present.tolist())
-
-
-def _latency(request: EvalRequest, readings: StoredRows, rows: np.ndarray, info: DeviceInfo) -> Latency:
-    """Over `rows` (a mask of the run's samples)."""
-    return Latency(
-        source=request.board.latency_source,
-        timer=info.tick_kind.name.lower(),
-        micros=_figures(readings.micros[rows]),
-        cycles=_figures(readings.cycles[rows]),
-        instructions=_figures(readings.instructions[rows]),
-        cpu_hz=info.cpu_hz or None,
-    )
-
-
-def _board_shares(request: EvalRequest, readings: StoredRows, ends: list[BoardEnd], info) -> list[BoardShare]:
-    """Each board's samples (journaled ones included, by the board the journal names) and latency."""
-    by_name = {end.name: end for end in ends}
-    ran = set(readings.board.tolist()) - {None}
-    earlier = sorted(ran - set(by_name))  # before a resume
-    shares = []
-    for name in [*by_name, *earlier]:
-        mine = readings.board == name
-        end = by_name.get(name, BoardEnd(name))
-        latency = _latency(request, readings, mine, end.info or info) if mine.any() else None
-        shares.append(
-            BoardShare(
-                name=name,
-                usb_serial_number=usb_serial_number(end.port),
-                samples=int(mine.sum()),
-                latency=latency,
-                link=end.stats or {},
-                failure=end.failure,
-                retired=_retirement(end),
-            )
-        )
-    return shares
-
-
-def _retirement(end: BoardEnd) -> Retirement | None:
-    if end.retired is None:
-        return None
-    expected, said = (dataclasses.asdict(identity) if identity else None for identity in end.retired)
-    return Retirement(expected=BoardIdentity(**expected), said=BoardIdentity(**said) if said else None)
-
-
-def _confusion(request: EvalRequest, samples, device_pred, host_pred) -> Confusion:
-    """Rows: the true class; columns: the predicted one (multi-class tasks)."""
-    labels = request.card.output.labels
-    truth = np.array([s.label for s in samples])
-
-    def matrix(predictions) -> list[list[int]]:
-        counts = np.zeros((len(labels), len(labels)), dtype=np.int64)
-        np.add.at(counts, (truth, np.asarray(predictions)), 1)
-        return counts.tolist()
-
-    matrices = {"device": matrix(device_pred)} | {n: matrix(p) for n, p in host_pred.items()}
-    return Confusion(labels=list(labels), matrices=matrices)
-
-
-def _manifest(
-    request: EvalRequest, run: "OpenRun", streamed: "Streamed", inputs: Inputs, refs, metering, selection: Selection
-) -> Manifest:
-    settings = request.settings
-    return Manifest.new(
-        run_id=run.id,
-        kind="eval",
-        started=run.started,
-        finished=datetime.now(UTC).isoformat(),
-        settings=settings.stored(),
-        model=ModelProvenance.of(request.card, request.model, converted_from=request.converted_from),
-        board=BoardProvenance.of(request.board, streamed.board_serial),
-        device=DeviceProvenance.of(streamed.info, streamed.firmware, streamed.link),
-        dataset=DatasetProvenance.of(
-            request.dataset,
-            request.subsets,
-            inputs.samples,
-            members=selection.members,
-            limit=settings.limit,
-            order=_order(request),
-            seed=settings.seed,
-            order_seed=settings.order_seed,
-            flag_contradictions=flag_contradictions(request.dataset.samples, request.subsets),
-        ),
-        references={r.name: r.description for r in refs.references} | {"refused": refs.refused},
-        meter=MeterProvenance.of(settings.meter, metering.trace) if metering else None,
     )
 
 
@@ -624,8 +352,8 @@ def _store(request: EvalRequest, run: OpenRun, streamed: Streamed, selection, in
                 samples_path, lambda partial: write_samples(partial, journal, maker), "run file", follow_links=False
             )
         readings = read_rows(samples_path, names)
-        manifest = _manifest(request, run, streamed, inputs, refs, metering, selection)
-        summary = _summarise(request, run, streamed, readings, refs, inputs, metering, selection)
+        manifest = manifest_of(request, run, streamed, inputs, refs, metering, selection, _order(request))
+        summary = summarise(request, run, streamed, readings, refs, inputs, metering, selection)
         if metering:
             run.folder.write_table("energy.parquet", metering.columns())
             run.folder.write_table("power.parquet", metering.power_columns())

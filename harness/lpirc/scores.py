@@ -28,8 +28,9 @@ from harness.errors import UserError, setting
 from harness.eval.detection import mean_average_precision, read_boxes
 from harness.lpirc.referee import answers_correct
 from harness.reading import DETECTIONS, KIB, MAP_TRUTH, REFEREE_LABELS, SUMMARY, read_json, validate
-from harness.results.record import Energy, Streaming, SubsetResult, parse
 from harness.results.runs import checked_spec
+from harness.results.schema import parse
+from harness.results.summary import Energy, Streaming, SubsetResult
 
 _FIGURES = pydantic.ConfigDict(extra="ignore", allow_inf_nan=False, frozen=True)  # the figures a score reads
 Fraction = Annotated[float, pydantic.Field(ge=0, le=1)]

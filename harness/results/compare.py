@@ -6,8 +6,9 @@ import numpy as np
 from harness.errors import UserError
 from harness.results import judgeable
 from harness.results.comparison import Comparison, pair_accuracy
-from harness.results.record import EvalSummary, parse_summary
+from harness.results.record import parse_summary
 from harness.results.runs import Run
+from harness.results.summary import EvalSummary
 
 BOOTSTRAP_RESAMPLES = 2000
 FIGURE_OF_COLUMN = {"instructions": "instructions", "microseconds": "micros"}  # samples.parquet column: figure

@@ -11,7 +11,7 @@ from scipy.stats import binomtest
 
 from harness.errors import UserError
 from harness.results.intervals import wilson_interval
-from harness.results.record import EvalSummary
+from harness.results.summary import EvalSummary
 
 ALPHA = 0.05
 

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from harness.errors import UserError
 from harness.results import latency_gates
 from harness.results.gates_file import GATES, bound_text, listed
-from harness.results.record import EvalSummary, FirmwareBuild, Score, StreamSummary
+from harness.results.manifest import FirmwareBuild
 from harness.results.runs import Run
+from harness.results.summary import EvalSummary, Score, StreamSummary
 from harness.results.verdicts import Part, Status, Verdict
 from harness.results.verdicts import judged as _judged
 from harness.results.verdicts import not_judged as _not_judged

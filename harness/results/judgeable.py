@@ -8,7 +8,7 @@ judged only when the user names a tolerance. A figure and source not in the tabl
 
 from dataclasses import dataclass
 
-from harness.results.record import Latency, Stats
+from harness.results.summary import Latency, Stats
 
 FIGURES = ("instructions", "cycles", "micros")  # a Latency's figures, most exact first
 UNITS = {"instructions": "instructions", "cycles": "cycles", "micros": "µs"}

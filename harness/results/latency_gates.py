@@ -5,8 +5,8 @@ alone), each change judged with the tolerance harness/results/judgeable.py decla
 or the gate's own `tolerance`."""
 
 from harness.results import judgeable
-from harness.results.record import Latency
 from harness.results.runs import Run
+from harness.results.summary import Latency
 from harness.results.verdicts import Verdict, combined, judged, not_judged
 
 CEILINGS = (("max_median", "median"), ("max_p90", "p90"))

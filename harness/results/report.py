@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from harness.console import percent, percent_interval, stdout_console
-from harness.results.record import Anomaly, AnomalyScore, Arena, Confusion, Energy, EvalSummary, SubsetResult, parse
+from harness.results.schema import parse
+from harness.results.summary import Anomaly, AnomalyScore, Arena, Confusion, Energy, EvalSummary, SubsetResult
 
 if TYPE_CHECKING:
     from rich.console import Console

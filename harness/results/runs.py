@@ -16,9 +16,7 @@ from harness.results.record import (
     MANIFEST,
     SUMMARY,
     TABLES,
-    EvalSummary,
     RunRecord,
-    StreamSummary,
     damaged,
     kind_of,
     read_files,
@@ -27,6 +25,7 @@ from harness.results.record import (
 )
 from harness.results.run_checks import has_control
 from harness.results.sample_checks import classes_of, columns_to_check, rows_problem
+from harness.results.summary import EvalSummary, StreamSummary
 
 
 @dataclass(frozen=True)

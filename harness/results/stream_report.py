@@ -4,8 +4,8 @@ and the exposure it divides by."""
 from rich.console import Console
 from rich.table import Table
 
-from harness.results.record import StreamSummary
 from harness.results.stream_scores import MlperfSwwScore, OptimalScore, TfCompatScore
+from harness.results.summary import StreamSummary
 
 
 def _pct(value: float | None) -> str:

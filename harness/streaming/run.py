@@ -19,24 +19,13 @@ from harness.link.registry import NATIVE_PROTOCOL
 from harness.link.roles import KeywordStreaming
 from harness.model.card import ModelCard
 from harness.model.tflite_file import TfliteModel, read_tflite
+from harness.results.manifest import AudioProvenance, BoardProvenance, DeviceProvenance, Manifest, ModelProvenance
 from harness.results.provenance import file_sha256, usb_serial_number
-from harness.results.record import (
-    Audio,
-    AudioProvenance,
-    BoardProvenance,
-    Busy,
-    DeviceProvenance,
-    Manifest,
-    ModelProvenance,
-    RunRecord,
-    SourcedBytes,
-    StreamDetections,
-    StreamSummary,
-    to_json,
-    write_record,
-)
+from harness.results.record import RunRecord, write_record
+from harness.results.schema import to_json
 from harness.results.store import new_run_id, results_root, run_folder
 from harness.results.stream_scores import StreamScores
+from harness.results.summary import Audio, Busy, SourcedBytes, StreamDetections, StreamSummary
 from harness.streaming.detections import Detections, write_detections
 from harness.streaming.ledger import load_ledger
 from harness.streaming.pipeline import TIMING_REFERENCE, HostStream, detections, keywords_of, stream_settings

@@ -281,7 +281,7 @@ def test_a_start_that_fails_at_the_handshake_leaves_nothing(tmp_path, monkeypatc
     def handshake_fails(infos):
         raise failure
 
-    monkeypatch.setattr(runner, "_check_same_firmware", handshake_fails)
+    monkeypatch.setattr(runner, "check_same_firmware", handshake_fails)
     with pytest.raises(type(failure)):
         harness.evaluate(model=MODEL, limit=LIMIT, results=tmp_path / "new" / "results")
     assert list(tmp_path.iterdir()) == []
@@ -297,7 +297,7 @@ def test_a_handshake_failure_on_resume_keeps_the_run(tmp_path, monkeypatch, unfi
     def handshake_fails(infos):
         raise LinkError("no HELLO from the board within 5 s")
 
-    monkeypatch.setattr(runner, "_check_same_firmware", handshake_fails)
+    monkeypatch.setattr(runner, "check_same_firmware", handshake_fails)
     with pytest.raises(LinkError, match=re.escape(f"`harness eval --resume {run_id} --results {results}` goes on")):
         harness.resume(run_id, results)
     monkeypatch.undo()

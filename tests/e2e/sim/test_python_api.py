@@ -10,7 +10,7 @@ import pytest
 
 import harness
 from harness.errors import UserError
-from harness.results.record import EvalSummary
+from harness.results.summary import EvalSummary
 
 
 def test_readme_main_job_in_a_few_lines(tmp_path, vww_model, capfd):

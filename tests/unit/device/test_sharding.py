@@ -10,7 +10,7 @@ import pytest
 from harness.device.fleet import FleetMember
 from harness.device.sharding import Dealer, ShardedStream
 from harness.errors import LinkError, UserError
-from harness.eval.runner import _check_same_firmware
+from harness.eval.run_manifest import check_same_firmware
 from harness.link.protocol import DeviceInfo, InvokeResult, TensorSpec, TickKind, Timing
 from harness.link.session import BoardChanged, BoardLost, Identity, LinkStats
 
@@ -81,11 +81,11 @@ def _info(build_id="fw-1", model="ab" * 8) -> DeviceInfo:
 
 def test_boards_of_one_run_must_run_the_same_model_and_firmware():
     same = {"p1": _info(), "p2": _info()}
-    assert _check_same_firmware(same) is same["p1"]
+    assert check_same_firmware(same) is same["p1"]
     with pytest.raises(UserError, match="board p2 runs firmware build fw-2, board p1 runs fw-1"):
-        _check_same_firmware({"p1": _info(), "p2": _info(build_id="fw-2")})
+        check_same_firmware({"p1": _info(), "p2": _info(build_id="fw-2")})
     with pytest.raises(UserError, match="board p3 runs model cd"):
-        _check_same_firmware(
+        check_same_firmware(
             {"p1": _info(), "p2": _info(), "p3": dataclasses.replace(_info(), model_sha256_prefix="cd")}
         )
 

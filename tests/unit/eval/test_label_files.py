@@ -14,7 +14,7 @@ from harness.eval.dataset import load_dataset
 from harness.eval.demo_dataset import COLUMNS
 from harness.eval.score_file import default_subsets, score_file, score_labels
 from harness.eval.subsets import SUBSETS, flag_contradictions
-from harness.results.record import DatasetProvenance
+from harness.results.manifest import DatasetProvenance
 from tests.conftest import SHARED
 
 CLEANED = SHARED / "fixtures" / "labels" / "wv_validation_cleaned.csv"

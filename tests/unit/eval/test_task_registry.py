@@ -13,10 +13,11 @@ from harness.eval.subsets import gate_subsets
 from harness.eval.tasks import TASKS, ImageClassification, Task, register, task_for
 from harness.model.card import TASKS as CARD_TASKS
 from harness.model.card import load_card
-from harness.results.record import EvalSummary, parse_summary
+from harness.results.record import parse_summary
 from harness.results.run_checks import eval_summary_problem
 from harness.results.runs import Run
 from harness.results.sample_checks import classes_of
+from harness.results.summary import EvalSummary
 from harness.results.task_facts import EARLIER_TASKS, TaskFacts
 
 SUMMARY = {"subsets": {}, "latency": {"source": "sim"}, "arena": {"source": "sim"}, "samples": 4}

@@ -9,14 +9,9 @@ from harness.cli.app import build_parser
 from harness.errors import UserError
 from harness.eval.settings import EvalSettings
 from harness.link.faults import FaultSpec
-from harness.results.record import (
-    EvalSummary,
-    StreamSummary,
-    parse_manifest,
-    parse_summary,
-    record_of,
-    to_json,
-)
+from harness.results.record import parse_manifest, parse_summary, record_of
+from harness.results.schema import to_json
+from harness.results.summary import EvalSummary, StreamSummary
 
 
 def _eval_args(*argv):

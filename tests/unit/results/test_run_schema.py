@@ -172,7 +172,7 @@ def test_any_figure_in_its_range_loads_as_stored(change):
 
 
 def _as_json(summary) -> dict:
-    from harness.results.record import to_json
+    from harness.results.schema import to_json
 
     return to_json(summary)
 
@@ -313,7 +313,7 @@ KEY = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12)
 @settings(max_examples=100, deadline=None)
 @given(KEY.filter(lambda key: key not in SUMMARY and key not in {"kind", "model", "board", "dataset", "task"}))
 def test_a_key_the_summary_does_not_declare_is_refused(key):
-    from harness.results.record import EvalSummary
+    from harness.results.summary import EvalSummary
 
     if key in EvalSummary.__dataclass_fields__:
         return
@@ -323,7 +323,7 @@ def test_a_key_the_summary_does_not_declare_is_refused(key):
 @settings(max_examples=100, deadline=None)
 @given(KEY.filter(lambda key: key not in MANIFEST))
 def test_a_key_the_manifest_does_not_declare_is_refused(key):
-    from harness.results.record import Manifest
+    from harness.results.manifest import Manifest
 
     if key in Manifest.__dataclass_fields__:
         return

@@ -14,7 +14,7 @@ import pytest
 from harness.cli import main
 from harness.cli.registry_names import RegistryNames
 from harness.errors import UserError
-from harness.results.record import to_json
+from harness.results.schema import to_json
 from harness.results.stream_scores import SCORE_TYPES, NotScorable, StreamScores, unregister_score_type
 from harness.streaming.detections import Detection, Detections, write_detections
 from harness.streaming.ledger import Event, Ledger
