@@ -6,6 +6,8 @@ The package's boards/ folder holds the boards harness ships; a user adds their o
 """
 
 import dataclasses
+import functools
+import operator
 import os
 import typing
 from dataclasses import dataclass, field
@@ -22,7 +24,6 @@ from harness.errors import UserError
 from harness.names import check_id
 from harness.paths import boards_dir, share_dir
 
-Kind = Literal["virtual", "emulated", "hosted", "device"]
 Baud = Annotated[int, pydantic.Field(ge=1, le=MAX_BAUD)]
 BaudOrZero = Annotated[int, pydantic.Field(ge=0, le=MAX_BAUD)]  # 0: stay, unpaced or none
 # The frame sizes the device core accepts (firmware/core/hp_device.h HP_MIN_RX_FRAME, HP_MIN_TX_FRAME: a frame's
@@ -126,7 +127,7 @@ class Board:
     __pydantic_config__ = _STRICT
     id: str
     name: str
-    kind: Kind
+    kind: str  # each board type narrows it to its own Literal (below); Kind is their union
     latency_source: LatencySource
     memory: Memory
     firmware: Firmware
@@ -151,7 +152,7 @@ class Board:
     @property
     def a_kind(self) -> str:
         """Its kind in a sentence: "a virtual board", "an emulated board"."""
-        return f"{'an' if self.kind[0] in 'aeiou' else 'a'} {self.kind} board"
+        return f"{_a(self.kind)} board"
 
     def kind_problem(self) -> str | None:
         """What this kind needs beyond its tables' types, missing; None: nothing."""
@@ -220,12 +221,13 @@ def _kind_of(board: type[Board]) -> str:
     return typing.get_args(board.__dataclass_fields__["kind"].type)[0]
 
 
-BOARD_KINDS: dict[str, type[Board]] = {
-    _kind_of(board): board for board in (VirtualBoard, EmulatedBoard, HostedBoard, DeviceBoard)
-}
-_BOARD = pydantic.TypeAdapter(
-    Annotated[VirtualBoard | EmulatedBoard | HostedBoard | DeviceBoard, pydantic.Field(discriminator="kind")]
-)
+# The one list of board kinds: a new kind is its board type above, one entry here and its driver
+# (harness/device/drivers/). The kind names, the union files are read as and the choices derive from it.
+_BOARD_TYPES = (VirtualBoard, EmulatedBoard, HostedBoard, DeviceBoard)
+BOARD_KINDS: dict[str, type[Board]] = {_kind_of(board): board for board in _BOARD_TYPES}
+Kind = Literal[tuple(BOARD_KINDS)]
+_ANY_BOARD = functools.reduce(operator.or_, _BOARD_TYPES)  # VirtualBoard | EmulatedBoard | ...
+_BOARD = pydantic.TypeAdapter(Annotated[_ANY_BOARD, pydantic.Field(discriminator="kind")])
 # A kind's own tables: missing from its board, or written in another kind's, the refusal names the table.
 _TABLES = {"qemu": Qemu, "platformio": PlatformIO}
 
