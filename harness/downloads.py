@@ -114,6 +114,8 @@ def store(stream: BinaryIO, target: Path, pin: Pinned) -> Path:
                 got = _copy(stream, out, pin, None)
             except _Stop as stop:
                 raise pin.refuse(str(stop)) from None
+            except (OSError, EOFError, zipfile.BadZipFile) as exc:  # a damaged member: a CRC, a truncated stream
+                raise pin.refuse(_reason(exc)) from exc
         _check(pin, got, partial)
 
     write_atomically(target, write, "cache entry")
@@ -128,7 +130,7 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "no answer within the network timeout"
     if isinstance(exc, zipfile.BadZipFile):
-        return f"not a zip archive: {exc}"
+        return f"a damaged zip archive: {exc}"
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 

