@@ -1,6 +1,5 @@
 """Keyword-spotting frontends: a clip to the model's input tensor, as the deployed firmware does it."""
 
-import dataclasses
 import hashlib
 from pathlib import Path
 
@@ -30,7 +29,8 @@ def _generated_frontend(card: ModelCard) -> Path:
 def frontend_file(card: ModelCard) -> Path:
     """The frontend model of the card: generated from its microfrontend settings, or a model file
     found like any model (cache, mirror, source)."""
-    from harness.model.fetch import obtain_model
+    from harness.model import pinned
+    from harness.model.fetch import obtain
 
     front = card.preprocessing.frontend
     if not front:
@@ -38,20 +38,7 @@ def frontend_file(card: ModelCard) -> Path:
     kind = front.get("kind", "file")
     if kind == "microfrontend":
         return _generated_frontend(card)
-    if kind != "file" or "name" not in front or not ("url" in front or "path" in front):
-        raise UserError(
-            f'model card {card.card_path}: [frontend] is either kind = "microfrontend" with its settings, '
-            "or a model file with name, sha256 and url (or path)"
-        )
-    frontend_card = dataclasses.replace(
-        card,
-        name=f"{card.name} frontend",
-        file_name=front["name"],
-        sha256=front.get("sha256"),
-        source={"kind": "url", "url": front["url"]} if "url" in front else {"kind": "path", "path": front["path"]},
-        mirror_path=front.get("mirror_path"),
-    )
-    return obtain_model(frontend_card)
+    return obtain(pinned.frontend_file(card))
 
 
 class TflmAudioPreprocessor:

@@ -40,7 +40,7 @@ def add_tflm_commands(commands) -> None:
 def _users() -> dict[str, list[str]]:
     """recipe key -> the boards whose [tflm] recipe it is."""
     from harness.boards import all_boards
-    from harness.firmware.tflm_obtain import board_recipe, load_pins
+    from harness.firmware.tflm_pins import board_recipe, load_pins
 
     pins = load_pins()
     users: dict[str, list[str]] = {}
@@ -56,7 +56,8 @@ def _users() -> dict[str, list[str]]:
 
 def cmd_tflm_list(args) -> int:
     from harness.boards import all_boards
-    from harness.firmware.tflm_obtain import board_recipe, cached_trees, elsewhere, leftovers, load_pins, trees_dir
+    from harness.firmware.tflm_obtain import cached_trees, leftovers, trees_dir
+    from harness.firmware.tflm_pins import board_recipe, elsewhere, load_pins
 
     users = _users()
     trees = cached_trees()
@@ -117,7 +118,8 @@ def cmd_tflm_list(args) -> int:
 
 def cmd_tflm_prepare(args) -> int:
     from harness.boards import get_board
-    from harness.firmware.tflm_obtain import board_recipe, cached_tree, elsewhere, prepare
+    from harness.firmware.tflm_obtain import cached_tree, prepare
+    from harness.firmware.tflm_pins import board_recipe, elsewhere
 
     board = get_board(args.board)
     recipe = board_recipe(board)
@@ -148,7 +150,9 @@ def cmd_tflm_prepare(args) -> int:
 
 def cmd_tflm_remove(args) -> int:
     from harness.boards import get_board
-    from harness.firmware.tflm_obtain import archives_dir, board_recipe, cached_trees, leftovers, logs_dir, remove
+    from harness.firmware.tflm_archives import archives_dir
+    from harness.firmware.tflm_obtain import cached_trees, leftovers, logs_dir, remove
+    from harness.firmware.tflm_pins import board_recipe
 
     trees = cached_trees()
     chosen = []
@@ -183,7 +187,7 @@ def cmd_tflm_remove(args) -> int:
 
 
 def cmd_tflm_sources(args) -> int:
-    from harness.firmware.tflm_obtain import load_pins
+    from harness.firmware.tflm_pins import load_pins
 
     pins = load_pins()
     archives = [pins.tflite_micro, *pins.third_party]

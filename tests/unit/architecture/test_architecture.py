@@ -242,3 +242,11 @@ def test_no_api_name_is_also_a_module_of_harness():
 
     modules = {p.stem for p in HARNESS.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
     assert not sorted(set(API) & modules)
+
+
+@pytest.mark.parametrize("module", ["harness.downloads", "harness.files", "harness.reading"])
+def test_the_one_ways_in_out_and_down_import_no_package(graph, module):
+    """Every package reads, writes and downloads through these, so they sit below all of them."""
+    wrong = [_lines(graph, module, package) for package in LAYERS if (module, package) in graph]
+    if wrong:
+        pytest.fail("\n".join(wrong), pytrace=False)

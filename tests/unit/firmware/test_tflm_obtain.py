@@ -20,8 +20,9 @@ import pytest
 from harness.boards import get_board
 from harness.cli import exits
 from harness.errors import UserError
-from harness.firmware import tflm_obtain
-from harness.firmware.tflm_obtain import PINS_FILE, Recipe, board_recipe, files_sha256, load_pins
+from harness.firmware import tflm_pins
+from harness.firmware.tflm_archives import files_sha256
+from harness.firmware.tflm_pins import PINS_FILE, Recipe, board_recipe, load_pins
 from harness.firmware.tflm_tree import TflmTree
 from tests.conftest import assert_refused_in_one_line, closed_port, fixture_model
 
@@ -404,7 +405,7 @@ def test_recipes_are_board_data():
     for board in ("esp32dev", "nano33ble", "sim"):
         assert board_recipe(get_board(board), pins) is None
     assert pins.commit == COMMIT and pins.placeholders == ("pigweed",)
-    assert tflm_obtain.tflm_source(get_board("nano33ble")) == "lib_deps"
+    assert tflm_pins.tflm_source(get_board("nano33ble")) == "lib_deps"
 
 
 @pytest.mark.slow
