@@ -6,7 +6,7 @@ from contextlib import AbstractContextManager
 from harness.boards import Board
 from harness.device.drivers import ConnectOptions, driver_for, driver_type
 from harness.errors import UserError, setting
-from harness.link.eembc import REFERENCE_BAUD
+from harness.link.registry import session_type
 from harness.link.session import DeviceSession
 from harness.model.tflite_file import TfliteModel
 
@@ -32,16 +32,16 @@ def with_link_options(
 ) -> Board:
     """The board with command-line link settings applied: the virtual board's emulated baud rate (also
     the rate the link starts at) and inference time, the rate to switch to after the handshake, and a real
-    board's serial rate (`baud`; with the eembc protocol 115200 unless given: MLPerf Tiny firmware sets
-    its own rate, not the board file's)."""
+    board's serial rate (`baud`; unless given, the rate the protocol's firmware sets for itself where it does,
+    FIRMWARE_BAUD: MLPerf Tiny firmware's 115200, not the board file's)."""
     driver = driver_type(board)
     if baud is not None and not driver.takes_baud:
         raise UserError(
             f"{setting('baud')} sets a real board's serial rate: harness opens the link of {board.id} "
             f"({board.kind} board) itself; drop it (the virtual board's emulated rate is {setting('link_baud')})"
         )
-    if driver.takes_baud and (baud is not None or protocol == "eembc"):
-        rate = baud if baud is not None else REFERENCE_BAUD
+    rate = (baud if baud is not None else session_type(protocol).FIRMWARE_BAUD) if driver.takes_baud else None
+    if rate is not None:
         if rate in board.link.forbidden_baudrates:
             raise UserError(
                 f"{setting('baud')} {rate} is a rate {board.id}'s USB bridge takes as a command "

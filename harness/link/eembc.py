@@ -64,6 +64,7 @@ NO_MODEL = f"{setting('protocol')} eembc needs a model: the DUT reports no tenso
 
 class EembcClient(DeviceSession):
     protocol = "eembc"
+    FIRMWARE_BAUD = REFERENCE_BAUD  # MLPerf Tiny firmware sets its own rate, not the board file's
     LACKS: ClassVar[dict[type, str]] = {
         Profiling: "the DUT protocol times whole inferences, not operators; `harness profile` needs harness firmware",
         KeywordStreaming: "the DUT protocol has no audio streaming; `harness stream run` needs harness firmware",
