@@ -6,7 +6,7 @@ from contextlib import AbstractContextManager
 from harness.boards import Board
 from harness.device.drivers import ConnectOptions, driver_for, driver_type
 from harness.errors import UserError, setting
-from harness.link.registry import session_type
+from harness.link.registry import NATIVE_PROTOCOL, session_type
 from harness.link.session import DeviceSession
 from harness.model.tflite_file import TfliteModel
 
@@ -28,20 +28,21 @@ def with_link_options(
     emulate_invoke_ms: float | None = None,
     switch_baud: int | None = None,
     baud: int | None = None,
-    protocol: str = "harness",
+    protocol: str = NATIVE_PROTOCOL,
 ) -> Board:
     """The board with command-line link settings applied: the virtual board's emulated baud rate (also
     the rate the link starts at) and inference time, the rate to switch to after the handshake, and a real
-    board's serial rate (`baud`; unless given, the rate the protocol's firmware sets for itself where it does,
-    FIRMWARE_BAUD: MLPerf Tiny firmware's 115200, not the board file's)."""
+    board's serial rate (`baud`; unless given, the rate a protocol's firmware sets for itself, as MLPerf
+    Tiny's 115200, else the board file's)."""
     driver = driver_type(board)
     if baud is not None and not driver.takes_baud:
         raise UserError(
             f"{setting('baud')} sets a real board's serial rate: harness opens the link of {board.id} "
             f"({board.kind} board) itself; drop it (the virtual board's emulated rate is {setting('link_baud')})"
         )
-    rate = (baud if baud is not None else session_type(protocol).FIRMWARE_BAUD) if driver.takes_baud else None
-    if rate is not None:
+    firmware_baud = session_type(protocol).FIRMWARE_BAUD
+    if driver.takes_baud and (baud is not None or firmware_baud is not None):
+        rate = baud if baud is not None else firmware_baud
         if rate in board.link.forbidden_baudrates:
             raise UserError(
                 f"{setting('baud')} {rate} is a rate {board.id}'s USB bridge takes as a command "

@@ -64,7 +64,8 @@ NO_MODEL = f"{setting('protocol')} eembc needs a model: the DUT reports no tenso
 
 class EembcClient(DeviceSession):
     protocol = "eembc"
-    FIRMWARE_BAUD = REFERENCE_BAUD  # MLPerf Tiny firmware sets its own rate, not the board file's
+    FIRMWARE_BAUD = REFERENCE_BAUD
+    DUT_FIRMWARE = True
     LACKS: ClassVar[dict[type, str]] = {
         Profiling: "the DUT protocol times whole inferences, not operators; `harness profile` needs harness firmware",
         KeywordStreaming: "the DUT protocol has no audio streaming; `harness stream run` needs harness firmware",
@@ -279,7 +280,7 @@ class EembcClient(DeviceSession):
         self.uint8_input = uint8_input
 
     def _input_fix(self, takes: int) -> str:
-        from harness.model.cards import all_cards
+        from harness.model.card import all_cards
 
         model = self.dut_model
         cards = [name for name, card in all_cards().items() if model and card.eembc and card.eembc.model == model]

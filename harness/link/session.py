@@ -125,9 +125,10 @@ class DeviceSession(ABC):
     # What its device may compute from what it is sent (harness/model/dut.py kinds): harness firmware
     # answers the model's output tensor; MLPerf Tiny DUT firmware may answer a score of its own.
     COMPUTES: ClassVar[tuple[str, ...]] = ("model",)
-    # The serial rate its firmware sets for itself, a real board's rate unless --baud is given (None: the board
-    # file's).
+    # The serial rate its firmware sets for itself (MLPerf Tiny DUT firmware), used unless --baud names one;
+    # None: the board file's rate.
     FIRMWARE_BAUD: ClassVar[int | None] = None
+    DUT_FIRMWARE: ClassVar[bool] = False  # an MLPerf Tiny DUT: the virtual board plays one (its [eembc] model)
 
     def __init__(self, port):
         self.port = port  # the open link (a pyserial port)

@@ -16,7 +16,7 @@ from harness.boards import Board
 from harness.device.drivers.base import Driver, Endpoint
 from harness.device.processes import BoardPty, pty_board_process
 from harness.link.protocol import DeviceInfo
-from harness.link.registry import PROTOCOL_NAMES
+from harness.link.registry import NATIVE_PROTOCOL, PROTOCOL_NAMES, session_type
 from harness.model.card import EembcDut
 
 SIM_START_SECONDS = 60
@@ -35,7 +35,7 @@ def sim_build_id() -> str:
 def sim_board_process(
     board: Board,
     model_path: Path | None,
-    protocol: str = "harness",
+    protocol: str = NATIVE_PROTOCOL,
     frontend: Path | None = None,
     eembc: EembcDut | None = None,
     computation: str = "model",
@@ -68,7 +68,7 @@ def sim_board_process(
         str(board.sim.max_baudrate),
         "--emulate-invoke-ms",
         str(board.sim.emulate_invoke_ms),
-        *(dut if protocol == "eembc" else []),
+        *(dut if session_type(protocol).DUT_FIRMWARE else []),
         *(["--frontend", str(frontend)] if frontend else []),
     ]
     with pty_board_process(command, "the virtual board", SIM_START_SECONDS) as path:

@@ -57,7 +57,6 @@ FAMILIES: dict[str, tuple[Callable[[], set[str]], tuple[str, ...]]] = {
 
 # (module, name): the other vocabulary the name is a word of in that module
 OTHER_WORDS = {
-    ("device/drivers/virtual.py", "eembc"): "the virtual board runs as the firmware of the protocol it is asked for",
     ("device/selftest.py", "instructions"): "a latency figure's unit",
     ("eval/perf_energy.py", "device"): "a figure's source",
     ("results/plots.py", "device"): "the device's scores beside the host references'",
