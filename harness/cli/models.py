@@ -10,7 +10,7 @@ from harness.errors import UserError
 from harness.eval.convert import converted_for_eval
 from harness.eval.dataset import load_dataset
 from harness.eval.subsets import SUBSETS, parse_subsets
-from harness.model.card import all_cards, load_card
+from harness.model.cards import all_cards, load_card
 from harness.model.convert import is_float_model
 from harness.model.fetch import obtain_model
 from harness.model.tflite_file import read_tflite

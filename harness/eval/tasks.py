@@ -12,6 +12,7 @@ from harness.eval.outputs import NO_DECISION, predict, predict_class, score_of
 from harness.eval.runner_files import load_runner_dataset, runner_file_preparation
 from harness.eval.subsets import PERSON, class_subsets, parse_subsets
 from harness.model.card import ModelCard
+from harness.model.tasks import CARD_TASKS
 from harness.results.task_facts import TaskFacts
 from harness.samples import Dataset, Preparation
 from harness.tensors import TensorSpec
@@ -41,7 +42,7 @@ class DatasetRequest:
 class Task(Protocol):
     """One card task in an eval. `facts` go into the run's summary, where results reads them."""
 
-    name: ClassVar[str]  # the card's `task` it serves (harness/model/card.py TASKS)
+    name: ClassVar[str]  # the card's `task` it serves, one declared in harness/model/tasks.py CARD_TASKS
     facts: ClassVar[TaskFacts]
     confusion: ClassVar[bool]  # the summary keeps a confusion matrix over the card's labels
     scores_files: ClassVar[bool]  # AUC and Top-1 over files of windows (harness/eval/anomaly.py)
@@ -65,7 +66,9 @@ T = TypeVar("T", bound=type)
 
 
 def register(task: T) -> T:
-    """A task class, registered under its `name` (used as a class decorator)."""
+    """A task class, registered under its `name` (used as a class decorator): a task a card may name."""
+    if task.name not in CARD_TASKS:
+        raise ValueError(f"task {task.name!r} is not a card task; declare it in harness/model/tasks.py CARD_TASKS")
     if task.name in TASKS:
         raise ValueError(f"task {task.name!r} is registered twice")
     TASKS[task.name] = task

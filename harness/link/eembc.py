@@ -280,7 +280,7 @@ class EembcClient(DeviceSession):
         self.uint8_input = uint8_input
 
     def _input_fix(self, takes: int) -> str:
-        from harness.model.card import all_cards
+        from harness.model.cards import all_cards
 
         model = self.dut_model
         cards = [name for name, card in all_cards().items() if model and card.eembc and card.eembc.model == model]

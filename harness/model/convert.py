@@ -19,6 +19,7 @@ from harness import reading
 from harness.errors import UserError, setting
 from harness.extras import require
 from harness.model.card import ModelCard
+from harness.model.tasks import CARD_TASKS
 
 IO_TYPES = ("int8", "uint8", "float32")
 FLOAT_SUFFIXES = (".keras", ".h5")
@@ -150,7 +151,7 @@ def _load_float_model(path: Path) -> FloatModel:
 def check_convertible(source: Path | None, card: ModelCard, out: Path) -> None:
     """The mistakes found before TensorFlow loads and converts anything, each in one line (source None:
     the card's own model, not fetched yet)."""
-    if card.task != "image_classification":
+    if CARD_TASKS[card.task].inputs != "image":
         raise UserError(
             f"card {card.name} is a {card.task.replace('_', ' ')} card; convert handles image classification "
             f"cards only: pass {setting('card')} with an image card (for example mlperf_tiny_vww_float)"

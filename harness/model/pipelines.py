@@ -1,6 +1,6 @@
 """The preprocessing pipelines and JPEG decoders a model card may name, declared once.
 
-The card validator (harness/model/card.py) accepts these names and holds a card's interpolation and
+The card validator (harness/model/cards.py) accepts these names and holds a card's interpolation and
 crop to its pipeline's; the image preprocessing (harness/eval/preprocess.py) runs the pipeline's
 geometry and decodes as its reference does; docs/preprocessing.md lists them (tests/unit/eval/test_preprocess.py
 holds the page to this table).

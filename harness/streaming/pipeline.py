@@ -12,6 +12,7 @@ from pathlib import Path
 
 from harness.errors import UserError
 from harness.model.card import ModelCard
+from harness.model.tasks import CARD_TASKS
 from harness.model.tflite_file import TfliteModel, read_tflite
 from harness.native import Detection as NativeDetection
 from harness.native import device_core
@@ -53,7 +54,7 @@ def keywords_of(card: ModelCard) -> list[str]:
 
 def stream_settings(card: ModelCard, model: TfliteModel, frontend: TfliteModel) -> StreamSettings:
     """From the card's [preprocessing] and [streaming] tables and the two models' tensors."""
-    if card.task != "keyword_spotting" or not card.streaming:
+    if CARD_TASKS[card.task].inputs != "audio" or not card.streaming:
         raise UserError(f"model {card.name} has no [streaming] table; streaming needs a keyword card with one")
     if model.output.dtype not in SCORE_TYPES:
         raise UserError(
@@ -91,7 +92,7 @@ def stream_settings(card: ModelCard, model: TfliteModel, frontend: TfliteModel) 
 
 def streaming_frontend(card: ModelCard) -> TfliteModel | None:
     """The audio frontend firmware embeds for keyword streaming: cards with [streaming] and [frontend]."""
-    if card.task != "keyword_spotting" or not card.streaming or not card.preprocessing.frontend:
+    if CARD_TASKS[card.task].inputs != "audio" or not card.streaming or not card.preprocessing.frontend:
         return None
     from harness.audio.frontend import frontend_file
 

@@ -18,6 +18,7 @@ from harness.firmware.tflm_tree import TflmTree
 from harness.link.registry import NATIVE_PROTOCOL
 from harness.link.roles import KeywordStreaming
 from harness.model.card import ModelCard
+from harness.model.tasks import CARD_TASKS
 from harness.model.tflite_file import TfliteModel, read_tflite
 from harness.results.manifest import AudioProvenance, BoardProvenance, DeviceProvenance, Manifest, ModelProvenance
 from harness.results.provenance import file_sha256, usb_serial_number
@@ -103,7 +104,7 @@ def _rows_after(samples: int, settings) -> int:
 def run_stream(request: StreamRequest) -> StreamOutcome:
     card, model, board = request.card, request.model, request.board
     pre = card.preprocessing
-    if card.task != "keyword_spotting":
+    if CARD_TASKS[card.task].inputs != "audio":
         raise UserError(
             f"card {card.name} is an {card.task} card; streams are audio, so pass a keyword spotting card "
             f"to {setting('model')} (harness models lists them)"

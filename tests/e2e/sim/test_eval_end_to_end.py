@@ -104,7 +104,8 @@ def test_a_reference_that_refuses_the_model_is_recorded_and_the_rest_run(tmp_pat
 
 
 def _cards_with_tflite_models():
-    from harness.model.card import FilePreprocessing, all_cards
+    from harness.model.card import FilePreprocessing
+    from harness.model.cards import all_cards
 
     # A files card has no demo set: its inputs are the MLPerf Tiny runner's files (test_runner_files.py).
     cards = all_cards().items()
@@ -117,7 +118,7 @@ def _cards_with_tflite_models():
 def test_every_card_runs_on_the_virtual_board_with_its_demo_set(tmp_path, model):
     """Data, not code: each card's model on the demo set of its task (the float Keras cards run
     through their int8 conversion in test_convert.py)."""
-    from harness.model.card import load_card
+    from harness.model.cards import load_card
     from tests.conftest import fixture_model
 
     card = load_card(model)

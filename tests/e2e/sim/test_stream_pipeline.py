@@ -141,7 +141,7 @@ def test_a_minute_of_speech_on_the_virtual_board_equals_the_host_reference(tmp_p
     from harness.audio.clips import read_clip, write_clip
     from harness.audio.dataset import load_keyword_dataset
     from harness.boards import get_board
-    from harness.model.card import load_card
+    from harness.model.cards import load_card
     from harness.model.fetch import obtain_model
     from harness.model.tflite_file import read_tflite
     from harness.streaming.run import StreamRequest, run_stream
@@ -238,7 +238,7 @@ def test_the_pipeline_in_firmware_on_an_emulated_cortex_m4_equals_the_host(tmp_p
     from harness.audio.clips import read_clip, write_clip
     from harness.boards import get_board
     from harness.firmware.tflm_tree import TflmTree
-    from harness.model.card import load_card
+    from harness.model.cards import load_card
     from harness.model.fetch import obtain_model
     from harness.model.tflite_file import read_tflite
     from harness.streaming.run import StreamRequest, run_stream

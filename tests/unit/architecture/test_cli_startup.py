@@ -95,7 +95,7 @@ def test_the_light_names_match_their_owners():
     assert set(defaults.DEFAULT_REFERENCES) <= set(REFERENCES)
     for owner, name in [
         ("harness.boards", "DEFAULT_BOARD"),
-        ("harness.model.card", "DEFAULT_MODEL"),
+        ("harness.model.card_schema", "DEFAULT_MODEL"),
         ("harness.samples", "DEMO"),
         ("harness.model.references", "DEFAULT_REFERENCES"),
         ("harness.eval.sampling", "AUTO_POOL_SAMPLES"),

@@ -5,7 +5,7 @@ import pytest
 
 from harness.audio.dataset import load_keyword_dataset
 from harness.errors import UserError
-from harness.model.card import load_card
+from harness.model.cards import load_card
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from harness.audio.dataset import load_keyword_dataset
 from harness.audio.demo import KEYWORDS, OTHER_WORDS, SILENCE_CLIPS
 from harness.errors import UserError
 from harness.eval.subsets import class_subsets
-from harness.model.card import load_card
+from harness.model.cards import load_card
 from harness.samples import Sample
 from tests.conftest import SHARED, fixture_model
 

@@ -178,7 +178,7 @@ def test_mlperf_kws_streams_a_minute_of_ten_keywords_equal_to_the_host(tmp_path)
     """`stream build` from the keyword demo set's clips (all ten keywords, 24 events in 64 s), then
     `stream` on the virtual board: the generated frontend and the model run in the device core."""
     from harness.audio.dataset import load_keyword_dataset
-    from harness.model.card import load_card
+    from harness.model.cards import load_card
 
     fixture_model("mlperf_tiny/keyword_spotting.tflite")
     clips = load_keyword_dataset("demo", load_card("mlperf_tiny_kws")).samples[0].image_path.parent

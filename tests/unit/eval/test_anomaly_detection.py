@@ -8,7 +8,8 @@ from harness.errors import UserError
 from harness.eval.anomaly import anomaly_score, auc, file_scores, top1, windows_per_file
 from harness.eval.runner_files import file_of, load_runner_dataset, runner_file_preparation
 from harness.eval.tasks import AnomalyDetection, task_for
-from harness.model.card import check_card_model, load_card
+from harness.model.card_fit import check_card_model
+from harness.model.cards import load_card
 from harness.model.dut import ModelOutputs, ReconstructionError, dut_computation
 from harness.model.tflite_file import read_tflite
 from harness.samples import Sample

@@ -13,7 +13,7 @@ import pytest
 from harness.errors import UserError
 from harness.eval.runner_files import file_of, load_runner_dataset, runner_file_preparation
 from harness.link.eembc import EembcClient
-from harness.model.card import load_card
+from harness.model.cards import load_card
 from harness.model.tflite_file import read_tflite
 from harness.paths import models_dir
 from harness.tensors import TensorSpec

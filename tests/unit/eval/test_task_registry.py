@@ -11,8 +11,8 @@ import pytest
 from harness.eval.outputs import NO_DECISION
 from harness.eval.subsets import gate_subsets
 from harness.eval.tasks import TASKS, ImageClassification, Task, register, task_for
-from harness.model.card import TASKS as CARD_TASKS
-from harness.model.card import load_card
+from harness.model.cards import load_card
+from harness.model.tasks import CARD_TASKS, CardTask
 from harness.results.record import parse_summary
 from harness.results.run_checks import eval_summary_problem
 from harness.results.runs import Run
@@ -65,8 +65,15 @@ class Toy:
 
 @pytest.fixture
 def toy():
+    CARD_TASKS[Toy.name] = CardTask(Toy.name, inputs="files")
     yield register(Toy)
-    del TASKS[Toy.name]
+    del TASKS[Toy.name], CARD_TASKS[Toy.name]
+
+
+def test_only_a_declared_card_task_can_be_registered():
+    with pytest.raises(ValueError, match=r"'toy_scores' is not a card task; declare it in harness/model/tasks\.py"):
+        register(Toy)
+    assert Toy.name not in TASKS
 
 
 def test_a_registered_task_is_found_for_its_cards_and_results_read_its_facts(toy):

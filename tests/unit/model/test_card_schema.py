@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 
 from harness.boards import Board, board_from_data
 from harness.errors import UserError
-from harness.model.card import CardFile, ModelCard, card_from_data, load_card
+from harness.model.card import ModelCard
+from harness.model.card_schema import CardFile
+from harness.model.cards import card_from_data, load_card
 from harness.paths import boards_dir, models_dir
 
 CARD_PATH = Path("/nowhere/card.toml")

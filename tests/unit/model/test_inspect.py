@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from harness.model.card import all_cards
+from harness.model.cards import all_cards
 from tests.conftest import FIXTURE_MODELS
 
 CHECK = """

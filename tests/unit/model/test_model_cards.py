@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UserError
-from harness.model.card import all_cards, load_card
+from harness.model.cards import all_cards, load_card
 from harness.model.fetch import obtain_model
 from harness.paths import models_dir
 from tests.conftest import assert_refused_in_one_line
@@ -220,7 +220,8 @@ def test_the_vww01_card_is_the_reference_duts_model_and_input():
     from types import SimpleNamespace
 
     from harness.link.eembc import UPSTREAM_COMMIT
-    from harness.model.card import REFERENCE_INPUTS, EembcDut, check_card_model
+    from harness.model.card import REFERENCE_INPUTS, EembcDut
+    from harness.model.card_fit import check_card_model
     from harness.tensors import TensorSpec
 
     card = load_card("mlperf_tiny_vww01")
@@ -291,7 +292,7 @@ def test_the_kws01_and_ic01_cards_are_the_reference_duts_models_and_inputs():
 def test_a_files_card_with_another_benchmarks_model_is_refused_before_the_run(tmp_path):
     from types import SimpleNamespace
 
-    from harness.model.card import check_card_model
+    from harness.model.card_fit import check_card_model
     from harness.tensors import TensorSpec
 
     card = load_card("mlperf_tiny_kws01")

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.defaults import DEFAULT_MODEL
 from harness.errors import UserError
-from harness.model.card import DEFAULT_MODEL, load_card
+from harness.model.cards import load_card
 from harness.model.fetch import _read_nested_member, obtain_model
 
 

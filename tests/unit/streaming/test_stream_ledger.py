@@ -102,7 +102,7 @@ def test_times_that_are_not_finite_are_refused(tmp_path, value):
 def test_a_ledger_without_end_times_keeps_the_run_and_names_the_policy_it_cannot_serve(tmp_path):
     from pathlib import Path
 
-    from harness.model.card import load_card
+    from harness.model.cards import load_card
     from harness.streaming.detections import Detection
     from harness.streaming.run import StreamRequest, _scores
 
