@@ -49,7 +49,7 @@ class RunView:
     @property
     def source(self) -> str:
         """Where the device's figures come from: device, emulated (QEMU) or sim (the virtual board)."""
-        from harness.results.gates import device_source
+        from harness.results.gate_figures import device_source
 
         return device_source(self.run)
 
@@ -122,7 +122,7 @@ class EvalRun(RunView):
 
     def f1(self, subset: str = "all", reference: str | None = None) -> Figure:
         """The F1 a gate judges on a subset: f1_wv where the whole negative pool was evaluated, else f1_counts."""
-        from harness.results.gates import f1_missing, gated_f1
+        from harness.results.score_gates import f1_missing, gated_f1
 
         score, source = self._score(subset, reference)
         value, which = gated_f1(score)

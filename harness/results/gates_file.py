@@ -1,85 +1,66 @@
-"""The gates file of `harness check`: which gates there are, what each takes, and reading one (docs/lab-ci.md).
+"""The gates file of `harness check`: which gates there are (GATES, the one registry of gate kinds: what each
+takes and its judges), and reading one (docs/lab-ci.md).
 
 A gate is a TOML table of bounds. Gates over subsets take a bound for every subset evaluated and/or
 `[gate.SUBSET]` tables, a bound for that subset alone (it wins over the one for every subset)."""
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness import reading
 from harness.errors import UserError
+from harness.results import bytes_gates, latency_gates, score_gates, stream_gates
+from harness.results.gate_spec import ANY, AT_LEAST_0, CHANGE, EVAL, FRACTION, Gate, Judge, Range, judged_on
 
-FRACTION = (0.0, 1.0)  # a share: accuracy, F1, agreement, AUC, recall, precision
-CHANGE = (-1.0, 1.0)  # a change of a share, or a relative change: 0.02 for 2 points, 0.1 for 10 %
-AT_LEAST_0 = (0.0, None)
-ANY = (None, None)
-
-
-Range = tuple[float | None, float | None]
-
-
-@dataclass(frozen=True)
-class Gate:
-    settings: tuple[str, ...]
-    kinds: tuple[str, ...]  # the kinds of run that have the gate's figure
-    baseline: tuple[str, ...] = ()  # its settings that compare with a baseline run (given: the gate needs one)
-    any_of: bool = False  # takes one or more of its settings (else every one)
-    optional: tuple[str, ...] = ()  # settings never needed (a tolerance)
-    per_subset: bool = False  # takes [gate.SUBSET] tables of its settings
-    reference: bool = False  # compares the device with the primary host reference
-    unit: str = ""  # of its bounds
-    range: Range = FRACTION  # its bounds' lowest and highest (None: no limit)
-    changes: tuple[str, ...] = ()  # settings that are relative changes (CHANGE, no unit) whatever the gate's unit
-
-    def range_of(self, key: str) -> Range:
-        if key == "tolerance":
-            return AT_LEAST_0
-        return CHANGE if key in self.changes else self.range
-
-    def unit_of(self, key: str) -> str:
-        return "" if key in self.changes or key == "tolerance" else self.unit
-
-    def needs_baseline(self, settings: dict) -> bool:
-        given = set(settings) | {key for bounds in settings.values() if isinstance(bounds, dict) for key in bounds}
-        return bool(given & set(self.baseline))
-
-
-EVAL = ("eval", "anomaly")
 # How a device's latency may be counted (harness/results/judgeable.py), each a gate of its own; `tolerance`, the
 # smallest relative change worth calling one, defaults to the figure's own for its source.
 COUNTED = ("max_median", "max_p90", "max_regression", "tolerance")
 
 
-def _counted(unit: str) -> Gate:
+def _counted(judge: Judge, unit: str) -> Gate:
     return Gate(
-        COUNTED, EVAL, ("max_regression",), any_of=True, optional=("tolerance",), unit=unit, range=AT_LEAST_0,
-        changes=("max_regression",),
+        COUNTED, judged_on(EVAL, judge), ("max_regression",), any_of=True, optional=("tolerance",), unit=unit,
+        range=AT_LEAST_0, changes=("max_regression",),
     )  # fmt: skip
 
 
-# Kinds: eval (samples given a class), anomaly (eval runs of anomaly scores: AUC over files), stream.
+# Every gate kind, once: its settings and bounds, and its judge for each kind of run that has its figure
+# (harness/results/gate_spec.py). A new gate kind is its judge in a module of judges and one line here.
 GATES = {
-    "agreement": Gate(("min",), ("eval", "stream"), reference=True),
-    "accuracy": Gate(("min",), ("eval",), per_subset=True),
-    "f1": Gate(("min",), ("eval",), per_subset=True),
-    "accuracy_drop": Gate(("max",), ("eval",), per_subset=True, reference=True, range=CHANGE),
-    "f1_drop": Gate(("max",), ("eval",), per_subset=True, reference=True, range=CHANGE),
-    "accuracy_vs_baseline": Gate(("max_drop",), ("eval",), ("max_drop",), per_subset=True, range=CHANGE),
-    "auc": Gate(("min",), ("anomaly",)),
-    "auc_drop": Gate(("max",), ("anomaly",), range=CHANGE),
-    "auc_vs_baseline": Gate(("max_drop",), ("anomaly",), ("max_drop",), range=CHANGE),
-    "latency_ms": Gate(("max_median", "max_p90"), EVAL, any_of=True, unit="ms", range=AT_LEAST_0),
-    "instructions": _counted("instructions"),
-    "cycles": _counted("cycles"),
-    "arena_bytes": Gate(("max",), EVAL, unit="bytes", range=AT_LEAST_0),
-    "flash_bytes": Gate(("max",), EVAL, unit="bytes", range=AT_LEAST_0),
-    "latency": Gate(("max_regression", "tolerance"), EVAL, ("max_regression",), optional=("tolerance",), range=CHANGE),
-    "arena": Gate(("max_growth_bytes",), EVAL, ("max_growth_bytes",), unit="bytes", range=ANY),
-    "flash": Gate(("max_growth_bytes",), EVAL, ("max_growth_bytes",), unit="bytes", range=ANY),
-    "recall": Gate(("min",), ("stream",)),
-    "precision": Gate(("min",), ("stream",)),
-    "false_alarms_per_hour": Gate(("max",), ("stream",), range=AT_LEAST_0),
-    "unwanted_triggers_per_hour": Gate(("max",), ("stream",), range=AT_LEAST_0),
+    "agreement": Gate(("min",), {"eval": score_gates.agreement, "stream": stream_gates.agreement}, reference=True),
+    "accuracy": Gate(("min",), {"eval": score_gates.accuracy}, per_subset=True),
+    "f1": Gate(("min",), {"eval": score_gates.f1}, per_subset=True),
+    "accuracy_drop": Gate(("max",), {"eval": score_gates.accuracy_drop}, per_subset=True, reference=True, range=CHANGE),
+    "f1_drop": Gate(("max",), {"eval": score_gates.f1_drop}, per_subset=True, reference=True, range=CHANGE),
+    "accuracy_vs_baseline": Gate(
+        ("max_drop",), {"eval": score_gates.accuracy_vs_baseline}, ("max_drop",), per_subset=True, range=CHANGE
+    ),
+    "auc": Gate(("min",), {"anomaly": score_gates.auc}),
+    "auc_drop": Gate(("max",), {"anomaly": score_gates.auc_drop}, range=CHANGE),
+    "auc_vs_baseline": Gate(("max_drop",), {"anomaly": score_gates.auc_vs_baseline}, ("max_drop",), range=CHANGE),
+    "latency_ms": Gate(
+        ("max_median", "max_p90"), judged_on(EVAL, latency_gates.latency_ms), any_of=True, unit="ms", range=AT_LEAST_0
+    ),
+    "instructions": _counted(latency_gates.instructions, "instructions"),
+    "cycles": _counted(latency_gates.cycles, "cycles"),
+    "arena_bytes": Gate(("max",), judged_on(EVAL, bytes_gates.arena_bytes), unit="bytes", range=AT_LEAST_0),
+    "flash_bytes": Gate(("max",), judged_on(EVAL, bytes_gates.flash_bytes), unit="bytes", range=AT_LEAST_0),
+    "latency": Gate(
+        ("max_regression", "tolerance"),
+        judged_on(EVAL, latency_gates.latency),
+        ("max_regression",),
+        optional=("tolerance",),
+        range=CHANGE,
+    ),
+    "arena": Gate(
+        ("max_growth_bytes",), judged_on(EVAL, bytes_gates.arena), ("max_growth_bytes",), unit="bytes", range=ANY
+    ),
+    "flash": Gate(
+        ("max_growth_bytes",), judged_on(EVAL, bytes_gates.flash), ("max_growth_bytes",), unit="bytes", range=ANY
+    ),
+    "recall": Gate(("min",), {"stream": stream_gates.recall}),
+    "precision": Gate(("min",), {"stream": stream_gates.precision}),
+    "false_alarms_per_hour": Gate(("max",), {"stream": stream_gates.false_alarms_per_hour}, range=AT_LEAST_0),
+    "unwanted_triggers_per_hour": Gate(("max",), {"stream": stream_gates.unwanted_triggers_per_hour}, range=AT_LEAST_0),
 }
 
 

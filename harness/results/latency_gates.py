@@ -87,3 +87,7 @@ def counted(figure: str):
         return combined([v for v in verdicts if v is not None])
 
     return judge
+
+
+instructions = counted("instructions")
+cycles = counted("cycles")
