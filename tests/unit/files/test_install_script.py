@@ -172,6 +172,7 @@ def test_progress_lines_while_pip_works(lab):
     text = "\n".join(got.lines)
     for step in (
         "harness: creating .venv",
+        "harness: updating pip in .venv",
         "harness: installing harness and PlatformIO into .venv",
         "resolving dependencies: 1 so far (platformio>=6.1)",
         "downloading tensorflow_cpu (589.8 MB)",
