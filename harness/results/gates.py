@@ -1,4 +1,4 @@
-"""`harness check`: gates over a run (and a baseline), each passed, failed or not judged (JUnit XML for lab CI:
+"""`harness runs check`: gates over a run (and a baseline), each passed, failed or not judged (JUnit XML for lab CI:
 harness/results/junit.py).
 
 Eval runs are gated on absolute floors and ceilings (accuracy and F1 per subset, latency in ms, instructions
@@ -123,3 +123,10 @@ def check_gates(
     return [
         _result(name, settings, _verdict(name, settings, run, baseline), strict) for name, settings in gates.items()
     ]
+
+
+def judge(run: Run, gates: dict, baseline: Run | None = None, strict: bool = False) -> list[GateResult]:
+    """Every gate's result as `harness runs check` and the report give it: with the subsets the run's task has."""
+    from harness.eval.subsets import gate_subsets
+
+    return check_gates(run, gates, baseline, strict, subsets=gate_subsets(run))

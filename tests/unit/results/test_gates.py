@@ -85,7 +85,7 @@ def _anomaly_run(run_id="ad", device_auc=0.9, host_auc=0.9):
 
 
 def _check(run, gates, baseline=None, strict=False):
-    """As `harness check` judges: with the subsets the run's task has."""
+    """As `harness runs check` judges: with the subsets the run's task has."""
     return check_gates(run, gates, baseline, strict, subsets=gate_subsets(run))
 
 

@@ -1,4 +1,4 @@
-"""`harness report` in headless Chromium: two eval runs (one with a simulated power meter) and a scored stream
+"""`harness runs report` in headless Chromium: two eval runs (one with a simulated power meter) and a scored stream
 run on the virtual board. Every section is screenshotted; every figure's text must lie inside its figure and
 overlap no other text of it."""
 
