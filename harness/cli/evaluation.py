@@ -201,7 +201,9 @@ def _keyed_tables(title: str, run_ids: list[str], groups):
 
 
 def cmd_report(args) -> int:
+    from harness.eval.subsets import judge_gates
     from harness.results.gates_file import load_gates
+    from harness.results.glance import gated
     from harness.results.html_report import require_writable, write_report
     from harness.results.runs import load_run
     from harness.results.store import results_text
@@ -212,7 +214,9 @@ def cmd_report(args) -> int:
     gates = load_gates(Path(args.gates)) if args.gates else None
     root = results_text(args.results)
     baseline = load_run(args.baseline, root) if args.baseline else None
-    out = write_report([load_run(spec, root) for spec in args.runs], Path(args.out), gates, baseline)
+    runs = [load_run(spec, root) for spec in args.runs]
+    verdicts = gated(runs, lambda run: judge_gates(run, gates, baseline)) if gates else {}
+    out = write_report(runs, Path(args.out), verdicts, baseline)
     if args.json:
         print_json({"report": str(out)})
     elif not args.quiet:
@@ -311,7 +315,7 @@ def _compare_tables(subsets: "dict[str, PairedSubset]"):
 
 
 def cmd_check(args) -> int:
-    from harness.results.gates import judge
+    from harness.eval.subsets import judge_gates
     from harness.results.gates_file import load_gates
     from harness.results.junit import junit_xml
     from harness.results.runs import load_run
@@ -324,7 +328,7 @@ def cmd_check(args) -> int:
     baseline = load_run(args.baseline, results_root) if args.baseline else None
     gates = load_gates(Path(args.gates))
     # a gate the run cannot have, or a subset table naming no subset of the run's task: exit 2
-    results = judge(run, gates, baseline, strict=args.strict)
+    results = judge_gates(run, gates, baseline, strict=args.strict)
     if args.junit:
         junit = Path(args.junit)
         try:

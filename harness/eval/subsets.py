@@ -183,3 +183,11 @@ def gate_subsets(run: "Run") -> list[str]:
     else:
         names = ["all", *(summary.confusion.labels if summary.confusion else [])]
     return list(dict.fromkeys([*names, *summary.subsets]))
+
+
+def judge_gates(run: "Run", gates: dict, baseline: "Run | None" = None, strict: bool = False) -> list:
+    """Every gate's GateResult as `harness runs check`, `harness runs report --gates` and the API give it: with
+    the subsets the run's task has."""
+    from harness.results.gates import check_gates
+
+    return check_gates(run, gates, baseline, strict, subsets=gate_subsets(run))

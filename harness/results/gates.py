@@ -123,10 +123,3 @@ def check_gates(
     return [
         _result(name, settings, _verdict(name, settings, run, baseline), strict) for name, settings in gates.items()
     ]
-
-
-def judge(run: Run, gates: dict, baseline: Run | None = None, strict: bool = False) -> list[GateResult]:
-    """Every gate's result as `harness runs check` and the report give it: with the subsets the run's task has."""
-    from harness.eval.subsets import gate_subsets
-
-    return check_gates(run, gates, baseline, strict, subsets=gate_subsets(run))

@@ -1,14 +1,16 @@
 """The report's summary on top, a row per run: board, model, dataset, n, accuracy with its interval, agreement
 with the host, latency, footprint and, with a gates file, the gates' verdicts. Every figure is taken from what
-`harness runs` lists (runs.headline) and `harness runs check` judges (gates.judge), never computed again here."""
+`harness runs` lists (runs.headline) and `harness runs check` judges (harness/eval/subsets.py judge_gates, which
+the caller passes), never computed again here."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.console import percent
 from harness.errors import UserError
 from harness.results.bytes_gates import flash_used
 from harness.results.cross_run import interval_cell, latency_cell
-from harness.results.gates import GateResult, judge
+from harness.results.gates import GateResult
 from harness.results.runs import EvalHeadline, Run, headline
 
 VERDICT_WORDS = {"passed": "PASS", "failed": "FAIL", "not judged": "NOT JUDGED"}
@@ -41,15 +43,13 @@ class Gated:
         return "failed" if "failed" in statuses else "not judged" if "not judged" in statuses else "passed"
 
 
-def gated(runs: list[Run], gates: dict | None, baseline: Run | None) -> dict[str, Gated]:
-    """Each run's verdicts, judged as `harness runs check RUN --gates FILE [--baseline BASELINE]` judges it; a run
+def gated(runs: list[Run], judge: Callable[[Run], list[GateResult]]) -> dict[str, Gated]:
+    """Each run's verdicts, `judge` being `harness runs check RUN --gates FILE [--baseline BASELINE]`'s; a run
     the file's gates do not fit (a stream run under eval gates) says why instead."""
-    if gates is None:
-        return {}
     found = {}
     for run in runs:
         try:
-            found[run.id] = Gated(judge(run, gates, baseline))
+            found[run.id] = Gated(judge(run))
         except UserError as why:
             found[run.id] = Gated([], str(why))
     return found
