@@ -681,3 +681,16 @@ def test_an_f1_reason_shared_by_several_subsets_is_said_once_naming_them():
     note = pool_note({name: parse(SubsetResult, entry) for name, entry in subsets.items()})
     assert note.count(why) == 1 and "\n" not in note
     assert note.startswith(f"F1 n/a — all, person, distance_far: {why}; lighting_dark: the dataset has no")
+
+
+@pytest.mark.slow
+def test_report_gates_are_refused_in_one_line_before_anything_is_written(device_and_sim_runs):
+    root, a, b = device_and_sim_runs
+    out = root / "report.html"
+    done = _harness("runs", "report", a, "--baseline", b, "--results", str(root), "--out", str(out))
+    assert done.returncode == 2 and "pass --gates FILE" in done.stderr and done.stderr.count("\n") == 1
+    gates = root / "gates.toml"
+    gates.write_text("[speed]\nmax = 1\n")
+    done = _harness("runs", "report", a, "--gates", str(gates), "--results", str(root), "--out", str(out))
+    assert done.returncode == 2 and "unknown gate" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert not out.exists()
