@@ -172,7 +172,7 @@ def class_subsets(spec: str, card: ModelCard) -> list[ClassSubset]:
 
 
 def gate_subsets(run: "Run") -> list[str]:
-    """The subsets a [gate.SUBSET] table may name for a run (harness check): Wake Vision's for person
+    """The subsets a [gate.SUBSET] table may name for a run (harness runs check): Wake Vision's for person
     detection, `all` and the card's class labels for multi-class cards (the run's confusion matrix keeps
     them), and any the run itself holds (an earlier version's); none for a stream run."""
     if run.kind != "eval":
