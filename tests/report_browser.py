@@ -39,8 +39,17 @@ TEXT_PROBLEMS = """() => {
 }"""
 
 
+# Cells holding an interval whose text runs over more than one line ("41.7 (19.3-⏎68.0)"): their texts.
+WRAPPED_INTERVALS = """() => [...document.querySelectorAll('td.interval')].filter(cell => {
+  const range = document.createRange();
+  range.selectNodeContents(cell);
+  const rects = [...range.getClientRects()].filter(r => r.width > 0);
+  return new Set(rects.map(r => Math.round(r.top))).size > 1;
+}).map(cell => cell.textContent)"""
+
+
 @contextmanager
-def browser_page(width: int = 1200):
+def browser_page(width: int = 1200, height: int = 900):
     """A page in headless Chromium and the list its console and page errors go to."""
     playwright = pytest.importorskip("playwright.sync_api", reason="needs the playwright package (test extras)")
     errors = []
@@ -49,7 +58,7 @@ def browser_page(width: int = 1200):
             executable_path=CHROMIUM,
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
         )
-        page = browser.new_page(viewport={"width": width, "height": 900})
+        page = browser.new_page(viewport={"width": width, "height": height})
         page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         try:

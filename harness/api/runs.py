@@ -78,12 +78,11 @@ class EvalRun(RunView):
     def check(self, gates: str | Path, baseline: "EvalRun | None" = None, strict: bool = False) -> list:
         """The gates file's verdicts on this run, as `harness runs check` judges them (harness/results/gates.py):
         a GateResult per gate, passed, failed or not judged."""
-        from harness.eval.subsets import gate_subsets
-        from harness.results.gates import check_gates
+        from harness.eval.subsets import judge_gates
         from harness.results.gates_file import load_gates
 
         against = baseline.run if baseline else None
-        return check_gates(self.run, load_gates(Path(gates)), against, strict=strict, subsets=gate_subsets(self.run))
+        return judge_gates(self.run, load_gates(Path(gates)), against, strict=strict)
 
     @property
     def _data(self) -> str:

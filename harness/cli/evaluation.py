@@ -201,12 +201,22 @@ def _keyed_tables(title: str, run_ids: list[str], groups):
 
 
 def cmd_report(args) -> int:
+    from harness.eval.subsets import judge_gates
+    from harness.results.gates_file import load_gates
+    from harness.results.glance import gated
     from harness.results.html_report import require_writable, write_report
     from harness.results.runs import load_run
     from harness.results.store import results_text
 
     require_writable(Path(args.out))  # a device, a FIFO or a folder is refused before any run is read
-    out = write_report([load_run(spec, results_text(args.results)) for spec in args.runs], Path(args.out))
+    if args.baseline and not args.gates:
+        raise UserError("--baseline is what the gates compare with: pass --gates FILE with it")
+    gates = load_gates(Path(args.gates)) if args.gates else None
+    root = results_text(args.results)
+    baseline = load_run(args.baseline, root) if args.baseline else None
+    runs = [load_run(spec, root) for spec in args.runs]
+    verdicts = gated(runs, lambda run: judge_gates(run, gates, baseline)) if gates else {}
+    out = write_report(runs, Path(args.out), verdicts, baseline)
     if args.json:
         print_json({"report": str(out)})
     elif not args.quiet:
@@ -305,8 +315,7 @@ def _compare_tables(subsets: "dict[str, PairedSubset]"):
 
 
 def cmd_check(args) -> int:
-    from harness.eval.subsets import gate_subsets
-    from harness.results.gates import check_gates
+    from harness.eval.subsets import judge_gates
     from harness.results.gates_file import load_gates
     from harness.results.junit import junit_xml
     from harness.results.runs import load_run
@@ -319,7 +328,7 @@ def cmd_check(args) -> int:
     baseline = load_run(args.baseline, results_root) if args.baseline else None
     gates = load_gates(Path(args.gates))
     # a gate the run cannot have, or a subset table naming no subset of the run's task: exit 2
-    results = check_gates(run, gates, baseline, strict=args.strict, subsets=gate_subsets(run))
+    results = judge_gates(run, gates, baseline, strict=args.strict)
     if args.junit:
         junit = Path(args.junit)
         try:

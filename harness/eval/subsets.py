@@ -172,7 +172,7 @@ def class_subsets(spec: str, card: ModelCard) -> list[ClassSubset]:
 
 
 def gate_subsets(run: "Run") -> list[str]:
-    """The subsets a [gate.SUBSET] table may name for a run (harness check): Wake Vision's for person
+    """The subsets a [gate.SUBSET] table may name for a run (harness runs check): Wake Vision's for person
     detection, `all` and the card's class labels for multi-class cards (the run's confusion matrix keeps
     them), and any the run itself holds (an earlier version's); none for a stream run."""
     if run.kind != "eval":
@@ -183,3 +183,11 @@ def gate_subsets(run: "Run") -> list[str]:
     else:
         names = ["all", *(summary.confusion.labels if summary.confusion else [])]
     return list(dict.fromkeys([*names, *summary.subsets]))
+
+
+def judge_gates(run: "Run", gates: dict, baseline: "Run | None" = None, strict: bool = False) -> list:
+    """Every gate's GateResult as `harness runs check`, `harness runs report --gates` and the API give it: with
+    the subsets the run's task has."""
+    from harness.results.gates import check_gates
+
+    return check_gates(run, gates, baseline, strict, subsets=gate_subsets(run))

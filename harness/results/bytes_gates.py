@@ -13,7 +13,8 @@ def _arena(run: Run) -> Measured:
     return arena.used, f"{arena.source} arena"
 
 
-def _flash(run: Run) -> Measured:
+def flash_used(run: Run) -> Measured:
+    """The firmware image's flash bytes from its ELF, else (the virtual board) the model file's bytes; and which."""
     manifest = run.record.manifest
     firmware = manifest.device.firmware or FirmwareBuild()
     if firmware.flash_bytes:
@@ -50,7 +51,7 @@ def arena_bytes(settings: dict, run: Run, baseline: Run | None) -> Verdict:
 
 
 def flash_bytes(settings: dict, run: Run, baseline: Run | None) -> Verdict:
-    return _ceiling("flash", _flash(run), settings["max"])
+    return _ceiling("flash", flash_used(run), settings["max"])
 
 
 def arena(settings: dict, run: Run, baseline: Run) -> Verdict:
@@ -58,4 +59,4 @@ def arena(settings: dict, run: Run, baseline: Run) -> Verdict:
 
 
 def flash(settings: dict, run: Run, baseline: Run) -> Verdict:
-    return _growth("flash", _flash(run), _flash(baseline), settings["max_growth_bytes"])
+    return _growth("flash", flash_used(run), flash_used(baseline), settings["max_growth_bytes"])

@@ -1,4 +1,4 @@
-"""`harness compare`: what changed between two runs, and whether it is more than chance: the one Comparison
+"""`harness runs compare`: what changed between two runs, and whether it is more than chance: the one Comparison
 (harness/results/comparison.py) that `runs compare`, its --json and the report show."""
 
 import numpy as np

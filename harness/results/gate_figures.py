@@ -21,6 +21,14 @@ def empty_subsets(summary: EvalSummary) -> dict[str, str]:
     return {subset: "n = 0" for subset, e in summary.subsets.items() if not e.n}
 
 
+def shared_reasons(why: dict[str, str]) -> str:
+    """Subsets and why each has no figure, a reason shared by several said once: "all, person (n = 0)"."""
+    by_reason: dict[str, list[str]] = {}
+    for subset, reason in why.items():
+        by_reason.setdefault(reason, []).append(subset)
+    return "; ".join(f"{', '.join(subsets)} ({reason})" for reason, subsets in by_reason.items())
+
+
 def per_subset(
     settings: dict,
     key: str,
@@ -55,7 +63,7 @@ def per_subset(
         part_figure = f"{source}: {figure}"
         status = "failed" if failed else "passed"
         parts.append(Part(subset, status, part_figure, bound_shown, f"{part_figure}; {bound_shown}"))
-    not_judged = "; ".join(f"{subset} ({why})" for subset, why in missing.items())
+    not_judged = shared_reasons(missing)
     if not judged:
         return _not_judged(not_judged or "the run has no subsets")
     notes = [f"{'under' if key == 'min' else 'over'} the bound: {', '.join(failures)}"] if failures else []

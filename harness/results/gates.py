@@ -1,4 +1,4 @@
-"""`harness check`: gates over a run (and a baseline), each passed, failed or not judged (JUnit XML for lab CI:
+"""`harness runs check`: gates over a run (and a baseline), each passed, failed or not judged (JUnit XML for lab CI:
 harness/results/junit.py).
 
 Eval runs are gated on absolute floors and ceilings (accuracy and F1 per subset, latency in ms, instructions

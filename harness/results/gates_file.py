@@ -1,4 +1,4 @@
-"""The gates file of `harness check`: which gates there are (GATES, the one registry of gate kinds: what each
+"""The gates file of `harness runs check`: which gates there are (GATES, the one registry of gate kinds: what each
 takes and its judges), and reading one (docs/lab-ci.md).
 
 A gate is a TOML table of bounds. Gates over subsets take a bound for every subset evaluated and/or

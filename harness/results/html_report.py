@@ -1,4 +1,4 @@
-"""`harness report`: one self-contained HTML page (figures inline as SVG) for one or more runs."""
+"""`harness runs report`: one self-contained HTML page (figures inline as SVG) for one or more runs."""
 
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,6 +11,7 @@ from harness.errors import UserError, setting
 from harness.files import check_output, write_atomically
 from harness.results import cross_run, stream_report
 from harness.results.cross_run import latency_cell  # noqa: F401 (harness runs uses it from here)
+from harness.results.glance import VERDICT_WORDS, Gated, glances
 from harness.results.plots import ANOMALY_FIGURES, FIGURES, Figure, draw
 from harness.results.report import anomaly_rows, pool_note
 from harness.results.runs import Run
@@ -41,10 +42,16 @@ def require_writable(out: Path) -> None:
         raise UserError(f"{parent} is a file, not a folder; pass an HTML file in a folder as {setting('out')}")
 
 
-def render(runs: list[Run]) -> str:
+def render(runs: list[Run], verdicts: dict[str, Gated] | None = None, baseline: Run | None = None) -> str:
+    """The page; `verdicts`: each run's gates as `harness runs check` judged them (against `baseline`)."""
     env = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2", "html"]))
+    verdicts = verdicts or {}
     return env.get_template("report.html.j2").render(
         runs=runs,
+        glances=glances(runs, verdicts),
+        gated=verdicts,
+        baseline=baseline,
+        verdict_words=VERDICT_WORDS,
         figures={run.id: _figures(run) for run in runs},
         made_up=_made_up(runs),
         leaderboard=cross_run.leaderboard(runs),
@@ -60,9 +67,11 @@ def render(runs: list[Run]) -> str:
     )
 
 
-def write_report(runs: list[Run], out: Path) -> Path:
+def write_report(
+    runs: list[Run], out: Path, verdicts: dict[str, Gated] | None = None, baseline: Run | None = None
+) -> Path:
     require_writable(out)
-    page = render(runs)
+    page = render(runs, verdicts, baseline)
     try:
         write_atomically(out, lambda partial: partial.write_text(page), setting("out"))
     except OSError as exc:  # the partial file is gone: name the file the user asked for

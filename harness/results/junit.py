@@ -20,7 +20,7 @@ def junit_xml(run: Run, results: list[GateResult]) -> str:
     cases = [case for result in results for case in _cases(result)]
     suite = ET.Element(
         "testsuite",
-        name=f"harness check {run.id}",
+        name=f"harness runs check {run.id}",
         tests=str(len(cases)),
         failures=str(sum(verdict.status == "failed" for _, verdict in cases)),
         skipped=str(sum(verdict.status == "not judged" for _, verdict in cases)),

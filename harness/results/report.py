@@ -108,15 +108,16 @@ def _versus_table(summary: EvalSummary, references: list[str], primary: str | No
 
 
 def pool_note(subsets: dict[str, SubsetResult], fix: str = "evaluate with --pools") -> str | None:
-    """Why F1 is missing, subset by subset (the reason each Score keeps; runs of earlier versions kept only
-    "k of N", and then `fix` is said)."""
-    missing = []
+    """Why F1 is missing, in one line: the reason each Score keeps, said once for the subsets that share it (runs
+    of earlier versions kept only "k of N", and then `fix` is said)."""
+    by_reason: dict[str, list[str]] = {}
     for name, entry in subsets.items():
         device = entry.device
         if device.f1_unavailable:
-            missing.append(f"{name}: {device.f1_unavailable}")
+            by_reason.setdefault(device.f1_unavailable, []).append(name)
         elif device.f1_unavailable is None and device.pool_incomplete:
-            missing.append(f"{name}: {device.pool_incomplete} of its negative pool evaluated; {fix}")
+            by_reason.setdefault(f"{device.pool_incomplete} of its negative pool evaluated; {fix}", []).append(name)
+    missing = [f"{', '.join(names)}: {reason}" for reason, names in by_reason.items()]
     return f"F1 n/a — {'; '.join(missing)}" if missing else None
 
 

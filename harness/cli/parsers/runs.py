@@ -31,6 +31,8 @@ def add_runs(commands) -> None:
     report.add_argument(
         "--out", type=output_file("--out REPORT.html"), default="report.html", help="the HTML file to write"
     )
+    report.add_argument("--gates", help="gates TOML file: each run's verdicts in the summary, as `runs check` gives")
+    report.add_argument("--baseline", help="run the gates compare latency, arena and flash against (with --gates)")
     RESULTS.add(report)
 
     compare = command(

@@ -170,7 +170,7 @@ def test_every_paired_figure_of_the_report_is_compares(overlapping, capsys):
         assert cells[3] == _interval(s["accuracy_b"], s["accuracy_ci95_b"])
         assert cells[4] == f"{100 * s['delta']:+.1f}"
         assert cells[5:8] == [str(s["only_a_correct"]), str(s["only_b_correct"]), f"{s['mcnemar_p']:.3g}"]
-        assert cells[8] == ("significant" if s["significant"] else "")
+        assert cells[8] == ("yes" if s["significant"] else "no")  # never blank
     # the pair's figures are not the runs' own: A scores 24 samples of all, the pair 15
     own = runs[0].eval_summary.subsets["all"].device.accuracy
     assert rows["all"][2] != _interval(own, runs[0].eval_summary.subsets["all"].device.accuracy_ci95)
@@ -274,3 +274,36 @@ def test_a_run_of_an_earlier_version_without_the_field_still_reads(tmp_path, no_
     run = load_run(run_id, tmp_path)
     assert run.eval_summary.synthetic is None and "made-up" not in render([run])
     assert "on " not in view(run).accuracy("all").measured()
+
+
+def test_the_summary_on_top_shows_each_runs_figures_as_runs_lists_them_and_checks_verdicts(overlapping, no_plots):
+    """A row per run before any other table: the first subset's n and accuracy with its interval (the figures the
+    leaderboard and `harness runs` show), agreement, latency and footprint with their sources, and the gates."""
+    from harness.eval.subsets import judge_gates
+    from harness.results.cross_run import accuracy_interval
+    from harness.results.glance import gated
+
+    root, a, b = overlapping
+    runs = [load_run(a, root), load_run(b, root)]
+    gates = {"accuracy": {"min": 0.6}, "arena": {"max_growth_bytes": 0}}
+    verdicts = gated(runs, lambda run: judge_gates(run, gates, runs[0]))
+    page = _Page()
+    page.feed(render(runs, verdicts, runs[0]))
+    summary = [row for row in page.rows if "data-run" in row["attrs"]]
+    assert page.rows.index(summary[0]) == 1  # right under the summary's header row: the page's first table
+    for run, row in zip(runs, summary, strict=True):
+        cells = dict(zip(page.rows[0]["cells"], row["cells"], strict=True))
+        first = run.eval_summary.subsets["all"]
+        assert cells["subset"].startswith("all") and cells["n"] == str(first.n)
+        assert cells["device accuracy % [Wilson 95 %]"] == accuracy_interval(run, "all")
+        assert cells["latency (median)"].endswith(f"({run.eval_summary.latency.source})")
+        assert cells["footprint"].startswith(f"arena {run.eval_summary.arena.used:,} B (sim)")
+        assert run.primary_reference is None and cells["agreement with the host"] == "n/a"  # these runs have no host
+        results = judge_gates(run, gates, runs[0])
+        failed = [r.name for r in results if r.status == "failed"]
+        assert cells["gates"].startswith("FAIL" if failed else "PASS") and all(
+            name in cells["gates"] for name in failed
+        )
+        shown = {r["attrs"]["data-gate"]: r["cells"][1] for r in page.rows if r["attrs"].get("data-gate")}
+        assert set(shown) == set(gates)
+    assert not gated(runs, lambda run: [])[a].results  # nothing judged when there is nothing to judge

@@ -85,7 +85,7 @@ def _anomaly_run(run_id="ad", device_auc=0.9, host_auc=0.9):
 
 
 def _check(run, gates, baseline=None, strict=False):
-    """As `harness check` judges: with the subsets the run's task has."""
+    """As `harness runs check` judges: with the subsets the run's task has."""
     return check_gates(run, gates, baseline, strict, subsets=gate_subsets(run))
 
 
@@ -657,3 +657,40 @@ def test_the_gates_files_of_docs_lab_ci_are_valid(tmp_path):
     assert len(blocks) == 3
     for block in blocks:
         assert _gates_file(tmp_path, block)
+
+
+def test_an_f1_reason_shared_by_several_subsets_is_said_once_naming_them():
+    """Console (eval and runs report), gates and JUnit: one reason, said once, with the subsets that share it."""
+    from harness.results.report import pool_note
+    from harness.results.schema import parse
+    from harness.results.summary import SubsetResult
+
+    why = "only 0 of the 46 samples of its negative pool evaluated (--limit 5); drop --limit"
+    subsets = {name: _entry(pool_incomplete="0 of 46") for name in ("all", "person", "distance_far")}
+    for entry in subsets.values():
+        entry["device"]["f1_unavailable"] = why
+    subsets["lighting_dark"] = _entry(pool_incomplete="0 of 9")
+    subsets["lighting_dark"]["device"]["f1_unavailable"] = "the dataset has no negatives for this subset"
+    run = _run(subsets=subsets)
+
+    result = _only(_check(run, {"f1": {"min": 0.5}}))
+    assert result.status == "not judged" and result.detail.count(why) == 1, result.detail
+    assert f"all, person, distance_far (F1 n/a: {why}); lighting_dark (F1 n/a: the dataset has no" in result.detail
+    assert junit_xml(run, [result]).count(why) == 2  # the case's message and its output, each once
+
+    note = pool_note({name: parse(SubsetResult, entry) for name, entry in subsets.items()})
+    assert note.count(why) == 1 and "\n" not in note
+    assert note.startswith(f"F1 n/a — all, person, distance_far: {why}; lighting_dark: the dataset has no")
+
+
+@pytest.mark.slow
+def test_report_gates_are_refused_in_one_line_before_anything_is_written(device_and_sim_runs):
+    root, a, b = device_and_sim_runs
+    out = root / "report.html"
+    done = _harness("runs", "report", a, "--baseline", b, "--results", str(root), "--out", str(out))
+    assert done.returncode == 2 and "pass --gates FILE" in done.stderr and done.stderr.count("\n") == 1
+    gates = root / "gates.toml"
+    gates.write_text("[speed]\nmax = 1\n")
+    done = _harness("runs", "report", a, "--gates", str(gates), "--results", str(root), "--out", str(out))
+    assert done.returncode == 2 and "unknown gate" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert not out.exists()

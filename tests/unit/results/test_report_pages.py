@@ -1,4 +1,4 @@
-"""`harness report` in headless Chromium: two eval runs (one with a simulated power meter) and a scored stream
+"""`harness runs report` in headless Chromium: two eval runs (one with a simulated power meter) and a scored stream
 run on the virtual board. Every section is screenshotted; every figure's text must lie inside its figure and
 overlap no other text of it."""
 
@@ -13,7 +13,7 @@ from PIL import Image
 
 from tests.conftest import SHARED, fixture_model
 from tests.model_surgery import swap_output_classes
-from tests.report_browser import NEEDS_CHROMIUM, TEXT_PROBLEMS, browser_page
+from tests.report_browser import NEEDS_CHROMIUM, TEXT_PROBLEMS, WRAPPED_INTERVALS, browser_page
 from tests.unit.results.test_stream_runs import _harness, _run_id  # one way to run the CLI here
 
 pytestmark = pytest.mark.slow  # runs on the virtual board, made once for the module
@@ -52,9 +52,9 @@ def report_runs(tmp_path_factory, private_cache):
     return folder, ids
 
 
-def _report(folder, tmp_path, *ids) -> str:
+def _report(folder, tmp_path, *ids, options=()) -> str:
     out = tmp_path / "report.html"
-    done = _harness(folder, "runs", "report", *ids, "--results", "r", "--out", str(out))
+    done = _harness(folder, "runs", "report", *ids, "--results", "r", "--out", str(out), *options)
     assert done.returncode == 0, done.stderr
     return out
 
@@ -105,6 +105,53 @@ def test_report_renders_in_chromium_with_every_figures_text_inside_it(report_run
         shutil.copytree(shots, os.path.join(os.environ["HARNESS_REPORT_SHOTS"], "-".join(which)), dirs_exist_ok=True)
 
 
+GATES = "[accuracy]\nmin = 0.5\n[agreement]\nmin = 0.99\n[f1]\nmin = 0.5\n[arena]\nmax_growth_bytes = 0\n"
+SUMMARY_BOX = """() => { const r = document.querySelector('#summary').getBoundingClientRect();
+  return [r.top, r.bottom, r.right]; }"""
+
+
+@NEEDS_CHROMIUM
+def test_the_summary_with_the_gates_verdicts_fits_the_first_screen_and_no_interval_wraps(report_runs, tmp_path):
+    """At 1280x800 the summary (every run's board, model, accuracy with its interval, ..., gate verdicts) lies
+    inside the first screen; the verdicts are `harness runs check`'s; no interval cell runs over two lines."""
+    folder, ids = report_runs
+    gates = tmp_path / "gates.toml"
+    gates.write_text(GATES)
+    judged = ("--gates", str(gates), "--baseline", ids["base"])
+    out = _report(folder, tmp_path, ids["base"], ids["swapped"], options=judged)
+    with browser_page(width=1280, height=800) as (page, errors):
+        page.goto(out.as_uri())
+        page.wait_for_load_state("load")
+        page.screenshot(path=str(tmp_path / "top.png"))  # the first screen only
+        top, bottom, right = page.evaluate(SUMMARY_BOX)
+        wrapped = page.evaluate(WRAPPED_INTERVALS)
+        intervals = page.locator("td.interval").count()
+        summary_rows = page.eval_on_selector_all("#summary tr[data-run]", "rows => rows.map(r => r.innerText)")
+        plot_width = page.eval_on_selector("figure.plot svg", "svg => svg.getBoundingClientRect().width")
+        body_width = page.evaluate("document.querySelector('section.report-section').getBoundingClientRect().width")
+        significance = page.eval_on_selector_all(
+            "table.paired tr[data-subset] td:last-child", "c => c.map(x => x.textContent)"
+        )
+        shown = page.eval_on_selector_all("table.gates tr[data-gate]", "rows => rows.map(r => r.innerText)")
+    assert not errors
+    assert 0 <= top < bottom <= 800 and right <= 1280, (top, bottom, right)
+    assert intervals >= 10 and not wrapped, wrapped  # summary, leaderboard, paired and per-subset tables
+    assert plot_width >= 0.95 * body_width  # figures use the page's width
+    assert significance and set(significance) <= {"yes", "no"}
+    assert np.asarray(Image.open(tmp_path / "top.png").convert("L"), dtype=float).std() > 10
+    page_text = html.unescape(out.read_text())
+    assert "harness compare" not in page_text
+    for name, row in zip(("base", "swapped"), summary_rows, strict=True):
+        check = _harness(folder, "runs", "check", ids[name], "--results", "r", *judged, "--json")
+        verdicts = json.loads(check.stdout)
+        assert "sim" in row and "wv_quality_k_2_c_3" in row and "% [" in row and "(host)" in row and "arena" in row
+        assert ("FAIL" in row) == (check.returncode == 1) and {v["status"] for v in verdicts} >= {"passed"}
+        for verdict in verdicts:  # each run's gates table shows what `runs check` printed, gate by gate
+            word = {"passed": "PASS", "failed": "FAIL", "not judged": "NOT JUDGED"}[verdict["status"]]
+            assert f"{verdict['name']}\t{word}\t{verdict['detail']}" in shown
+    assert len(shown) == 2 * GATES.count("[")
+
+
 @NEEDS_CHROMIUM
 def test_the_text_check_finds_text_outside_its_figure_and_text_overlapping():
     page_html = """<figure class="plot" data-title="bad"><svg width="200" height="100">
@@ -118,6 +165,15 @@ def test_the_text_check_finds_text_outside_its_figure_and_text_overlapping():
     assert 'bad: "first label" overlaps "second"' in problems
     assert 'bad: "cut off" outside its figure' in problems
     assert not [p for p in problems if p.startswith("good")]
+
+
+@NEEDS_CHROMIUM
+def test_the_wrap_check_finds_an_interval_cell_over_two_lines():
+    cells = '<table><tr><td class="interval" style="width: 3em">41.7 (19.3-68.0)</td>'
+    cells += '<td class="interval" style="white-space: nowrap">54.2 % [35.1-72.1]</td></tr></table>'
+    with browser_page() as (page, _):
+        page.set_content(cells)
+        assert page.evaluate(WRAPPED_INTERVALS) == ["41.7 (19.3-68.0)"]
 
 
 def test_cell_text_is_white_on_dark_cells_and_black_on_light_ones():

@@ -1,5 +1,5 @@
-"""Stream runs are runs: `harness runs` lists them beside eval runs, `harness report` reports their detections
-and false alarms, `harness check` gates them on figures a stream run has and refuses, in one line, a gate
+"""Stream runs are runs: `harness runs` lists them beside eval runs, `harness runs report` reports their detections
+and false alarms, `harness runs check` gates them on figures a stream run has and refuses, in one line, a gate
 naming a figure it has not. Eight seconds of fixture clips on the virtual board: each run takes a second or two."""
 
 import json
