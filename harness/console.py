@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -107,6 +108,14 @@ def eta_text(seconds: float | None) -> str:
     return f"eta {whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
 
 
+def progress_figures(
+    unit: str, per_second: float | None, hits: int, judged: int, seconds_left: float | None
+) -> list[str]:
+    """What a progress line shows after done/total: the rate, the running accuracy and the ETA, as known."""
+    rate = None if per_second is None else rate_text(per_second, unit)
+    return [text for text in (rate, accuracy_text(hits, judged), eta_text(seconds_left)) if text]
+
+
 @contextmanager
 def progress(total: int, label: str, unit: str = "samples") -> Iterator:
     """Yields advance(amount=1, hit=None): call it as work finishes, with `hit` True or False where a
@@ -118,7 +127,7 @@ def progress(total: int, label: str, unit: str = "samples") -> Iterator:
     if interactive():
         from harness.progress_bar import progress_bar
 
-        with progress_bar(label, unit) as bar:
+        with progress_bar(label, partial(progress_figures, unit)) as bar:
             task = bar.add_task(label, total=total, hits=0, judged=0)
             tally = {"hits": 0, "judged": 0}
 
@@ -143,8 +152,8 @@ def progress(total: int, label: str, unit: str = "samples") -> Iterator:
             return
         if done // step > before // step or done == total:
             elapsed = max(time.monotonic() - start, 1e-9)
-            figures = [f"{done}/{total} ({100 * done // total}%)", rate_text(done / elapsed, unit)]
-            figures += [accuracy_text(hits, judged), eta_text(elapsed / done * (total - done))]
-            print(f"{label}: {', '.join(f for f in figures if f)}", file=sys.stderr, flush=True)
+            figures = progress_figures(unit, done / elapsed, hits, judged, elapsed / done * (total - done))
+            line = ", ".join([f"{done}/{total} ({100 * done // total}%)", *figures])
+            print(f"{label}: {line}", file=sys.stderr, flush=True)
 
     yield advance

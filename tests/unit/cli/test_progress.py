@@ -4,6 +4,7 @@ compiles, in the right number."""
 
 import io
 import re
+from functools import partial
 
 import pytest
 from rich.console import Console
@@ -17,7 +18,7 @@ def _bar_at_80_columns(label: str, unit: str, total: int, steps: list[tuple[floa
     """The bar's line, rendered at 80 columns after each (time, amount, hits) step of a fake clock."""
     screen = Console(width=80, file=io.StringIO(), force_terminal=True, color_system=None)
     now = [0.0]
-    bar = progress_bar(label, unit, console=screen, get_time=lambda: now[0])
+    bar = progress_bar(label, partial(console.progress_figures, unit), console=screen, get_time=lambda: now[0])
     task = bar.add_task(label, total=total, hits=0, judged=0)
     hits = judged = 0
     for at, amount, judged_hits in steps:
