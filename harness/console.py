@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -89,33 +90,70 @@ def stdout_console() -> "Console":
     return StdoutConsole() if sys.stdout.isatty() else StdoutConsole(width=stdout_width(), no_color=True)
 
 
+def rate_text(per_second: float, unit: str) -> str:
+    """A rate for the progress line: `12.3 samples/s`, `412 bytes/s`."""
+    return f"{per_second:.0f} {unit}/s" if per_second >= 100 else f"{per_second:.1f} {unit}/s"
+
+
+def accuracy_text(hits: int, judged: int) -> str:
+    """The running accuracy of a progress line, `acc 93.1 %`; empty while nothing is judged."""
+    return f"acc {percent(hits / judged)} %" if judged else ""
+
+
+def eta_text(seconds: float | None) -> str:
+    """`eta 0:01:05`, or `eta -:--:--` while unknown."""
+    if seconds is None:
+        return "eta -:--:--"
+    whole = round(seconds)
+    return f"eta {whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
+def progress_figures(
+    unit: str, per_second: float | None, hits: int, judged: int, seconds_left: float | None
+) -> list[str]:
+    """What a progress line shows after done/total: the rate, the running accuracy and the ETA, as known."""
+    rate = None if per_second is None else rate_text(per_second, unit)
+    return [text for text in (rate, accuracy_text(hits, judged), eta_text(seconds_left)) if text]
+
+
 @contextmanager
-def progress(total: int, label: str) -> Iterator:
-    """Yields advance(amount=1): call it as work finishes."""
+def progress(total: int, label: str, unit: str = "samples") -> Iterator:
+    """Yields advance(amount=1, hit=None): call it as work finishes, with `hit` True or False where a
+    finished item was judged right or wrong (the running accuracy counts those). On a terminal, a bar of
+    done/total, rate, accuracy and ETA (harness/progress_bar.py); in CI or a log, a line per tenth."""
     if is_quiet():
-        yield lambda amount=1: None
+        yield lambda amount=1, hit=None: None
         return
     if interactive():
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from harness.progress_bar import progress_bar
 
-        columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("eta"), TimeRemainingColumn())
-        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task(label, total=total)
-            yield lambda amount=1: bar.advance(task, amount)
+        with progress_bar(label, partial(progress_figures, unit)) as bar:
+            task = bar.add_task(label, total=total, hits=0, judged=0)
+            tally = {"hits": 0, "judged": 0}
+
+            def advance_bar(amount: int = 1, hit: bool | None = None) -> None:
+                if hit is not None:
+                    tally["judged"] += 1
+                    tally["hits"] += bool(hit)
+                bar.update(task, advance=amount, **tally)
+
+            yield advance_bar
         return
     start = time.monotonic()
-    done = 0
+    done = hits = judged = 0
     step = max(1, total // 10)
 
-    def advance(amount: int = 1) -> None:
-        nonlocal done
+    def advance(amount: int = 1, hit: bool | None = None) -> None:
+        nonlocal done, hits, judged
+        if hit is not None:
+            judged, hits = judged + 1, hits + bool(hit)
         before, done = done, min(total, done + amount)
         if done == before:  # past an estimated total: nothing new to say
             return
         if done // step > before // step or done == total:
-            elapsed = time.monotonic() - start
-            eta = elapsed / done * (total - done)
-            print(f"{label}: {done}/{total} ({100 * done // total}%), eta {eta:.0f}s", file=sys.stderr, flush=True)
+            elapsed = max(time.monotonic() - start, 1e-9)
+            figures = progress_figures(unit, done / elapsed, hits, judged, elapsed / done * (total - done))
+            line = ", ".join([f"{done}/{total} ({100 * done // total}%)", *figures])
+            print(f"{label}: {line}", file=sys.stderr, flush=True)
 
     yield advance

@@ -26,7 +26,7 @@ def cmd_link_test(args) -> int:
     options = ConnectOptions.named_by(args, roles=(LinkTesting,))
     with (
         connect(board, None, options) as client,
-        progress(args.bytes, f"link-test {board.id}") as advance,
+        progress(args.bytes, f"link-test {board.id}", unit="bytes") as advance,
     ):
         report = run_link_test(client, board, args.bytes, advance=advance)
     if args.json:

@@ -40,8 +40,7 @@ def cmd_stream_score(args) -> int:
 def cmd_stream_run(args) -> int:
     from harness.api.streaming import stream
     from harness.results.schema import to_json
-    from harness.results.stream_report import print_score, print_stream_run
-    from harness.results.stream_scores import NotScorable
+    from harness.results.stream_report import print_stream_run
 
     run = stream(
         args.wav,
@@ -67,12 +66,24 @@ def cmd_stream_run(args) -> int:
         console = stdout_console()
         print_stream_run(run.summary, console)
         console.print(f"results: {run.path}", highlight=False)
-        for policy, result in run.scores.items():
-            if isinstance(result, NotScorable):
-                console.print(f"{policy}: not scored: {result.not_scorable}", highlight=False)
-            else:
-                print_score(result, console)
+        print_scores(run.scores, console, args.verbose)
     return exits.OK if run.device_equals_host else exits.FAILED
+
+
+def print_scores(scores: dict, console, verbose: bool) -> None:
+    """Each policy's score: one line, or with --verbose its tables, per-label rows and notes."""
+    from harness.results.stream_report import print_score, score_line
+    from harness.results.stream_scores import NotScorable
+
+    for policy, result in scores.items():
+        if isinstance(result, NotScorable):
+            console.print(f"{policy}: not scored: {result.not_scorable}", highlight=False)
+        elif verbose:
+            print_score(result, console)
+        else:
+            console.print(score_line(result), highlight=False, markup=False)
+    if not verbose and any(not isinstance(result, NotScorable) for result in scores.values()):
+        console.print("each policy's tables, per-label rows and notes: --verbose", highlight=False)
 
 
 def cmd_stream_build(args) -> int:

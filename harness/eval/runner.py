@@ -17,6 +17,7 @@ from harness.errors import InterruptedRun, LinkError, UserError, setting
 from harness.eval.host_work import HostReferences
 from harness.eval.inputs import Inputs, as_the_model_quantizes, prepare_inputs
 from harness.eval.order import shuffle_in_groups
+from harness.eval.outputs import NO_DECISION
 from harness.eval.run_manifest import check_device_runs_model, check_firmware_origin, check_same_firmware, manifest_of
 from harness.eval.run_summary import link_totals, summarise
 from harness.eval.sample_rows import RowMaker, read_rows, write_samples
@@ -86,6 +87,18 @@ def _journal_entry(index: int, sample: Sample, result, hosts: dict[str, bytes], 
     }
 
 
+def _judge(request: EvalRequest):
+    """hit(sample, device output): whether the device's class is the sample's label, for the progress line's
+    running accuracy; None where the task decides no class or the sample has no label."""
+    task, spec = task_for(request.card), request.computation.output
+
+    def hit(sample: Sample, output: bytes) -> bool | None:
+        predicted, _ = task.predict(output, spec)
+        return None if predicted == NO_DECISION or sample.label < 0 else predicted == sample.label
+
+    return hit
+
+
 def _dataset_changed(what: str) -> UserError:
     return UserError(f"{what}: the dataset changed since the run started, or the journal was edited; start a new run")
 
@@ -115,6 +128,7 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         computation=request.computation,
     )
     fleet = FleetRequest(settings.boards, settings.labgrid_tags)
+    hit = _judge(request)
     with (
         # each host reference computes what the device computes, on a thread of its own, ahead of the board
         HostReferences(references, options.computation, inputs.tensors, todo) as host,
@@ -137,7 +151,7 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
                     index, inputs.samples[index], result, host.outputs(index), instructions, arrival.board
                 )
                 journal.append(entry)
-                advance()
+                advance(hit=hit(inputs.samples[index], result.output))
     ends = list(shards.ends.values())
     first = ends[0]
     firmware = first.firmware or recorded_build(info.build_id)

@@ -33,7 +33,17 @@ SECONDS_PER_SOURCE_ON_TWO_CORES = 0.8
 
 def first_build_estimate(sources: int) -> str:
     minutes = sources * SECONDS_PER_SOURCE_ON_TWO_CORES * 2 / max(1, os.cpu_count() or 1) / 60
-    return f"about {max(1, round(minutes))} min on {os.cpu_count()} idle cores"
+    took = "under a minute" if minutes < 1 else f"about {round(minutes)} min"
+    return f"{took} on {os.cpu_count()} idle cores"
+
+
+def build_heading(what: str, sources: int) -> str:
+    """What a build says before it starts: what, how many files, and how long a first build of that many
+    takes (not for a single file)."""
+    count = f"{sources} source file" if sources == 1 else f"{sources} source files"
+    if sources > 1:
+        count += f" (a first build takes {first_build_estimate(sources)}; later ones are cached)"
+    return f"harness: building {what}: {count}"
 
 
 def run_build(
@@ -42,20 +52,17 @@ def run_build(
     log: Path,
     *,
     what: str,
+    label: str,
     sources: int,
     compile_markers: tuple[str, ...],
     timeout: int,
     env: dict | None = None,
 ) -> None:
     """Run `command`, counting output lines that start with one of `compile_markers` as compiled files.
-    Raises BuildError (naming the log) on failure or when `timeout` seconds pass."""
+    `what` heads the build's first line, `label` (short) its progress bar. Raises BuildError (naming the log)
+    on failure or when `timeout` seconds pass."""
     if not console.is_quiet():
-        print(
-            f"harness: building {what}: {sources} sources (a first build takes {first_build_estimate(sources)}; "
-            f"later ones are cached); log: {log}",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(f"{build_heading(what, sources)}; log: {log}", file=sys.stderr, flush=True)
     timed_out = threading.Event()
 
     def kill(proc: subprocess.Popen) -> None:
@@ -63,7 +70,7 @@ def run_build(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
 
-    with open(log, "w") as out, console.progress(sources, f"building {what}") as advance:
+    with open(log, "w") as out, console.progress(sources, label, unit="files") as advance:
         proc = subprocess.Popen(
             command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )

@@ -270,6 +270,7 @@ def _run_pio(project: PioProject, targets: list[str], port: str | None, timeout:
             project.path,
             log,
             what=f"the {project.board.id} firmware with PlatformIO ({'upload' if targets else 'build'})",
+            label=f"building {project.board.id} firmware",
             sources=project.source_count,
             compile_markers=("Compiling ",),
             timeout=timeout,

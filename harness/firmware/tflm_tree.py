@@ -229,6 +229,7 @@ class TflmTree:
                 folder,
                 folder / f"build-{selection}.log",
                 what=f"the TFLM library for {board.id} ({self.kernels}, {len(wanted)} of {len(objects)} sources)",
+                label=f"building TFLM for {board.id}",
                 sources=missing,
                 compile_markers=(f"{toolchain}g++ ", f"{toolchain}gcc "),
                 timeout=LIBRARY_TIMEOUT_SECONDS,

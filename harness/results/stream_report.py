@@ -160,8 +160,7 @@ def _print_mlperf(r: MlperfSwwScore, console: Console) -> None:
 
 def _print_counts(r, console: Console) -> None:
     """A policy without a printer of its own: its counts in its own terms."""
-    counts = r.counts()
-    console.print(f"{r.policy}: {' / '.join(str(counts[k]) for k in counts)} ({r.COUNTS_AS})", highlight=False)
+    console.print(_counts_line(r), highlight=False)
 
 
 PRINTERS = {OptimalScore: _print_optimal, TfCompatScore: _print_tf, MlperfSwwScore: _print_mlperf}
@@ -169,6 +168,36 @@ PRINTERS = {OptimalScore: _print_optimal, TfCompatScore: _print_tf, MlperfSwwSco
 
 def print_score(result, console: Console) -> None:
     PRINTERS.get(type(result), _print_counts)(result, console)
+
+
+def _optimal_line(r: OptimalScore) -> str:
+    return (
+        f"optimal (±{r.tolerance_ms} ms): recall {_pct(r.recall)} ({r.hits} / {r.events} events), precision "
+        f"{_pct(r.precision)} ({r.hits} / {r.detections} detections), unwanted triggers / hour "
+        f"{_rate(r.unwanted_triggers_per_hour)} ({r.unwanted_triggers} in {r.duration_ms / 1000:g} s)"
+    )
+
+
+def _tf_line(r: TfCompatScore) -> str:
+    return f"tf-compat (±{r.tolerance_ms} ms): {r.line}"
+
+
+def _mlperf_line(r: MlperfSwwScore) -> str:
+    return f"mlperf-sww (wakeword {r.wakeword!r}): {r.line}"
+
+
+def _counts_line(r) -> str:
+    counts = r.counts()
+    return f"{r.policy}: {' / '.join(str(counts[k]) for k in counts)} ({r.COUNTS_AS})"
+
+
+LINES = {OptimalScore: _optimal_line, TfCompatScore: _tf_line, MlperfSwwScore: _mlperf_line}
+
+
+def score_line(result) -> str:
+    """A policy's score in one line: its headline figures, each with what it counts (the tables, notes and
+    per-label rows are print_score's)."""
+    return LINES.get(type(result), _counts_line)(result)
 
 
 def print_stream_run(summary: StreamSummary, console: Console) -> None:

@@ -133,7 +133,7 @@ def run_stream(request: StreamRequest) -> StreamOutcome:
         chunk_samples = min(pre.sample_rate * CHUNK_MS // 1000, client.info.max_request_payload // 2)
         chunks = _chunks(audio, chunk_samples)
         sent = 0
-        with progress(len(chunks), f"stream {board.id}") as advance:
+        with progress(len(chunks), f"stream {board.id}", unit="chunks") as advance:
             for chunk in chunks:
                 result = client.stream_audio(chunk)
                 sent += len(chunk) // 2

@@ -69,6 +69,9 @@ def add_stream(commands) -> None:
     run.add_argument("--serial", help="the USB serial number, with several boards of a kind")
     run.add_argument("--tflm", help=TFLM_HELP)
     add_protocol_option(run)
+    run.add_argument(
+        "--verbose", action="store_true", help="each policy's tables, per-label rows and notes (default: a line each)"
+    )
 
     score = command(
         stream,

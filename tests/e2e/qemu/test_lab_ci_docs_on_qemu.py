@@ -4,12 +4,12 @@ on the instructions QEMU counts (not n/a for a board that has no latency in ms).
 import os
 import re
 import shutil
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import TFLM_TREE, needs_tflm_tree
+from tests.junit_records import recorded_properties
 
 pytest_plugins = ("pytester",)
 pytestmark = pytest.mark.skipif(
@@ -32,7 +32,6 @@ def test_the_pages_latency_gate_judges_instructions_on_qemu(pytester, monkeypatc
         f"--harness-tflm={TFLM_TREE}", f"--junitxml={junit}", f"--harness-results={tmp_path / 'results'}",
     )  # fmt: skip
     outcome.assert_outcomes(passed=1, deselected=1)
-    (case,) = ET.parse(junit).getroot().iter("testcase")
-    recorded = {p.get("name"): p.get("value") for p in case.iter("property")}
+    recorded = recorded_properties(junit)["test_far_subset"]
     assert recorded["harness_board"] == "qemu_m7"
     assert re.fullmatch(r"[\d.e+]+ instructions \(emulated, n = 10\)", recorded["harness_latency_median"])

@@ -21,7 +21,7 @@ from harness.results.report import print_summary
 from harness.results.runs import load_run
 
 SUBSETS = ("all", "depiction_non_person", "distance_medium", "lighting_bright")
-PLAIN_PROGRESS = re.compile(r"eval sim: \d+/\d+ \(\d+%\), eta")
+PLAIN_PROGRESS = re.compile(r"eval sim: \d+/\d+ \(\d+%\), [\d.]+ samples/s, acc [\d.]+ %, eta \d+:\d\d:\d\d")
 
 
 def _eval(tmp_path: Path, *extra: str, stderr=subprocess.PIPE, env=None) -> subprocess.Popen:
@@ -89,6 +89,8 @@ def _stderr_on_a_terminal(tmp_path: Path, ci: str) -> str:
 def test_ci_false_on_a_terminal_shows_the_progress_bar(tmp_path, small_model, ci):
     shown = _stderr_on_a_terminal(tmp_path, ci)
     assert "━" in shown and "eta" in shown, shown  # rich's bar and its ETA column
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)  # without the terminal's colours
+    assert re.search(r"\d+/\d+ +([\d.]+ samples/s +)?(acc [\d.]+ % +)?eta \S+", plain), plain  # none cut at 80
     assert not PLAIN_PROGRESS.search(shown), shown
 
 

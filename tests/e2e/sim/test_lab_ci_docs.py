@@ -3,8 +3,9 @@ plugin against the virtual board, and pass, with their runs in the JUnit report.
 
 import os
 import re
-import xml.etree.ElementTree as ET
 from pathlib import Path
+
+from tests.junit_records import recorded_properties
 
 pytest_plugins = ("pytester",)
 
@@ -23,10 +24,7 @@ def test_the_pages_pytest_examples_pass(pytester, monkeypatch, tmp_path):
         "-p", "harness.pytest_plugin", f"--junitxml={junit}", f"--harness-results={tmp_path / 'results'}"
     )
     outcome.assert_outcomes(passed=4)
-    recorded = {
-        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
-        for case in ET.parse(junit).getroot().iter("testcase")
-    }
+    recorded = recorded_properties(junit)
     for name in ("test_far_subset", "test_dark_subset_on_the_whole_pool"):
         assert (tmp_path / "results" / recorded[name]["harness_run_id"] / "summary.json").is_file()
         assert recorded[name]["harness_board"] == "sim"

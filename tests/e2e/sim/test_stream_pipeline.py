@@ -188,7 +188,8 @@ def test_harness_stream_scores_a_minute_with_24_events_under_every_policy(tmp_pa
 
     def harness(*args):
         command = [sys.executable, "-m", "harness", *args]
-        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy())
+        env = os.environ.copy() | {"COLUMNS": "80"}
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env)
 
     built = harness(
         "stream", "build", "--clips", str(clips), "--words", "yes,no", "--count", "24", "--duration-ms", "64000",
@@ -206,8 +207,13 @@ def test_harness_stream_scores_a_minute_with_24_events_under_every_policy(tmp_pa
     run = tmp_path / summary["run_dir"]
     assert (run / "detections_device.csv").read_text() == (run / "detections_host.csv").read_text()
     printed = harness("stream", "run", "--wav", "s.wav", "--ledger", "s.csv")
-    for heading in ("identical to the host", "optimal: one-to-one", "tf-compat", "mlperf-sww"):
-        assert heading in printed.stdout
+    assert len((printed.stdout + printed.stderr).splitlines()) < 25  # progress lines included, at 80 columns
+    for line in ("identical to the host", "optimal (±1000 ms): recall ", "tf-compat (±", "mlperf-sww (wakeword 'yes')"):
+        assert line in printed.stdout
+    assert "per label" not in printed.stdout and "--verbose" in printed.stdout
+    verbose = harness("stream", "run", "--wav", "s.wav", "--ledger", "s.csv", "--verbose")
+    for heading in ("identical to the host", "optimal: one-to-one", "per label", "TF conventions", "mlperf-sww"):
+        assert heading in verbose.stdout
 
 
 def test_a_ledger_in_seconds_is_refused_before_the_board_starts(tmp_path):
