@@ -72,6 +72,7 @@ JSON_STREAM = FileKind("JSON input", 64 * MIB)
 TEXT = FileKind("text file", 16 * MIB)
 PINS = FileKind("TFLM pins file", 1 * MIB)  # harness's, or the one HARNESS_TFLM_PINS names
 BUILD_RECORD = FileKind("build record", 1 * MIB)
+PROJECT_FILE = FileKind("project file", 1 * GIB)  # a generated firmware project's, packed by --archive
 FLOAT_MODEL = FileKind("float model file", 16 * GIB)
 REFEREE_LABELS = FileKind("referee labels file", 64 * MIB)  # labels.json of a referee session
 PROFILE = FileKind("power profile", 16 * MIB)

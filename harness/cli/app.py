@@ -205,6 +205,12 @@ def _add_firmware(commands) -> None:
         project.add_argument(
             "--out", type=output_folder("--out"), default="build", help="where projects go: OUT/<board>/<model hash>/"
         )
+        if name == "generate":
+            project.add_argument(
+                "--archive",
+                action="store_true",
+                help="also pack the project as OUT/<board>/<model hash>.zip, with a manifest.json of sha256s",
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -201,16 +201,21 @@ def flash_project(args, board) -> int:
 
 def cmd_generate(args) -> int:
     from harness.firmware.platformio import generate_project
+    from harness.firmware.project_archive import archive_project
 
     board = get_board(args.board)
     card, model = model_for(args, board)
     project = generate_project(
         board, model, card.name, tflm_tree(args, board), Path(args.out), streaming_frontend(card)
     )
+    archive = archive_project(project.path) if args.archive else None
     if args.json:
-        print_json({"project": str(project.path), "build_id": project.build_id, "kernels": project.kernels})
+        found = {"project": str(project.path), "build_id": project.build_id, "kernels": project.kernels}
+        print_json(found | ({"archive": str(archive)} if archive else {}))
     else:
         print(project.path)
+        if archive:
+            print(archive)
     return 0
 
 

@@ -1,9 +1,10 @@
 """PlatformIO projects for real boards: generate one per (board, model), build and upload it with `pio`.
 
 The project's src/ holds the firmware's assembly (assemble.py) — its sources as they are and the files
-generated for it; this module adds platformio.ini (and for ESP-IDF the CMake project) and, for a TFLM
-tree, the tree as a PlatformIO library. TFLM comes from the board file's choice (a pinned library, an
-ESP-IDF component) or from `--tflm PATH`.
+generated for it; this module adds platformio.ini (and for ESP-IDF the CMake project), a README and, for a
+TFLM tree, the sources of the tree this firmware compiles as a PlatformIO library in lib/tflm. TFLM comes
+from the board file's choice (a pinned library, an ESP-IDF component) or from `--tflm PATH`. A project
+names no path outside its folder: moved or archived (project_archive.py), it builds with `pio run`.
 """
 
 import dataclasses
@@ -67,51 +68,36 @@ def arena_for(model: TfliteModel, board: Board) -> int:
     return min(wanted, limit)
 
 
-# The TFLM library's extra script: it compiles the sources the project lists (tflm_sources.txt), so one library
-# folder serves every project, each compiling only the TFLM files its firmware needs.
-TFLM_SOURCES = "tflm_sources.txt"
-_SELECT_SCRIPT = f"""# Written by harness: the TFLM sources this project's firmware needs, as the project lists them.
-import os
-import sys
-
-Import("env")
-listing = os.path.join(env.subst("$PROJECT_DIR"), "{TFLM_SOURCES}")
-if not os.path.isfile(listing):
-    sys.stderr.write("harness: " + listing + " is missing: generate the project again with harness\\n")
-    env.Exit(1)
-with open(listing) as lines:
-    env.Replace(SRC_FILTER=["-<*>"] + ["+<%s>" % line.strip() for line in lines if line.strip()])
-"""
+TFLM_LIBRARY = "lib/tflm"  # the project's own copy of TFLM: PlatformIO's lib/ folder finds it
+_COMPILED = (".c", ".cc", ".cpp", ".cxx", ".S", ".s")
 
 
-def tflm_library_dir(tflm: TflmTree) -> Path:
-    """The tree as a PlatformIO library, one folder per tree in harness's cache, shared by every project.
+def tflm_library_files(tflm: TflmTree, operators: list[str]) -> tuple[dict[str, Path], bytes]:
+    """The project's TFLM library: (its path in the project -> the tree's file, its library.json).
 
-    PlatformIO's build cache keys an object by its output path, which holds a hash of the library's
-    folder: one folder for all projects lets every model's build reuse the TFLM objects of the first.
-    Each project compiles the tree's sources it lists in its tflm_sources.txt (the library's extra
-    script reads it): the framework, its operators' kernels and the CMSIS-NN files they reach."""
-    folder = cache_dir() / "platformio-libraries" / tflm.fingerprint
+    Every file of the tree but the sources this firmware does not compile (sources_for chose them: the framework,
+    its operators' kernels, the CMSIS-NN files they reach) and the tree's CMSIS Core (the framework brings its
+    own: one build sees one CMSIS). PlatformIO compiles every source in the library's folder."""
+    chosen = set(tflm.sources_for(operators))
+    cmsis_core = tflm.root / "third_party" / "cmsis"
+    files = {}
+    for path in sorted(p for p in tflm.root.rglob("*") if p.is_file()):
+        if (path.suffix in _COMPILED and path not in chosen) or path.is_relative_to(cmsis_core):
+            continue
+        files[f"{TFLM_LIBRARY}/{path.relative_to(tflm.root).as_posix()}"] = path
     manifest = {
         "name": "tflm",
         "version": "0.0.0",
-        "description": f"TFLM tree {tflm.root} ({tflm.kernels} kernels), given to harness",
-        "build": {
-            "srcDir": str(tflm.root),
-            "includeDir": str(tflm.root),
-            "flags": [CXX_STD],
-            "extraScript": "harness_sources.py",
-            "libArchive": True,
-        },
+        "description": f"TFLM tree {tflm.fingerprint} ({tflm.kernels} kernels): the sources this firmware needs",
+        "build": {"srcDir": ".", "includeDir": ".", "flags": [CXX_STD], "libArchive": True},
     }
-    for name, text in (("library.json", json.dumps(manifest, indent=2) + "\n"), ("harness_sources.py", _SELECT_SCRIPT)):
-        target = folder / "tflm" / name
-        if not target.is_file() or target.read_text() != text:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(f"{name}.{os.getpid()}.partial")
-            partial.write_text(text)
-            partial.replace(target)
-    return folder
+    return files, (json.dumps(manifest, indent=2) + "\n").encode()
+
+
+def _project_include(tflm: TflmTree, folder: Path) -> str:
+    """An include folder of the tree as the project's copy has it, relative to wherever the project is."""
+    relative = folder.relative_to(tflm.root).as_posix()
+    return "-I${PROJECT_DIR}/" + TFLM_LIBRARY + ("" if relative == "." else f"/{relative}")
 
 
 def _flags(firmware: Assembly) -> dict[str, list[str]]:
@@ -120,7 +106,7 @@ def _flags(firmware: Assembly) -> dict[str, list[str]]:
     flags = [OPTIMIZATION, *defines, *(f for f in pio.build_flags if f not in defines)]
     if firmware.tflm_source == "tree":
         # The framework brings CMSIS Core: the tree's copy stays out, so one build sees one CMSIS.
-        flags += [f"-I{path}" for path in firmware.tflm.framework_include_dirs]
+        flags += [_project_include(firmware.tflm, path) for path in firmware.tflm.framework_include_dirs]
     if pio.framework == "espidf":
         # PlatformIO's espidf builder applies build_flags and build_unflags to every IDF component, where they lose
         # to each component's own flags (-Og and -std=gnu++2b come later on the command line) or do harm
@@ -149,9 +135,8 @@ def _build_files(firmware: Assembly, build_id: str, card_name: str = "", version
     folder = firmware_dir() / "templates" / "platformio"
     templates = Environment(loader=FileSystemLoader(folder), undefined=StrictUndefined, keep_trailing_newline=True)
     flags = _flags(firmware)
-    lib_deps, lib_extra_dirs = [], []
+    lib_deps = []
     if source == "tree":
-        lib_extra_dirs = [str(tflm_library_dir(firmware.tflm))]
         lib_deps = ["tflm"]  # named: the dependency finder ties no header outside the library's folder to it
     elif source == "lib_deps":
         lib_deps = list(pio.lib_deps)
@@ -170,12 +155,12 @@ def _build_files(firmware: Assembly, build_id: str, card_name: str = "", version
         flags=flags["flags"],
         src_flags=flags["src_flags"],
         lib_deps=lib_deps,
-        lib_extra_dirs=lib_extra_dirs,
+        tflm_library=TFLM_LIBRARY if source == "tree" else "",
     )
-    files = {"platformio.ini": templates.get_template("platformio.ini.j2").render(**context)}
-    if source == "tree":
-        sources = firmware.tflm.sources_for(firmware.operators)
-        files[TFLM_SOURCES] = "".join(f"{path.relative_to(firmware.tflm.root).as_posix()}\n" for path in sources)
+    files = {
+        "platformio.ini": templates.get_template("platformio.ini.j2").render(**context),
+        "README.md": templates.get_template("README.md.j2").render(**context),
+    }
     if pio.framework == "espidf":
         files["CMakeLists.txt"] = templates.get_template("CMakeLists.txt.j2").render(**context)
         files["src/CMakeLists.txt"] = templates.get_template("src_CMakeLists.txt.j2").render(
@@ -203,16 +188,22 @@ def generate_project(
     firmware = Assembly(board, model, tflm, frontend, bare_metal=False)
     # A real board's arena is sized to the model: its RAM holds the framework's data too.
     firmware = dataclasses.replace(firmware, arena_bytes=arena_for(model, board))
-    build_id = firmware.build_id(lambda no_id: _build_files(firmware, no_id))  # labels left out: no firmware change
-    # Every firmware file is copied into src/, as the project's own sources.
+    library, manifest = tflm_library_files(tflm, firmware.operators) if firmware.tflm_source == "tree" else ({}, b"")
+    # The labels are left out of the id (no firmware change); the TFLM copy is in by its tree and its file list.
+    build_id = firmware.build_id(lambda no_id: _build_files(firmware, no_id), manifest.decode(), *library)
+    # Every firmware file is copied into src/, as the project's own sources; TFLM's into lib/tflm.
     files = {f"src/{path.name}": path.read_bytes() for path in firmware.sources}
     files |= {f"src/{name}": data for name, data in firmware.generated(build_id).items()}
     files |= _build_files(firmware, build_id, card_name, __version__)
+    if library:
+        files[f"{TFLM_LIBRARY}/library.json"] = manifest
     target = out_root / board.id / model.sha256[:12]
     with staged(target) as partial:
         write_files(partial, files)
-    compiled = sum(name.startswith("src/") and name.endswith(COMPILED_SUFFIXES) for name in files)
-    compiled += files[TFLM_SOURCES].count(b"\n") if TFLM_SOURCES in files else 0
+        for name, source in library.items():
+            (partial / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, partial / name)
+    compiled = sum(name.endswith(COMPILED_SUFFIXES) for name in [*files, *library] if name.startswith(("src/", "lib/")))
     return PioProject(
         board,
         target,

@@ -1,9 +1,10 @@
-"""The generated NUCLEO-H743 project built and linked by real PlatformIO, offline.
+"""The generated NUCLEO-H743 project, moved to another folder, built and linked by real PlatformIO, offline.
 
 The shared fixtures hold an offline PlatformIO core dir for nucleo_h743zi (platform ststm32 19.6.0,
 stm32duino 2.12.0, CMSIS 6.3.0; Debian's arm-none-eabi toolchain) and TFLM trees generated from
-upstream tflite-micro: with them `harness build` runs `pio run` exactly as a user's machine would,
-without any registry. PlatformIO's build cache (in harness's cache) compiles TFLM once for both models.
+upstream tflite-micro: with them `pio run` runs in the moved project exactly as on a colleague's machine,
+without any registry and with nothing left where harness generated it. Both models' projects are built at
+the same place with one PlatformIO build cache, so TFLM and the framework compile once (the suite's budget).
 """
 
 import json
@@ -11,11 +12,13 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
 
 from harness.boards import get_board
+from harness.firmware.elf import memory_usage
 from tests.conftest import FIXTURE_PLATFORMIO, FIXTURE_TFLM
 
 pytestmark = [pytest.mark.platformio, pytest.mark.slow]
@@ -50,33 +53,54 @@ def _fp_arch(elf_path) -> str:
     return next((line.split(":", 1)[1].strip() for line in done.stdout.splitlines() if "Tag_FP_arch" in line), "")
 
 
-@pytest.mark.parametrize(
-    ("card", "model_file"),
-    [
-        ("mlperf_tiny_vww", "mlperf_tiny/visual_wake_words.tflite"),
-        ("tflm_micro_speech", "tflm/micro_speech_quantized.tflite"),
-    ],
+MODELS = (
+    ("tflm_micro_speech", "tflm/micro_speech_quantized.tflite"),
+    ("mlperf_tiny_vww", "mlperf_tiny/visual_wake_words.tflite"),
 )
-def test_nucleo_project_builds_and_links_with_real_platformio_offline(card, model_file, offline_core, tmp_path):
+
+
+def _pio() -> str:
+    beside_harness = Path(sys.executable).parent / "pio"
+    return shutil.which("pio") or str(beside_harness)
+
+
+def _generate(card: str, out: Path) -> Path:
+    command = [sys.executable, "-m", "harness", "firmware", "generate", "--board", "nucleo_h743", "--model", card]
+    command += ["--tflm", str(TREE), "--out", str(out), "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return Path(json.loads(done.stdout)["project"])
+
+
+def test_a_moved_copy_of_the_generated_project_builds_and_links_with_real_platformio_offline(offline_core, tmp_path):
     from tests.conftest import fixture_model
 
-    model = fixture_model(model_file)
-    env = os.environ | {"PLATFORMIO_CORE_DIR": str(offline_core), "HARNESS_PIO_TIMEOUT": str(BUILD_SECONDS)}
-    command = [sys.executable, "-m", "harness", "firmware", "build", "--board", "nucleo_h743", "--model", card]
-    command += ["--tflm", str(TREE), "--out", str(tmp_path), "--json"]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=BUILD_SECONDS + 300)
-    assert done.returncode == 0, done.stderr
-    record = json.loads(done.stdout)
+    env = os.environ | {
+        "PLATFORMIO_CORE_DIR": str(offline_core),
+        "PLATFORMIO_BUILD_CACHE_DIR": str(tmp_path / "build-cache"),
+        "PLATFORMIO_SETTING_ENABLE_TELEMETRY": "No",
+        "PLATFORMIO_SETTING_CHECK_PLATFORMIO_INTERVAL": "3650",
+    }
     board = get_board("nucleo_h743")
-    assert 0 < record["flash_bytes"] <= board.memory.flash_bytes
-    assert 0 < record["static_ram_bytes"] <= board.memory.ram_bytes
-    assert record["kernels"] == "cmsis_nn" and "-mfpu=fpv5-d16" in record["flags"]
-    project = tmp_path / "nucleo_h743" / record["project"].rsplit("/", 1)[-1]
-    assert json.loads((project / "harness-build.json").read_text()) == record
-    elf = project / ".pio" / "build" / "nucleo_h743" / "firmware.elf"
-    assert _symbol_size(elf, "g_harness_model") == model.stat().st_size  # the model is in the image
-    assert _fp_arch(elf).startswith("FPv5")  # the H743's double-precision FPU, not stm32duino's FPv4-SP default
-    log = (project / "build.log").read_text()
-    assert "tflm @ 0.0.0" in log  # PlatformIO's dependency finder found the TFLM library
-    # One CMSIS per build: the framework's. The tree's own copy is never on an include path.
-    assert "third_party/cmsis/CMSIS" not in (project / "platformio.ini").read_text()
+    moved = tmp_path / "elsewhere" / "project"
+    for card, model_file in MODELS:
+        model = fixture_model(model_file)
+        generated = tmp_path / "generated"
+        project = _generate(card, generated)
+        shutil.rmtree(moved, ignore_errors=True)
+        shutil.copytree(project, moved)
+        shutil.rmtree(generated)  # nothing of the original is left to read
+        log = tmp_path / f"{card}.log"
+        with open(log, "w") as out:  # always bounded: offline, PlatformIO's registry calls hang
+            command = ["timeout", "-k", "60", str(BUILD_SECONDS), _pio(), "run"]
+            done = subprocess.run(command, cwd=moved, env=env, stdout=out, stderr=subprocess.STDOUT)
+        assert done.returncode == 0, f"{card}: {log.read_text()[-3000:]}"
+        elf = moved / ".pio" / "build" / "nucleo_h743" / "firmware.elf"
+        figures = memory_usage(elf)
+        assert 0 < figures["flash_bytes"] <= board.memory.flash_bytes
+        assert 0 < figures["static_ram_bytes"] <= board.memory.ram_bytes
+        assert _symbol_size(elf, "g_harness_model") == model.stat().st_size  # the model is in the image
+        assert _fp_arch(elf).startswith("FPv5")  # the H743's double-precision FPU, not stm32duino's FPv4-SP default
+        assert "tflm @ 0.0.0" in log.read_text()  # PlatformIO's dependency finder found the project's TFLM copy
+        # One CMSIS per build: the framework's. The tree's own copy is never on an include path.
+        assert "third_party/cmsis/CMSIS" not in (moved / "platformio.ini").read_text()

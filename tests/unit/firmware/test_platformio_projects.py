@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import threading
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from harness.boards import board_ids, get_board
 from harness.cli import exits
 from harness.device.sim_board import SimBoard, TflmRunner
 from harness.firmware.platformio import generate_project, lint
+from harness.firmware.project_archive import archive_project
 from harness.firmware.tflm_tree import TflmTree, resolver_method
 from harness.model.tflite_file import model_operators, read_tflite, schema
 from tests.conftest import assert_refused_in_one_line, error_lines, fixture_model
@@ -266,3 +268,64 @@ def test_a_keyword_card_with_streaming_embeds_its_audio_frontend(tmp_path, tflm_
     assert "#define HARNESS_FRONTEND_OP_COUNT 18" in resolver
     for method in ("AddWindow", "AddRfft", "AddFilterBankSpectralSubtraction", "AddPCAN", "AddFilterBankLog"):
         assert f"(r).{method}();" in resolver
+
+
+def test_a_generated_project_is_self_contained_and_its_archive_lists_every_file(tmp_path, private_cache):
+    """No path in any text file of the project leads outside it (not the tree, not the cache, not the folder it was
+    generated in); TFLM is copied as this model needs it; --archive packs exactly those files with their sha256s."""
+    from tests.conftest import FIXTURE_TFLM
+
+    tree = FIXTURE_TFLM / "cmsis_nn"
+    if not tree.is_dir():
+        pytest.skip("needs ../shared/fixtures/tflm/cmsis_nn")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "harness", "firmware", "generate", "--board", "nucleo_h743"]
+    command += ["--model", "wv_quality_k_2_c_3", "--tflm", str(tree), "--out", str(out), "--archive", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    project, archive = Path(found["project"]), Path(found["archive"])
+    assert archive == project.with_name(project.name + ".zip")
+
+    files = {p.relative_to(project).as_posix(): p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    forbidden = [str(tmp_path), str(tree), str(tree.resolve()), str(private_cache), str(Path.home()), ".cache/harness"]
+    absolute = re.compile(r"(?<![\w.$}])/(?:root|home|tmp|work|usr|opt|var|mnt)/")
+    texts = 0
+    for name, data in files.items():
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            continue
+        texts += 1
+        assert not [f for f in forbidden if f in text], f"{name} names a path outside the project"
+        assert not absolute.search(text), f"{name}: {absolute.search(text).group()}"
+    assert texts == len(files)  # every file of a project is text: none escaped the check
+    ini = files["platformio.ini"].decode()
+    assert "harness firmware generate --board nucleo_h743" in ini and "lib_extra_dirs" not in ini
+    assert "-I${PROJECT_DIR}/lib/tflm/third_party/flatbuffers/include" in ini
+    assert "pio run" in files["README.md"].decode() and "PLATFORMIO_CORE_DIR" in files["README.md"].decode()
+
+    # TFLM: exactly the sources the generation selects for this model, every header, no CMSIS Core of the tree.
+    tflm = TflmTree(tree)
+    model = read_tflite(fixture_model("wake_vision_zoo/wv_quality_k_2_c_3.tflite"))
+    wanted = {f"lib/tflm/{p.relative_to(tflm.root).as_posix()}" for p in tflm.sources_for(model_operators(model.data))}
+    copied = {name for name in files if name.startswith("lib/tflm/") and name.endswith((".c", ".cc"))}
+    assert copied == wanted and len(wanted) < len(tflm.sources)
+    headers = {f"lib/tflm/{p.relative_to(tree).as_posix()}" for p in tree.rglob("*.h") if "third_party/cmsis/" not in
+               p.relative_to(tree).as_posix()}  # fmt: skip
+    assert headers <= files.keys() and not any(name.startswith("lib/tflm/third_party/cmsis/") for name in files)
+    for name in copied | headers:
+        assert files[name] == (tree / name.removeprefix("lib/tflm/")).read_bytes()
+
+    # The archive: every file under one folder, sorted, fixed times, and a manifest whose sha256s match them.
+    with zipfile.ZipFile(archive) as packed:
+        names = packed.namelist()
+        assert names == sorted(names) and all(n.startswith(f"{project.name}/") for n in names)
+        assert {info.date_time for info in packed.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+        contents = {n.removeprefix(f"{project.name}/"): packed.read(n) for n in names}
+    manifest = json.loads(contents.pop("manifest.json"))
+    assert contents == files
+    assert manifest["files"] == {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+    first = archive.read_bytes()
+    archive.unlink()
+    assert archive_project(project) == archive and archive.read_bytes() == first  # deterministic
