@@ -81,7 +81,9 @@ def cmd_runs(args) -> int:
         for why in damaged.values():  # a person reading stderr hears of it too
             print(f"harness: warning: listed as damaged: {why}", file=sys.stderr)
         rows = [{"number": numbers[id(h)]} | dataclasses.asdict(h) | {"damaged": None} for h in heads]
-        print_json(rows + [{"run_id": name, "kind": None, "damaged": why} for name, why in damaged.items()])
+        print_json(
+            rows + [{"number": None, "run_id": name, "kind": None, "damaged": why} for name, why in damaged.items()]
+        )
         return 0
     evals = [h for h in heads if isinstance(h, EvalHeadline)]
     streams = [h for h in heads if not isinstance(h, EvalHeadline)]
