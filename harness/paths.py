@@ -31,6 +31,18 @@ def cache_dir() -> Path:
     return path
 
 
+RESULTS_VARIABLE = "HARNESS_RESULTS_DIR"
+
+
+def results_dir(given: str | Path | None = None) -> str | Path:
+    """The results folder: `given` (--results, the API's `results`), else $HARNESS_RESULTS_DIR when it names
+    one, else `results` in the working folder (docs/cli.md "Where runs are kept")."""
+    if given is not None:
+        return given
+    named = os.environ.get(RESULTS_VARIABLE, "")
+    return named if named.strip() else "results"
+
+
 def model_mirror() -> Path | None:
     mirror = os.environ.get("HARNESS_MODEL_MIRROR")
     return Path(mirror) if mirror else None

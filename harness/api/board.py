@@ -74,7 +74,7 @@ class Board:
         dataset: str = DEMO,
         subsets: str | list[str] = "all",
         *,
-        results: str | Path = "results",
+        results: str | Path | None = None,
         progress: bool = False,
         notes: Notes | None = None,
         **settings,

@@ -19,7 +19,7 @@ def evaluate(
     subsets: str | list[str] = "all",
     *,
     board: str = DEFAULT_BOARD,
-    results: str | Path = "results",
+    results: str | Path | None = None,
     progress: bool = False,
     notes: Notes | None = None,
     **settings,
@@ -32,10 +32,12 @@ def evaluate(
     to. `progress`: show the progress bar (or CI progress lines) on stderr. `notes`: called with each line
     the run says once about its labels (they are in the run's `notes` too). Raises harness.errors.UserError
     for bad input, LinkError when the board fails; nothing is printed."""
+    from harness.paths import results_dir
     from harness.results.store import results_root
 
     if not isinstance(subsets, str):
         subsets = ",".join(subsets)
+    results = results_dir(results)  # None: $HARNESS_RESULTS_DIR, else results
     results_root(results)  # as given: Path('') would be the working folder
     chosen = EvalSettings.from_keywords(board=board, model=model, dataset=dataset, subset=subsets, **settings)
     return evaluate_settings(chosen, Path(results), progress=progress, notes=notes)
@@ -67,14 +69,18 @@ def evaluate_settings(
     return view(load_run(str(outcome.run_dir)), said)
 
 
-def resume(run: str, results: str | Path = "results", *, progress: bool = False, notes: Notes | None = None) -> EvalRun:
-    """Finish an interrupted eval run (its id under `results`, or its .partial folder) with the settings it
-    started with."""
+def resume(
+    run: str, results: str | Path | None = None, *, progress: bool = False, notes: Notes | None = None
+) -> EvalRun:
+    """Finish an interrupted eval run (its id under `results` or a brief name of it: a unique prefix, latest,
+    latest~N; or its .partial folder) with the settings it started with."""
+    from harness.paths import results_dir
     from harness.results.journal import REQUEST, known_as, load_request
     from harness.results.store import check_not_held, partial_path, results_root, resume_target
 
     if not str(run).strip():
         raise UserError(f"{setting('resume')} needs the id of an unfinished run; `harness runs` lists runs")
+    results = results_dir(results)  # None: $HARNESS_RESULTS_DIR, else results
     results_root(results)  # as given: Path('') would be the working folder
     root, run_id = resume_target(Path(results), str(run))
     folder = partial_path(root, run_id)

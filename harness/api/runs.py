@@ -216,8 +216,10 @@ def view(run: Run, notes: list[str] | None = None) -> EvalRun | StreamRun:
     return (EvalRun if run.kind == "eval" else StreamRun)(run, notes or [])
 
 
-def load_run(run: str | Path, results: str | Path = "results") -> EvalRun | StreamRun:
-    """A finished run, by its folder or by its id under `results`."""
+def load_run(run: str | Path, results: str | Path | None = None) -> EvalRun | StreamRun:
+    """A finished run, by its folder, or under `results` ($HARNESS_RESULTS_DIR, else results) by its id or a
+    brief name: a unique prefix of the id, latest, latest~N, or its number in `harness runs list`."""
+    from harness.paths import results_dir
     from harness.results.store import results_text
 
-    return view(_load_run(str(run), results_text(results)))
+    return view(_load_run(str(run), results_text(results_dir(results))))

@@ -23,7 +23,7 @@ def stream(
     ledger_unit: str | None = None,
     tolerance_ms: int | None = None,
     wakeword: str | None = None,
-    results: str | Path = "results",
+    results: str | Path | None = None,
     port: str | None = None,
     serial: str | None = None,
     protocol: str = NATIVE_PROTOCOL,
@@ -35,13 +35,15 @@ def stream(
     events (label,start_ms[,end_ms]) its `scores` hold each policy's score (or why the ledger cannot serve it)."""
     from harness.api.resolve import emulated_tflm_tree, model_for
     from harness.boards import get_board
+    from harness.paths import results_dir
     from harness.results.runs import load_run
     from harness.results.store import results_root
     from harness.streaming.run import StreamRequest, run_stream
 
     if not wav:
         raise UserError("a stream run needs a WAV (16 kHz mono 16-bit); `harness stream build` composes one")
-    root = results_root(results)  # as given, before any board starts: Path('') would be the working folder
+    # as given (None: $HARNESS_RESULTS_DIR, else results), before any board starts: Path('') is the working folder
+    root = results_root(results_dir(results))
     with quieted(not progress):
         started = get_board(board)
         card, loaded = model_for(SimpleNamespace(model=model, model_file=model_file), started)

@@ -274,6 +274,13 @@ def _handled(parser, args, quiet: bool, terminated: list[int]) -> int:
     except OSError as exc:
         if isinstance(exc, BrokenPipeError) and _stdout_closed():
             return _after_closed_stdout()
+        if isinstance(exc, BrokenPipeError | ConnectionResetError):  # a socket or a child's pipe, not a file
+            why = exc.strerror or exc
+            say(
+                f"harness: link error: the other end of a connection harness was writing to closed ({why}): a board, "
+                "QEMU or a program harness ran went away; check that it is running, then run again"
+            )
+            return exits.LINK
         if _port_failed(exc):  # the board's port failed under us: a board or QEMU that died mid-run
             print(
                 f"harness: link error: the board's port failed ({exc.strerror or exc}); check that the board "

@@ -14,6 +14,7 @@ from harness.defaults import BOARD_HELP, DEFAULT_BOARD, PORT_HELP
 from harness.digits import ascii_float
 from harness.errors import UserError
 from harness.link.registry import NATIVE_PROTOCOL, PROTOCOL_NAMES
+from harness.paths import RESULTS_VARIABLE, results_dir
 from harness.values import Bounded, WordOrBounded, output_folder, path_text, port_names
 
 
@@ -174,7 +175,7 @@ class CommonOption:
     flag: str
     help: str
     type: Callable[[str], Any] | None = None
-    default: Any = None
+    default: Any = None  # a value, or a function giving it when the parser is built
     written: Callable[[str], Any] | None = None  # the type where the command writes into what the option names
 
     def add(
@@ -191,7 +192,7 @@ class CommonOption:
         if required:
             kwargs["required"] = True
         elif not unset:
-            kwargs["default"] = self.default
+            kwargs["default"] = self.default() if callable(self.default) else self.default
         if purpose_on_demand is not None:
             kwargs |= {"action": _StoreHelpOnDemand, "help_text": lambda: f"{self.help}: {purpose_on_demand()}"}
         else:
@@ -204,7 +205,11 @@ class CommonOption:
 BOARD = CommonOption("--board", BOARD_HELP, default=DEFAULT_BOARD)
 PORT = CommonOption("--port", PORT_HELP, type=port_names)
 RESULTS = CommonOption(
-    "--results", "the results folder (a folder of run folders)", path_text, "results", output_folder("--results")
+    "--results",
+    f"the results folder (a folder of run folders; ${RESULTS_VARIABLE} names one for every command)",
+    path_text,
+    results_dir,  # read when the parser is built: $HARNESS_RESULTS_DIR as the command starts
+    output_folder("--results"),
 )
 COMMON_OPTIONS = (BOARD, PORT, RESULTS)
 

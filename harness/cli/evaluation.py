@@ -76,28 +76,32 @@ def cmd_runs(args) -> int:
     listing = scan_runs(results_text(args.results))
     damaged = {name: why.worded_for_cli() for name, why in listing.damaged.items()}  # listed too, as damaged
     heads = [headline(run) for run in listing.runs]
+    numbers = {id(h): n for n, h in enumerate(heads, 1)}  # one list, oldest first (harness/results/run_refs.py)
     if args.json:
         for why in damaged.values():  # a person reading stderr hears of it too
             print(f"harness: warning: listed as damaged: {why}", file=sys.stderr)
-        rows = [dataclasses.asdict(h) | {"damaged": None} for h in heads]
-        print_json(rows + [{"run_id": name, "kind": None, "damaged": why} for name, why in damaged.items()])
+        rows = [{"number": numbers[id(h)]} | dataclasses.asdict(h) | {"damaged": None} for h in heads]
+        print_json(
+            rows + [{"number": None, "run_id": name, "kind": None, "damaged": why} for name, why in damaged.items()]
+        )
         return 0
     evals = [h for h in heads if isinstance(h, EvalHeadline)]
     streams = [h for h in heads if not isinstance(h, EvalHeadline)]
     console = stdout_console()
     if evals or not (streams or damaged):
-        console.print(_keyed_tables(f"runs in {args.results}", [h.run_id for h in evals], _eval_columns(evals)))
+        keys = [(numbers[id(h)], h.run_id) for h in evals]
+        console.print(_keyed_tables(f"runs in {args.results}", keys, _eval_columns(evals)))
     if streams:
         title = f"stream runs in {args.results}"
-        console.print(_keyed_tables(title, [h.run_id for h in streams], _stream_columns(streams)))
+        console.print(_keyed_tables(title, [(numbers[id(h)], h.run_id) for h in streams], _stream_columns(streams)))
     if damaged:
         console.print(_damaged_tables(f"damaged runs in {args.results} (no figures: restore or remove them)", damaged))
     return 0
 
 
 def _damaged_tables(title: str, damaged: dict[str, str]):
-    """The damaged run folders, numbered, then by number why each is damaged (its file and field), wrapped to
-    the width: a reason is a sentence, a run id some 45 columns."""
+    """The damaged run folders, keyed d1, d2, … (no run number: a command cannot read them), then by key why
+    each is damaged (its file and field), wrapped to the width: a reason is a sentence, a run id some 45 columns."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -111,8 +115,8 @@ def _damaged_tables(title: str, damaged: dict[str, str]):
     reasons.add_column("#", justify="right", no_wrap=True)
     reasons.add_column("problem")
     for number, (name, why) in enumerate(damaged.items(), 1):
-        ids.add_row(str(number), Text(shown(name)))  # a folder's name: harness did not make it
-        reasons.add_row(str(number), Text(why))
+        ids.add_row(f"d{number}", Text(shown(name)))  # a folder's name: harness did not make it
+        reasons.add_row(f"d{number}", Text(why))
     return Group(Text(title, style="table.title"), ids, reasons)
 
 
@@ -177,16 +181,17 @@ def _stream_columns(streams) -> list[tuple[str, list[tuple[str, str, list[str]]]
     return [("detections", what), ("scores (optimal policy) and pipeline time", scores)]
 
 
-def _keyed_tables(title: str, run_ids: list[str], groups):
-    """A table of the runs' ids, numbered, then a table per group of columns keyed by that number: a run id
-    alone is some 45 columns, too wide to share a row of an 80-column table with the figures."""
+def _keyed_tables(title: str, runs: list[tuple[int, str]], groups):
+    """A table of the runs' ids with their numbers (eval and stream runs numbered in one list: the number a
+    command takes for the run), then a table per group of columns keyed by that number: a run id alone is some
+    45 columns, too wide to share a row of an 80-column table with the figures."""
     from rich.console import Group
     from rich.table import Table
 
     ids = Table(title=title, title_justify="left")
     ids.add_column("#", justify="right", no_wrap=True)
     ids.add_column("run", no_wrap=True)
-    for number, run_id in enumerate(run_ids, 1):
+    for number, run_id in runs:
         ids.add_row(str(number), run_id)
     tables = [ids]
     for group_title, columns in groups:
@@ -194,8 +199,8 @@ def _keyed_tables(title: str, run_ids: list[str], groups):
         table.add_column("#", justify="right", no_wrap=True)
         for header, justify, _ in columns:
             table.add_column(header, justify=justify, no_wrap=True)
-        for number in range(len(run_ids)):
-            table.add_row(str(number + 1), *(cells[number] for _, _, cells in columns))
+        for row, (number, _) in enumerate(runs):
+            table.add_row(str(number), *(cells[row] for _, _, cells in columns))
         tables.append(table)
     return Group(*tables)
 

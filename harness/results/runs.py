@@ -313,15 +313,62 @@ def checked_spec(spec: str) -> str:
 
 
 def load_run(spec: str, root: Path = Path("results")) -> Run:
-    """A run by folder path or by run id under `root`."""
+    """A run by folder path, or under `root` by its id or a brief name (harness/results/run_refs.py)."""
     path = Path(checked_spec(spec))
     if not os.path.lexists(path / MANIFEST):
-        path = root / spec
+        path = root / (run_name(spec, root) or spec)
     manifest, summary = read_files(path, spec)
     run = Run(path, manifest, summary)
     run.record  # noqa: B018 (reads the record: a damaged one is refused here, naming the file and field)
     _check_tables(run, spec)
     return run
+
+
+def run_name(spec: str, root: Path) -> str | None:
+    """The name of the run folder under `root` that `spec` names: its id, a unique prefix, latest, latest~N or
+    its number in `harness runs list` (None: none; the caller says so)."""
+    from harness.results.run_refs import resolve
+
+    return resolve(spec, run_folders(root), lambda: numbered_runs(root), str(root))
+
+
+def unfinished_name(spec: str, root: Path) -> str | None:
+    """The id of the unfinished run under `root` that `spec` names for --resume: its id or a unique prefix of
+    it, latest or latest~N (counting unfinished runs: their ids begin with the time they started), or a number
+    of `harness runs list` (a finished run: resuming it says so)."""
+    from harness.results.run_refs import resolve
+
+    if not root.is_dir():
+        return None
+    unfinished = sorted(
+        path.name[1 : -len(PARTIAL)]
+        for path in root.iterdir()
+        if path.name.startswith(".") and path.name.endswith(PARTIAL) and path.is_dir()
+    )
+    if spec not in unfinished and os.path.lexists(root / spec):
+        return spec  # a finished run by its id: resuming it says so
+    return resolve(spec, unfinished, lambda: numbered_runs(root), str(root), lambda: unfinished, "unfinished run")
+
+
+PARTIAL = ".partial"  # harness/results/store.py partial_path: .<run id>.partial
+
+
+def run_folders(root: Path) -> list[str]:
+    """The names of the folders under `root` that hold a run's record (none when root is no folder)."""
+    if not root.is_dir():
+        return []
+    return [path.name for path in root.iterdir() if _is_run_folder(path)]
+
+
+def _is_run_folder(path: Path) -> bool:
+    if path.name.startswith(".") or not path.is_dir():
+        return False
+    return any((path / name).exists() for name in (MANIFEST, SUMMARY)) and kind_of(path) not in OTHER_RECORDS
+
+
+def numbered_runs(root: Path) -> list[str]:
+    """The folder names of the runs `harness runs list` numbers, in its order: number n is item n - 1."""
+    return [run.path.name for run in scan_runs(root).runs]
 
 
 def results_folder(root: Path) -> Path:
@@ -343,7 +390,7 @@ OTHER_RECORDS = ("referee",)
 
 @dataclass(frozen=True)
 class Listing:
-    runs: list[Run]  # oldest first
+    runs: list[Run]  # oldest first, eval and stream runs alike: run n of `harness runs list` is runs[n - 1]
     damaged: dict[str, UserError]  # folder name -> why it is damaged (one line: its file and field)
 
 
@@ -352,12 +399,8 @@ def scan_runs(root: Path) -> Listing:
     and unfinished runs are not listed; a folder with no record at all is not a run folder)."""
     runs, damaged = [], {}
     for path in sorted(results_folder(root).iterdir()):
-        if path.name.startswith(".") or not path.is_dir():
-            continue
-        if not any((path / name).exists() for name in (MANIFEST, SUMMARY)):
-            continue
-        if kind_of(path) in OTHER_RECORDS:
-            continue  # listed by their own commands
+        if not _is_run_folder(path):
+            continue  # referee sessions are listed by their own commands
         try:
             run = load_run(str(path))  # reads the record and checks its tables
         except UserError as exc:

@@ -198,11 +198,15 @@ def publish(root: Path, run_id: str) -> Path:
 
 
 def resume_target(results: Path, run: str) -> tuple[Path, str]:
-    """`--resume RUN`: a run id under --results, or the path of its partial folder; the id checked."""
+    """`--resume RUN`: a run id under --results (or a brief name of it: harness/results/run_refs.py), or the
+    path of its partial folder; the id checked."""
+    from harness.results.runs import unfinished_name
+
     path = Path(run)
     if path.name.startswith(".") and path.name.endswith(".partial"):
         return results_root(path.parent), check_run_id(path.name[1 : -len(".partial")], setting("resume"))
-    return results_root(results), check_run_id(run, setting("resume"))
+    root = results_root(results)
+    return root, check_run_id(unfinished_name(run, root) or run, setting("resume"))
 
 
 @contextmanager

@@ -38,7 +38,8 @@ def test_every_command_takes_the_one_declaration(option):
             continue
         assert getattr(action, "declared_by", None) is option, f"{where} is declared by hand"
         assert action.type in (option.type, option.written), where
-        assert action.required or action.default in (option.default, None), where
+        default = option.default() if callable(option.default) else option.default  # --results: read from the env
+        assert action.required or action.default in (default, None), where
         assert action.help.startswith(option.help), where
 
 
@@ -64,3 +65,28 @@ def test_a_required_board_has_no_default_and_a_writing_command_checks_its_folder
     assert results.type == RESULTS.written and results.default == "results"
     (port,) = [a for a in run._actions if "--port" in a.option_strings]
     assert port.declared_by is PORT and port.type is PORT.type
+
+
+@pytest.mark.parametrize(
+    ("variable", "expected"), [(None, "results"), ("", "results"), ("  ", "results"), ("/lab/results", "/lab/results")]
+)
+def test_results_defaults_to_harness_results_dir_else_results(monkeypatch, variable, expected):
+    from harness.cli.app import build_parser
+
+    if variable is None:
+        monkeypatch.delenv("HARNESS_RESULTS_DIR", raising=False)
+    else:
+        monkeypatch.setenv("HARNESS_RESULTS_DIR", variable)
+    parser = build_parser()
+    for argv in (["runs", "list"], ["runs", "report", "latest"], ["eval"], ["stream", "run", "--wav", "s.wav"]):
+        assert parser.parse_args(argv).results == expected, argv
+    assert parser.parse_args(["runs", "list", "--results", "here"]).results == "here"
+
+
+def test_the_api_takes_the_same_default(monkeypatch, tmp_path):
+    from harness.api.runs import load_run
+    from harness.errors import UserError
+
+    monkeypatch.setenv("HARNESS_RESULTS_DIR", str(tmp_path / "lab"))
+    with pytest.raises(UserError, match=r"results folder .*lab does not exist"):
+        load_run("latest")

@@ -283,6 +283,9 @@ CLOSED_READER = [
     ["dataset", "subsets", "--json"],
     ["tflm", "sources"],
     ["eval", "--help"],
+    ["runs", "list", "--results", "."],
+    ["runs", "list", "--results", ".", "--json"],
+    ["dataset", "list"],
 ]
 
 
@@ -303,3 +306,32 @@ def test_a_closed_stdout_is_a_quiet_exit_0(argv, tmp_path):
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_a_reader_that_closes_after_the_first_line_ends_the_listing_quietly(tmp_path):
+    """`harness models list | head -1`: the reader takes a line and goes; harness exits 0 with nothing on stderr."""
+    listing = subprocess.Popen(
+        [sys.executable, "-m", "harness", "models", "list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env={**os.environ, "HARNESS_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "80"},
+    )
+    assert listing.stdout.readline()
+    listing.stdout.close()  # as head does after its line
+    assert listing.wait(timeout=60) == 0
+    assert listing.stderr.read() == b""
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_a_link_error_not_a_path(capsys):
+    """A socket or a child's pipe that closes under a command never reads "check the path and its permissions"."""
+    from harness.cli.app import _handled
+
+    def breaks(_args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    args = argparse.Namespace(handler=breaks)
+    assert _handled(build_parser(), args, False, []) == exits.LINK
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("harness: link error:") and "(Broken pipe)" in line and "went away" in line
+    assert "path" not in line and "permissions" not in line

@@ -66,6 +66,8 @@ def test_runs_lists_stream_runs_beside_eval_runs(runs):
     assert scored["device_equals_host"] and scored["pipeline_source"] == "sim"
     assert unscored["events"] is None and unscored["detections"] == scored["detections"]
     assert evaluated["latency_source"] == "sim" and evaluated["samples"] == 4
+    # one list, oldest first, eval and stream runs alike: the number shown is the number a command takes
+    assert [scored["number"], unscored["number"], evaluated["number"]] == [1, 2, 3]
 
     text = _harness(folder, "runs", "list", "--results", "r", env={"COLUMNS": "80"}).stdout
     assert "stream runs in r" in text and "not scored" in text and "(sim)" in text
@@ -74,6 +76,8 @@ def test_runs_lists_stream_runs_beside_eval_runs(runs):
     cells = [cell.strip() for line in lines if line.startswith("│") for cell in line.strip("│").split("│")]
     for run_id in ids.values():  # each id whole on a line, in the table of eval runs or of stream runs
         assert cells.count(run_id) == 1, (run_id, text)
+    rows = [line.strip("│").split("│") for line in lines if line.startswith("│")]
+    assert ["3", ids["eval"]] in [[cell.strip() for cell in row] for row in rows], text  # not numbered again from 1
 
 
 def test_a_stream_run_records_where_its_figures_come_from(runs):
@@ -92,11 +96,10 @@ def test_a_stream_run_records_where_its_figures_come_from(runs):
 def test_report_of_a_stream_run_shows_its_detections_and_false_alarms(runs):
     folder, ids = runs
     out = folder / "report.html"
-    done = _harness(
-        folder, "runs", "report", ids["scored"], ids["unscored"], ids["eval"], "--results", "r", "--out", str(out)
-    )
-    assert done.returncode == 0, done.stderr
+    done = _harness(folder, "runs", "report", "1", "latest~1", "latest", "--results", "r", "--out", str(out))
+    assert done.returncode == 0, done.stderr  # the three runs by their numbers in `harness runs list`
     page = out.read_text()
+    assert all(run_id in page for run_id in ids.values())
     for text in ("optimal: one-to-one matching", "false alarms / hour", "unwanted triggers / hour", "per label"):
         assert text in page
     assert "% matched" in page and "True Positives" in page  # tf-compat's and mlperf-sww's lines
@@ -115,9 +118,7 @@ def test_check_gates_a_stream_run(runs, tmp_path):
         "[unwanted_triggers_per_hour]\nmax = 1000\n"
     )
     junit = tmp_path / "junit.xml"
-    done = _harness(
-        folder, "runs", "check", ids["scored"], "--gates", str(gates), "--results", "r", "--junit", str(junit)
-    )
+    done = _harness(folder, "runs", "check", "latest~2", "--gates", str(gates), "--results", "r", "--junit", str(junit))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS agreement" in done.stdout and "events; optimal policy" in done.stdout
     cases = ET.parse(junit).getroot().findall("testcase")
@@ -158,8 +159,10 @@ def test_a_baseline_of_another_kind_and_compare_of_a_stream_run_are_refused(runs
     gates = tmp_path / "gates.toml"
     gates.write_text("[agreement]\nmin = 0.9\n")
     done = _harness(
-        folder, "runs", "check", ids["scored"], "--gates", str(gates), "--baseline", ids["eval"], "--results", "r"
-    )
+        folder, "runs", "check", ids["scored"], "--gates", str(gates), "--baseline", ids["eval"][:-2], "--results", "r"
+    )  # the baseline by a unique prefix of its id
     assert_refused_in_one_line(done, "is an eval run", "same kind")
+    done = _harness(folder, "runs", "check", ids["eval"][:9], "--gates", str(gates), "--results", "r")
+    assert_refused_in_one_line(done, "is ambiguous: 3 runs in r begin so", "give more of the id")
     done = _harness(folder, "runs", "compare", ids["scored"], ids["eval"], "--results", "r")
     assert_refused_in_one_line(done, "is a stream run", "two eval runs")
