@@ -59,7 +59,6 @@ def gated(runs: list[Run], judge: Callable[[Run], list[GateResult]]) -> dict[str
 class Glance:
     """One run's row of the summary: each cell a figure with its source."""
 
-    number: int
     run: Run
     dataset: str
     subset: str  # the subset the accuracy is on: the first (as `harness runs` lists it)
@@ -72,7 +71,7 @@ class Glance:
     gates: Gated | None
 
 
-def _eval(number: int, run: Run, head: EvalHeadline, gates: Gated | None) -> Glance:
+def _eval(run: Run, head: EvalHeadline, gates: Gated | None) -> Glance:
     summary = run.eval_summary
     reference = summary.primary_reference
     agreement = f"{percent(head.agreement)} % with {reference} (host)" if head.agreement is not None else "n/a"
@@ -88,7 +87,6 @@ def _eval(number: int, run: Run, head: EvalHeadline, gates: Gated | None) -> Gla
         accuracy = interval_cell(head.device_accuracy, head.device_accuracy_ci95)
         subset, n = (subsets[0], first.n) if first else ("none", 0)
     return Glance(
-        number=number,
         run=run,
         dataset=summary.dataset or "not recorded",
         subset=subset,
@@ -102,7 +100,7 @@ def _eval(number: int, run: Run, head: EvalHeadline, gates: Gated | None) -> Gla
     )
 
 
-def _stream(number: int, run: Run, gates: Gated | None) -> Glance:
+def _stream(run: Run, gates: Gated | None) -> Glance:
     head, summary = headline(run), run.stream_summary
     recall = f"recall {percent(head.recall)} % ({head.hits} of {head.events})" if head.recall is not None else "n/a"
     busy = summary.busy
@@ -115,7 +113,6 @@ def _stream(number: int, run: Run, gates: Gated | None) -> Glance:
     arena = summary.frontend_arena_used
     footprint = [f"frontend arena {arena.bytes:,} B ({arena.source})"] if arena and arena.bytes else []
     return Glance(
-        number=number,
         run=run,
         dataset=f"stream {summary.audio.file}",
         subset="optimal policy",
@@ -131,8 +128,8 @@ def _stream(number: int, run: Run, gates: Gated | None) -> Glance:
 
 def glances(runs: list[Run], gates: dict[str, Gated]) -> list[Glance]:
     rows = []
-    for number, run in enumerate(runs, 1):
+    for run in runs:
         head = headline(run)
         verdicts = gates.get(run.id)
-        rows.append(_eval(number, run, head, verdicts) if run.kind == "eval" else _stream(number, run, verdicts))
+        rows.append(_eval(run, head, verdicts) if run.kind == "eval" else _stream(run, verdicts))
     return rows
