@@ -36,7 +36,23 @@ needs_tflm_tree = pytest.mark.skipif(
 TIER_MARKERS = {"qemu": ("qemu",), "platformio": ("platformio",), "labgrid": ("labgrid",)}
 
 
+# Parallel runs (pytest-xdist, `--dist loadgroup`: docs/testing.md). Each QEMU test, and each PlatformIO test, goes
+# to one worker: QEMU tests count the QEMU processes they leave, PlatformIO's build cache compiles TFLM once for
+# both models. Every other end-to-end module is one group, so its module fixtures (a farm, runs, a HAL) start once.
+# Groups start longest first (--no-loadscope-reorder keeps this order) so that the workers finish together.
+SERIAL_GROUPS = ("platformio", "qemu")
+LONGEST_FIRST = ("platformio", "qemu", "hosted", "labgrid", "packaging", "sim")
+
+
+def _group(item, parts: tuple[str, ...]) -> str | None:
+    for group in SERIAL_GROUPS:
+        if item.get_closest_marker(group):
+            return group
+    return "/".join(parts) if parts[0] == "e2e" else None
+
+
 def pytest_collection_modifyitems(config, items):
+    tiers = {}
     for item in items:
         parts = Path(item.fspath).relative_to(REPO / "tests").parts
         if parts[0] == "e2e":
@@ -45,6 +61,13 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(getattr(pytest.mark, marker))
         elif item.get_closest_marker("qemu") or item.get_closest_marker("platformio"):
             item.add_marker(pytest.mark.slow)
+        group = _group(item, parts)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        tiers[item] = group.split("/")[1] if group and group.startswith("e2e/") else group
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a serial run keeps the files' order
+        rank = {tier: index for index, tier in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(tiers[item], len(rank)))
 
 
 def _interruptible_children() -> None:
@@ -81,6 +104,7 @@ def private_cache(tmp_path_factory):
     """Tests never touch the user's cache; the demo set and downloads land in one session folder."""
     cache = os.environ.get("HARNESS_TEST_CACHE_DIR") or str(tmp_path_factory.mktemp("harness-cache"))
     os.environ["HARNESS_CACHE_DIR"] = cache
+    _share_builds(Path(cache), tmp_path_factory)
     if FIXTURE_MODELS.is_dir():
         os.environ["HARNESS_MODEL_MIRROR"] = str(FIXTURE_MODELS)
     else:
@@ -90,6 +114,24 @@ def private_cache(tmp_path_factory):
     os.environ["HARNESS_TFLM_MIRROR"] = f"http://127.0.0.1:{closed_port()}/"
     os.environ.pop("HARNESS_TFLM_PINS", None)
     return Path(cache)
+
+
+# What the parallel workers of one run build once between them: the folders of the cache where harness builds under
+# a lock of its own (a TFLM library, a firmware) or renames a whole build into place (a hosted HAL library).
+SHARED_BUILDS = ("tflm", "firmware", "hosted")
+
+
+def _share_builds(cache: Path, tmp_path_factory) -> None:
+    """Under pytest-xdist each worker has its own cache (its demo set, its inputs, its QEMU processes), but its build
+    folders are links into one folder of the run (beside the workers' base folders), so a build made by one worker
+    is found by the other: one TFLM build a run. A serial run has nothing to share."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    shared = tmp_path_factory.getbasetemp().parent / "harness-builds"
+    for name in SHARED_BUILDS:
+        (shared / name).mkdir(parents=True, exist_ok=True)
+        if not (cache / name).exists():
+            (cache / name).symlink_to(shared / name, target_is_directory=True)
 
 
 def closed_port() -> int:
