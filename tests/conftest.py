@@ -83,6 +83,11 @@ def _interruptible_children() -> None:
 def pytest_sessionstart(session):
     """C changes need a rebuild of the native libraries; testing a stale library would prove nothing."""
     _interruptible_children()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # A pytest-xdist worker starts with COLUMNS=80 of its own; the commands the tests start would wrap their
+        # output there, unlike under the launcher's environment (harness/console.py: off a terminal, $COLUMNS).
+        os.environ.pop("COLUMNS", None)
+        os.environ.pop("LINES", None)
     import importlib.util
 
     libraries = {
