@@ -54,7 +54,14 @@ def _group(item) -> str | None:
     return None
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_itemcollected(item):
+    """Groups are marked as items are collected: pytest-xdist reads them in its own pytest_collection_modifyitems."""
+    group = _group(item)
+    if group is not None:
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(tryfirst=True)  # the order pytest-xdist's workers report
 def pytest_collection_modifyitems(config, items):
     tiers = {}
     for item in items:
@@ -65,9 +72,6 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(getattr(pytest.mark, marker))
         elif item.get_closest_marker("qemu") or item.get_closest_marker("platformio"):
             item.add_marker(pytest.mark.slow)
-        group = _group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
         tiers[item] = (
             parts[1] if parts[0] == "e2e" else next((m for m in TIER_MARKERS if item.get_closest_marker(m)), "")
         )
