@@ -36,7 +36,34 @@ needs_tflm_tree = pytest.mark.skipif(
 TIER_MARKERS = {"qemu": ("qemu",), "platformio": ("platformio",), "labgrid": ("labgrid",)}
 
 
+# Parallel runs (pytest-xdist, `--dist loadgroup`: docs/testing.md). Tests that share a module-scoped fixture (a
+# labgrid farm, finished runs, an offline PlatformIO core and its build cache) are one group, run by one worker, so
+# the fixture is made once; every other test goes to whichever worker is free. The longest tiers start first
+# (--no-loadscope-reorder keeps this order) so that the workers finish together.
+LONGEST_FIRST = ("platformio", "qemu", "hosted", "labgrid", "packaging", "sim")
+
+
+def _group(item) -> str | None:
+    """The item's module when it uses a fixture of module (or class) scope, else None: any worker."""
+    fixtures = getattr(item, "_fixtureinfo", None)
+    if fixtures is None:
+        return None
+    for definitions in fixtures.name2fixturedefs.values():
+        if definitions and definitions[-1].scope in ("module", "class"):
+            return item.nodeid.split("::")[0]
+    return None
+
+
+def pytest_itemcollected(item):
+    """Groups are marked as items are collected: pytest-xdist reads them in its own pytest_collection_modifyitems."""
+    group = _group(item)
+    if group is not None:
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(tryfirst=True)  # the order pytest-xdist's workers report
 def pytest_collection_modifyitems(config, items):
+    tiers = {}
     for item in items:
         parts = Path(item.fspath).relative_to(REPO / "tests").parts
         if parts[0] == "e2e":
@@ -45,6 +72,12 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(getattr(pytest.mark, marker))
         elif item.get_closest_marker("qemu") or item.get_closest_marker("platformio"):
             item.add_marker(pytest.mark.slow)
+        tiers[item] = (
+            parts[1] if parts[0] == "e2e" else next((m for m in TIER_MARKERS if item.get_closest_marker(m)), "")
+        )
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker; a serial run keeps the files' order
+        rank = {tier: index for index, tier in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(tiers[item], len(rank)))
 
 
 def _interruptible_children() -> None:
@@ -60,6 +93,11 @@ def _interruptible_children() -> None:
 def pytest_sessionstart(session):
     """C changes need a rebuild of the native libraries; testing a stale library would prove nothing."""
     _interruptible_children()
+    if hasattr(session.config, "workerinput"):
+        # A pytest-xdist worker starts with COLUMNS=80 of its own; the commands the tests start would wrap their
+        # output there, unlike under the launcher's environment (harness/console.py: off a terminal, $COLUMNS).
+        os.environ.pop("COLUMNS", None)
+        os.environ.pop("LINES", None)
     import importlib.util
 
     libraries = {
@@ -77,10 +115,12 @@ def pytest_sessionstart(session):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def private_cache(tmp_path_factory):
+def private_cache(tmp_path_factory, pytestconfig):
     """Tests never touch the user's cache; the demo set and downloads land in one session folder."""
     cache = os.environ.get("HARNESS_TEST_CACHE_DIR") or str(tmp_path_factory.mktemp("harness-cache"))
     os.environ["HARNESS_CACHE_DIR"] = cache
+    if hasattr(pytestconfig, "workerinput"):  # a pytest-xdist worker; a serial run has nothing to share
+        _share_builds(Path(cache), tmp_path_factory.getbasetemp().parent / "harness-builds")
     if FIXTURE_MODELS.is_dir():
         os.environ["HARNESS_MODEL_MIRROR"] = str(FIXTURE_MODELS)
     else:
@@ -90,6 +130,21 @@ def private_cache(tmp_path_factory):
     os.environ["HARNESS_TFLM_MIRROR"] = f"http://127.0.0.1:{closed_port()}/"
     os.environ.pop("HARNESS_TFLM_PINS", None)
     return Path(cache)
+
+
+# What the parallel workers of one run build once between them: the folders of the cache where harness builds under
+# a lock of its own (a TFLM library, a firmware) or renames a whole build into place (a hosted HAL library).
+SHARED_BUILDS = ("tflm", "firmware", "hosted")
+
+
+def _share_builds(cache: Path, shared: Path) -> None:
+    """Under pytest-xdist each worker has its own cache (its demo set, its inputs, its QEMU processes), but its build
+    folders are links into one folder of the run (beside the workers' base folders), so a build made by one worker
+    is found by the other: one TFLM build a run."""
+    for name in SHARED_BUILDS:
+        (shared / name).mkdir(parents=True, exist_ok=True)
+        if not (cache / name).exists():
+            (cache / name).symlink_to(shared / name, target_is_directory=True)
 
 
 def closed_port() -> int:

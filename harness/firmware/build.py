@@ -5,6 +5,7 @@ Builds are cached by their build id, a fingerprint of everything that goes into 
 also the TFLM library's folder (the Makefile names it) and the compiler's version.
 """
 
+import fcntl
 import hashlib
 import shutil
 import subprocess
@@ -130,6 +131,15 @@ def _build_firmware(board: Board, model: TfliteModel | None, tflm: TflmTree | No
     result = FirmwareBuild(board, build_id, final, model is not None, firmware.kernels, compiler, flags, tflm_info)
     if result.elf.is_file():
         return result
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with open(final.parent / f"{build_id}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two harness processes never build one firmware at once
+        if not result.elf.is_file():  # the other built it while this one waited
+            _make(firmware, library, build_id, final, board)
+    return result
+
+
+def _make(firmware: Assembly, library: Path | None, build_id: str, final: Path, board: Board) -> None:
     with staged(final) as project:
         write_files(project, {**firmware.generated(build_id), **_build_files(firmware, library, build_id)})
         log = project / "build.log"
@@ -142,4 +152,3 @@ def _build_firmware(board: Board, model: TfliteModel | None, tflm: TflmTree | No
             raise BuildError(
                 f"firmware for {board.id} did not build ({(errors or ['see log'])[0].strip()}); log: {log}"
             )
-    return result
