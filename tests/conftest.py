@@ -36,29 +36,11 @@ needs_tflm_tree = pytest.mark.skipif(
 TIER_MARKERS = {"qemu": ("qemu",), "platformio": ("platformio",), "labgrid": ("labgrid",)}
 
 
-# Parallel runs (pytest-xdist, `--dist loadgroup`: docs/testing.md). Tests that share a module-scoped fixture (a
-# labgrid farm, finished runs, an offline PlatformIO core and its build cache) are one group, run by one worker, so
-# the fixture is made once; every other test goes to whichever worker is free. The longest tiers start first
+# Parallel runs (pytest-xdist, `--dist loadfile`: docs/testing.md). Each test file goes whole to one worker and runs
+# in its own order, so a module-scoped fixture (a labgrid farm, finished runs, an offline PlatformIO core and its
+# build cache) is made once and its tests see it as a serial run does. The longest tiers start first
 # (--no-loadscope-reorder keeps this order) so that the workers finish together.
 LONGEST_FIRST = ("platformio", "qemu", "hosted", "labgrid", "packaging", "sim")
-
-
-def _group(item) -> str | None:
-    """The item's module when it uses a fixture of module (or class) scope, else None: any worker."""
-    fixtures = getattr(item, "_fixtureinfo", None)
-    if fixtures is None:
-        return None
-    for definitions in fixtures.name2fixturedefs.values():
-        if definitions and definitions[-1].scope in ("module", "class"):
-            return item.nodeid.split("::")[0]
-    return None
-
-
-def pytest_itemcollected(item):
-    """Groups are marked as items are collected: pytest-xdist reads them in its own pytest_collection_modifyitems."""
-    group = _group(item)
-    if group is not None:
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.hookimpl(tryfirst=True)  # the order pytest-xdist's workers report

@@ -285,12 +285,16 @@ def _guard_of(harness: subprocess.Popen) -> int:
     raise AssertionError("harness started no labgrid guard")
 
 
-def _journaling(results: Path, seconds: float = 60) -> None:
-    """Wait until the run journals samples: the place is acquired and its board answers."""
+def _journaling(results: Path, harness: subprocess.Popen, seconds: float = 600) -> None:
+    """Wait until the run journals samples: the place is acquired and its board answers. Bounded by the run
+    itself (it must still be running), not by the machine's speed: on a loaded CI worker the first sample may
+    wait for that worker's demo set and conversions."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if any(journal.stat().st_size for journal in results.glob(".*.partial/journal.jsonl")):
             return
+        if harness.poll() is not None:
+            raise AssertionError(f"harness ended (exit {harness.returncode}) before it journaled a sample")
         time.sleep(0.05)
     raise AssertionError(f"no sample journaled in {results} within {seconds} s")
 
@@ -302,7 +306,7 @@ def _killed_with_its_guard(farm, env, results: Path, cwd) -> int:
     harness = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         guard = _guard_of(harness)
-        _journaling(results)
+        _journaling(results, harness)
         holder = farm.holder(PLACE)
         os.kill(guard, signal.SIGKILL)
         harness.kill()
