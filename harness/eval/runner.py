@@ -89,10 +89,15 @@ def _journal_entry(index: int, sample: Sample, result, hosts: dict[str, bytes], 
 
 def _judge(request: EvalRequest):
     """hit(sample, device output): whether the device's class is the sample's label, for the progress line's
-    running accuracy; None where the task decides no class or the sample has no label."""
+    running accuracy, which ends on the accuracy the run reports: only for a run of one subset and over its
+    members (an F1 pool's samples are not); None where the task decides no class, the sample has no label or
+    is not counted, and always with several subsets (no one figure to end on)."""
     task, spec = task_for(request.card), request.computation.output
+    counted = request.subsets[0] if len(request.subsets) == 1 else None
 
     def hit(sample: Sample, output: bytes) -> bool | None:
+        if counted is None or not counted.contains(sample):
+            return None
         predicted, _ = task.predict(output, spec)
         return None if predicted == NO_DECISION or sample.label < 0 else predicted == sample.label
 

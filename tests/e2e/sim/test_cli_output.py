@@ -21,7 +21,8 @@ from harness.results.report import print_summary
 from harness.results.runs import load_run
 
 SUBSETS = ("all", "depiction_non_person", "distance_medium", "lighting_bright")
-PLAIN_PROGRESS = re.compile(r"eval sim: \d+/\d+ \(\d+%\), [\d.]+ samples/s, acc [\d.]+ %, eta \d+:\d\d:\d\d")
+# A run of several subsets shows no running accuracy: no one figure it could end on (harness/eval/runner.py _judge).
+PLAIN_PROGRESS = re.compile(r"eval sim: \d+/\d+ \(\d+%\), [\d.]+ samples/s, eta \d+:\d\d:\d\d")
 
 
 def _eval(tmp_path: Path, *extra: str, stderr=subprocess.PIPE, env=None) -> subprocess.Popen:
@@ -97,3 +98,16 @@ def test_ci_false_on_a_terminal_shows_the_progress_bar(tmp_path, small_model, ci
 def test_ci_true_on_a_terminal_prints_plain_progress_lines(tmp_path, small_model):
     shown = _stderr_on_a_terminal(tmp_path, "true")
     assert PLAIN_PROGRESS.search(shown) and "━" not in shown, shown
+
+
+def test_the_running_accuracy_of_a_one_subset_run_ends_on_the_accuracy_it_reports(tmp_path, small_model):
+    """An F1 pool's samples are streamed too, but only the subset's members count, as in its table."""
+    command = [sys.executable, "-m", "harness", "eval", "--model", "wv_quality_k_2_c_3", "--subset", "distance_far"]
+    command += ["--limit", "8", "--pools", "--results", str(tmp_path / "r")]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    shown = re.findall(r"eval sim: (\d+)/(\d+) .*?, acc ([\d.]+) %", done.stderr)
+    assert shown and shown[-1][0] == shown[-1][1], done.stderr  # the last line is the whole run's
+    (folder,) = [path for path in (tmp_path / "r").iterdir() if not path.name.startswith(".")]
+    run = load_run(folder.name, tmp_path / "r")
+    assert shown[-1][2] == f"{100 * run.eval_summary.subsets['distance_far'].device.accuracy:.1f}"
