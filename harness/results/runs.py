@@ -329,6 +329,8 @@ def run_name(spec: str, root: Path) -> str | None:
     its number in `harness runs list` (None: none; the caller says so)."""
     from harness.results.run_refs import resolve
 
+    if Path(spec).name == spec and _is_run_folder(root / spec):
+        return spec  # a run's own id: no need to read every run folder to find it
     return resolve(spec, run_folders(root), lambda: numbered_runs(root), str(root))
 
 
