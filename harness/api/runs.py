@@ -9,6 +9,7 @@ from harness.api.figures import Figure
 from harness.errors import UserError
 from harness.extras import require
 from harness.results.manifest import Manifest
+from harness.results.op_profile import OperatorProfile
 from harness.results.runs import SAMPLES, Run
 from harness.results.runs import load_run as _load_run
 from harness.results.summary import EvalSummary, StreamSummary
@@ -64,6 +65,11 @@ class EvalRun(RunView):
     def summary(self) -> EvalSummary:
         """The run's figures (summary.json), typed: per-subset scores, latency, arena, references, …"""
         return self.run.eval_summary
+
+    @property
+    def profile(self) -> OperatorProfile | None:
+        """The operator profile `harness eval --profile` kept (by_kind, coverage, headline()), or None."""
+        return self.summary.profile
 
     def samples_frame(self):
         """samples.parquet, one row per sample, as a pandas DataFrame (pandas: the `lab` extra)."""

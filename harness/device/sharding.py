@@ -14,8 +14,9 @@ import contextvars
 import queue
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import serial
@@ -110,10 +111,19 @@ class BoardEnd:
 
 
 class ShardedStream:
-    """Start every board's session (`with`), `ready()` for their hellos, `go()`, then `arrivals()`."""
+    """Start every board's session (`with`), `ready()` for their hellos, `go()`, then `arrivals()`. `last`: a
+    request the first board to finish its part makes before its session ends (its answer: `last_answer`)."""
 
-    def __init__(self, members: list[FleetMember], tensors: Sequence[np.ndarray], todo: list[int]):
+    def __init__(
+        self,
+        members: list[FleetMember],
+        tensors: Sequence[np.ndarray],
+        todo: list[int],
+        last: Callable[[DeviceSession], Any] | None = None,
+    ):
         self._members, self._tensors = members, tensors
+        self._last, self._last_taken = last, threading.Lock()
+        self.last_answer: Any = None
         self._dealer = Dealer(todo)
         self._messages: queue.Queue = queue.Queue()
         self._go = threading.Event()
@@ -150,6 +160,7 @@ class ShardedStream:
                 self._go.wait()
                 try:
                     self._run(member.name, client, end)
+                    self._make_last_request(client)
                 finally:
                     end.stats = vars(client.stats).copy()
                 stage = "ended"
@@ -183,6 +194,11 @@ class ShardedStream:
                 # Its samples wait for the others now, not once it is back or given up on.
                 self._dealer.give_back(name)
                 require(client, Recovery).reconnect(self._dealer.unfinished)
+
+    def _make_last_request(self, client: DeviceSession) -> None:
+        if self._last is None or not self._last_taken.acquire(blocking=False):
+            return  # none asked, or another board makes it
+        self.last_answer = self._last(client)
 
     def _inputs(self, name: str, sent: deque[int]) -> Iterator[bytes]:
         """The board's inputs while samples wait; it ends when none waits (the board then finishes what it

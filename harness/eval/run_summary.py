@@ -142,6 +142,7 @@ def summarise(
         inputs_from_cache=inputs.from_cache,
         energy=parse(Energy, metering.summary()) if metering else None,
         boards=_board_shares(request, readings, streamed.boards, info) if len(streamed.boards) > 1 else [],
+        profile=streamed.profile,
     )
 
 

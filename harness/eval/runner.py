@@ -18,6 +18,7 @@ from harness.eval.host_work import HostReferences
 from harness.eval.inputs import Inputs, as_the_model_quantizes, prepare_inputs
 from harness.eval.order import shuffle_in_groups
 from harness.eval.outputs import NO_DECISION
+from harness.eval.perf import run_profile
 from harness.eval.run_manifest import check_device_runs_model, check_firmware_origin, check_same_firmware, manifest_of
 from harness.eval.run_summary import link_totals, summarise
 from harness.eval.sample_rows import RowMaker, read_rows, write_samples
@@ -29,6 +30,7 @@ from harness.files import check_output, write_atomically
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.protocol import DeviceInfo
+from harness.link.roles import Profiling
 from harness.model.card import ModelCard
 from harness.model.dut import DutComputation, dut_computation
 from harness.model.references import load_references
@@ -44,6 +46,7 @@ from harness.results.journal import (
     save_origin,
     save_request,
 )
+from harness.results.op_profile import OperatorProfile, OperatorTime
 from harness.results.provenance import usb_serial_number
 from harness.results.record import RunRecord, write_record
 from harness.results.store import RunFolder, hold_run, naming_the_file, new_run_id, open_partial, publish
@@ -131,6 +134,7 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         tflm=request.tflm,
         eembc=request.card.eembc,
         computation=request.computation,
+        roles=(Profiling,) if settings.profile else (),
     )
     fleet = FleetRequest(settings.boards, settings.labgrid_tags)
     hit = _judge(request)
@@ -138,7 +142,7 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         # each host reference computes what the device computes, on a thread of its own, ahead of the board
         HostReferences(references, options.computation, inputs.tensors, todo) as host,
         board_fleet(request.board, request.model, options, fleet) as members,
-        ShardedStream(members, inputs.tensors, todo) as shards,
+        ShardedStream(members, inputs.tensors, todo, last=_profiler(request, inputs)) as shards,
     ):
         infos = shards.ready()
         info = check_same_firmware(infos)
@@ -168,7 +172,29 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         firmware=firmware,
         board_serial=usb_serial_number(first.port) if len(ends) == 1 else None,
         boards=ends,
+        profile=shards.last_answer,
     )
+
+
+def _profiler(request: EvalRequest, inputs: Inputs):
+    """With --profile: the request that times the run's first sample operator by operator, as an OperatorProfile."""
+    if not request.settings.profile:
+        return None
+    sample, board = inputs.samples[0], request.board
+
+    def profile(client) -> OperatorProfile:
+        report = run_profile(client, board, inputs.tensors[0].tobytes())
+        return OperatorProfile(
+            source=report.total.source,
+            unit=report.total.unit,
+            board=board.id,
+            sample=sample.id,
+            total=float(report.total.value or 0),
+            operators=[OperatorTime(operator=name, value=float(f.value or 0)) for name, f in report.operators],
+            operators_run=report.operators_run,
+        )
+
+    return profile
 
 
 def _count(samples: int) -> str:
@@ -198,6 +224,7 @@ class Streamed:
     firmware: dict | None
     board_serial: str | None
     boards: list[BoardEnd]  # each board's part: samples, link, failure
+    profile: OperatorProfile | None = None  # --profile: the first sample timed operator by operator
 
 
 @dataclass(frozen=True)

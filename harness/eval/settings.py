@@ -173,6 +173,12 @@ class EvalSettings:
         metavar="KEY=VALUE",
     )
     meter: str | None = option("power meter KIND:ADDRESS for energy per inference (see docs/energy.md)")
+    profile: bool = option(
+        "after the samples, time the first sample's invoke operator by operator and keep it with the run "
+        "(QEMU and real boards; the report shows it)",
+        False,
+        switch=True,
+    )
     order_seed: int | None = option(
         "shuffle samples in small groups (seed)",
         flag="--shuffle",

@@ -11,6 +11,7 @@ from harness.errors import UserError
 from harness.results.bytes_gates import flash_used
 from harness.results.cross_run import interval_cell, latency_cell
 from harness.results.gates import GateResult
+from harness.results.op_profile import OperatorProfile
 from harness.results.runs import EvalHeadline, Run, headline
 
 VERDICT_WORDS = {"passed": "PASS", "failed": "FAIL", "not judged": "NOT JUDGED"}
@@ -69,6 +70,7 @@ class Glance:
     latency: str
     footprint: list[str]
     gates: Gated | None
+    profile: str | None = None  # its costliest kind of operator, where the run has an operator profile
 
 
 def _eval(run: Run, head: EvalHeadline, gates: Gated | None) -> Glance:
@@ -97,7 +99,15 @@ def _eval(run: Run, head: EvalHeadline, gates: Gated | None) -> Glance:
         latency=latency_cell(head),
         footprint=[arena, flash],
         gates=gates,
+        profile=_costliest(summary.profile),
     )
+
+
+def _costliest(profile: OperatorProfile | None) -> str | None:
+    top = profile.by_kind[0] if profile and profile.by_kind else None
+    if top is None or top.share is None:
+        return None
+    return f"{top.operator} {percent(top.share)} % of it"
 
 
 def _stream(run: Run, gates: Gated | None) -> Glance:

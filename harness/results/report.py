@@ -34,6 +34,8 @@ def print_summary(summary: EvalSummary, run_dir: Path | str, console: "Console |
         console.print(_boards_table(summary))
     if summary.energy:
         console.print(energy_line(summary.energy), highlight=False)
+    if summary.profile:
+        console.print(f"operator profile: {summary.profile.headline()}", highlight=False)
     console.print(arena_line(summary.arena), highlight=False)
     if summary.confusion:
         console.print(_confusion_table(summary.confusion))

@@ -22,7 +22,7 @@ from harness.firmware.tflm_tree import TflmTree
 from harness.link.faults import FaultProxy, FaultSpec
 from harness.link.protocol import DeviceInfo
 from harness.link.registry import NATIVE_PROTOCOL, session_type
-from harness.link.roles import BaudSwitching, Recovery, refuse
+from harness.link.roles import BaudSwitching, Profiling, Recovery, refuse
 from harness.link.session import DeviceSession
 from harness.link.transport import open_link
 from harness.model.card import EembcDut
@@ -86,6 +86,7 @@ class Driver(ABC):
     builds_at_start: ClassVar[bool] = False  # it builds the model's firmware with a TFLM tree as it starts (QEMU)
     flashes: ClassVar[bool] = True  # `harness flash` puts firmware on it (the virtual board runs any model as is)
     uploads_project: ClassVar[bool] = False  # `harness flash` uploads a generated PlatformIO project to it
+    profiles: ClassVar[bool] = True  # its firmware's runner times operators (PROFILE)
     no_profiler: ClassVar[str] = "its firmware's runner has no profiler"  # why PROFILE may be unsupported
 
     @classmethod
@@ -134,6 +135,8 @@ class Driver(ABC):
         link = [Recovery] if options.faults else []
         link += [BaudSwitching] if self.board.link.switch_baudrate else []
         refuse(session, *options.roles, *link)
+        if Profiling in options.roles and not self.profiles:
+            raise UserError(f"{self.board.id} cannot time operators: {self.no_profiler}; pass a QEMU or real board")
 
     @abstractmethod
     def start(self) -> AbstractContextManager[Endpoint]:

@@ -80,6 +80,7 @@ class VirtualDriver(Driver):
     protocols = PROTOCOL_NAMES
     emulates = frozenset({"link_baud", "emulate_invoke_ms"})
     flashes = False
+    profiles = False
     no_profiler = "the virtual board's TFLM host interpreter has no per-operator timer"
 
     @contextmanager

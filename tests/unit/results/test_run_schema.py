@@ -45,6 +45,15 @@ SUMMARY = {
     "arena": {"source": "sim", "configured": 2000, "used": 1000},
     "anomaly": {"device": {"files": 2, "anomalous_files": 1, "windows": 8, "auc": 0.5, "top1_percent": 50.0}},
     "unreadable_images": {"count": 0},
+    "profile": {
+        "source": "emulated",
+        "unit": "instructions",
+        "board": "qemu_m7",
+        "sample": "s0",
+        "total": 1000.0,
+        "operators": [{"operator": "CONV_2D", "value": 600.0}, {"operator": "SOFTMAX", "value": 350.0}],
+        "operators_run": 2,
+    },
 }
 
 # Every figure of SUMMARY by its path, and the range it is declared with.
@@ -72,6 +81,7 @@ COUNTS = [
     ("anomaly", "device", "files"),
     ("anomaly", "device", "windows"),
     ("unreadable_images", "count"),
+    ("profile", "operators_run"),
 ]
 NON_NEGATIVE = [
     ("latency", "micros", "median"),
@@ -79,6 +89,8 @@ NON_NEGATIVE = [
     ("latency", "micros", "p90"),
     ("latency", "micros", "max"),
     ("subsets", "all", "versus", "tflm", "max_diff_steps"),
+    ("profile", "total"),
+    ("profile", "operators", 1, "value"),
 ]
 PERCENTS = [("anomaly", "device", "top1_percent")]
 
