@@ -15,7 +15,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from scipy.signal import resample_poly
 
 from harness.audio.clips import read_clip, write_clip
 from harness.errors import UserError
@@ -46,6 +45,8 @@ def _espeak(word: str, voice: str, speed: int, pitch: int, work: Path) -> np.nda
     if done.returncode != 0:
         why = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
         raise UserError(f"espeak-ng could not speak {word!r} with voice {voice} ({why[0]}); reinstall espeak-ng")
+    from scipy.signal import resample_poly  # here: importing scipy.signal takes half a second
+
     audio = resample_poly(read_clip(out, 22050).astype(np.float64), 320, 441)
     loud = np.flatnonzero(np.abs(audio) > SPEECH_THRESHOLD)
     return audio[loud[0] : loud[-1] + 1] if loud.size else audio

@@ -121,7 +121,7 @@ def _damaged_tables(title: str, damaged: dict[str, str]):
 
 
 def _eval_columns(evals) -> list[tuple[str, list[tuple[str, str, list[str]]]]]:
-    from harness.results.html_report import latency_cell
+    from harness.results.cells import latency_cell
 
     def shown(value):
         return "n/a" if value is None else f"{100 * value:.1f}"

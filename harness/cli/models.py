@@ -4,17 +4,9 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from harness.boards import all_boards, get_board
 from harness.console import percent, print_json, stdout_console
 from harness.errors import UserError
-from harness.eval.convert import converted_for_eval
-from harness.eval.dataset import load_dataset
-from harness.eval.subsets import SUBSETS, parse_subsets
 from harness.model.cards import all_cards, load_card
-from harness.model.convert import is_float_model
-from harness.model.fetch import obtain_model
-from harness.model.tflite_file import read_tflite
-from harness.samples import DEMO
 
 
 def cmd_dataset_build(args) -> int:
@@ -32,7 +24,9 @@ def cmd_inspect(args) -> int:
     from rich.markup import escape
     from rich.table import Table
 
+    from harness.boards import all_boards, get_board
     from harness.model.inspect import inspect_model
+    from harness.model.tflite_file import read_tflite
 
     target = Path(args.model)
     if args.model.lower().endswith((".h5", ".keras")) or (target / "saved_model.pb").is_file():
@@ -45,11 +39,7 @@ def cmd_inspect(args) -> int:
     if args.model.endswith(".tflite") or (target.is_file() and target.suffix != ".toml"):
         model = read_tflite(target)
     else:
-        card = load_card(args.model)
-        path = obtain_model(card)
-        if is_float_model(path):  # what would run on a board is its int8 conversion
-            path = converted_for_eval(path, card, load_dataset(DEMO)).path
-        model = read_tflite(path)
+        model = read_tflite(_card_model(load_card(args.model)))
     boards = [get_board(args.board)] if args.board else ([] if args.no_fit else list(all_boards().values()))
     result = inspect_model(model, boards)
     if args.json:
@@ -78,6 +68,20 @@ def cmd_inspect(args) -> int:
     if result.fits:
         console.print(_fit_table(result.fits))
     return 0
+
+
+def _card_model(card) -> Path:
+    """The .tflite a card's model runs as on a board: its own file, or a float model's int8 conversion."""
+    from harness.eval.convert import converted_for_eval
+    from harness.eval.dataset import load_dataset
+    from harness.model.convert import is_float_model
+    from harness.model.fetch import obtain_model
+    from harness.samples import DEMO
+
+    path = obtain_model(card)
+    if is_float_model(path):  # what would run on a board is its int8 conversion
+        path = converted_for_eval(path, card, load_dataset(DEMO)).path
+    return path
 
 
 def _fit_table(fits):
@@ -112,12 +116,17 @@ def _fit_table(fits):
 
 
 def cmd_convert(args) -> int:
-    from harness.eval.convert import convert
     from harness.model.convert import check_convertible
+    from harness.model.fetch import obtain_model
 
     card = load_card(args.card)
     out = Path(args.out)
     check_convertible(Path(args.model) if args.model else None, card, out)  # before fetching or loading
+    # after the checks: these bring the image pipeline (PIL), which a refused command line need not import
+    from harness.eval.convert import convert
+    from harness.eval.dataset import load_dataset
+    from harness.eval.subsets import parse_subsets
+
     source = Path(args.model) if args.model else obtain_model(card)
     dataset = load_dataset(args.dataset)
     subsets = parse_subsets(args.subset)
@@ -155,7 +164,9 @@ def agreement_with(converted: Path, reference_card, card, dataset) -> dict:
     """Top-1 agreement of the converted model with a published model, on every dataset sample."""
     from harness.eval.inputs import image_preparation, prepare_inputs
     from harness.eval.outputs import predict
+    from harness.model.fetch import obtain_model
     from harness.model.references import TflmReference
+    from harness.model.tflite_file import read_tflite
 
     ours, theirs = read_tflite(converted), read_tflite(obtain_model(reference_card))
     samples = list(dataset.samples)
@@ -194,6 +205,8 @@ def _pull_frontend(card) -> str | None:
 
 
 def cmd_models_pull(args) -> int:
+    from harness.model.fetch import obtain_model
+
     card = load_card(args.name)
     path = obtain_model(card)  # cache, HARNESS_MODEL_MIRROR, then the source; sha256 checked
     frontend = _pull_frontend(card)
@@ -219,6 +232,8 @@ def cmd_models_list(args) -> int:
 
 
 def cmd_subsets(args) -> int:
+    from harness.eval.subsets import SUBSETS
+
     if args.json:
         print_json([dataclasses.asdict(s) for s in SUBSETS.values()])
         return 0

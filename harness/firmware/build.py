@@ -13,8 +13,6 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
-
 from harness.boards import Board
 from harness.errors import BuildError, UserError
 from harness.firmware.assemble import COMPILED_SUFFIXES, Assembly, firmware_dir, staged, write_files
@@ -76,6 +74,8 @@ def _object_name(source: Path) -> str:
 def _build_files(firmware: Assembly, library: Path | None, build_id: str) -> dict[str, bytes]:
     """The Makefile and the linker script. The firmware sources stay where they are; the generated ones are
     beside the Makefile, named relative to it."""
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined  # here: only a build renders templates
+
     board, fw = firmware.board, firmware.board.firmware
     templates = Environment(loader=FileSystemLoader(firmware_dir() / "templates"), undefined=StrictUndefined)
     includes = [*firmware.include_dirs, Path("."), *(firmware.tflm.include_dirs if library else [])]

@@ -15,8 +15,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
-
 from harness import __version__, reading
 from harness.boards import Board, board_ids
 from harness.errors import BuildError, UserError
@@ -131,6 +129,8 @@ def _flags(firmware: Assembly) -> dict[str, list[str]]:
 def _build_files(firmware: Assembly, build_id: str, card_name: str = "", version: str = "") -> dict[str, bytes]:
     """platformio.ini, and for ESP-IDF the CMake project, its main component and the sdkconfig defaults. The card
     name and harness's version only label the project (comments)."""
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined  # here: only a project renders templates
+
     board, pio, source = firmware.board, firmware.board.platformio, firmware.tflm_source
     folder = firmware_dir() / "templates" / "platformio"
     templates = Environment(loader=FileSystemLoader(folder), undefined=StrictUndefined, keep_trailing_newline=True)

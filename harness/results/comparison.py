@@ -7,7 +7,6 @@ Wilson 95 % intervals, their difference and McNemar's exact test on the paired d
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.stats import binomtest
 
 from harness.errors import UserError
 from harness.results.intervals import wilson_interval
@@ -22,6 +21,8 @@ def mcnemar_exact(a_correct: np.ndarray, b_correct: np.ndarray) -> tuple[int, in
     only_b = int(np.sum(~a_correct & b_correct))
     if only_a + only_b == 0:
         return only_a, only_b, 1.0
+    from scipy.stats import binomtest  # here: scipy.stats takes half a second to import, and only this test needs it
+
     return only_a, only_b, float(binomtest(only_a, only_a + only_b, 0.5).pvalue)
 
 

@@ -5,39 +5,31 @@ paired samples' accuracies, intervals, McNemar p and flips)."""
 from collections import defaultdict
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
 import numpy as np
 
-from harness.console import percent
 from harness.errors import UserError
+from harness.results.cells import interval_cell, latency_cell
 from harness.results.compare import compare_runs
 from harness.results.comparison import Comparison
-from harness.results.plots import DEVICE_COLOUR, HOST_COLOURS, Figure, Omitted, draw, ecdf, latency_values
-from harness.results.runs import EvalHeadline, Run, headline
+from harness.results.plots import (
+    DEVICE_COLOUR,
+    HOST_COLOURS,
+    Figure,
+    Omitted,
+    draw,
+    ecdf,
+    latency_values,
+    pyplot,
+)
+from harness.results.runs import Run, headline
 
 RUN_COLOURS = (DEVICE_COLOUR, *HOST_COLOURS, "#ff7f0e", "#8c564b")
-
-
-def interval_cell(accuracy: float | None, ci: tuple[float, float] | list[float] | None) -> str:
-    """An accuracy with its Wilson 95 % interval, as the report shows it."""
-    if accuracy is None:
-        return "n/a"
-    return f"{percent(accuracy)} % [{percent(ci[0])}-{percent(ci[1])}]" if ci else f"{percent(accuracy)} %"
 
 
 def accuracy_interval(run: Run, subset: str) -> str:
     """The run's own device accuracy on a subset (over all its samples of it)."""
     score = run.eval_summary.subsets[subset].device
     return interval_cell(score.accuracy, score.accuracy_ci95)
-
-
-def latency_cell(head: EvalHeadline) -> str:
-    """An eval run's median latency in its unit, with its source."""
-    if head.instructions_median:
-        return f"{head.instructions_median:,.0f} instr ({head.latency_source})"
-    if head.latency_median_us:
-        return f"{head.latency_median_us / 1000:.2f} ms ({head.latency_source})"
-    return f"n/a ({head.latency_source})"
 
 
 def eval_runs(runs: list[Run]) -> list[Run]:
@@ -138,7 +130,7 @@ def _subsets_side_by_side(runs: list[Run]):
         subsets = [s for s in runs[0].eval_summary.subsets if all(s in run.eval_summary.subsets for run in runs)]
         if not subsets:
             raise Omitted("the runs share no subset")
-        fig, ax = plt.subplots(figsize=(9, 0.35 * len(subsets) * len(runs) + 1.6), layout="constrained")
+        fig, ax = pyplot().subplots(figsize=(9, 0.35 * len(subsets) * len(runs) + 1.6), layout="constrained")
         step = 0.8 / len(runs)
         for i, run in enumerate(runs):
             colour = RUN_COLOURS[i % len(RUN_COLOURS)]
@@ -167,7 +159,7 @@ def _latencies_side_by_side(runs: list[Run]):
         units = {unit for _, _, values, unit, _ in measured if len(values)}
         if len(units) != 1:
             raise Omitted("the runs' latencies are not in one unit (ms against instructions): not drawn together")
-        fig, ax = plt.subplots(figsize=(9, 3.4), layout="constrained")
+        fig, ax = pyplot().subplots(figsize=(9, 3.4), layout="constrained")
         for i, run, values, unit, axis in measured:
             if not len(values):
                 continue

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from harness.console import percent
 from harness.errors import UserError
 from harness.results.bytes_gates import flash_used
-from harness.results.cross_run import interval_cell, latency_cell
+from harness.results.cells import interval_cell, latency_cell
 from harness.results.gates import GateResult
 from harness.results.op_profile import OperatorProfile
 from harness.results.runs import EvalHeadline, Run, headline

@@ -3,14 +3,11 @@
 from datetime import UTC, datetime
 from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
-
 from harness import __version__
 from harness.console import percent
 from harness.errors import UserError, setting
 from harness.files import check_output, write_atomically
 from harness.results import cross_run, stream_report
-from harness.results.cross_run import latency_cell  # noqa: F401 (harness runs uses it from here)
 from harness.results.glance import VERDICT_WORDS, Gated, glances
 from harness.results.plots import ANOMALY_FIGURES, FIGURES, Figure, draw
 from harness.results.report import anomaly_rows, pool_note
@@ -44,6 +41,8 @@ def require_writable(out: Path) -> None:
 
 def render(runs: list[Run], verdicts: dict[str, Gated] | None = None, baseline: Run | None = None) -> str:
     """The page; `verdicts`: each run's gates as `harness runs check` judged them (against `baseline`)."""
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
     env = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["j2", "html"]))
     verdicts = verdicts or {}
     return env.get_template("report.html.j2").render(

@@ -5,14 +5,10 @@ a sliver, every value n/a) is not drawn: its place holds a one-line note saying 
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import pyarrow.parquet as pq
-from matplotlib.colors import to_rgb
 
 from harness.results.runs import Run
 
@@ -40,12 +36,25 @@ class Omitted(Exception):
     """Raised by a figure that would carry no information; its message is the report's note."""
 
 
+@cache
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (no display), imported when the first figure is drawn: importing it
+    takes a third of a second, which `harness runs` and the report's refusals do not need."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 # The SVG's text is set by the browser, in its fonts, not matplotlib's: tick labels get room to differ in size (the
 # y axis's lowest label and the x axis's first would otherwise sit a pixel apart).
 FIGURE_STYLE = {"xtick.major.pad": 6.0, "ytick.major.pad": 5.0}
 
 
 def _svg(fig) -> str:
+    plt = pyplot()
     buffer = io.StringIO()
     with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "harness"}):
         fig.savefig(buffer, format="svg", bbox_inches="tight", pad_inches=0.15, metadata={"Date": None})
@@ -56,6 +65,7 @@ def _svg(fig) -> str:
 
 def draw(title: str, figure: Callable[[Run], object], run: Run) -> Figure:
     """`figure(run)` gives a matplotlib figure, or (figure, a note on what it leaves out), or raises Omitted."""
+    plt = pyplot()
     try:
         with plt.rc_context(FIGURE_STYLE):
             drawn = figure(run)
@@ -68,6 +78,8 @@ def draw(title: str, figure: Callable[[Run], object], run: Run) -> Figure:
 
 def text_colour(background) -> str:
     """Black or white, whichever reads better on `background` (its WCAG relative luminance)."""
+    from matplotlib.colors import to_rgb
+
     linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(background)]
     luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
     return "black" if luminance > 0.179 else "white"
@@ -115,7 +127,7 @@ def subset_scores(run: Run) -> object:
     )
     if not metrics:
         raise Omitted("no subset has an accuracy: nothing to draw")
-    fig, axes = plt.subplots(
+    fig, axes = pyplot().subplots(
         1, len(metrics), figsize=(5 * len(metrics) + 1.5, 0.5 * len(subsets) * len(sources) + 1.4), sharey=True
     )
     axes = np.atleast_1d(axes)
@@ -158,7 +170,7 @@ def _matrices(run: Run, names: list[str]) -> tuple[list[str], dict[str, np.ndarr
 def confusion(run: Run) -> object:
     classes, matrices = _matrices(run, ["device", *run.eval_summary.references.used[:1]])
     side = max(3.2, 0.55 * len(classes) + 2.0)
-    fig, axes = plt.subplots(1, len(matrices), figsize=(side * len(matrices) + 0.8, side), layout="constrained")
+    fig, axes = pyplot().subplots(1, len(matrices), figsize=(side * len(matrices) + 0.8, side), layout="constrained")
     axes = np.atleast_1d(axes)
     ticks = range(len(classes))
     many = len(classes) > 2
@@ -190,7 +202,7 @@ def latency(run: Run) -> object:
     values, unit, axis = latency_values(run)
     if not len(values):
         raise Omitted(f"no sample has a latency ({source}): nothing to draw")
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = pyplot().subplots(figsize=(7, 3.2))
     ecdf(ax, values, DEVICE_COLOUR, f"device ({source}), {len(values)} samples")
     _mark_quantiles(ax, values, unit, "#333333")
     ax.set_xlabel(f"{axis} ({source})")
@@ -206,7 +218,7 @@ def output_differences(run: Run) -> object:
     unit = run.eval_summary.output_diff_unit
     if len(np.unique(diffs)) < 2:
         raise Omitted(f"every sample's largest device - {reference} difference is {diffs[0]:g} {unit}: one bar")
-    fig, ax = plt.subplots(figsize=(7, 3))
+    fig, ax = pyplot().subplots(figsize=(7, 3))
     ax.hist(diffs, bins=np.arange(0, diffs.max() + 2) - 0.5, color=HOST_COLOURS[0])
     ax.set_xlabel(f"largest device - {reference} output difference ({unit})")
     ax.set_ylabel("samples")
@@ -221,7 +233,7 @@ def flips_against_margin(run: Run) -> object:
     flipped = np.array(run.samples["device_prediction"]) != np.array(run.samples[f"{reference}_prediction"])
     if not flipped.any():
         raise Omitted(f"the device predicts as {reference} on all {len(flipped)} samples: no flip to place")
-    fig, ax = plt.subplots(figsize=(7, 3))
+    fig, ax = pyplot().subplots(figsize=(7, 3))
     jitter = np.random.default_rng(0).uniform(-0.15, 0.15, len(margin))
     ax.scatter(margin[~flipped], jitter[~flipped], s=10, color=HOST_COLOURS[0], label="same prediction")
     ax.scatter(margin[flipped], 1 + jitter[flipped], s=18, color=DEVICE_COLOUR, label="flipped")
@@ -261,7 +273,7 @@ def memory(run: Run) -> object:
     ]
     if not shown:
         raise Omitted("too small a share to draw as bars: " + "; ".join(hidden))
-    fig, ax = plt.subplots(figsize=(7, 0.6 * len(shown) + 1.0))
+    fig, ax = pyplot().subplots(figsize=(7, 0.6 * len(shown) + 1.0))
     for i, (_, used, total) in enumerate(shown):
         ax.barh(i, 100, color="#dddddd")
         ax.barh(i, 100 * used / total, color=DEVICE_COLOUR)
@@ -288,7 +300,7 @@ def energy(run: Run) -> object:
     if not varies:
         flat = f"flat at {watts.mean():,.1f} mW" if len(watts) else "not recorded"
         note = f"the power trace ({summary.source}) is {flat}: not drawn"
-    fig, axes = plt.subplots(1, 2 if varies else 1, figsize=(11 if varies else 6, 3.2), layout="constrained")
+    fig, axes = pyplot().subplots(1, 2 if varies else 1, figsize=(11 if varies else 6, 3.2), layout="constrained")
     left = np.atleast_1d(axes)[0]
     ecdf(left, per_window, DEVICE_COLOUR, f"{len(per_window)} windows ({summary.windows})")
     _mark_quantiles(left, per_window, "µJ", "#333333")

@@ -1,9 +1,7 @@
 """A stream run's figures: its detections against the ledger along the stream, and the three scoring
 policies' counts side by side (harness/results/stream_scores.py holds what each policy records)."""
 
-import matplotlib.pyplot as plt
-
-from harness.results.plots import DEVICE_COLOUR, HOST_COLOURS, OUTCOME_COLOURS, Omitted
+from harness.results.plots import DEVICE_COLOUR, HOST_COLOURS, OUTCOME_COLOURS, Omitted, pyplot
 from harness.results.runs import Run
 from harness.results.stream_scores import NotScorable
 
@@ -13,7 +11,7 @@ def detections_over_time(run: Run) -> object:
     and the host reference's detections."""
     summary = run.stream_summary
     optimal = summary.optimal
-    fig, ax = plt.subplots(figsize=(10, 2.6), layout="constrained")
+    fig, ax = pyplot().subplots(figsize=(10, 2.6), layout="constrained")
     rows = ["host", "device"]
     if optimal:
         rows.append("ledger")
@@ -52,7 +50,7 @@ def policies(run: Run) -> object:
     counted = {p: s.counts() for p, s in scored.items()}
     if not counted:
         raise Omitted("no policy could score this ledger")
-    fig, ax = plt.subplots(figsize=(10, 0.7 * len(counted) + 1.4), layout="constrained")
+    fig, ax = pyplot().subplots(figsize=(10, 0.7 * len(counted) + 1.4), layout="constrained")
     height = 0.25
     for i, (measure, colour) in enumerate(zip(("correct", "missed", "unwanted"), ("#2ca02c", "#7f7f7f", DEVICE_COLOUR),
                                               strict=True)):  # fmt: skip

@@ -6,9 +6,6 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from harness.results.stream_scores import Detection, LabelRow, Latency, OptimalScore, Outcome
 from harness.streaming.detections import Detections
@@ -35,6 +32,11 @@ def _assign(events: list[Event], dets: list[Detection], pairs: list[tuple[int, i
     """Detection index -> event index: most same-label pairs, then most pairs, then the least total offset."""
     if not pairs:
         return {}
+    # scipy here, not on top: importing it takes a third of a second, which a refused `harness stream` need not pay
+    from scipy.optimize import linear_sum_assignment
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
     rows, cols = [i for i, _ in pairs], [j for _, j in pairs]
     n = len(dets)
     graph = coo_matrix((np.ones(len(rows)), (rows, [n + c for c in cols])), shape=(n + len(events),) * 2)
