@@ -11,13 +11,13 @@ those the case made (a FIFO and a device stay what they were).
 import os
 import stat
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.cli import exits
 from tests.conftest import assert_refused_in_one_line
+from tests.forked_cli import run_harness_command
 
 
 class Special:
@@ -72,15 +72,8 @@ def tree(root: Path) -> dict[str, tuple]:
 
 
 def run_harness(cwd: Path, *args: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
+    """`python -m harness *args` as a process of its own, forked from a warm interpreter (tests/forked_cli.py)."""
+    return run_harness_command(list(args), cwd, {**os.environ, **(env or {})}, timeout)
 
 
 def run_case(root: Path, case: Case, env: dict | None = None) -> None:

@@ -2,8 +2,6 @@
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,15 +9,12 @@ import pytest
 
 from harness.cli import exits
 from tests.conftest import REPO, assert_refused_in_one_line
+from tests.forked_cli import run_harness_command
 
 
 def _eval(tmp_path, *args):
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "eval", "--results", str(tmp_path / "results"), *args],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
+    done = run_harness_command(
+        ["eval", "--results", str(tmp_path / "results"), *args], cwd=tmp_path, env=os.environ.copy()
     )
     return done
 
@@ -145,9 +140,7 @@ def test_empty_subset(tmp_path, small_model, damaged_dataset):
 
 
 def _harness(tmp_path, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy()
-    )
+    return run_harness_command([*args], cwd=tmp_path, env=os.environ.copy())
 
 
 @pytest.fixture
@@ -208,13 +201,8 @@ def test_model_that_runs_at_no_arena_size(tmp_path, small_model):
 
     path = tmp_path / "huge.tflite"
     path.write_bytes(mutate(small_model.read_bytes(), huge))
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "models", "inspect", str(path), "--no-fit"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
-        timeout=300,
+    done = run_harness_command(
+        ["models", "inspect", str(path), "--no-fit"], cwd=tmp_path, env=os.environ.copy(), timeout=300
     )
     _assert_one_clear_line(done, tmp_path, "no arena up to 67,108,864 bytes runs this model")
 

@@ -8,7 +8,6 @@ import json
 import os
 import struct
 import subprocess
-import sys
 import wave
 import zlib
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from harness.cli import exits
 from tests.conftest import assert_refused_in_one_line, cli_commands
+from tests.forked_cli import run_harness_command
 from tests.hostile import FIFO, Case, make_files
 
 LABEL_COLUMNS = (
@@ -1736,14 +1736,7 @@ def _tree(root: Path) -> list[str]:
 
 
 def _harness(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
-        timeout=timeout,
-    )
+    return run_harness_command([*args], cwd=cwd, env=os.environ.copy(), timeout=timeout)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])

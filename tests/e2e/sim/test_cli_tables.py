@@ -5,26 +5,20 @@ something (run id, subset, model, board, cache key, operator) is whole on one li
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 from harness.console import percent, percent_interval
 from harness.results.runs import load_run
 from tests.conftest import fixture_model
+from tests.forked_cli import run_harness_command
 
 MODEL = "wv_quality_k_2_c_3"
 SUBSETS = ("all", "depiction_non_person", "distance_medium")
 
 
 def _harness(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=os.environ.copy() | {"COLUMNS": "80"},
-    )
+    done = run_harness_command([*args], cwd=cwd, env=os.environ.copy() | {"COLUMNS": "80"})
     assert done.returncode == 0, done.stderr
     return done
 

@@ -4,21 +4,18 @@ traceback, nothing left behind. One real run on the virtual board; each case dam
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import assert_refused_in_one_line, error_lines
+from tests.forked_cli import run_harness_command
 
 RUN = "run"  # the damaged copy's folder name under results/
 
 
 def _harness(cwd: Path, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=os.environ.copy(), cwd=cwd
-    )
+    return run_harness_command([*args], cwd=cwd, env=os.environ.copy())
 
 
 @pytest.fixture(scope="module")
@@ -119,12 +116,8 @@ def test_runs_list_table_has_a_row_for_the_damaged_run_within_80_columns(tmp_pat
     results = _workspace(tmp_path, made)
     name, how, _ = DAMAGES[damage]
     how(results / RUN / name)
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "runs", "list", "--results", "results"],
-        capture_output=True,
-        text=True,
-        env=os.environ | {"COLUMNS": "80"},
-        cwd=tmp_path,
+    done = run_harness_command(
+        ["runs", "list", "--results", "results"], cwd=tmp_path, env=os.environ | {"COLUMNS": "80"}
     )
     assert done.returncode == 0 and done.stderr == "", done.stderr
     lines = done.stdout.splitlines()

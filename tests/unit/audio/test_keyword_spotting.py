@@ -3,8 +3,6 @@
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,14 +15,13 @@ from harness.eval.subsets import class_subsets
 from harness.model.cards import load_card
 from harness.samples import Sample
 from tests.conftest import SHARED, fixture_model
+from tests.forked_cli import run_harness_command
 
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="the keyword demo set needs espeak-ng")
 
 
 def _harness(tmp_path, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy()
-    )
+    return run_harness_command([*args], cwd=tmp_path, env=os.environ.copy())
 
 
 @needs_espeak

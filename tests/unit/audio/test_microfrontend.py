@@ -5,8 +5,6 @@ the virtual board, clip by clip and streaming."""
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,15 +13,14 @@ from harness.audio.clips import read_clip
 from harness.audio.microfrontend import MicrofrontendSettings, filterbank, frontend_model, hann_window
 from harness.model.tflm import make_interpreter
 from tests.conftest import SHARED, fixture_model
+from tests.forked_cli import run_harness_command
 
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="the keyword demo set needs espeak-ng")
 KWS = MicrofrontendSettings(16000, 480, 10, 125.0, 4000.0, 6, 1.0)  # the card's settings, unscaled
 
 
 def _harness(tmp_path, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy()
-    )
+    return run_harness_command([*args], cwd=tmp_path, env=os.environ.copy())
 
 
 def _features(model: bytes, audio: np.ndarray, frames: int) -> np.ndarray:

@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from harness.boards import (
 from harness.errors import UserError
 from harness.paths import boards_dir
 from tests.conftest import assert_refused_in_one_line
+from tests.forked_cli import run_harness_command
 
 SIM_BOARD = (boards_dir() / "sim.toml").read_text()
 
@@ -58,9 +57,7 @@ lib_deps = ["tflm_cortexm@1.0.0"]
 
 
 def _harness(*args, env=None):
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=env or os.environ.copy()
-    )
+    return run_harness_command([*args], env=env or os.environ.copy())
 
 
 def _write(folder: Path, name: str, text: str) -> Path:

@@ -3,8 +3,6 @@ the old spellings, CI read as a boolean and the exit codes (docs/cli.md)."""
 
 import argparse
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -16,6 +14,7 @@ from harness.cli.spellings import LISTINGS, RENAMED, modern_spelling
 from harness.defaults import DEFAULT_MODEL
 from harness.errors import BuildError, DeviceNotFound, LinkError
 from tests.conftest import cli_commands
+from tests.forked_cli import run_harness_command
 
 COMMANDS = cli_commands()
 IDS = [" ".join(words) for words, _ in COMMANDS]
@@ -178,11 +177,8 @@ def test_exit_codes_are_distinct():
 
 
 def test_a_port_with_nothing_behind_it_is_device_not_found(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "boards", "link-test", "--board", "nucleo_h743", "--port", "/dev/ttyNOSUCH9"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
+    done = run_harness_command(
+        ["boards", "link-test", "--board", "nucleo_h743", "--port", "/dev/ttyNOSUCH9"], cwd=tmp_path
     )
     assert done.returncode == exits.DEVICE_NOT_FOUND, done.stderr
     (line,) = done.stderr.strip().splitlines()

@@ -1,13 +1,12 @@
 """The command line's one line: whatever a value holds, a message is one line the terminal only shows."""
 
-import subprocess
-import sys
 import unicodedata
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.cli.guards import one_line
+from tests.forked_cli import run_harness_command
 
 
 @given(st.text())
@@ -28,7 +27,7 @@ def test_escapes_are_shown_not_acted_on():
 def test_every_refusal_of_the_cli_goes_through_it(tmp_path):
     """A run id holding a newline and an ANSI escape: one line, escaped (runs report, an argparse error)."""
     for args in (["runs", "report", "RUN\x1b[2J\nFAKE", "--results", str(tmp_path)], ["eval", "--limit", "1\n2"]):
-        done = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=tmp_path)
+        done = run_harness_command([*args], cwd=tmp_path)
         assert done.returncode == 2
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert "\x1b" not in done.stderr

@@ -4,7 +4,6 @@ import csv
 import io
 import json
 import os
-import subprocess
 import sys
 import tarfile
 
@@ -12,12 +11,11 @@ import pytest
 
 from harness.errors import UserError
 from harness.eval.dataset import load_dataset
+from tests.forked_cli import run_harness_command
 
 
 def _harness(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=os.environ.copy()
-    )
+    return run_harness_command([*args], env=os.environ.copy())
 
 
 @pytest.fixture

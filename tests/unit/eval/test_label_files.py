@@ -4,8 +4,6 @@ plain binary label files, and the members whose flags contradict their person la
 import csv
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -16,6 +14,7 @@ from harness.eval.score_file import default_subsets, score_file, score_labels
 from harness.eval.subsets import SUBSETS, flag_contradictions
 from harness.results.manifest import DatasetProvenance
 from tests.conftest import SHARED
+from tests.forked_cli import run_harness_command
 
 CLEANED = SHARED / "fixtures" / "labels" / "wv_validation_cleaned.csv"
 
@@ -35,9 +34,7 @@ def _write(path, text):
 
 
 def _harness(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=os.environ.copy()
-    )
+    return run_harness_command([*args], env=os.environ.copy())
 
 
 @pytest.fixture

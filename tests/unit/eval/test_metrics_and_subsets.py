@@ -11,6 +11,7 @@ from harness.eval.sampling import select_samples
 from harness.eval.subsets import SUBSETS, parse_subsets
 from harness.results.intervals import wilson_interval
 from harness.samples import Sample
+from tests.forked_cli import run_harness_command
 
 FLAGS = COLUMNS[1:]
 
@@ -201,8 +202,6 @@ def test_score_command_gives_the_same_numbers_from_csv_files(tmp_path):
     import csv
     import json
     import os
-    import subprocess
-    import sys
 
     labels, predictions = tmp_path / "labels.csv", tmp_path / "predictions.csv"
     with open(labels, "w", newline="") as f:
@@ -211,21 +210,8 @@ def test_score_command_gives_the_same_numbers_from_csv_files(tmp_path):
         writer.writerows([[s.id, *(s.flags[c] for c in FLAGS)] for s in SAMPLES])
     with open(predictions, "w", newline="") as f:
         csv.writer(f).writerows([("filename", "prediction"), *((s.id, p) for s, p in ROWS[:-1])])
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "dataset",
-            "score",
-            "--labels",
-            str(labels),
-            "--predictions",
-            str(predictions),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
+    done = run_harness_command(
+        ["dataset", "score", "--labels", str(labels), "--predictions", str(predictions), "--json"],
         env=os.environ.copy(),
     )
     assert done.returncode == 0, done.stderr
@@ -233,11 +219,8 @@ def test_score_command_gives_the_same_numbers_from_csv_files(tmp_path):
     assert (result["scored"], result["without_prediction"]) == (29, 1)
     far = result["subsets"]["distance_far"]
     assert (far["tp"], far["fn"], far["fp"], far["tn"]) == (4, 2, 2, 15)  # N18, a false positive, is unscored
-    bad = subprocess.run(
-        [sys.executable, "-m", "harness", "dataset", "score", "--labels", str(labels), "--predictions", str(labels)],
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
+    bad = run_harness_command(
+        ["dataset", "score", "--labels", str(labels), "--predictions", str(labels)], env=os.environ.copy()
     )
     assert bad.returncode == 2 and "filename,prediction" in bad.stderr
 

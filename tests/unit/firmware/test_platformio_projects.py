@@ -21,6 +21,7 @@ from harness.firmware.project_archive import archive_project
 from harness.firmware.tflm_tree import TflmTree, resolver_method
 from harness.model.tflite_file import model_operators, read_tflite, schema
 from tests.conftest import assert_refused_in_one_line, error_lines, fixture_model
+from tests.forked_cli import run_harness_command
 
 pytest.importorskip("platformio", reason="needs the platformio package (test extras)")
 BUILTIN_OPERATORS = [name for name in vars(schema.BuiltinOperator) if not name.startswith("_")]
@@ -80,22 +81,8 @@ def test_generated_project_lints_clean_and_resolves_exactly_the_models_operators
 
 
 def test_nucleo_without_tflm_sources_says_what_to_pass(tmp_path, small_model):
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "firmware",
-            "generate",
-            "--board",
-            "nucleo_h743",
-            "--model",
-            "wv_quality_k_2_c_3",
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
+    done = run_harness_command(
+        ["firmware", "generate", "--board", "nucleo_h743", "--model", "wv_quality_k_2_c_3", "--out", str(tmp_path)],
         env={k: v for k, v in os.environ.items() if k != "HARNESS_TFLM_TREE"},
     )
     # Without --tflm harness fetches the board's tree: here from conftest's closed loopback mirror (offline).
@@ -255,11 +242,8 @@ def test_a_keyword_card_with_streaming_embeds_its_audio_frontend(tmp_path, tflm_
     go into the project beside the keyword model, and the firmware is built to stream."""
     fixture_model("tflm/micro_speech_quantized.tflite")
     fixture_model("tflm/audio_preprocessor_int8.tflite")
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "firmware", "generate", "--board", "nucleo_h743",
-         "--model", "tflm_micro_speech", "--tflm", str(tflm_tree.root), "--out", str(tmp_path), "--json"],
-        capture_output=True, text=True, env=os.environ.copy(),
-    )  # fmt: skip
+    command = ["firmware", "generate", "--board", "nucleo_h743", "--model", "tflm_micro_speech"]
+    done = run_harness_command([*command, "--tflm", str(tflm_tree.root), "--out", str(tmp_path), "--json"])
     assert done.returncode == 0, done.stderr
     src = Path(json.loads(done.stdout)["project"]) / "src"
     assert "#define HP_HAS_FRONTEND 1" in (src / "harness_build_config.h").read_text()

@@ -2,8 +2,6 @@
 
 import csv
 import itertools
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -11,6 +9,7 @@ import pytest
 from harness.cli import main
 from harness.streaming.compose import read_wav
 from tests.conftest import SHARED
+from tests.forked_cli import run_harness_command
 
 AUDIO = SHARED / "fixtures" / "audio"
 PERIOD = 16_000  # the looped 1 s noise clip repeats every 16000 samples
@@ -78,22 +77,8 @@ def test_random_placement_keeps_gaps_and_is_seeded(tmp_path, clips):
 
 
 def test_overlapping_clips_refused_in_one_line_and_nothing_written(tmp_path, clips):
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "stream",
-            "build",
-            "--clips",
-            str(clips),
-            "--out",
-            str(tmp_path / "s.wav"),
-            "--at",
-            "yes:1000,no:1500",
-        ],
-        capture_output=True,
-        text=True,
+    done = run_harness_command(
+        ["stream", "build", "--clips", str(clips), "--out", str(tmp_path / "s.wav"), "--at", "yes:1000,no:1500"]
     )
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "overlaps" in done.stderr

@@ -8,7 +8,6 @@ import functools
 import http.server
 import json
 import os
-import subprocess
 import sys
 import threading
 import tomllib
@@ -25,6 +24,7 @@ from harness.firmware.tflm_archives import files_sha256
 from harness.firmware.tflm_pins import PINS_FILE, Recipe, board_recipe, load_pins
 from harness.firmware.tflm_tree import TflmTree
 from tests.conftest import assert_refused_in_one_line, closed_port, fixture_model
+from tests.forked_cli import run_harness_command
 
 COMMIT = "90b983c2b3f1480642e040bbd2ddb37b998f3424"
 CMSIS_NN_OPTIONS = (
@@ -188,9 +188,7 @@ def standin(tmp_path, monkeypatch):
 
 
 def harness(env, *args, **extra_env):
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=env | extra_env, timeout=300
-    )
+    return run_harness_command([*args], env=env | extra_env, timeout=300)
 
 
 def nothing_half_written(cache: Path):

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from harness.link.client import DeviceClient
 from harness.link.transport import open_link
 from tests.fake_runner import ChecksumRunner, core_on_pty, expected_output
+from tests.forked_cli import run_harness_command
 
 
 @contextmanager
@@ -89,7 +90,7 @@ def test_a_port_that_goes_away_and_comes_back_is_waited_for_and_the_sample_rerun
 
 
 def _harness(*args):
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True)
+    return run_harness_command([*args])
 
 
 def test_labgrid_place_without_labgrid_is_a_one_line_user_error(tmp_path):

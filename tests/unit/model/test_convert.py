@@ -2,10 +2,10 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
+
+from tests.forked_cli import run_harness_command
 
 pytestmark = pytest.mark.slow  # TensorFlow loads and converts real models
 
@@ -13,9 +13,7 @@ pytest.importorskip("tensorflow", reason="converting needs tensorflow-cpu and tf
 
 
 def _harness(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=os.environ.copy(), timeout=900
-    )
+    return run_harness_command([*args], env=os.environ.copy(), timeout=900)
 
 
 def test_vww_h5_converts_and_agrees_with_the_published_int8_model(tmp_path, vww_model):

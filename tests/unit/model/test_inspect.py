@@ -9,6 +9,7 @@ import pytest
 
 from harness.model.cards import all_cards
 from tests.conftest import FIXTURE_MODELS
+from tests.forked_cli import run_harness_command
 
 CHECK = """
 import json, sys
@@ -20,13 +21,7 @@ for path, arena in json.loads(sys.argv[1]):
 
 
 def _inspect(target):
-    return subprocess.run(
-        [sys.executable, "-m", "harness", "models", "inspect", target, "--json"],
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
-        timeout=300,
-    )
+    return run_harness_command(["models", "inspect", target, "--json"], env=os.environ.copy(), timeout=300)
 
 
 @pytest.mark.slow

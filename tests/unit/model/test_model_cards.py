@@ -4,8 +4,6 @@ the fix (exit 2), never a silent misreading, a traceback or a file written outsi
 import hashlib
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from harness.model.cards import all_cards, load_card
 from harness.model.fetch import obtain_model
 from harness.paths import models_dir
 from tests.conftest import assert_refused_in_one_line
+from tests.forked_cli import run_harness_command
 
 BASE = "wv_quality_k_2_c_3"
 
@@ -36,9 +35,7 @@ def _harness(tmp_path, *args, isolated: bool = True):
     env = dict(os.environ)
     if isolated:
         env.update(HARNESS_CACHE_DIR=str(tmp_path / "cache"), HARNESS_MODEL_MIRROR="")
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], cwd=tmp_path, capture_output=True, text=True, env=env
-    )
+    return run_harness_command([*args], cwd=tmp_path, env=env)
 
 
 def test_every_shipped_card_loads_and_is_listed(tmp_path):

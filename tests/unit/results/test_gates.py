@@ -3,8 +3,6 @@ different units or sources are not compared, and a bad gates file is one clear l
 
 import json
 import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from harness.results.gates_file import load_gates
 from harness.results.junit import junit_xml
 from harness.results.report import arena_line
 from harness.results.runs import Run, load_run
+from tests.forked_cli import run_harness_command
 
 
 def _entry(n=10, accuracy=0.9, host_accuracy=0.9, f1_wv=None, agreement=1.0, f1_counts=None, pool_incomplete=None):
@@ -207,9 +206,7 @@ def _samples(ids, microseconds):
 
 
 def _harness(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=os.environ.copy()
-    )
+    return run_harness_command([*args], env=os.environ.copy())
 
 
 @pytest.fixture

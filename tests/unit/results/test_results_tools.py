@@ -2,22 +2,19 @@
 
 import json
 import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from tests.forked_cli import run_harness_command
 from tests.model_surgery import swap_output_classes
 from tests.report_browser import NEEDS_CHROMIUM, TEXT_PROBLEMS, browser_page
 
 
 def _harness(*args, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=os.environ.copy(), cwd=cwd
-    )
+    return run_harness_command([*args], cwd=cwd, env=os.environ.copy())
 
 
 @pytest.fixture(scope="module")

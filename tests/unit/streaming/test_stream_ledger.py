@@ -2,8 +2,6 @@
 tf-compat reads the file as TensorFlow's ground-truth reader does, or refuses the line it would misread."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -11,6 +9,7 @@ from harness.errors import UserError
 from harness.streaming.detections import Detections
 from harness.streaming.ledger import load_ledger
 from harness.streaming.scoring import score_stream
+from tests.forked_cli import run_harness_command
 
 
 def _ledger(tmp_path, text):
@@ -64,22 +63,8 @@ def test_cli_refuses_a_seconds_ledger_in_one_line(tmp_path):
     ledger = _ledger(tmp_path, "yes,1\nno,3\n")
     detections = tmp_path / "d.csv"
     detections.write_text("label,time_ms,score,reference\n")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "stream",
-            "score",
-            "--ledger",
-            str(ledger),
-            "--detections",
-            str(detections),
-            "--duration-ms",
-            "8000",
-        ],
-        capture_output=True,
-        text=True,
+    done = run_harness_command(
+        ["stream", "score", "--ledger", str(ledger), "--detections", str(detections), "--duration-ms", "8000"]
     )
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
