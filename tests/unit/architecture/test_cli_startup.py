@@ -9,42 +9,18 @@ No wall clock here: what is imported is what the checks are about.
 
 import argparse
 import importlib
-import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+from tests.import_probe import probe
 
 # Packages the parser must not need: each costs tens to hundreds of milliseconds to import.
 HEAVY = ("numpy", "tflite_micro", "ai_edge_litert", "pyarrow", "pydantic", "serial", "rich", "PIL", "scipy", "elftools")
 
-PROBE = """
-import json, sys
-from harness.cli.app import build_parser, main
-build_parser()
-try:
-    main(json.loads(sys.argv[1]))
-except SystemExit:
-    pass
-heavy = set(json.loads(sys.argv[2]))
-print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy)))
-"""
-
 
 def heavy_imported(argv: list[str]) -> list[str]:
-    """The heavy modules loaded by a fresh interpreter that builds the parser and runs `harness ARGV`."""
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(HEAVY)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """The heavy packages loaded by a fresh interpreter that builds the parser and runs `harness ARGV`."""
+    return probe(argv, HEAVY).heavy
 
 
 @pytest.mark.parametrize(

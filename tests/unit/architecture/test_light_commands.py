@@ -9,8 +9,6 @@ line and for commands that list, and (marked slow: it makes a run) for the comma
 Each command runs in a fresh interpreter, which then names the heavy modules it loaded: no wall clock here.
 """
 
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,52 +16,20 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import fixture_model
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.import_probe import probe
 
 # Never needed by these commands (scipy.stats alone takes half a second to import, matplotlib.pyplot a third).
 HEAVY = ("matplotlib", "scipy", "jinja2", "tensorflow", "ai_edge_litert")
 # Nor by a command that reads no image (an eval's refusal and `dataset list` load the image pipeline).
 IMAGES = ("PIL",)
 
-PROBE = """
-import json, sys
-from harness.cli.app import main
-try:
-    code = main(json.loads(sys.argv[1]))
-except SystemExit as exc:
-    code = exc.code
-heavy = set(json.loads(sys.argv[2]))
-print(json.dumps({"code": code, "heavy": sorted({m.split(".")[0] for m in sys.modules} & heavy)}))
-"""
-
-
-def _env() -> dict:
-    """This checkout's harness first, whatever is installed."""
-    return os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-
-
-def run_probe(folder: Path, argv: list[str]) -> tuple[int, list[str], str]:
-    """`harness ARGV` in a fresh interpreter in `folder`: its exit code, the heavy packages it loaded, its stderr."""
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(HEAVY + IMAGES)],
-        cwd=folder,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.stdout.strip(), done.stderr
-    found = json.loads(done.stdout.strip().splitlines()[-1])
-    return found["code"], found["heavy"], done.stderr
-
 
 def check(folder: Path, line: str, code: int, says: str, reads_images: bool) -> None:
-    exit_code, heavy, stderr = run_probe(folder, line.split())
-    assert exit_code == code, stderr  # the command did what it is here for: listed, or refused for this reason
-    assert says in stderr
+    probed = probe(line.split(), HEAVY + IMAGES, folder)
+    assert probed.code == code, probed.stderr  # the command did what it is here for: listed, or refused for this reason
+    assert says in probed.stderr
     unwanted = HEAVY if reads_images else HEAVY + IMAGES
-    assert [name for name in heavy if name in unwanted] == []
+    assert [name for name in probed.heavy if name in unwanted] == []
 
 
 # id: (command line, its exit code, words of its one line on stderr, whether it reads images)
@@ -108,12 +74,7 @@ def finished(tmp_path_factory, private_cache) -> Path:
     fixture_model("wake_vision_zoo/wv_quality_k_2_c_3.tflite")
     folder = tmp_path_factory.mktemp("light-commands")
     made = subprocess.run(
-        [sys.executable, "-m", "harness", *EVAL.split()],
-        cwd=folder,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [sys.executable, "-m", "harness", *EVAL.split()], cwd=folder, capture_output=True, text=True, timeout=300
     )
     assert made.returncode == 0, made.stderr
     (folder / "gates.toml").write_text("[agreement]\nmin = 0.5\n")
