@@ -21,6 +21,8 @@ API = {
     "resume": "harness.api.evaluation",
     "perf": "harness.api.measure",
     "profile": "harness.api.measure",
+    "trace_layers": "harness.api.debug",
+    "layers_frame": "harness.api.debug",
     "stream": "harness.api.streaming",
     "load_run": "harness.api.runs",
     "EvalRun": "harness.api.runs",

@@ -10,9 +10,10 @@ from harness.link.registry import NATIVE_PROTOCOL
 
 
 def _timed(connection: SimpleNamespace, measure, roles: tuple[type, ...] = ()):
-    """What `measure(client, board, input)` returns, on the board running the model, with the dataset's
-    first input; its report names the model's card. `roles`: those `measure` uses beyond the core session
-    (harness/link/roles.py), refused before the board starts where the protocol lacks one."""
+    """What `measure(client, board, input, model)` returns, on the board running the model (a TfliteModel),
+    with the dataset's first input (or `connection.sample`'s); its report names the model's card. `roles`:
+    those `measure` uses beyond the core session (harness/link/roles.py), refused before the board starts
+    where the protocol lacks one."""
     from harness.api.resolve import emulated_tflm_tree, model_for
     from harness.boards import get_board
     from harness.device.launch import ConnectOptions, connect, with_link_options
@@ -24,15 +25,18 @@ def _timed(connection: SimpleNamespace, measure, roles: tuple[type, ...] = ()):
     board = with_link_options(
         get_board(connection.board),
         emulate_invoke_ms=connection.emulate_invoke_ms,
+        link_baud=getattr(connection, "link_baud", None),
         baud=connection.baud,
         protocol=connection.protocol,
     )
     task = task_for(load_card(connection.model))
-    # Before a model is fetched; one input is timed, so no F1 pool is streamed.
-    dataset = task.load_dataset(DatasetRequest(connection.dataset, task.subsets("all"), limit=1))
+    sample = getattr(connection, "sample", None)
+    # Before a model is fetched; one input is run, so no F1 pool is streamed.
+    limit = None if sample else 1
+    dataset = task.load_dataset(DatasetRequest(connection.dataset, task.subsets("all"), limit=limit))
     card, model = model_for(connection, board)
     computation = dut_computation(card, model)  # what the device computes: the model's tensors, or its DUT's
-    data = sample_input(card, computation.input, dataset)
+    data = sample_input(card, computation.input, dataset, sample)
     options = ConnectOptions.named_by(
         connection,
         tflm=emulated_tflm_tree(connection, board),
@@ -41,7 +45,7 @@ def _timed(connection: SimpleNamespace, measure, roles: tuple[type, ...] = ()):
         computation=computation,
     )
     with connect(board, model, options) as client:
-        return dataclasses.replace(measure(client, board, data), model=card.name)
+        return dataclasses.replace(measure(client, board, data, model), model=card.name)
 
 
 def perf(
@@ -72,7 +76,7 @@ def perf(
     with quieted(not progress):
         live = open_live_meter(meter, "the invokes") if meter else None  # a bad spec: before the board
 
-        def measure(client, started, data):
+        def measure(client, started, data, _model):
             return run_perf(client, started, data, runs, warmups, mlperf, live, window_seconds)
 
         try:
@@ -103,4 +107,7 @@ def profile(
     with quieted(not progress):
         from harness.link.roles import Profiling
 
-        return _timed(connection, run_profile, (Profiling,))
+        def measure(client, started, data, _model):
+            return run_profile(client, started, data)
+
+        return _timed(connection, measure, (Profiling,))

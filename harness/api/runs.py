@@ -8,6 +8,7 @@ from pathlib import Path
 from harness.api.figures import Figure
 from harness.errors import UserError
 from harness.extras import require
+from harness.results.layer_trace import LayerTrace
 from harness.results.manifest import Manifest
 from harness.results.op_profile import OperatorProfile
 from harness.results.runs import SAMPLES, Run
@@ -70,6 +71,12 @@ class EvalRun(RunView):
     def profile(self) -> OperatorProfile | None:
         """The operator profile `harness eval --profile` kept (by_kind, coverage, headline()), or None."""
         return self.summary.profile
+
+    @property
+    def layer_traces(self) -> list[LayerTrace]:
+        """The layer traces `harness eval --trace-layers N` kept (first_departure, headline(); each as a DataFrame
+        through harness.api.layers_frame)."""
+        return self.summary.layer_traces
 
     def samples_frame(self):
         """samples.parquet, one row per sample, as a pandas DataFrame (pandas: the `lab` extra)."""

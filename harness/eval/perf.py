@@ -16,16 +16,28 @@ from harness.link.protocol import ErrorCode
 from harness.link.roles import Profiling, require
 from harness.link.session import DeviceSession
 from harness.model.card import ModelCard
-from harness.samples import Dataset
+from harness.samples import Dataset, Sample
 from harness.tensors import TensorSpec
 
 
-def sample_input(card: ModelCard, spec: TensorSpec, dataset: Dataset) -> bytes:
-    """The dataset's first sample as the card's task makes its input (an image preprocessed, a clip through
-    the frontend, a runner file as it is): a real input, not zeros."""
+def sample_input(card: ModelCard, spec: TensorSpec, dataset: Dataset, sample_id: str | None = None) -> bytes:
+    """The dataset's first sample (or the one of that id) as the card's task makes its input (an image
+    preprocessed, a clip through the frontend, a runner file as it is): a real input, not zeros."""
     if not dataset.samples:
         raise UserError(f"dataset {dataset.name} is empty; pass another {setting('dataset')}")
-    return task_for(card).preparation(spec).tensor_of(dataset.samples[0]).tobytes()
+    return task_for(card).preparation(spec).tensor_of(chosen_sample(dataset, sample_id)).tobytes()
+
+
+def chosen_sample(dataset: Dataset, sample_id: str | None) -> Sample:
+    if sample_id is None:
+        return dataset.samples[0]
+    for sample in dataset.samples:
+        if sample.id == sample_id:
+            return sample
+    raise UserError(
+        f"dataset {dataset.name} has no sample {sample_id!r}; pass one of its ids to {setting('sample')} "
+        f"(`harness dataset list` names its files), or leave it out for the first"
+    )
 
 
 @dataclass

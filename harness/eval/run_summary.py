@@ -143,6 +143,7 @@ def summarise(
         energy=parse(Energy, metering.summary()) if metering else None,
         boards=_board_shares(request, readings, streamed.boards, info) if len(streamed.boards) > 1 else [],
         profile=streamed.profile,
+        layer_traces=streamed.layer_traces,
     )
 
 

@@ -16,6 +16,7 @@ from harness.energy.metering import EvalMetering
 from harness.errors import InterruptedRun, LinkError, UserError, setting
 from harness.eval.host_work import HostReferences
 from harness.eval.inputs import Inputs, as_the_model_quantizes, prepare_inputs
+from harness.eval.layer_diff import departing_samples, trace_departures
 from harness.eval.order import shuffle_in_groups
 from harness.eval.outputs import NO_DECISION
 from harness.eval.perf import run_profile
@@ -30,7 +31,7 @@ from harness.files import check_output, write_atomically
 from harness.firmware.platformio import recorded_build
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.protocol import DeviceInfo
-from harness.link.roles import Profiling
+from harness.link.roles import LayerTracing, Profiling
 from harness.model.card import ModelCard
 from harness.model.dut import DutComputation, dut_computation
 from harness.model.references import load_references
@@ -46,6 +47,7 @@ from harness.results.journal import (
     save_origin,
     save_request,
 )
+from harness.results.layer_trace import LayerTrace
 from harness.results.op_profile import OperatorProfile, OperatorTime
 from harness.results.provenance import usb_serial_number
 from harness.results.record import RunRecord, write_record
@@ -134,7 +136,7 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         tflm=request.tflm,
         eembc=request.card.eembc,
         computation=request.computation,
-        roles=(Profiling,) if settings.profile else (),
+        roles=_roles(settings),
     )
     fleet = FleetRequest(settings.boards, settings.labgrid_tags)
     hit = _judge(request)
@@ -142,25 +144,26 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         # each host reference computes what the device computes, on a thread of its own, ahead of the board
         HostReferences(references, options.computation, inputs.tensors, todo) as host,
         board_fleet(request.board, request.model, options, fleet) as members,
-        ShardedStream(members, inputs.tensors, todo, last=_profiler(request, inputs)) as shards,
     ):
-        infos = shards.ready()
-        info = check_same_firmware(infos)
-        reflash = members[0].driver.reflash_advice()
-        check_device_runs_model(info, request.model, request.computation, request.board, reflash)
-        check_firmware_origin(journal.path.parent, origin, info.build_id)
-        with metering or nullcontext(), progress(len(todo), f"eval {request.board.id}") as advance:
-            shards.go()  # after the meter's idle measurement
-            for arrival in shards.arrivals():
-                index, result = arrival.index, arrival.result
-                if metering:
-                    metering.record(arrival.last_invoke, arrival.last_device_window)
-                instructions = emulated_instructions(result.timing.ticks, result.timing.tick_hz, request.board)
-                entry = _journal_entry(
-                    index, inputs.samples[index], result, host.outputs(index), instructions, arrival.board
-                )
-                journal.append(entry)
-                advance(hit=hit(inputs.samples[index], result.output))
+        with ShardedStream(members, inputs.tensors, todo, last=_profiler(request, inputs)) as shards:
+            infos = shards.ready()
+            info = check_same_firmware(infos)
+            reflash = members[0].driver.reflash_advice()
+            check_device_runs_model(info, request.model, request.computation, request.board, reflash)
+            check_firmware_origin(journal.path.parent, origin, info.build_id)
+            with metering or nullcontext(), progress(len(todo), f"eval {request.board.id}") as advance:
+                shards.go()  # after the meter's idle measurement
+                for arrival in shards.arrivals():
+                    index, result = arrival.index, arrival.result
+                    if metering:
+                        metering.record(arrival.last_invoke, arrival.last_device_window)
+                    instructions = emulated_instructions(result.timing.ticks, result.timing.tick_hz, request.board)
+                    entry = _journal_entry(
+                        index, inputs.samples[index], result, host.outputs(index), instructions, arrival.board
+                    )
+                    journal.append(entry)
+                    advance(hit=hit(inputs.samples[index], result.output))
+        traces = _trace_departures(request, inputs, journal, references, members[0], info)
     ends = list(shards.ends.values())
     first = ends[0]
     firmware = first.firmware or recorded_build(info.build_id)
@@ -173,7 +176,27 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         board_serial=usb_serial_number(first.port) if len(ends) == 1 else None,
         boards=ends,
         profile=shards.last_answer,
+        layer_traces=traces,
     )
+
+
+def _roles(settings: EvalSettings) -> tuple[type, ...]:
+    """What the run asks of its boards beyond samples (refused before a board starts where one cannot)."""
+    return (*((Profiling,) if settings.profile else ()), *((LayerTracing,) if settings.trace_layers else ()))
+
+
+def _trace_departures(request: EvalRequest, inputs: Inputs, journal: Journal, references, member, info) -> list:
+    """With --trace-layers N: the first N samples whose output differs from the first host reference's, each
+    traced layer by layer on one of the run's boards in a session of its own, once every sample is in."""
+    limit = request.settings.trace_layers
+    if not limit or not references:
+        return []
+    departing = departing_samples(journal.tables(), references[0].name, limit)
+    if not departing:
+        return []
+    with member.driver.session() as client:
+        check_same_firmware({member.name: info, f"{member.name} (its layer trace)": client.info})
+        return trace_departures(client, request, inputs, departing)
 
 
 def _profiler(request: EvalRequest, inputs: Inputs):
@@ -225,6 +248,7 @@ class Streamed:
     board_serial: str | None
     boards: list[BoardEnd]  # each board's part: samples, link, failure
     profile: OperatorProfile | None = None  # --profile: the first sample timed operator by operator
+    layer_traces: list[LayerTrace] = dataclasses.field(default_factory=list)  # --trace-layers N
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from harness.values import (
     seed_number,
     serial_baud,
     switch_baud_rate,
+    traced_samples,
 )
 
 
@@ -178,6 +179,13 @@ class EvalSettings:
         "(QEMU and real boards; the report shows it)",
         False,
         switch=True,
+    )
+    trace_layers: int = option(
+        "after the samples, trace the first N samples whose output differs from the host's layer by layer and "
+        "keep the traces with the run: the first operator that departs (docs/debug.md)",
+        0,
+        type=traced_samples,
+        metavar="N",
     )
     order_seed: int | None = option(
         "shuffle samples in small groups (seed)",

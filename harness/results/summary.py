@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic import BeforeValidator, PlainSerializer
 
+from harness.results.layer_trace import LayerTrace
 from harness.results.op_profile import OperatorProfile
 from harness.results.ranges import Count, Finite, Fraction, NonNegative, Percent
 from harness.results.run_checks import Id, LinkCounters, PlainText, UniqueNames
@@ -249,6 +250,7 @@ class EvalSummary:
     energy: Energy | None = None
     boards: list[BoardShare] = field(default_factory=list)  # a run over several boards: each one's part
     profile: OperatorProfile | None = None  # `harness eval --profile`: the first sample timed operator by operator
+    layer_traces: list[LayerTrace] = field(default_factory=list)  # `harness eval --trace-layers N`
 
     @property
     def facts(self) -> TaskFacts:

@@ -1,0 +1,61 @@
+"""Layer by layer: trace one input on a board and compare each operator with the host's (`harness debug layers`)."""
+
+from types import SimpleNamespace
+
+from harness.console import quieted
+from harness.defaults import DEFAULT_BOARD, DEFAULT_MODEL, DEMO
+from harness.extras import require
+from harness.link.registry import NATIVE_PROTOCOL
+from harness.results.layer_trace import LayerTrace
+
+DEFAULT_FETCH_BYTES = 1 << 20
+
+
+def trace_layers(
+    model: str = DEFAULT_MODEL,
+    *,
+    board: str = DEFAULT_BOARD,
+    port: str | None = None,
+    model_file: str | None = None,
+    dataset: str = DEMO,
+    sample: str | None = None,
+    baud: int | None = None,
+    link_baud: int | None = None,
+    tflm: str | None = None,
+    fetch_bytes: int = DEFAULT_FETCH_BYTES,
+    progress: bool = False,
+) -> LayerTrace:
+    """Run the dataset's first sample (or `sample`, by id) on the board with every operator's outputs digested
+    as they lie in its arena, and compare each with the host TFLM interpreter's: a LayerTrace (its
+    `first_departure`, `headline()`, and per operator equal or not, the largest difference and how many
+    elements differ, counted on up to `fetch_bytes` of differing tensors fetched from the board).
+    `layers_frame(trace)` gives it as a DataFrame."""
+    from harness.api.measure import _timed
+    from harness.eval.layer_diff import trace_layers as trace
+    from harness.link.roles import LayerTracing
+
+    connection = SimpleNamespace(**locals(), protocol=NATIVE_PROTOCOL, emulate_invoke_ms=None)
+    chosen = sample
+
+    def measure(client, started, data, tflite):
+        return trace(client, started, model, tflite.data, data, chosen or "first", fetch_bytes)
+
+    with quieted(not progress):
+        return _timed(connection, measure, (LayerTracing,))
+
+
+def layers_frame(trace: LayerTrace):
+    """A trace as a pandas DataFrame, a row per operator (index, operator, shape, equal, largest, unit,
+    differing, elements); the trace's headline, first departure and source in `.attrs`."""
+    pandas = require("pandas", "harness.api.layers_frame()")
+    frame = pandas.DataFrame([vars(layer) for layer in trace.layers])
+    first = trace.first_departure
+    frame.attrs.update(
+        headline=trace.headline(),
+        first_departure=first.index if first else None,
+        source=trace.source,
+        board=trace.board,
+        model=trace.model,
+        sample=trace.sample,
+    )
+    return frame

@@ -1,0 +1,37 @@
+"""`harness debug`: find where a board departs from the host, and where int8 departs from float."""
+
+from harness.cli.args import BOARD, PORT, command, group
+from harness.defaults import DEFAULT_MODEL, DEMO
+from harness.eval.settings import TFLM_HELP
+from harness.eval.settings import add_arguments as add_eval_settings
+from harness.values import fetch_bytes
+
+
+def add_debug(commands) -> None:
+    debug = group(
+        commands,
+        "debug",
+        "layer by layer: where a board departs from the host, where int8 departs from float",
+        "harness debug layers --board qemu_m7",
+    )
+    layers = command(
+        debug,
+        "layers",
+        "harness.cli.debug:cmd_layers",
+        "trace one input operator by operator on a board and name the first operator that departs from the host",
+        ("harness debug layers --board qemu_m7", "harness debug layers --board sim --sample IMAGE_ID --json"),
+    )
+    BOARD.add(layers)
+    layers.add_argument("--model", default=DEFAULT_MODEL, help="model card name or card .toml path")
+    layers.add_argument("--model-file", help="a .tflite to use instead of the card's own file")
+    PORT.add(layers)
+    layers.add_argument("--dataset", default=DEMO, help="where the input comes from (default: its first sample)")
+    layers.add_argument("--sample", metavar="ID", help="the sample to trace, by its id in the dataset")
+    layers.add_argument("--tflm", help=TFLM_HELP)
+    layers.add_argument(
+        "--fetch-bytes",
+        type=fetch_bytes,
+        default=1 << 20,
+        help="bytes of differing tensors fetched from the board to count their differences (default: 1 MiB)",
+    )
+    add_eval_settings(layers, ("baud", "link_baud"))
