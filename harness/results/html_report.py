@@ -9,6 +9,7 @@ from harness.errors import UserError, setting
 from harness.files import check_output, write_atomically
 from harness.results import cross_run, stream_report
 from harness.results.glance import VERDICT_WORDS, Gated, glances
+from harness.results.layer_plots import trace_figure
 from harness.results.plots import ANOMALY_FIGURES, FIGURES, Figure, draw
 from harness.results.report import anomaly_rows, pool_note
 from harness.results.runs import Run
@@ -20,6 +21,11 @@ def _figures(run: Run) -> list[Figure]:
         return [draw(title, figure, run) for title, figure in STREAM_FIGURES.items()]
     chosen = ANOMALY_FIGURES if run.eval_summary.anomaly else FIGURES
     return [draw(title, figure, run) for title, figure in chosen.items()]
+
+
+def _trace_figures(run: Run) -> list[Figure]:
+    """A figure per layer trace the run kept (`harness eval --trace-layers N`)."""
+    return [trace_figure(trace) for trace in run.eval_summary.layer_traces] if run.kind == "eval" else []
 
 
 def _made_up(runs: list[Run]) -> list[str]:
@@ -52,6 +58,7 @@ def render(runs: list[Run], verdicts: dict[str, Gated] | None = None, baseline: 
         baseline=baseline,
         verdict_words=VERDICT_WORDS,
         figures={run.id: _figures(run) for run in runs},
+        trace_figures={run.id: _trace_figures(run) for run in runs},
         made_up=_made_up(runs),
         leaderboard=cross_run.leaderboard(runs),
         pairings=cross_run.pairings(runs),

@@ -36,6 +36,8 @@ def print_summary(summary: EvalSummary, run_dir: Path | str, console: "Console |
         console.print(energy_line(summary.energy), highlight=False)
     if summary.profile:
         console.print(f"operator profile: {summary.profile.headline()}", highlight=False)
+    for trace in summary.layer_traces:
+        console.print(f"layer trace: {trace.headline()}", highlight=False)
     console.print(arena_line(summary.arena), highlight=False)
     if summary.confusion:
         console.print(_confusion_table(summary.confusion))
