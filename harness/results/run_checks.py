@@ -184,6 +184,27 @@ def eval_summary_problem(summary, finished: bool) -> str | None:
     for k, share in enumerate(summary.boards):
         if share.retired is not None and share.failure is None:
             return f"field 'boards.{k}.retired' is set but 'boards.{k}.failure' is null: a retired board stopped"
+    for k, trace in enumerate(summary.layer_traces):
+        problem = _trace_problem(trace, f"layer_traces.{k}")
+        if problem:
+            return problem
+    return None
+
+
+def _trace_problem(trace, where: str) -> str | None:
+    """A layer trace's operators are in order, and each one's counts agree with its digest's verdict."""
+    if [layer.index for layer in trace.layers] != list(range(len(trace.layers))):
+        return f"field '{where}.layers' does not hold operators 0, 1, 2, ... in order"
+    if len(trace.layers) != trace.operators_run:
+        return f"field '{where}.operators_run' is {trace.operators_run}, but it holds {len(trace.layers)} operators"
+    for layer in trace.layers:
+        at = f"{where}.layers.{layer.index}"
+        if (layer.largest is None) != (layer.differing is None):
+            return f"fields '{at}.largest' and 'differing' are not both set or both null"
+        if layer.differing is not None and layer.differing > layer.elements:
+            return f"field '{at}.differing' is {layer.differing}, more than its {layer.elements} elements"
+        if layer.equal and layer.differing:
+            return f"field '{at}.differing' is {layer.differing} on an operator whose digest equals the host's"
     return None
 
 

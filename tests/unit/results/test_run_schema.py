@@ -54,6 +54,30 @@ SUMMARY = {
         "operators": [{"operator": "CONV_2D", "value": 600.0}, {"operator": "SOFTMAX", "value": 350.0}],
         "operators_run": 2,
     },
+    "layer_traces": [
+        {
+            "source": "emulated",
+            "reference": "host TFLM interpreter",
+            "board": "qemu_m7",
+            "model": "m",
+            "sample": "s0",
+            "operators_run": 2,
+            "layers": [
+                {"index": 0, "operator": "CONV_2D", "shape": [1, 4], "equal": True, "elements": 4},
+                {
+                    "index": 1,
+                    "operator": "SOFTMAX",
+                    "shape": [1, 2],
+                    "equal": False,
+                    "largest": 3.0,
+                    "unit": "steps",
+                    "differing": 1,
+                    "elements": 2,
+                },
+            ],
+            "fetched_bytes": 2,
+        }
+    ],
 }
 
 # Every figure of SUMMARY by its path, and the range it is declared with.
@@ -82,6 +106,11 @@ COUNTS = [
     ("anomaly", "device", "windows"),
     ("unreadable_images", "count"),
     ("profile", "operators_run"),
+    ("layer_traces", 0, "operators_run"),
+    ("layer_traces", 0, "fetched_bytes"),
+    ("layer_traces", 0, "layers", 1, "differing"),
+    ("layer_traces", 0, "layers", 1, "elements"),
+    ("layer_traces", 0, "layers", 0, "shape", 1),
 ]
 NON_NEGATIVE = [
     ("latency", "micros", "median"),
@@ -91,6 +120,7 @@ NON_NEGATIVE = [
     ("subsets", "all", "versus", "tflm", "max_diff_steps"),
     ("profile", "total"),
     ("profile", "operators", 1, "value"),
+    ("layer_traces", 0, "layers", 1, "largest"),
 ]
 PERCENTS = [("anomaly", "device", "top1_percent")]
 
@@ -143,6 +173,8 @@ TIED = {
     ("subsets", "all", "device", "tn"),
     ("subsets", "all", "host", "tflm", "fp"),
     ("bit_exact", "tflm"),
+    ("layer_traces", 0, "operators_run"),
+    ("layer_traces", 0, "layers", 1, "differing"),
 }
 
 
@@ -468,3 +500,23 @@ def test_a_run_that_is_no_run_id_is_refused_in_one_line(spec, tmp_path):
     with pytest.raises(UserError, match=r"is not a run id; runs are read from ") as refused:
         load_run(spec, tmp_path)
     assert "\n" not in str(refused.value).replace(repr(spec), "")
+
+
+def _trace_with(**layer_changes) -> dict:
+    summary = copy.deepcopy(SUMMARY)
+    summary["layer_traces"][0]["layers"][1].update(layer_changes)
+    return summary
+
+
+@pytest.mark.parametrize(
+    ("summary", "words"),
+    [
+        (_trace_with(differing=3), ("differing", "more than its 2 elements")),
+        (_trace_with(largest=None), ("largest", "both set or both null")),
+        (_trace_with(equal=True), ("digest equals the host's",)),
+        (_trace_with(index=5), ("in order",)),
+        (dict(copy.deepcopy(SUMMARY), layer_traces=[dict(SUMMARY["layer_traces"][0], operators_run=3)]), ("holds 2",)),
+    ],
+)
+def test_a_layer_trace_whose_counts_disagree_is_damaged(summary, words):
+    _refused(MANIFEST, summary, *words)
