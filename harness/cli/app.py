@@ -21,6 +21,7 @@ from harness.cli.args import BOARD, PORT, RESULTS, Parser, add_protocol_option, 
 from harness.cli.energy import add_lpirc_commands, add_meter_command
 from harness.cli.guards import one_line, refuse_outputs_over_inputs
 from harness.cli.parsers.cache import add_cache
+from harness.cli.parsers.debug import add_debug
 from harness.cli.parsers.models import add_dataset, add_models
 from harness.cli.parsers.runs import add_runs
 from harness.cli.parsers.streaming import add_stream
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_stream(commands)
     add_lpirc_commands(commands)
     add_cache(commands)
+    add_debug(commands)
     return parser
 
 

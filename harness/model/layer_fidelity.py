@@ -153,8 +153,16 @@ def compare_layers(
 ) -> FidelityReport:
     """Every operator output of the int8 model against the float model's, over `inputs`: pairs of (the float
     model's input, the int8 model's input) made from one sample."""
-    quantized, reference = PreservedGraph(quantized_model), PreservedGraph(float_model)
+    quantized, reference = _loaded(quantized_model, "the int8 model"), _loaded(float_model, float_name)
     check_float(reference, float_name)
+    for graph, which, name in ((quantized, 1, "the int8 model"), (reference, 0, float_name)):
+        given = [pair[which] for pair in inputs[:1]]
+        model_input = graph.tensors[graph.inputs[0]]
+        if given and int(np.prod(model_input.shape)) != given[0].size:
+            raise UserError(
+                f"{name} takes an input of {list(model_input.shape)}, the card's preprocessing makes "
+                f"{list(given[0].shape)}; pass the model that belongs to the card"
+            )
     matches = match_tensors(quantized, reference)
     figures: dict[int, list] = {index: [] for index in matches}
     damaged: set[int] = set()
@@ -176,6 +184,14 @@ def compare_layers(
     layers = [rows[i] for op in quantized.operators for i in op.outputs]
     _add_growth(quantized, rows, layers)
     return FidelityReport(layers, entry, len(inputs))
+
+
+def _loaded(model: bytes, what: str) -> PreservedGraph:
+    try:
+        return PreservedGraph(model)
+    except (ValueError, RuntimeError) as exc:  # LiteRT's refusal of a file that is not a model it can run
+        detail = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{what} cannot be run by LiteRT ({detail}); pass a valid .tflite model") from exc
 
 
 def _row(position, operator, quantized, reference, index, matches, figures, damaged) -> LayerFidelity:

@@ -56,7 +56,7 @@ class PreservedGraph:
 
     def run(self, tensor: np.ndarray) -> dict[int, np.ndarray]:
         """Tensor index -> its values (a copy) for the model's input and every operator's outputs."""
-        self._interpreter.set_tensor(self.inputs[0], tensor)
+        self._interpreter.set_tensor(self.inputs[0], tensor.reshape(self.tensors[self.inputs[0]].shape))
         self._interpreter.invoke()
         wanted = {self.inputs[0], *(index for op in self.operators for index in op.outputs)}
         return {index: np.array(self._interpreter.get_tensor(index)) for index in wanted}
