@@ -1,6 +1,7 @@
 """`harness debug` commands' handlers (the parser: harness/cli/parsers/debug.py)."""
 
 from harness.console import print_json, stdout_console
+from harness.model.layer_fidelity import STATUS
 
 
 def cmd_float_vs_int8(args) -> int:
@@ -17,6 +18,10 @@ def cmd_float_vs_int8(args) -> int:
         highlight=False,
     )
     console.print(_layer_table(comparison.report, console.width))
+    skipped = comparison.report.not_compared
+    if skipped:
+        operators = ", ".join(sorted({row.operator for row in skipped}))
+        console.print(f"not compared: {len(skipped)} integer outputs ({operators}): {STATUS['not comparable']}")
     return 0
 
 

@@ -49,6 +49,7 @@ class FloatInt8Comparison:
             "worst_rule": f"the {WORST_LAYERS} layers that add the most relative L2 error to their inputs'",
             "input": layer_dict(self.report.input),
             "layers": [layer_dict(row) for row in self.report.layers],
+            "not_compared": [layer_dict(row) for row in self.report.not_compared],
         }
 
 
@@ -71,7 +72,7 @@ def check_float_model_path(path: Path) -> None:
             f"{setting('float_model')} {path} is not a .tflite, .keras or .h5 file; pass the float model in one of "
             "those forms (or a SavedModel folder)"
         )
-    if not path.is_file():
+    if not path.exists():
         raise UserError(f"{setting('float_model')} {path} does not exist; pass the float model's path")
     from harness import reading
 

@@ -48,7 +48,7 @@ class LayerFidelity:
 STATUS = {
     "compared": "compared",
     "unmatched": "no float tensor of this name or shape",
-    "not comparable": "neither quantized nor float (an index or a count)",
+    "not comparable": "neither quantized nor float: shape arithmetic, an index or a count",
     "non-finite": "a tensor held NaN or infinity: damage, no figure given",
     "undefined": "the float tensor was all zeros on every sample",
 }
@@ -59,7 +59,7 @@ class FidelityReport:
     layers: list[LayerFidelity]
     input: LayerFidelity
     samples: int
-    notes: list[str] = field(default_factory=list)
+    not_compared: list[LayerFidelity] = field(default_factory=list)  # integer outputs: shapes, indices
 
 
 def dequantize(values: np.ndarray, tensor: GraphTensor) -> np.ndarray:
@@ -181,9 +181,11 @@ def compare_layers(
     model_input = quantized.inputs[0]
     entry = _row(-1, "INPUT", quantized, reference, model_input, matches, figures, damaged)
     rows.setdefault(model_input, entry)
-    layers = [rows[i] for op in quantized.operators for i in op.outputs]
+    every = [rows[i] for op in quantized.operators for i in op.outputs]
+    layers = [row for row in every if row.status != "not comparable"]
     _add_growth(quantized, rows, layers)
-    return FidelityReport(layers, entry, len(inputs))
+    skipped = [row for row in every if row.status == "not comparable"]
+    return FidelityReport(layers, entry, len(inputs), skipped)
 
 
 def _loaded(model: bytes, what: str) -> PreservedGraph:

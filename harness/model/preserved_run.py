@@ -54,6 +54,10 @@ class PreservedGraph:
         self.inputs = tuple(d["index"] for d in self._interpreter.get_input_details())
         self.outputs = tuple(d["index"] for d in self._interpreter.get_output_details())
 
+    def constant(self, index: int) -> np.ndarray:
+        """A constant tensor's values (a weight, a bias), as the model holds them."""
+        return np.array(self._interpreter.get_tensor(index))
+
     def run(self, tensor: np.ndarray) -> dict[int, np.ndarray]:
         """Tensor index -> its values (a copy) for the model's input and every operator's outputs."""
         self._interpreter.set_tensor(self.inputs[0], tensor.reshape(self.tensors[self.inputs[0]].shape))
