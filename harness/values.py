@@ -115,7 +115,7 @@ window_seconds = Bounded("a number of seconds", 0, 3600, whole=False, above=True
 link_bytes = Bounded("a number of bytes: a whole number", 1, 1 << 30)
 relative_change = Bounded("a relative change", 0, 1000, whole=False, note="0.02: 2 percent")
 calibration_samples = Bounded("a number of samples: a whole number", 1, 1_000_000)
-held_out_samples = Bounded("a number of samples: a whole number", 1, 100_000)
+held_out_samples = Bounded("a number of samples: a whole number", 1, 1_000_000)
 clip_count = Bounded("a number of clips: a whole number", 1, 100_000)
 gap_ms = Bounded("a number of milliseconds: a whole number", 0, HOUR_MS)
 clip_start_ms = Bounded("a start in milliseconds: a whole number", 0, HOUR_MS)
