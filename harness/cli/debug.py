@@ -3,6 +3,8 @@
 from harness.console import print_json, stdout_console
 from harness.model.layer_fidelity import STATUS
 
+TENSOR = 2  # the tensor name's column
+
 
 def cmd_float_vs_int8(args) -> int:
     from harness.eval.float_vs_int8 import float_vs_int8
@@ -45,16 +47,16 @@ def _layer_table(report, width: int):
     )
     rows = [_cells(row) for row in report.layers]
     headers = ("#", "operator", "tensor", "shape", "cosine", "rel L2", "")
-    widths = [max(len(header), *(len(cells[column]) for cells in rows)) for column, header in enumerate(headers)]
-    tensor = headers.index("tensor")  # the one column that gives way to a narrow terminal
-    others = sum(widths) - widths[tensor] + 3 * (len(headers) - 1)  # cells, their padding and dividers
-    widths[tensor] = max(8, min(widths[tensor], width - others))
+    widths = [max([len(header), *(len(cells[column]) for cells in rows)]) for column, header in enumerate(headers)]
+    others = sum(widths) - widths[TENSOR] + 3 * (len(headers) - 1)  # cells, their padding and dividers
+    widths[TENSOR] = max(8, min(widths[TENSOR], width - others))  # the column that gives way to a narrow terminal
     for header, column_width in zip(headers, widths, strict=True):
         right = header in ("#", "cosine", "rel L2")
-        table.add_column(
-            header, justify="right" if right else "left", no_wrap=True, overflow="ellipsis", width=column_width
-        )
+        table.add_column(header, justify="right" if right else "left", no_wrap=True, width=column_width)
     for cells in rows:
+        name = cells[TENSOR]
+        if len(name) > widths[TENSOR]:  # a layer's name ends in what tells it from its neighbours
+            cells[TENSOR] = "…" + name[len(name) - widths[TENSOR] + 1 :]
         table.add_row(*(escape(cell) for cell in cells))
     return table
 
