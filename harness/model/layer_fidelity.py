@@ -86,6 +86,8 @@ def similarity(quantized: np.ndarray, real: np.ndarray) -> tuple[float | None, f
     norm_q, norm_f = float(np.linalg.norm(q)), float(np.linalg.norm(f))
     relative = float(np.linalg.norm(q - f)) / norm_f if norm_f > 0 else None
     cosine = float(np.clip(np.dot(q, f) / (norm_q * norm_f), -1.0, 1.0)) if norm_q > 0 and norm_f > 0 else None
+    if not all(np.isfinite(x) for x in (cosine, relative) if x is not None):
+        raise ValueError("non-finite figures")
     return cosine, relative
 
 
