@@ -28,6 +28,7 @@ API = {
     "EvalRun": "harness.api.runs",
     "StreamRun": "harness.api.runs",
     "Figure": "harness.api.figures",
+    "float_vs_int8": "harness.api.debug",
 }
 
 __all__ = sorted(API)

@@ -80,6 +80,19 @@ def converted_for_eval(source: Path, card: ModelCard, dataset) -> ConvertedForEv
     return ConvertedForEval(out, source, source_digest, DEFAULT_SPLIT_SEED)
 
 
+def split_samples(dataset, subsets, samples: int, seed: int) -> tuple[list, list]:
+    """(calibration, held-out) samples of the dataset's subsets: at most `samples`, and at most half, calibrate."""
+    pool = select_samples(dataset.samples, subsets)
+    if len(pool) < 4:
+        raise UserError(f"{dataset.name} has {len(pool)} samples in the chosen subsets; converting needs at least 4")
+    return calibration_split(pool, min(samples, len(pool) // 2), seed)
+
+
+def eval_split(dataset) -> tuple[list, list]:
+    """The (calibration, held-out) samples of converted_for_eval's conversion."""
+    return split_samples(dataset, [SUBSETS["all"]], EVAL_CALIBRATION_SAMPLES, DEFAULT_SPLIT_SEED)
+
+
 def calibration_split(pool: list, calibration_count: int, seed: int) -> tuple[list, list]:
     """(calibration, held-out) drawn from pool with a seeded shuffle. When the samples carry a class
     label, both halves keep the pool's class proportions (to within one sample per class), so neither
@@ -139,10 +152,7 @@ def convert(
         raise UserError(f"{setting('io')} {io} is unknown; use one of {', '.join(IO_TYPES)}")
     check_convertible(source, card, out)
     digest = source_sha256(source)
-    pool = select_samples(dataset.samples, subsets)
-    if len(pool) < 4:
-        raise UserError(f"{dataset.name} has {len(pool)} samples in the chosen subsets; converting needs at least 4")
-    calibration, held_out = calibration_split(pool, min(samples, len(pool) // 2), split_seed)
+    calibration, held_out = split_samples(dataset, subsets, samples, split_seed)
     float_model = load_float_model(source)
     height, width = card.preprocessing.size
     channels = 1 if card.preprocessing.color == "grayscale" else 3

@@ -208,3 +208,14 @@ def quantize(model: FloatModel, calibration: Sequence[np.ndarray], io: str) -> b
         except Exception as exc:  # the converter's own message names the operator it could not quantize
             detail = str(exc).strip().splitlines()[-1][:200] if str(exc).strip() else type(exc).__name__
             raise UserError(f"{model.source.name} does not convert to full int8: {detail}") from exc
+
+
+def float_tflite(model: FloatModel) -> bytes:
+    """The float model as a float TFLite flatbuffer (no quantization): the float side of a comparison with its
+    int8 conversion, whose tensors the same converter names alike."""
+    with quiet():
+        try:
+            return model.make_converter().convert()
+        except Exception as exc:
+            detail = str(exc).strip().splitlines()[-1][:200] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"{model.source.name} does not convert to float TFLite: {detail}") from exc
