@@ -26,7 +26,7 @@ class TflmTensors:
 
     def run(self, inputs: list[np.ndarray]) -> None:
         for index, array in enumerate(inputs):
-            self._interpreter.set_input(np.ascontiguousarray(array), index)
+            self._interpreter.set_input(_c_order(array), index)
         with native_stderr() as complaints:
             try:
                 self._interpreter.invoke()
@@ -57,11 +57,16 @@ class LiteRtTensors:
 
     def run(self, inputs: list[np.ndarray]) -> None:
         for details, array in zip(self._interpreter.get_input_details(), inputs, strict=True):
-            self._interpreter.set_tensor(details["index"], np.ascontiguousarray(array))
+            self._interpreter.set_tensor(details["index"], _c_order(array))
         self._interpreter.invoke()
 
     def tensor(self, index: int) -> np.ndarray:
         return np.array(self._interpreter.get_tensor(index), copy=True)
+
+
+def _c_order(array: np.ndarray) -> np.ndarray:
+    """np.ascontiguousarray would make a scalar tensor (shape ()) one-dimensional, which a runtime refuses."""
+    return array if array.flags.c_contiguous else array.copy(order="C")
 
 
 RUNTIMES = {

@@ -154,6 +154,31 @@ def test_the_split_model_computes_the_later_operators_as_the_whole_model_does():
                 np.testing.assert_array_equal(later[output.tensor_index], output.array, err_msg=f"{op.index}")
 
 
+FIXTURES = [
+    "tflm/audio_preprocessor_int8.tflite",  # custom signal operators; a scalar tensor crosses the cut
+    "tflm/person_detect.tflite",
+    "mlperf_tiny/visual_wake_words.tflite",
+    "mlperf_tiny_reference/ad01_int8.tflite",
+    "wake_vision_zoo/wv_quality_mcunet-10fps_vww.tflite",
+    "wake_vision_zoo/wv_quality_micronets_vww2_50_50_INT8.tflite",
+]
+
+
+@pytest.mark.parametrize("relative", FIXTURES)
+def test_cuts_anywhere_compute_what_the_whole_model_does(relative):
+    data, tensor = _model_and_input(relative, seed=2)
+    clean = operator_outputs(data, tensor)
+    values = {t.tensor_index: t.array for op in clean for t in op.outputs}
+    dtype, shape = TflmTensors(data).input_layouts()[0]
+    values[_graph(data).inputs[0]] = np.frombuffer(tensor, dtype).reshape(shape)
+    for operator in sorted({0, len(clean) // 3, len(clean) // 2, len(clean) - 2}):
+        later = run_after(data, operator, values)
+        assert sorted(later) == sorted(t.tensor_index for op in clean[operator + 1 :] for t in op.outputs)
+        for op in clean[operator + 1 :]:
+            for output in op.outputs:
+                np.testing.assert_array_equal(later[output.tensor_index], output.array, err_msg=f"{op.index}")
+
+
 def test_a_cut_after_the_last_operator_is_refused():
     data, _ = _model_and_input(SMALL)
     with pytest.raises(ValueError, match="no operator"):
