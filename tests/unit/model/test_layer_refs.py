@@ -6,10 +6,11 @@ from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as sch
 
 from harness.errors import UserError
 from harness.model.graph_split import split_after
-from harness.model.layer_refs import operator_outputs, perturbed, run_after
+from harness.model.layer_refs import operator_digests, operator_outputs, perturbed, run_after
 from harness.model.layer_runtimes import TflmTensors
 from harness.model.references import HOST_ARENA_BYTES
 from harness.model.tflm import make_interpreter
+from harness.tensor_digest import tensor_digest
 from tests.conftest import fixture_model
 
 SMALL = "wake_vision_zoo/wv_quality_k_2_c_3.tflite"
@@ -204,3 +205,19 @@ def test_an_input_of_the_wrong_size_is_refused():
     data, tensor = _model_and_input(SMALL)
     with pytest.raises(UserError, match=r"the input is 7499 bytes, but the model's input uint8\[1, 50, 50, 3\]"):
         operator_outputs(data, tensor[:-1])
+
+
+def test_operator_digests_summarise_each_output_and_name_the_perturbed_operator():
+    data, tensor = _model_and_input(SMALL)
+    outputs = operator_outputs(data, tensor)
+    digests = operator_digests(data, tensor)
+    assert [(d.index, d.op_type) for d in digests] == [(o.index, o.op_type) for o in outputs]
+    for digest, op in zip(digests, outputs, strict=True):
+        assert digest.outputs == tuple((t.tensor_index, t.shape, tensor_digest(t.array)) for t in op.outputs)
+    faulty = operator_digests(data, tensor, perturb_op=6)
+    departing = [
+        d.index
+        for d, f in zip(digests, faulty, strict=True)
+        if not all(a[2].matches(b[2]) for a, b in zip(d.outputs, f.outputs, strict=True))
+    ]
+    assert departing[0] == 6 and len(departing) > 1
