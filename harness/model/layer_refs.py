@@ -57,13 +57,11 @@ def operator_outputs(
     session.run([_input_array(session.input_layouts()[0], input_bytes)])
     values = {index: session.tensor(index) for index in graph.written()}
     if perturb_op is not None:
-        if runtime != "tflm":
-            raise UserError(f"perturb_op runs on the tflm runtime only, not {runtime!r}")
         first = graph.operators[perturb_op][1][0]
         values[first] = perturbed(values[first])
         if perturb_op < len(graph.operators) - 1:
             values |= {index: session.tensor(index) for index in graph.inputs}
-            values |= run_after(model_bytes, perturb_op, values)
+            values |= run_after(model_bytes, perturb_op, values, runtime=runtime)
     return [
         OperatorOutputs(step, op_type, tuple(graph.output(index, values[index]) for index in outputs))
         for step, (op_type, outputs) in enumerate(graph.operators)
@@ -81,18 +79,21 @@ def operator_digests(model_bytes: bytes, input_bytes: bytes, *, perturb_op: int 
 
 
 def perturbed(array: np.ndarray) -> np.ndarray:
-    """The planted fault: 1 added to element 0, wrapping in the array's type (a bool flips)."""
+    """The planted fault, bit for bit as a board plants it (the device core's hp_plant_fault): a float32 element 0
+    gets 1.0 added; any other type's element 0, read as a little-endian unsigned number of its width, gets 1
+    added, wrapping within that width (so int8 127 becomes -128; a bool's byte 1 becomes 2; another float type's
+    first byte alone)."""
     if array.size == 0:
         raise UserError("the perturbed operator's first output is empty: plant the fault in another operator")
-    result = array.copy()
+    result = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=True)
     flat = result.reshape(-1)
-    if flat.dtype == np.bool_:
-        flat[0] = not flat[0]
-    elif np.issubdtype(flat.dtype, np.integer):
-        info = np.iinfo(flat.dtype)
-        flat[0] = info.min + (int(flat[0]) + 1 - info.min) % (int(info.max) - int(info.min) + 1)
-    else:
-        flat[0] = flat[0] + flat.dtype.type(1)
+    if flat.dtype == np.float32:
+        flat[0] += np.float32(1)
+        return result
+    width = 1 if flat.dtype.kind == "f" else flat.itemsize
+    raw = flat[:1].view(np.uint8)
+    value = (int.from_bytes(raw[:width].tobytes(), "little") + 1) % (1 << (8 * width))
+    raw[:width] = np.frombuffer(value.to_bytes(width, "little"), np.uint8)
     return result
 
 
@@ -100,11 +101,13 @@ _SPLITS: OrderedDict[tuple[str, int], SplitModel] = OrderedDict()
 _SPLITS_KEPT = 16
 
 
-def run_after(model_bytes: bytes, operator: int, values: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+def run_after(
+    model_bytes: bytes, operator: int, values: dict[int, np.ndarray], *, runtime: str = "tflm"
+) -> dict[int, np.ndarray]:
     """The outputs of the operators after `operator` (tensor index -> array, original indices) when they read
-    `values` for every tensor written before them, on the TFLM host interpreter (the split model)."""
+    `values` for every tensor written before them (the split model, run on `runtime`)."""
     split = _split(model_bytes, operator)
-    session = RUNTIMES["tflm"](split.data)
+    session = RUNTIMES[runtime](split.data)
     session.run([values[index] for index in split.inputs])
     return {index: session.tensor(index) for index in split.writes}
 

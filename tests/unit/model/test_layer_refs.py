@@ -99,10 +99,11 @@ def test_a_planted_fault_reaches_the_later_operators():
     assert differing[0] == 6 and len(differing) > 1  # MAX_POOL_2D 6 feeds CONV_2D 7
 
 
-def test_a_planted_fault_on_a_residual_model_reaches_the_end():
+@pytest.mark.parametrize("runtime", ["tflm", "litert_ref"])
+def test_a_planted_fault_on_a_residual_model_reaches_the_end(runtime):
     data, tensor = _model_and_input(RESIDUAL)
-    faulty = operator_outputs(data, tensor, perturb_op=36)
-    differing = _differing(operator_outputs(data, tensor), faulty)
+    faulty = operator_outputs(data, tensor, perturb_op=36, runtime=runtime)
+    differing = _differing(operator_outputs(data, tensor, runtime=runtime), faulty)
     assert differing[0] == 36 and len(differing) > 20
     assert any(faulty[index].op_type == "ADD" for index in differing)  # through a residual's second reader
 
@@ -110,18 +111,22 @@ def test_a_planted_fault_on_a_residual_model_reaches_the_end():
 @pytest.mark.parametrize(
     ("array", "expected"),
     [
-        (np.array([127, 5], np.int8), [-128, 5]),
-        (np.array([255], np.uint8), [0]),
-        (np.array([32767], np.int16), [-32768]),
-        (np.array([2**31 - 1], np.int32), [-(2**31)]),
-        (np.array([True, False]), [False, False]),
-        (np.array([0.5, 2.0], np.float32), [1.5, 2.0]),
+        (np.array([127, 5], np.int8), [0x80, 5]),
+        (np.array([-1, 5], np.int8), [0x00, 5]),
+        (np.array([255], np.uint8), [0x00]),
+        (np.array([32767, 1], np.int16), [0x00, 0x80, 0x01, 0x00]),
+        (np.array([255], np.int16), [0x00, 0x01]),  # the carry crosses into the next byte
+        (np.array([2**31 - 1], np.int32), [0x00, 0x00, 0x00, 0x80]),
+        (np.array([True, False]), [0x02, 0x00]),  # as the device core adds to a bool's byte
+        (np.array([0.5, 2.0], np.float32), list(np.array([1.5, 2.0], np.float32).view(np.uint8))),
+        (np.array([1.0], np.float16), [0x01, 0x3C]),  # another float: its first byte alone
     ],
 )
-def test_the_fault_adds_one_wrapping_in_the_tensors_type(array, expected):
+def test_the_fault_adds_one_as_the_device_core_does(array, expected):
     result = perturbed(array)
-    assert result.dtype == array.dtype and result.tolist() == expected
-    assert array.tolist() != expected  # the original is left alone
+    assert result.dtype == array.dtype and result.shape == array.shape
+    assert list(result.view(np.uint8)) == expected
+    assert list(array.view(np.uint8)) != expected  # the original is left alone
 
 
 def _graph(data: bytes):
@@ -192,7 +197,6 @@ def test_a_cut_after_the_last_operator_is_refused():
         ({"perturb_op": 13}, "perturb_op 13 is not an operator of this model: it has 0..12"),
         ({"perturb_op": -1}, "perturb_op -1 is not an operator"),
         ({"runtime": "onnx"}, "no layer reference runtime 'onnx'"),
-        ({"runtime": "litert", "perturb_op": 3}, "perturb_op runs on the tflm runtime only"),
     ],
 )
 def test_bad_requests_are_refused_in_one_line(kwargs, message):
