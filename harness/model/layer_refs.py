@@ -50,6 +50,8 @@ def operator_outputs(
     if runtime not in RUNTIMES:
         raise UserError(f"no layer reference runtime {runtime!r}; choose one of {', '.join(RUNTIMES)}")
     graph = _Graph(model_bytes)
+    if len(graph.inputs) != 1:
+        raise UserError(f"a layer trace runs models with one input; this model has {len(graph.inputs)}")
     if perturb_op is not None and not 0 <= perturb_op < len(graph.operators):
         last = len(graph.operators) - 1
         raise UserError(f"perturb_op {perturb_op} is not an operator of this model: it has 0..{last}")

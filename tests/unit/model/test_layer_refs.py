@@ -225,3 +225,11 @@ def test_operator_digests_summarise_each_output_and_name_the_perturbed_operator(
         if not all(a[2].matches(b[2]) for a, b in zip(d.outputs, f.outputs, strict=True))
     ]
     assert departing[0] == 6 and len(departing) > 1
+
+
+def test_a_model_of_two_inputs_is_refused():
+    data, _ = _model_and_input(RESIDUAL)
+    two = split_after(data, _cuts_across_a_residual(data)[0])
+    assert len(two.inputs) == 2
+    with pytest.raises(UserError, match="a layer trace runs models with one input; this model has 2"):
+        operator_outputs(two.data, b"")
