@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
 
+from harness.errors import UserError
+
 # Metadata that fixes arena offsets per tensor (TFLM's offline planner); it describes the whole graph, not the cut.
 _OFFLINE_PLAN = b"OFFLINE_MEMORY_ALLOCATION"
 
@@ -27,6 +29,10 @@ def split_after(model_data: bytes, operator: int) -> SplitModel:
     model = schema.ModelT.InitFromPackedBuf(bytearray(model_data), 0)
     graph = model.subgraphs[0]
     operators = list(graph.operators or ())
+    if len(model.subgraphs) > 1 or any(t.isVariable for t in graph.tensors or ()):
+        # Another subgraph (CALL_ONCE, WHILE) or a variable holds state the earlier operators may have changed,
+        # which the cut model would start over from.
+        raise UserError("a fault cannot be planted in a model with state (variables or more than one subgraph)")
     if not 0 <= operator < len(operators) - 1:
         raise ValueError(f"a cut after operator {operator} leaves no operator of {len(operators)} to run")
     kept = operators[operator + 1 :]

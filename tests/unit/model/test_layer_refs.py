@@ -1,5 +1,6 @@
 """Per-operator host references (harness/model/layer_refs.py) and the planted fault's split model."""
 
+import flatbuffers
 import numpy as np
 import pytest
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
@@ -183,6 +184,16 @@ def test_cuts_anywhere_compute_what_the_whole_model_does(relative):
         for op in clean[operator + 1 :]:
             for output in op.outputs:
                 np.testing.assert_array_equal(later[output.tensor_index], output.array, err_msg=f"{op.index}")
+
+
+def test_a_model_with_state_is_not_cut():
+    data, _ = _model_and_input(SMALL)
+    model = schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
+    model.subgraphs[0].tensors[20].isVariable = True
+    builder = flatbuffers.Builder(1 << 14)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    with pytest.raises(UserError, match="a fault cannot be planted in a model with state"):
+        split_after(bytes(builder.Output()), 3)
 
 
 def test_a_cut_after_the_last_operator_is_refused():
