@@ -74,7 +74,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_stream(commands)
     add_lpirc_commands(commands)
     add_cache(commands)
-    add_debug(commands)
     return parser
 
 

@@ -8,7 +8,8 @@ interpreter's preserved tensors. Where a digest differs, the output's bytes are 
 import numpy as np
 
 from harness.boards import Board
-from harness.errors import DeviceError, UserError
+from harness.errors import UserError
+from harness.link.client import DeviceError
 from harness.link.protocol import ErrorCode
 from harness.link.roles import LayerTracing, require
 from harness.model.layer_refs import operator_outputs
