@@ -16,7 +16,6 @@ from harness.energy.metering import EvalMetering
 from harness.errors import InterruptedRun, LinkError, UserError, setting
 from harness.eval.host_work import HostReferences
 from harness.eval.inputs import Inputs, as_the_model_quantizes, prepare_inputs
-from harness.eval.layer_diff import departing_samples, trace_departures
 from harness.eval.order import shuffle_in_groups
 from harness.eval.outputs import NO_DECISION
 from harness.eval.perf import run_profile
@@ -191,6 +190,8 @@ def _trace_departures(request: EvalRequest, inputs: Inputs, journal: Journal, re
     limit = request.settings.trace_layers
     if not limit or not references:
         return []
+    from harness.eval.layer_diff import departing_samples, trace_departures  # the host interpreters: only here
+
     departing = departing_samples(journal.tables(), references[0].name, limit)
     if not departing:
         return []
