@@ -38,17 +38,24 @@ def emulated_tflm_tree(settings, board):
 
 def model_for(settings, board):
     """The card and its model (`model`, `model_file`), checked to be deployable on the board."""
-    from harness.model.card_fit import check_card_model
     from harness.model.cards import load_card
+
+    card = load_card(settings.model)
+    return card, card_model(card, settings, board)
+
+
+def card_model(card, settings, board):
+    """The card's model (`model_file`, else the card's own, fetched when not cached), checked to be deployable on
+    the board and to fit the card. A command checks what it can from the card alone before this fetch."""
+    from harness.model.card_fit import check_card_model
     from harness.model.deployable import require_deployable
     from harness.model.fetch import obtain_model
     from harness.model.tflite_file import read_tflite
 
-    card = load_card(settings.model)
     model = read_tflite(Path(settings.model_file) if settings.model_file else obtain_model(card))
     require_deployable(model, board)
     check_card_model(card, model, own_file=not settings.model_file)
-    return card, model
+    return model
 
 
 def board_with_link_options(settings):

@@ -33,12 +33,13 @@ def stream(
     """The stream `wav` (16 kHz mono 16-bit) through the keyword card's pipeline on the board and on the
     host, and the run: its `device_equals_host` says whether both detected the same; with a `ledger` of
     events (label,start_ms[,end_ms]) its `scores` hold each policy's score (or why the ledger cannot serve it)."""
-    from harness.api.resolve import emulated_tflm_tree, model_for
+    from harness.api.resolve import card_model, emulated_tflm_tree
     from harness.boards import get_board
+    from harness.model.cards import load_card
     from harness.paths import results_dir
     from harness.results.runs import load_run
     from harness.results.store import results_root
-    from harness.streaming.run import StreamRequest, run_stream
+    from harness.streaming.run import StreamRequest, run_stream, stream_inputs
 
     if not wav:
         raise UserError("a stream run needs a WAV (16 kHz mono 16-bit); `harness stream build` composes one")
@@ -46,10 +47,12 @@ def stream(
     root = results_root(results_dir(results))
     with quieted(not progress):
         started = get_board(board)
-        card, loaded = model_for(SimpleNamespace(model=model, model_file=model_file), started)
+        card = load_card(model)
+        # the WAV and the ledger before the model is fetched or the board started: bad input is refused first
+        inputs = stream_inputs(card, Path(wav), Path(ledger) if ledger else None, ledger_unit, tolerance_ms)
         request = StreamRequest(
             card=card,
-            model=loaded,
+            model=card_model(card, SimpleNamespace(model_file=model_file), started),
             board=started,
             wav=Path(wav),
             results_root=root,
@@ -62,5 +65,5 @@ def stream(
             wakeword=wakeword,
             protocol=protocol,
         )
-        outcome = run_stream(request)
+        outcome = run_stream(request, inputs)
     return view(load_run(str(outcome.run_dir)))

@@ -28,7 +28,7 @@ from harness.results.store import new_run_id, results_root, run_folder
 from harness.results.stream_scores import StreamScores
 from harness.results.summary import Audio, Busy, SourcedBytes, StreamDetections, StreamSummary
 from harness.streaming.detections import Detections, write_detections
-from harness.streaming.ledger import load_ledger
+from harness.streaming.ledger import Ledger, load_ledger
 from harness.streaming.pipeline import TIMING_REFERENCE, HostStream, detections, keywords_of, stream_settings
 from harness.streaming.policies import policy, policy_names
 from harness.streaming.scoring import score_stream
@@ -101,22 +101,46 @@ def _rows_after(samples: int, settings) -> int:
     return (samples - settings.window_samples) // settings.stride_samples + 1
 
 
-def run_stream(request: StreamRequest) -> StreamOutcome:
-    card, model, board = request.card, request.model, request.board
+@dataclass(frozen=True)
+class StreamInputs:
+    """The stream's audio and its ledger, read and checked from the card alone: a command reads them before it
+    fetches a model or starts a board, so bad input is refused first (and offline)."""
+
+    audio: np.ndarray
+    duration_ms: int
+    ledger: Ledger | None
+
+
+def stream_inputs(
+    card: ModelCard,
+    wav: Path,
+    ledger: Path | None = None,
+    ledger_unit: str | None = None,
+    tolerance_ms: int | None = None,
+) -> StreamInputs:
     pre = card.preprocessing
     if CARD_TASKS[card.task].inputs != "audio":
         raise UserError(
             f"card {card.name} is an {card.task} card; streams are audio, so pass a keyword spotting card "
             f"to {setting('model')} (harness models lists them)"
         )
-    results_root(request.results_root)  # before the board runs: '', a file, a FIFO or a non-UTF-8 name refused
-    audio = read_stream_audio(request.wav, pre.sample_rate)
+    audio = read_stream_audio(wav, pre.sample_rate)
     if len(audio) < pre.clip_samples:
-        raise UserError(f"{request.wav} holds {len(audio)} samples, less than the model's {pre.clip_ms} ms window")
+        raise UserError(f"{wav} holds {len(audio)} samples, less than the model's {pre.clip_ms} ms window")
     duration_ms = 1000 * len(audio) // pre.sample_rate
-    ledger = load_ledger(request.ledger, duration_ms, request.ledger_unit) if request.ledger else None
-    if request.tolerance_ms is not None and request.tolerance_ms < 0:
-        raise UserError(f"{setting('tolerance_ms')} must not be negative (got {request.tolerance_ms})")
+    events = load_ledger(ledger, duration_ms, ledger_unit) if ledger else None
+    if tolerance_ms is not None and tolerance_ms < 0:
+        raise UserError(f"{setting('tolerance_ms')} must not be negative (got {tolerance_ms})")
+    return StreamInputs(audio, duration_ms, events)
+
+
+def run_stream(request: StreamRequest, inputs: StreamInputs | None = None) -> StreamOutcome:
+    """The run; `inputs`: the request's audio and ledger when the caller has read them already (stream_inputs)."""
+    card, model, board = request.card, request.model, request.board
+    pre = card.preprocessing
+    results_root(request.results_root)  # before the board runs: '', a file, a FIFO or a non-UTF-8 name refused
+    inputs = inputs or stream_inputs(card, request.wav, request.ledger, request.ledger_unit, request.tolerance_ms)
+    audio, duration_ms, ledger = inputs.audio, inputs.duration_ms, inputs.ledger
     front = frontend_file(card)
     settings = stream_settings(card, model, read_tflite(front))
     labels = card.output.labels

@@ -19,7 +19,7 @@ from harness.boards import (
 )
 from harness.errors import UserError
 from harness.paths import boards_dir
-from tests.conftest import assert_refused_in_one_line
+from tests.conftest import assert_refused_in_one_line, fixture_model
 from tests.forked_cli import run_harness_command
 
 SIM_BOARD = (boards_dir() / "sim.toml").read_text()
@@ -133,6 +133,7 @@ def test_the_user_boards_folder_is_listed_and_its_boards_are_named_by_id(tmp_pat
 
 def test_a_board_of_a_new_family_is_one_board_file_and_one_hal_folder(tmp_path):
     """Outside the package: the board file names its HAL folder beside it; the project carries the HAL."""
+    fixture_model("wake_vision_zoo/wv_quality_k_2_c_3.tflite")  # the project embeds the model
     outside = tmp_path / "lab"
     hal = outside / "hal_rp2040"
     _write(hal, "board_rp2040.cpp", '#include "board.h"\n// the RP2040 HAL: serial, cycle counter, reset\n')
