@@ -149,7 +149,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   hp_decoder_init(&link.out, link.out_buf, sizeof link.out_buf);
   hp_hal hal = {&link, link_read, link_write, link_ticks, 1000u, HP_TICKS_WALL_CLOCK, 0, 4096u,
                 (mode & 2) ? link_set_baud : NULL, 0, 0};
-  hp_runner runner = {NULL, setup, runner_input, invoke, runner_output, NULL, NULL, NULL};
+  hp_runner runner = {NULL, setup, runner_input, invoke, runner_output, NULL, NULL, NULL, NULL};
   if (mode & 1) {
     runner.invoke_start = invoke_start;
     runner.invoke_poll = invoke_poll;
