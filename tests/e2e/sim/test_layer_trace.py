@@ -38,8 +38,8 @@ def test_a_planted_fault_is_the_first_operator_that_departs(small_model, monkeyp
     monkeypatch.setenv("HARNESS_SIM_PLANT_FAULT_OP", str(fault_op))
     device, output = _sim_trace(small_model, tensor)
     assert first_difference(device, host) == fault_op
-    (_, (dtype, size, crc, low, high, total)), (_, expected) = device[fault_op][1][0], host[fault_op][1][0]
-    assert crc != expected[2] and total == expected[5] + 1  # 1 added to one element (int8, no wrap here)
+    (_, perturbed), (_, expected) = device[fault_op][1][0], host[fault_op][1][0]
+    assert perturbed[2] != expected[2] and perturbed[5] == expected[5] + 1  # CRC; 1 added to the sum (no wrap here)
     if fault_op == FAULT_OP:  # every later operator departs too, and so does the model's output
         assert all(device[i] != host[i] for i in range(fault_op, len(host)))
         assert output != clean_output
