@@ -30,7 +30,7 @@ from harness.boards import Board
 from harness.device.processes import BoardPty, pty_board_process
 from harness.errors import UserError
 from harness.firmware.assemble import config_header
-from harness.native import SIM_INVOKE, ModelInfo
+from harness.native import SIM_INVOKE, SIM_TRACE, ModelInfo
 from harness.paths import cache_dir, share_dir
 
 FIRMWARE = share_dir() / "firmware"
@@ -158,6 +158,7 @@ _SIGNATURES = {
         ctypes.c_int32,
         [ctypes.POINTER(ModelInfo), ctypes.c_int32, SIM_INVOKE, ctypes.c_void_p, ctypes.c_uint32],
     ),
+    "hosted_runner_trace": (None, [SIM_TRACE]),
     "hosted_runner_input": (ctypes.c_void_p, []),
     "hosted_runner_output": (ctypes.c_void_p, []),
     "hosted_main": (None, []),
@@ -173,12 +174,13 @@ def load_library(path: Path) -> ctypes.CDLL:
 
 
 def serve(args: argparse.Namespace) -> None:
+    from harness.device.layer_tracer import planted_fault_op
     from harness.device.sim_board import NoModelRunner, TflmRunner
 
     lib = load_library(Path(args.library))
     if args.model:
         with open(args.model, "rb") as f:
-            runner = TflmRunner(f.read(), args.arena)
+            runner = TflmRunner(f.read(), args.arena, plant_fault_op=planted_fault_op())
     else:
         runner = NoModelRunner()
     master, slave = os.openpty()
@@ -186,6 +188,9 @@ def serve(args: argparse.Namespace) -> None:
     invoke = SIM_INVOKE(runner.invoke)  # must outlive the firmware
     if lib.hosted_runner_configure(ctypes.byref(runner.model_info), runner.status, invoke, None, args.invoke_us):
         raise MemoryError("could not allocate the runner's tensors")
+    trace = SIM_TRACE(runner.invoke_traced) if hasattr(runner, "invoke_traced") else None  # outlives it too
+    if trace:
+        lib.hosted_runner_trace(trace)
     runner.input_ptr, runner.output_ptr = lib.hosted_runner_input(), lib.hosted_runner_output()
     lib.hosted_uart_attach(master)
     stopping = threading.Event()
