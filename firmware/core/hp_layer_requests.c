@@ -32,7 +32,7 @@ void hp_handle_layer_trace(hp_device *dev, const hp_frame *req) {
     return;
   }
   uint8_t *start = hp_response_payload(dev);
-  static hp_trace_sink sink;
+  hp_trace_sink sink;
   hp_trace_records(&sink, hp_get_u16(req->payload), start + TRACE_HEADER_BYTES,
                    hp_response_room(dev) - TRACE_HEADER_BYTES);
   if (!traced_invoke(dev, req, &sink)) return;
@@ -50,7 +50,7 @@ void hp_handle_layer_dump(hp_device *dev, const hp_frame *req) {
   uint8_t *start = hp_response_payload(dev);
   uint32_t room = hp_response_room(dev) - 4u;
   uint32_t want = hp_get_u16(req->payload + 7);
-  static hp_trace_sink sink;
+  hp_trace_sink sink;
   hp_trace_dump(&sink, hp_get_u16(req->payload), req->payload[2], hp_get_u32(req->payload + 3),
                 want < room ? want : room, start + 4);
   if (!traced_invoke(dev, req, &sink)) return;
