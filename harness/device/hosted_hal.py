@@ -174,13 +174,12 @@ def load_library(path: Path) -> ctypes.CDLL:
 
 
 def serve(args: argparse.Namespace) -> None:
-    from harness.device.layer_tracer import planted_fault_op
     from harness.device.sim_board import NoModelRunner, TflmRunner
 
     lib = load_library(Path(args.library))
     if args.model:
         with open(args.model, "rb") as f:
-            runner = TflmRunner(f.read(), args.arena, plant_fault_op=planted_fault_op())
+            runner = TflmRunner(f.read(), args.arena, plant_fault_op=args.plant_fault_op)
     else:
         runner = NoModelRunner()
     master, slave = os.openpty()
@@ -215,6 +214,9 @@ def hosted_board_process(board: Board, model_path: Path | None, report: list | N
     """The board's HAL built for this machine, serving for the duration of the block. With `report`,
     the process's closing line (bytes the emulated UART lost, its final rate, what the framework handed
     the firmware during the last invoke and still held at its end) is appended to it."""
+    from harness.device.layer_tracer import planted_fault_op
+
+    fault = planted_fault_op(model_path)
     library, _ = build_library(board)
     fw = board.firmware
     command = [
@@ -228,6 +230,7 @@ def hosted_board_process(board: Board, model_path: Path | None, report: list | N
         str(fw.arena_bytes),
         "--invoke-us",
         str(round(board.sim.emulate_invoke_ms * 1000)),
+        *(["--plant-fault-op", str(fault)] if fault >= 0 else []),
     ]
     with pty_board_process(command, "the hosted board", START_SECONDS, report) as path:
         yield path
@@ -239,6 +242,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", help="the .tflite to run; without it the board serves self-tests only")
     parser.add_argument("--arena", type=int, required=True)
     parser.add_argument("--invoke-us", type=int, default=0, help="the least time an invoke takes")
+    parser.add_argument("--plant-fault-op", type=int, default=-1, help=argparse.SUPPRESS)  # docs/debug.md
     serve(parser.parse_args(argv))
 
 

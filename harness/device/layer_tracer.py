@@ -11,6 +11,7 @@ that came before) runs on the perturbed tensor, and every later operator sees th
 import ctypes
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import flatbuffers
 import numpy as np
@@ -27,13 +28,21 @@ PRESERVE_ALL = runtime.InterpreterConfig.kPreserveAllTensors
 Outputs = list[tuple[int, np.ndarray]]  # (tensor index, its value) per output of one operator
 
 
-def planted_fault_op() -> int:
-    """The operator HARNESS_SIM_PLANT_FAULT_OP names, or -1 (none)."""
+def planted_fault_op(model_path: Path | None) -> int:
+    """The operator of the model's main graph HARNESS_SIM_PLANT_FAULT_OP names, or -1 (unset). Read where the board
+    process is started, so a bad value is refused in one line before anything starts."""
     text = os.environ.get(PLANT_FAULT_ENV, "").strip()
     if not text:
         return -1
     if not text.isdigit():
         raise UserError(f"{PLANT_FAULT_ENV}={text!r} is not an operator index; set a whole number or unset it")
+    if model_path is None:
+        raise UserError(f"{PLANT_FAULT_ENV} perturbs a model's operator, and this board runs none; unset it")
+    operators = len(schema.ModelT.InitFromPackedBuf(bytearray(Path(model_path).read_bytes()), 0).subgraphs[0].operators)
+    if int(text) >= operators:
+        raise UserError(
+            f"{PLANT_FAULT_ENV}={text}: the model has {operators} operators (0 to {operators - 1}); name one of them"
+        )
     return int(text)
 
 

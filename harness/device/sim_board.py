@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.device.layer_tracer import GraphTracer, hand_to_sink, planted_fault_op
+from harness.device.layer_tracer import GraphTracer, hand_to_sink
 from harness.model.tflm import arena_used_bytes, make_interpreter
 from harness.native import SIM_INVOKE, SIM_SETUP, SIM_TRACE, ModelInfo, TensorInfo, device_core
 from harness.tensors import DTYPE_CODES
@@ -271,7 +271,7 @@ class NoModelRunner:
 def serve(args: argparse.Namespace) -> None:
     if args.model:
         with open(args.model, "rb") as f:
-            runner = TflmRunner(f.read(), args.arena, plant_fault_op=planted_fault_op())
+            runner = TflmRunner(f.read(), args.arena, plant_fault_op=args.plant_fault_op)
     else:
         runner = NoModelRunner()
     frontend = None
@@ -328,6 +328,7 @@ def main(argv: list[str] | None = None) -> None:
         "reconstruction_mse: float32 features quantized, the reconstruction's mean squared error, as ad01's)",
     )
     parser.add_argument("--emulate-invoke-ms", type=float, default=0.0, help="the least time an invoke takes")
+    parser.add_argument("--plant-fault-op", type=int, default=-1, help=argparse.SUPPRESS)  # docs/debug.md
     serve(parser.parse_args(argv))
 
 

@@ -49,7 +49,7 @@ def test_the_qemu_firmwares_trace_is_the_host_interpreters_operator_by_operator(
     assert len(device) == 13 and device == host, first_difference(device, host)
 
 
-def test_a_planted_fault_build_departs_first_at_its_operator_as_on_the_virtual_board(small_model, monkeypatch):
+def test_a_planted_fault_build_departs_first_at_its_operator_as_on_the_virtual_board(small_model):
     model = read_tflite(small_model)
     tensor = one_input(model.data)
     host = host_trace(model.data, tensor)
@@ -66,10 +66,7 @@ def test_a_planted_fault_build_departs_first_at_its_operator_as_on_the_virtual_b
     from harness.device.sim_board import TflmRunner
     from tests.fake_runner import core_on_pty
 
-    monkeypatch.setenv("HARNESS_SIM_PLANT_FAULT_OP", str(FAULT_OP))
-    from harness.device.layer_tracer import planted_fault_op
-
-    runner = TflmRunner(model.data, 1 << 20, plant_fault_op=planted_fault_op())
+    runner = TflmRunner(model.data, 1 << 20, plant_fault_op=FAULT_OP)
     with core_on_pty(runner, tx_frame=4108, timeout=10) as (_, sim):
         assert device_trace(sim.layer_trace(tensor.tobytes())) == device  # the same perturbation, the same trace
         assert sim.run(tensor.tobytes()).output == output

@@ -59,3 +59,21 @@ def test_every_fixture_models_trace_on_the_virtual_board_equals_the_host():
             departed[name] = first_difference(device, host)
     print(f"{len(models)} fixture models traced on sim in {time.monotonic() - started:.0f} s")
     assert not departed, f"first departing operator by model: {departed}"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"), [("abc", "is not an operator index"), ("13", "the model has 13 operators (0 to 12)")]
+)
+def test_a_bad_planted_fault_is_refused_in_one_line_before_the_board_starts(small_model, monkeypatch, value, message):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import assert_refused_in_one_line
+
+    env = os.environ | {"HARNESS_SIM_PLANT_FAULT_OP": value}
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "perf", "--model", "wv_quality_k_2_c_3", "--runs", "1"],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert_refused_in_one_line(done, "HARNESS_SIM_PLANT_FAULT_OP", message)
