@@ -3,10 +3,12 @@
 The definition (firmware/core/hp_trace.c computes the same on a board):
 - ``crc32``: CRC-32 (zlib's) of the tensor's bytes as they lie in memory, C order, little-endian.
 - ``minimum``, ``maximum``, ``total``: over the elements; int64 for integer and bool tensors (the sum wraps
-  modulo 2**64 as C's does), float64 for float tensors (elements widened to double and summed in order).
+  modulo 2**64 as C's does), float64 for float tensors (elements widened to double and summed in order from
+  +0.0; of equal elements, 0.0 and -0.0, the first is the minimum or maximum; any NaN makes both NaN).
 An empty tensor has minimum = maximum = total = 0.
 """
 
+import math
 import zlib
 from dataclasses import dataclass
 
@@ -49,8 +51,14 @@ def tensor_digest(array: np.ndarray) -> TensorDigest:
         return TensorDigest(dtype, len(raw), zlib.crc32(raw), 0, 0, 0)
     if np.issubdtype(flat.dtype, np.floating):
         wide = flat.astype(np.float64)
-        total = float(np.cumsum(wide)[-1])  # summed in order, as the device sums (np.sum pairs)
-        return TensorDigest(dtype, len(raw), zlib.crc32(raw), float(wide.min()), float(wide.max()), total)
+        # In order from +0.0, as the device's loop sums (np.sum pairs; an all -0.0 cumsum ends at -0.0).
+        with np.errstate(invalid="ignore"):  # inf + -inf is NaN, on the device too
+            total = float(np.cumsum(wide)[-1]) + 0.0
+        if np.isnan(wide).any():
+            return TensorDigest(dtype, len(raw), zlib.crc32(raw), math.nan, math.nan, total)
+        # The first of equal elements, as the device keeps it: 0.0 and -0.0 are equal, and min() picks either.
+        lowest, highest = float(wide[np.argmin(wide)]), float(wide[np.argmax(wide)])
+        return TensorDigest(dtype, len(raw), zlib.crc32(raw), lowest, highest, total)
     wide = flat.astype(np.int64)
     total = int(np.sum(wide, dtype=np.int64))
     return TensorDigest(dtype, len(raw), zlib.crc32(raw), int(wide.min()), int(wide.max()), total)

@@ -12,8 +12,12 @@ from tflite_micro.python.tflite_micro import runtime
 _ARENA_TOTAL = re.compile(r"Arena allocation total (\d+) bytes")
 
 
-def make_interpreter(model_data: bytes, arena_bytes: int) -> runtime.Interpreter:
-    return runtime.Interpreter.from_bytes(model_data, arena_size=arena_bytes)
+def make_interpreter(model_data: bytes, arena_bytes: int, *, preserve_all_tensors: bool = False) -> runtime.Interpreter:
+    """preserve_all_tensors: every tensor keeps its own memory and GetTensor reads it after invoke (a layer
+    trace's references); otherwise the arena is planned as on a board and its allocations are recorded."""
+    config = runtime.InterpreterConfig
+    mode = config.kPreserveAllTensors if preserve_all_tensors else config.kAllocationRecording
+    return runtime.Interpreter.from_bytes(model_data, arena_size=arena_bytes, intrepreter_config=mode)
 
 
 @contextmanager
