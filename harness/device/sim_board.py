@@ -76,7 +76,7 @@ class TflmRunner:
         self.input_ptr = self.output_ptr = None
         self._tracer: GraphTracer | None = None
         self._plant_fault_op = plant_fault_op
-        if plant_fault_op >= 0:
+        if plant_fault_op >= 0:  # every invoke carries the fault
             self.invoke = lambda _user: self.invoke_traced(_user, None)
 
     def _fresh_interpreter(self, _user) -> int:
@@ -87,19 +87,18 @@ class TflmRunner:
             return RUNNER_SETUP_FAILED
         return RUNNER_OK
 
-    def _input(self) -> np.ndarray:
-        raw = ctypes.string_at(self.input_ptr, self.model_info.input.bytes)
-        return np.frombuffer(raw, self.input_dtype).reshape(self.input_shape)
-
     def invoke_traced(self, _user, sink) -> int:
         """One invoke, each operator's outputs handed to the C core's trace `sink` (None: only run)."""
         try:
             if self._tracer is None:
-                self._tracer = GraphTracer(self._model_data, self._arena_bytes, self._plant_fault_op)
-            for name, outputs in self._tracer.run(self._input()):
-                if sink:
-                    hand_to_sink(sink, name, outputs)
-            out = self._tracer.output().tobytes()
+                self._tracer = GraphTracer(self._model_data, self._plant_fault_op)
+            raw = ctypes.string_at(self.input_ptr, self.model_info.input.bytes)
+            operators, output = self._tracer.run(raw)
+            for operator in operators if sink else ():
+                hand_to_sink(sink, operator)
+            if output is None:  # the model's output is its input: nothing wrote it
+                return self._invoke_plain()
+            out = np.ascontiguousarray(output).tobytes()
             ctypes.memmove(self.output_ptr, out, len(out))
             return 0
         except Exception as exc:  # reported to the host as INVOKE_FAILED, never crashes the board
@@ -107,8 +106,12 @@ class TflmRunner:
             return 1
 
     def invoke(self, _user) -> int:
+        return self._invoke_plain()
+
+    def _invoke_plain(self) -> int:
         try:
-            tensor = self._input()
+            raw = ctypes.string_at(self.input_ptr, self.model_info.input.bytes)
+            tensor = np.frombuffer(raw, self.input_dtype).reshape(self.input_shape)
             self.interpreter.set_input(tensor, 0)
             self.interpreter.invoke()
             out = np.ascontiguousarray(self.interpreter.get_output(0)).tobytes()

@@ -100,11 +100,16 @@ def test_a_dump_copies_the_slice_asked_of_one_operator_output():
         (np.array([255, 3], np.uint8), [0, 3]),
         (np.array([-1, 9], np.int16), [0, 9]),
         (np.array([2**31 - 1], np.int32), [-(2**31)]),
+        (np.array([2**63 - 1], np.int64), [-(2**63)]),
         (np.array([1.5, 2.0], np.float32), [2.5, 2.0]),
+        (np.array([True, False]), [True, False]),  # its byte 1 becomes 2, still true
     ],
 )
-def test_the_planted_fault_adds_one_to_the_first_element(values, expected):
-    from harness.device.layer_tracer import plant_fault
+def test_the_c_planted_fault_is_the_host_references(values, expected):
+    """The firmware's fault (hp_plant_fault) and the host reference's (layer_refs.perturbed), byte for byte."""
+    from harness.model.layer_refs import perturbed
 
-    plant_fault(values)
-    assert values.tolist() == expected
+    host = perturbed(values)
+    raw = values.reshape(-1).view(np.uint8)
+    device_core().hp_plant_fault((ctypes.c_uint8 * raw.size).from_buffer(raw), raw.size, DTYPE_CODES[values.dtype])
+    assert values.tobytes() == host.tobytes() and values.tolist() == expected
