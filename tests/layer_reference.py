@@ -55,7 +55,7 @@ def host_trace(model_data: bytes, tensor: np.ndarray) -> list[tuple[str, list[tu
 
 
 def device_trace(records) -> list[tuple[str, list[tuple[int, tuple]]]]:
-    return [(r.op_name, [(o.tensor_index, device_digest(o)) for o in r.outputs]) for r in records]
+    return [(r.op_type, [(o.tensor_index, device_digest(o)) for o in r.outputs]) for r in records]
 
 
 def first_difference(left, right) -> int | None:

@@ -261,7 +261,7 @@ class DeviceClient(Recovering, BaudSwitcher, Profiling, LayerTracing, KeywordStr
             if operators is not None and page.operators_run != operators:
                 raise MalformedPayload(f"LAYER_TRACE ran {page.operators_run} operators, before {operators}")
             operators = page.operators_run
-            if page.first_op != len(records) or [r.op_index for r in page.records] != list(
+            if page.first_op != len(records) or [r.index for r in page.records] != list(
                 range(len(records), len(records) + len(page.records))
             ):
                 raise MalformedPayload(f"LAYER_TRACE answered records out of order for operator {len(records)}")
@@ -289,7 +289,10 @@ class DeviceClient(Recovering, BaudSwitcher, Profiling, LayerTracing, KeywordStr
             return self.request(msg, payload, timeout=self._invoke_wait())
         except DeviceError as error:
             if error.code == ErrorCode.UNSUPPORTED:
-                raise Unsupported(f"{self.info.board_id}: its firmware's runner cannot trace layers") from None
+                raise Unsupported(
+                    f"{self.info.board_id}: its firmware cannot trace layers (built with HP_LAYER_TRACE 0, or its "
+                    "runner has no trace); rebuild it with the default HP_LAYER_TRACE 1"
+                ) from None
             if error.code == ErrorCode.BAD_OFFSET:
                 raise UserError(f"the traced model has no such operator output ({error}); check the index") from None
             raise

@@ -20,11 +20,11 @@ class LayerOutput:
 
 @dataclass(frozen=True)
 class LayerRecord:
-    """One operator of a traced invoke: its place in the graph, its name as the runtime's profiler tags it
-    (CONV_2D), and its outputs' digests."""
+    """One operator of a traced invoke: its place in the main graph, its name as the runtime's profiler tags it
+    (CONV_2D), and its outputs' digests (as harness/model/layer_refs.py's OperatorOutputs on the host)."""
 
-    op_index: int
-    op_name: str
+    index: int
+    op_type: str
     outputs: tuple[LayerOutput, ...]
 
 

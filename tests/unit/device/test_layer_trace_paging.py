@@ -22,8 +22,8 @@ def test_a_trace_paged_through_small_frames_is_the_trace_of_one_frame(small_mode
         paged = client.layer_trace(data)
         tensor = client.layer_tensor(data, 1, 0)
         assert client.run(data).output == output  # a traced invoke leaves the model as it was
-    assert len(whole) == 13 and sum(len(r.op_name) + 41 for r in whole) > SMALL_FRAME  # several pages
-    assert paged == whole and [r.op_index for r in paged] == list(range(13))
+    assert len(whole) == 13 and sum(len(r.op_type) + 41 for r in whole) > SMALL_FRAME  # several pages
+    assert paged == whole and [r.index for r in paged] == list(range(13))
     digest = paged[1].outputs[0].digest
     assert len(tensor) == digest.bytes > SMALL_FRAME
     assert tensor_digest(np.frombuffer(tensor, np.int8)).matches(digest)

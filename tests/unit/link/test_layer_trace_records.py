@@ -52,7 +52,7 @@ def test_the_c_digest_of_every_dtype_is_tensor_digests():
     arrays = _arrays()
     sink, page = _trace([("CONV_2D", arrays[:3]), ("CUSTOM_OP", arrays[3:6]), ("SOFTMAX", arrays[6:])])
     assert (page.operators_run, page.first_op, sink.full) == (3, 0, 0)
-    assert [(r.op_index, r.op_name) for r in page.records] == [(0, "CONV_2D"), (1, "CUSTOM_OP"), (2, "SOFTMAX")]
+    assert [(r.index, r.op_type) for r in page.records] == [(0, "CONV_2D"), (1, "CUSTOM_OP"), (2, "SOFTMAX")]
     outputs = [output for record in page.records for output in record.outputs]
     assert [o.tensor_index for o in outputs] == list(range(len(arrays)))
     for output, array in zip(outputs, arrays, strict=True):
@@ -75,7 +75,7 @@ def test_records_stay_whole_and_a_page_starts_at_the_operator_asked():
     record = 2 + 1 + 3 + 1 + 37
     sink, page = _trace(ops, first_op=2, room=2 * record + record // 2)
     assert page.operators_run == 6 and sink.full == 1
-    assert [r.op_index for r in page.records] == [2, 3]
+    assert [r.index for r in page.records] == [2, 3]
     assert [r.outputs[0].digest.total for r in page.records] == [20, 30]
 
 
