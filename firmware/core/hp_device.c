@@ -19,7 +19,7 @@ uint32_t hp_response_room(const hp_device *dev) {
   return room > HP_MAX_PAYLOAD ? HP_MAX_PAYLOAD : room;
 }
 
-static uint64_t now(const hp_device *dev) {
+uint64_t hp_now(const hp_device *dev) {
   const hp_hal *hal = dev->cfg.hal;
   return hal->ticks ? hal->ticks(hal->ctx) : 0;
 }
@@ -151,7 +151,7 @@ static void send_invoke_answer(hp_device *dev) {
 }
 
 static void finish_invoke(hp_device *dev, int32_t status) {
-  dev->invoke_done_ticks = now(dev) - dev->busy_t0;
+  dev->invoke_done_ticks = hp_now(dev) - dev->busy_t0;
   dev->busy = 0;
   dev->invoke_done_valid = 1;
   dev->invoke_done_seq = dev->busy_seq;
@@ -209,7 +209,7 @@ static void handle_invoke(hp_device *dev, const hp_frame *req) {
   dev->invoke_done_valid = 0;
   dev->busy_seq = req->seq;
   dev->busy_crc = req->crc;
-  dev->busy_t0 = now(dev);
+  dev->busy_t0 = hp_now(dev);
   if (!runner->invoke_start) {
     finish_invoke(dev, runner->invoke(runner->ctx));
     return;
@@ -259,165 +259,6 @@ static void handle_link_test(hp_device *dev, const hp_frame *req) {
   hp_send_response(dev, HP_MSG_LINK_TEST | HP_RESPONSE_BIT, req->seq, req->length);
 }
 
-uint32_t hp_perf_workload(uint32_t iterations) {
-  uint8_t pattern[256];
-  for (uint32_t i = 0; i < sizeof pattern; ++i) pattern[i] = (uint8_t)(i * 7u + 3u);
-  uint32_t crc = 0;
-  for (uint32_t i = 0; i < iterations; ++i) crc = hp_crc32_update(crc, pattern, sizeof pattern);
-  return crc;
-}
-
-static void handle_perf(hp_device *dev, const hp_frame *req) {
-  if (req->length != 4) {
-    hp_send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "PERF needs an iteration count u32");
-    return;
-  }
-  uint64_t t0 = now(dev);
-  uint32_t checksum = hp_perf_workload(hp_get_u32(req->payload));
-  uint64_t elapsed = now(dev) - t0;
-  uint8_t *p = hp_put_u64(hp_response_payload(dev), elapsed);
-  hp_put_u32(p, checksum);
-  hp_send_response(dev, HP_MSG_PERF | HP_RESPONSE_BIT, req->seq, 12);
-}
-
-static void handle_bench(hp_device *dev, const hp_frame *req) {
-  if (req->length != 8) {
-    hp_send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "BENCH needs warmups u32 and runs u32");
-    return;
-  }
-  uint32_t warmups = hp_get_u32(req->payload);
-  uint32_t runs = hp_get_u32(req->payload + 4);
-  if (runs == 0 || runs > (hp_response_room(dev) - 4u) / 8u) { /* divided: 8 x runs could wrap into range */
-    hp_send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "BENCH runs must fit one response frame");
-    return;
-  }
-  if (!hp_input_ready(dev, req)) return;
-  const hp_runner *runner = dev->cfg.runner;
-  uint8_t *p = hp_put_u32(hp_response_payload(dev), runs);
-  int32_t status = 0;
-  for (uint32_t i = 0; i < warmups && status == 0; ++i) status = runner->invoke(runner->ctx);
-  /* Later invokes run on whatever the arena planner left in the input tensor: the same graph and
-   * shapes, which is what the timing measures, not necessarily the same input values. */
-  for (uint32_t i = 0; i < runs && status == 0; ++i) {
-    uint64_t t0 = now(dev);
-    status = runner->invoke(runner->ctx);
-    p = hp_put_u64(p, now(dev) - t0);
-  }
-  dev->input_filled = 0;
-  dev->output_valid = 0;
-  if (status != 0) {
-    hp_send_error(dev, req->seq, HP_ERR_INVOKE_FAILED, "model invoke failed");
-    return;
-  }
-  hp_send_response(dev, HP_MSG_BENCH | HP_RESPONSE_BIT, req->seq, 4u + 8u * runs);
-}
-
-static void handle_profile(hp_device *dev, const hp_frame *req) {
-  const hp_runner *runner = dev->cfg.runner;
-  if (!runner->invoke_profiled) {
-    hp_send_error(dev, req->seq, HP_ERR_UNSUPPORTED, "this runner cannot time operators");
-    return;
-  }
-  if (!hp_input_ready(dev, req)) return;
-  static hp_op_timing ops[HP_MAX_PROFILED_OPS];
-  uint32_t count = 0;
-  uint64_t t0 = now(dev);
-  int32_t status = runner->invoke_profiled(runner->ctx, dev->cfg.hal, ops, HP_MAX_PROFILED_OPS, &count);
-  uint64_t total = now(dev) - t0;
-  dev->input_filled = 0;
-  dev->output_valid = status == 0;
-  if (status != 0) {
-    hp_send_error(dev, req->seq, HP_ERR_INVOKE_FAILED, "model invoke failed");
-    return;
-  }
-  uint8_t *start = hp_response_payload(dev);
-  uint8_t *p = hp_put_u64(start, total);
-  uint8_t *count_at = p;
-  p = hp_put_u16(p, 0);
-  uint32_t room = hp_response_room(dev), sent = 0;
-  for (uint32_t i = 0; i < count && i < HP_MAX_PROFILED_OPS; ++i, ++sent) {
-    size_t len = ops[i].tag ? strlen(ops[i].tag) : 0;
-    if (len > 32) len = 32;
-    /* Room for this entry and the operator count after the entries; the host sees fewer entries than
-     * operators when they do not all fit. */
-    if ((uint32_t)(p - start) + 9u + len + 4u > room) break;
-    p = hp_put_u64(p, ops[i].ticks);
-    p = hp_put_u8(p, (uint8_t)len);
-    memcpy(p, ops[i].tag, len);
-    p += len;
-  }
-  hp_put_u16(count_at, (uint16_t)sent);
-  p = hp_put_u32(p, count);
-  hp_send_response(dev, HP_MSG_PROFILE | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
-}
-
-static void handle_stream_start(hp_device *dev, const hp_frame *req) {
-  const hp_runner *frontend = dev->cfg.frontend;
-  dev->streaming = 0;
-  if (!frontend || !dev->cfg.stream) {
-    hp_send_error(dev, req->seq, HP_ERR_UNSUPPORTED, "this firmware has no audio frontend");
-    return;
-  }
-  if (req->length != HP_STREAM_CONFIG_BYTES) {
-    hp_send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "STREAM_START needs the 48-byte configuration");
-    return;
-  }
-  hp_model_info frontend_info;
-  memset(&frontend_info, 0, sizeof frontend_info);
-  if (frontend->setup(frontend->ctx, &frontend_info) != 0) {
-    hp_send_error(dev, req->seq, HP_ERR_MODEL_NOT_READY, "the audio frontend failed to load");
-    return;
-  }
-  hp_stream_config cfg;
-  hp_stream_config_read(&cfg, req->payload);
-  const char *problem = hp_stream_start(dev->cfg.stream, &cfg, frontend, &frontend_info.input,
-                                        &frontend_info.output, dev->cfg.runner, &dev->model);
-  if (problem) {
-    hp_send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, problem);
-    return;
-  }
-  dev->streaming = 1;
-  uint8_t *p = hp_put_u32(hp_response_payload(dev), frontend_info.arena_used);
-  hp_send_response(dev, HP_MSG_STREAM_START | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - hp_response_payload(dev)));
-}
-
-/* Answer: rows so far u32, model runs so far u32, busy ticks for this request u64, detections
- * found u16, detections sent u16, then (label u8, score u8, time_ms u32) per detection sent. */
-static void handle_stream_audio(hp_device *dev, const hp_frame *req) {
-  if (!dev->streaming) {
-    hp_send_error(dev, req->seq, HP_ERR_MODEL_NOT_READY, "start a stream first (STREAM_START)");
-    return;
-  }
-  if (req->length == 0 || req->length % 2 != 0) {
-    hp_send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "STREAM_AUDIO carries int16 samples");
-    return;
-  }
-  static hp_detection found[64];
-  uint32_t room = (hp_response_room(dev) - 20u) / 6u;
-  uint32_t cap = room < 64u ? room : 64u;
-  uint64_t t0 = now(dev);
-  int32_t count = hp_stream_push(dev->cfg.stream, req->payload, req->length / 2u, found, cap);
-  uint64_t busy = now(dev) - t0;
-  if (count < 0) {
-    dev->streaming = 0;
-    hp_send_error(dev, req->seq, HP_ERR_INVOKE_FAILED, "the frontend or the model failed; start a new stream");
-    return;
-  }
-  uint32_t sent = (uint32_t)count < cap ? (uint32_t)count : cap;
-  uint8_t *start = hp_response_payload(dev);
-  uint8_t *p = hp_put_u32(start, dev->cfg.stream->rows_total);
-  p = hp_put_u32(p, dev->cfg.stream->model_runs);
-  p = hp_put_u64(p, busy);
-  p = hp_put_u16(p, (uint16_t)count);
-  p = hp_put_u16(p, (uint16_t)sent);
-  for (uint32_t i = 0; i < sent; ++i) {
-    p = hp_put_u8(p, found[i].label);
-    p = hp_put_u8(p, found[i].score);
-    p = hp_put_u32(p, found[i].time_ms);
-  }
-  hp_send_response(dev, HP_MSG_STREAM_AUDIO | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
-}
-
 static void handle_set_baud(hp_device *dev, const hp_frame *req) {
   const hp_hal *hal = dev->cfg.hal;
   if (req->length != 4) {
@@ -441,7 +282,7 @@ static void handle_set_baud(hp_device *dev, const hp_frame *req) {
   if (!dev->baud_probation) dev->fallback_baud = before; /* a switch on probation keeps the proven rate */
   dev->baud_probation = 1;
   dev->baud_heard = 0;
-  dev->baud_switched_tick = now(dev);
+  dev->baud_switched_tick = hp_now(dev);
 }
 
 /* A valid frame at the new rate proves only that the host can reach us; a frame with another sequence
@@ -457,7 +298,7 @@ static void end_baud_probation(hp_device *dev, const hp_frame *frame) {
     } else if (frame->seq != dev->baud_first_seq) {
       dev->baud_probation = 0;
     }
-  } else if (now(dev) - dev->baud_switched_tick > (uint64_t)hal->tick_hz * HP_BAUD_PROBATION_MS / 1000u) {
+  } else if (hp_now(dev) - dev->baud_switched_tick > (uint64_t)hal->tick_hz * HP_BAUD_PROBATION_MS / 1000u) {
     dev->baud_probation = 0;
     hal->set_baud(hal->ctx, dev->fallback_baud);
     hp_decoder_reset(&dev->decoder);
@@ -501,15 +342,15 @@ static void dispatch(hp_device *dev, const hp_frame *req) {
   } else if (req->type == HP_MSG_LINK_TEST) {
     handle_link_test(dev, req);
   } else if (req->type == HP_MSG_PERF) {
-    handle_perf(dev, req);
+    hp_handle_perf(dev, req);
   } else if (req->type == HP_MSG_BENCH) {
-    handle_bench(dev, req);
+    hp_handle_bench(dev, req);
   } else if (req->type == HP_MSG_PROFILE) {
-    handle_profile(dev, req);
+    hp_handle_profile(dev, req);
   } else if (req->type == HP_MSG_STREAM_START) {
-    handle_stream_start(dev, req);
+    hp_handle_stream_start(dev, req);
   } else if (req->type == HP_MSG_STREAM_AUDIO) {
-    handle_stream_audio(dev, req);
+    hp_handle_stream_audio(dev, req);
   } else if (req->type == HP_MSG_SET_BAUD) {
     handle_set_baud(dev, req);
   } else if (req->type == HP_MSG_LAYER_TRACE) {
@@ -540,7 +381,7 @@ static void drop_stale_partial_frame(hp_device *dev, int32_t got) {
     if (got == 0) hp_decoder_reset(&dev->decoder);
     return;
   }
-  uint64_t t = now(dev);
+  uint64_t t = hp_now(dev);
   if (got > 0) dev->last_byte_tick = t;
   else if (dev->decoder.have && t - dev->last_byte_tick > hal->tick_hz / HP_IDLE_RESET_DIVIDER)
     hp_decoder_reset(&dev->decoder);
