@@ -48,10 +48,19 @@ def _qemu_trace(model_path, tensor, arena_bytes: int | None = None):
 
 
 def test_the_qemu_firmwares_trace_is_the_host_interpreters_operator_by_operator(small_model):
+    import numpy as np
+
+    from tests.layer_reference import digest
+
     data = small_model.read_bytes()
     tensor = one_input(data)
-    device, host = _qemu_trace(small_model, tensor), host_trace(data, tensor)
+    host = host_trace(data, tensor)
+    model = read_tflite(small_model)
+    with connect(get_board(BOARD), model, ConnectOptions(tflm=TflmTree(TFLM_TREE))) as client:
+        device = device_trace(client.layer_trace(tensor.tobytes()))
+        conv = client.layer_tensor(tensor.tobytes(), 1, 0)  # CONV_2D's 5000 bytes: two answer frames
     assert len(device) == 13 and device == host, first_difference(device, host)
+    assert digest(np.frombuffer(conv, np.int8)) == host[1][1][0][1]
 
 
 def test_a_planted_fault_build_departs_first_at_its_operator_as_on_the_virtual_board(small_model):
