@@ -54,7 +54,36 @@ class Decoder(ctypes.Structure):
     )
 
 
+class TraceOutput(ctypes.Structure):  # hp_trace_output (firmware/core/hp_trace.h)
+    _fields_ = (
+        ("data", ctypes.c_void_p),
+        ("bytes", ctypes.c_uint32),
+        ("dtype", ctypes.c_uint8),
+        ("tensor_index", ctypes.c_int32),
+    )
+
+
+class TraceSink(ctypes.Structure):  # hp_trace_sink
+    _fields_ = (
+        ("mode", ctypes.c_uint8),
+        ("operators_run", ctypes.c_uint32),
+        ("first_op", ctypes.c_uint16),
+        ("records", ctypes.c_uint8),
+        ("full", ctypes.c_uint8),
+        ("op_index", ctypes.c_uint16),
+        ("output", ctypes.c_uint8),
+        ("offset", ctypes.c_uint32),
+        ("length", ctypes.c_uint32),
+        ("tensor_bytes", ctypes.c_uint32),
+        ("found", ctypes.c_uint8),
+        ("buf", ctypes.c_void_p),
+        ("room", ctypes.c_uint32),
+        ("used", ctypes.c_uint32),
+    )
+
+
 SIM_INVOKE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+SIM_TRACE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)  # (user, hp_trace_sink *)
 SIM_SETUP = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 STREAM_CONFIG_BYTES = 48  # HP_STREAM_CONFIG_BYTES
 
@@ -88,6 +117,14 @@ _SIGNATURES = {
     "sim_runner_input": (ctypes.c_void_p, [ctypes.c_void_p]),
     "sim_runner_output": (ctypes.c_void_p, [ctypes.c_void_p]),
     "sim_runner_destroy": (None, [ctypes.c_void_p]),
+    "hp_trace_records": (None, [ctypes.c_void_p, ctypes.c_uint16, ctypes.c_void_p, ctypes.c_uint32]),
+    "hp_trace_dump": (
+        None,
+        [ctypes.c_void_p, ctypes.c_uint16, ctypes.c_uint8, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p],
+    ),
+    "hp_trace_operator": (None, [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(TraceOutput), ctypes.c_uint32]),
+    "hp_plant_fault": (None, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint8]),
+    "sim_board_trace": (None, [ctypes.c_void_p, SIM_TRACE]),
     "sim_board_create": (
         ctypes.c_void_p,
         [

@@ -4,6 +4,7 @@
 
 #include "hp_bytes.h"
 #include "hp_crc32.h"
+#include "hp_respond.h"
 #include "hp_stream.h"
 
 /* A partial frame idle for 50 ms is dropped, so a lost byte cannot wedge the decoder for long (a host
@@ -11,14 +12,14 @@
 #define HP_IDLE_RESET_DIVIDER 20u
 #define HP_READ_CHUNK 256u
 
-static uint8_t *response_payload(hp_device *dev) { return dev->cfg.tx_buf + HP_HEADER_BYTES; }
+uint8_t *hp_response_payload(hp_device *dev) { return dev->cfg.tx_buf + HP_HEADER_BYTES; }
 
-static uint32_t response_room(const hp_device *dev) {
+uint32_t hp_response_room(const hp_device *dev) {
   uint32_t room = dev->cfg.tx_cap - HP_FRAME_OVERHEAD;
   return room > HP_MAX_PAYLOAD ? HP_MAX_PAYLOAD : room;
 }
 
-static uint64_t now(const hp_device *dev) {
+uint64_t hp_now(const hp_device *dev) {
   const hp_hal *hal = dev->cfg.hal;
   return hal->ticks ? hal->ticks(hal->ctx) : 0;
 }
@@ -32,21 +33,21 @@ static void write_all(hp_device *dev, const uint8_t *buf, uint32_t len) {
   }
 }
 
-static void send_response(hp_device *dev, uint8_t type, uint16_t seq, uint32_t payload_len) {
+void hp_send_response(hp_device *dev, uint8_t type, uint16_t seq, uint32_t payload_len) {
   dev->last_tx_len = hp_frame_seal(dev->cfg.tx_buf, type, seq, (uint16_t)payload_len);
   write_all(dev, dev->cfg.tx_buf, dev->last_tx_len);
 }
 
-static void send_error(hp_device *dev, uint16_t seq, uint16_t code, const char *message) {
-  uint8_t *p = response_payload(dev);
+void hp_send_error(hp_device *dev, uint16_t seq, uint16_t code, const char *message) {
+  uint8_t *p = hp_response_payload(dev);
   size_t len = strlen(message);
-  uint32_t room = response_room(dev) - 3;
+  uint32_t room = hp_response_room(dev) - 3;
   if (len > 255) len = 255;
   if (len > room) len = room;
   p = hp_put_u16(p, code);
   p = hp_put_u8(p, (uint8_t)len);
   memcpy(p, message, len);
-  send_response(dev, HP_MSG_ERROR, seq, 3 + (uint32_t)len);
+  hp_send_response(dev, HP_MSG_ERROR, seq, 3 + (uint32_t)len);
 }
 
 /* An answer to a damaged or oversized frame, sent from its own buffer: tx_buf keeps the last
@@ -80,7 +81,7 @@ static uint8_t *put_tensor(uint8_t *p, const hp_tensor_info *t) {
 
 static void handle_hello(hp_device *dev, const hp_frame *req) {
   const hp_hal *hal = dev->cfg.hal;
-  uint8_t *start = response_payload(dev);
+  uint8_t *start = hp_response_payload(dev);
   uint8_t *p = hp_put_u16(start, HP_PROTOCOL_VERSION);
   p = put_id(p, dev->cfg.board_id);
   p = put_id(p, dev->cfg.build_id);
@@ -100,19 +101,19 @@ static void handle_hello(hp_device *dev, const hp_frame *req) {
   p = hp_put_u8(p, dev->cfg.runner->invoke_start ? 2u : 1u);
   p = hp_put_u32(p, hal->set_baud && hal->ticks && hal->tick_hz ? hal->max_baud : 0u);
   p = hp_put_u8(p, hal->link_flags);
-  send_response(dev, HP_MSG_HELLO | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
+  hp_send_response(dev, HP_MSG_HELLO | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
 }
 
 static void handle_load_input(hp_device *dev, const hp_frame *req) {
   if (req->length < 4) {
-    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "LOAD_INPUT needs a 4-byte offset");
+    hp_send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "LOAD_INPUT needs a 4-byte offset");
     return;
   }
   uint32_t offset = hp_get_u32(req->payload);
   uint32_t len = req->length - 4u;
   /* Chunks arrive in order; resending an earlier chunk is allowed, a gap is not. */
   if (offset > dev->input_filled || offset + len > dev->model.input.bytes) {
-    send_error(dev, req->seq, HP_ERR_BAD_OFFSET, "input chunk outside the loaded range");
+    hp_send_error(dev, req->seq, HP_ERR_BAD_OFFSET, "input chunk outside the loaded range");
     return;
   }
   memcpy(dev->cfg.runner->input(dev->cfg.runner->ctx) + offset, req->payload + 4, len);
@@ -120,8 +121,8 @@ static void handle_load_input(hp_device *dev, const hp_frame *req) {
   /* Offset 0 starts an input afresh; a resent later chunk (its answer lost while the ones after it
    * went through) keeps what follows it. */
   if (offset == 0 || offset + len > dev->input_filled) dev->input_filled = offset + len;
-  hp_put_u32(response_payload(dev), dev->input_filled);
-  send_response(dev, HP_MSG_LOAD_INPUT | HP_RESPONSE_BIT, req->seq, 4);
+  hp_put_u32(hp_response_payload(dev), dev->input_filled);
+  hp_send_response(dev, HP_MSG_LOAD_INPUT | HP_RESPONSE_BIT, req->seq, 4);
 }
 
 static uint32_t copy_output(hp_device *dev, uint8_t *dst, uint32_t offset, uint32_t room) {
@@ -131,26 +132,26 @@ static uint32_t copy_output(hp_device *dev, uint8_t *dst, uint32_t offset, uint3
   return n;
 }
 
-static int input_ready(hp_device *dev, const hp_frame *req) {
+int hp_input_ready(hp_device *dev, const hp_frame *req) {
   if (dev->input_filled == dev->model.input.bytes) return 1;
-  send_error(dev, req->seq, HP_ERR_INPUT_INCOMPLETE, "load the whole input first");
+  hp_send_error(dev, req->seq, HP_ERR_INPUT_INCOMPLETE, "load the whole input first");
   return 0;
 }
 
 static void send_invoke_answer(hp_device *dev) {
   if (dev->invoke_done_status != 0) {
-    send_error(dev, dev->invoke_done_seq, HP_ERR_INVOKE_FAILED, "model invoke failed");
+    hp_send_error(dev, dev->invoke_done_seq, HP_ERR_INVOKE_FAILED, "model invoke failed");
     return;
   }
-  uint8_t *start = response_payload(dev);
+  uint8_t *start = hp_response_payload(dev);
   uint8_t *p = hp_put_u64(start, dev->invoke_done_ticks);
   p = hp_put_u32(p, dev->model.output.bytes);
-  p += copy_output(dev, p, 0, response_room(dev) - (uint32_t)(p - start));
-  send_response(dev, HP_MSG_INVOKE | HP_RESPONSE_BIT, dev->invoke_done_seq, (uint32_t)(p - start));
+  p += copy_output(dev, p, 0, hp_response_room(dev) - (uint32_t)(p - start));
+  hp_send_response(dev, HP_MSG_INVOKE | HP_RESPONSE_BIT, dev->invoke_done_seq, (uint32_t)(p - start));
 }
 
 static void finish_invoke(hp_device *dev, int32_t status) {
-  dev->invoke_done_ticks = now(dev) - dev->busy_t0;
+  dev->invoke_done_ticks = hp_now(dev) - dev->busy_t0;
   dev->busy = 0;
   dev->invoke_done_valid = 1;
   dev->invoke_done_seq = dev->busy_seq;
@@ -182,10 +183,10 @@ static int seq_after(uint16_t a, uint16_t b) {
 
 static void handle_invoke(hp_device *dev, const hp_frame *req) {
   if (req->length != 0 && req->length != 4) {
-    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "INVOKE takes nothing or the input's CRC-32 u32");
+    hp_send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "INVOKE takes nothing or the input's CRC-32 u32");
     return;
   }
-  if (!input_ready(dev, req)) return;
+  if (!hp_input_ready(dev, req)) return;
   const hp_runner *runner = dev->cfg.runner;
   /* v2: the host names the input by its CRC-32, so an INVOKE that was lost while the next input
    * streamed in cannot run on the wrong sample when it is sent again. And since the host numbers its
@@ -194,11 +195,11 @@ static void handle_invoke(hp_device *dev, const hp_frame *req) {
    * this INVOKE's, whatever its CRC says. Both refusals ask the host to run the sample again. */
   if (req->length == 4) {
     if (dev->model.input.bytes && seq_after(dev->input_seq, req->seq)) {
-      send_error(dev, req->seq, HP_ERR_INPUT_MISMATCH, "input loaded after this INVOKE was sent");
+      hp_send_error(dev, req->seq, HP_ERR_INPUT_MISMATCH, "input loaded after this INVOKE was sent");
       return;
     }
     if (hp_get_u32(req->payload) != hp_crc32_update(0, runner->input(runner->ctx), dev->model.input.bytes)) {
-      send_error(dev, req->seq, HP_ERR_INPUT_MISMATCH, "the loaded input is not the one named");
+      hp_send_error(dev, req->seq, HP_ERR_INPUT_MISMATCH, "the loaded input is not the one named");
       return;
     }
   }
@@ -208,7 +209,7 @@ static void handle_invoke(hp_device *dev, const hp_frame *req) {
   dev->invoke_done_valid = 0;
   dev->busy_seq = req->seq;
   dev->busy_crc = req->crc;
-  dev->busy_t0 = now(dev);
+  dev->busy_t0 = hp_now(dev);
   if (!runner->invoke_start) {
     finish_invoke(dev, runner->invoke(runner->ctx));
     return;
@@ -229,218 +230,59 @@ static int is_invoke_retransmission(const hp_device *dev, const hp_frame *req) {
 
 static void handle_read_output(hp_device *dev, const hp_frame *req) {
   if (req->length != 6) {
-    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "READ_OUTPUT needs offset u32 and length u16");
+    hp_send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "READ_OUTPUT needs offset u32 and length u16");
     return;
   }
   if (!dev->output_valid) {
-    send_error(dev, req->seq, HP_ERR_NO_OUTPUT, "no output since the last input was loaded");
+    hp_send_error(dev, req->seq, HP_ERR_NO_OUTPUT, "no output since the last input was loaded");
     return;
   }
   uint32_t offset = hp_get_u32(req->payload);
   uint32_t want = hp_get_u16(req->payload + 4);
   if (offset > dev->model.output.bytes) {
-    send_error(dev, req->seq, HP_ERR_BAD_OFFSET, "offset beyond the output tensor");
+    hp_send_error(dev, req->seq, HP_ERR_BAD_OFFSET, "offset beyond the output tensor");
     return;
   }
-  uint8_t *start = response_payload(dev);
+  uint8_t *start = hp_response_payload(dev);
   uint8_t *p = hp_put_u32(start, offset);
-  uint32_t room = response_room(dev) - 4;
+  uint32_t room = hp_response_room(dev) - 4;
   p += copy_output(dev, p, offset, want < room ? want : room);
-  send_response(dev, HP_MSG_READ_OUTPUT | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
+  hp_send_response(dev, HP_MSG_READ_OUTPUT | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
 }
 
 static void handle_link_test(hp_device *dev, const hp_frame *req) {
-  if (req->length > response_room(dev)) {
-    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "LINK_TEST payload larger than a response frame");
+  if (req->length > hp_response_room(dev)) {
+    hp_send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "LINK_TEST payload larger than a response frame");
     return;
   }
-  memcpy(response_payload(dev), req->payload, req->length);
-  send_response(dev, HP_MSG_LINK_TEST | HP_RESPONSE_BIT, req->seq, req->length);
-}
-
-uint32_t hp_perf_workload(uint32_t iterations) {
-  uint8_t pattern[256];
-  for (uint32_t i = 0; i < sizeof pattern; ++i) pattern[i] = (uint8_t)(i * 7u + 3u);
-  uint32_t crc = 0;
-  for (uint32_t i = 0; i < iterations; ++i) crc = hp_crc32_update(crc, pattern, sizeof pattern);
-  return crc;
-}
-
-static void handle_perf(hp_device *dev, const hp_frame *req) {
-  if (req->length != 4) {
-    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "PERF needs an iteration count u32");
-    return;
-  }
-  uint64_t t0 = now(dev);
-  uint32_t checksum = hp_perf_workload(hp_get_u32(req->payload));
-  uint64_t elapsed = now(dev) - t0;
-  uint8_t *p = hp_put_u64(response_payload(dev), elapsed);
-  hp_put_u32(p, checksum);
-  send_response(dev, HP_MSG_PERF | HP_RESPONSE_BIT, req->seq, 12);
-}
-
-static void handle_bench(hp_device *dev, const hp_frame *req) {
-  if (req->length != 8) {
-    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "BENCH needs warmups u32 and runs u32");
-    return;
-  }
-  uint32_t warmups = hp_get_u32(req->payload);
-  uint32_t runs = hp_get_u32(req->payload + 4);
-  if (runs == 0 || runs > (response_room(dev) - 4u) / 8u) { /* divided: 8 x runs could wrap into range */
-    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "BENCH runs must fit one response frame");
-    return;
-  }
-  if (!input_ready(dev, req)) return;
-  const hp_runner *runner = dev->cfg.runner;
-  uint8_t *p = hp_put_u32(response_payload(dev), runs);
-  int32_t status = 0;
-  for (uint32_t i = 0; i < warmups && status == 0; ++i) status = runner->invoke(runner->ctx);
-  /* Later invokes run on whatever the arena planner left in the input tensor: the same graph and
-   * shapes, which is what the timing measures, not necessarily the same input values. */
-  for (uint32_t i = 0; i < runs && status == 0; ++i) {
-    uint64_t t0 = now(dev);
-    status = runner->invoke(runner->ctx);
-    p = hp_put_u64(p, now(dev) - t0);
-  }
-  dev->input_filled = 0;
-  dev->output_valid = 0;
-  if (status != 0) {
-    send_error(dev, req->seq, HP_ERR_INVOKE_FAILED, "model invoke failed");
-    return;
-  }
-  send_response(dev, HP_MSG_BENCH | HP_RESPONSE_BIT, req->seq, 4u + 8u * runs);
-}
-
-static void handle_profile(hp_device *dev, const hp_frame *req) {
-  const hp_runner *runner = dev->cfg.runner;
-  if (!runner->invoke_profiled) {
-    send_error(dev, req->seq, HP_ERR_UNSUPPORTED, "this runner cannot time operators");
-    return;
-  }
-  if (!input_ready(dev, req)) return;
-  static hp_op_timing ops[HP_MAX_PROFILED_OPS];
-  uint32_t count = 0;
-  uint64_t t0 = now(dev);
-  int32_t status = runner->invoke_profiled(runner->ctx, dev->cfg.hal, ops, HP_MAX_PROFILED_OPS, &count);
-  uint64_t total = now(dev) - t0;
-  dev->input_filled = 0;
-  dev->output_valid = status == 0;
-  if (status != 0) {
-    send_error(dev, req->seq, HP_ERR_INVOKE_FAILED, "model invoke failed");
-    return;
-  }
-  uint8_t *start = response_payload(dev);
-  uint8_t *p = hp_put_u64(start, total);
-  uint8_t *count_at = p;
-  p = hp_put_u16(p, 0);
-  uint32_t room = response_room(dev), sent = 0;
-  for (uint32_t i = 0; i < count && i < HP_MAX_PROFILED_OPS; ++i, ++sent) {
-    size_t len = ops[i].tag ? strlen(ops[i].tag) : 0;
-    if (len > 32) len = 32;
-    /* Room for this entry and the operator count after the entries; the host sees fewer entries than
-     * operators when they do not all fit. */
-    if ((uint32_t)(p - start) + 9u + len + 4u > room) break;
-    p = hp_put_u64(p, ops[i].ticks);
-    p = hp_put_u8(p, (uint8_t)len);
-    memcpy(p, ops[i].tag, len);
-    p += len;
-  }
-  hp_put_u16(count_at, (uint16_t)sent);
-  p = hp_put_u32(p, count);
-  send_response(dev, HP_MSG_PROFILE | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
-}
-
-static void handle_stream_start(hp_device *dev, const hp_frame *req) {
-  const hp_runner *frontend = dev->cfg.frontend;
-  dev->streaming = 0;
-  if (!frontend || !dev->cfg.stream) {
-    send_error(dev, req->seq, HP_ERR_UNSUPPORTED, "this firmware has no audio frontend");
-    return;
-  }
-  if (req->length != HP_STREAM_CONFIG_BYTES) {
-    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "STREAM_START needs the 48-byte configuration");
-    return;
-  }
-  hp_model_info frontend_info;
-  memset(&frontend_info, 0, sizeof frontend_info);
-  if (frontend->setup(frontend->ctx, &frontend_info) != 0) {
-    send_error(dev, req->seq, HP_ERR_MODEL_NOT_READY, "the audio frontend failed to load");
-    return;
-  }
-  hp_stream_config cfg;
-  hp_stream_config_read(&cfg, req->payload);
-  const char *problem = hp_stream_start(dev->cfg.stream, &cfg, frontend, &frontend_info.input,
-                                        &frontend_info.output, dev->cfg.runner, &dev->model);
-  if (problem) {
-    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, problem);
-    return;
-  }
-  dev->streaming = 1;
-  uint8_t *p = hp_put_u32(response_payload(dev), frontend_info.arena_used);
-  send_response(dev, HP_MSG_STREAM_START | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - response_payload(dev)));
-}
-
-/* Answer: rows so far u32, model runs so far u32, busy ticks for this request u64, detections
- * found u16, detections sent u16, then (label u8, score u8, time_ms u32) per detection sent. */
-static void handle_stream_audio(hp_device *dev, const hp_frame *req) {
-  if (!dev->streaming) {
-    send_error(dev, req->seq, HP_ERR_MODEL_NOT_READY, "start a stream first (STREAM_START)");
-    return;
-  }
-  if (req->length == 0 || req->length % 2 != 0) {
-    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "STREAM_AUDIO carries int16 samples");
-    return;
-  }
-  static hp_detection found[64];
-  uint32_t room = (response_room(dev) - 20u) / 6u;
-  uint32_t cap = room < 64u ? room : 64u;
-  uint64_t t0 = now(dev);
-  int32_t count = hp_stream_push(dev->cfg.stream, req->payload, req->length / 2u, found, cap);
-  uint64_t busy = now(dev) - t0;
-  if (count < 0) {
-    dev->streaming = 0;
-    send_error(dev, req->seq, HP_ERR_INVOKE_FAILED, "the frontend or the model failed; start a new stream");
-    return;
-  }
-  uint32_t sent = (uint32_t)count < cap ? (uint32_t)count : cap;
-  uint8_t *start = response_payload(dev);
-  uint8_t *p = hp_put_u32(start, dev->cfg.stream->rows_total);
-  p = hp_put_u32(p, dev->cfg.stream->model_runs);
-  p = hp_put_u64(p, busy);
-  p = hp_put_u16(p, (uint16_t)count);
-  p = hp_put_u16(p, (uint16_t)sent);
-  for (uint32_t i = 0; i < sent; ++i) {
-    p = hp_put_u8(p, found[i].label);
-    p = hp_put_u8(p, found[i].score);
-    p = hp_put_u32(p, found[i].time_ms);
-  }
-  send_response(dev, HP_MSG_STREAM_AUDIO | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
+  memcpy(hp_response_payload(dev), req->payload, req->length);
+  hp_send_response(dev, HP_MSG_LINK_TEST | HP_RESPONSE_BIT, req->seq, req->length);
 }
 
 static void handle_set_baud(hp_device *dev, const hp_frame *req) {
   const hp_hal *hal = dev->cfg.hal;
   if (req->length != 4) {
-    send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "SET_BAUD needs a baud rate u32");
+    hp_send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "SET_BAUD needs a baud rate u32");
     return;
   }
   uint32_t baud = hp_get_u32(req->payload);
   if (hal->link_flags & HP_LINK_NO_BAUD) {
-    send_error(dev, req->seq, HP_ERR_UNSUPPORTED, "baud does not apply to this link (USB CDC)");
+    hp_send_error(dev, req->seq, HP_ERR_UNSUPPORTED, "baud does not apply to this link (USB CDC)");
     return;
   }
   /* Without a clock the device could not fall back from a rate the host cannot reach. */
   if (!hal->set_baud || !hal->ticks || !hal->tick_hz || baud == 0 || (hal->max_baud && baud > hal->max_baud)) {
-    send_error(dev, req->seq, HP_ERR_UNSUPPORTED, "this link cannot switch to that baud rate");
+    hp_send_error(dev, req->seq, HP_ERR_UNSUPPORTED, "this link cannot switch to that baud rate");
     return;
   }
-  hp_put_u32(response_payload(dev), baud);
-  send_response(dev, HP_MSG_SET_BAUD | HP_RESPONSE_BIT, req->seq, 4);
+  hp_put_u32(hp_response_payload(dev), baud);
+  hp_send_response(dev, HP_MSG_SET_BAUD | HP_RESPONSE_BIT, req->seq, 4);
   uint32_t before = hal->set_baud(hal->ctx, baud);
   if (before == 0 || before == baud) return;
   if (!dev->baud_probation) dev->fallback_baud = before; /* a switch on probation keeps the proven rate */
   dev->baud_probation = 1;
   dev->baud_heard = 0;
-  dev->baud_switched_tick = now(dev);
+  dev->baud_switched_tick = hp_now(dev);
 }
 
 /* A valid frame at the new rate proves only that the host can reach us; a frame with another sequence
@@ -456,7 +298,7 @@ static void end_baud_probation(hp_device *dev, const hp_frame *frame) {
     } else if (frame->seq != dev->baud_first_seq) {
       dev->baud_probation = 0;
     }
-  } else if (now(dev) - dev->baud_switched_tick > (uint64_t)hal->tick_hz * HP_BAUD_PROBATION_MS / 1000u) {
+  } else if (hp_now(dev) - dev->baud_switched_tick > (uint64_t)hal->tick_hz * HP_BAUD_PROBATION_MS / 1000u) {
     dev->baud_probation = 0;
     hal->set_baud(hal->ctx, dev->fallback_baud);
     hp_decoder_reset(&dev->decoder);
@@ -481,17 +323,16 @@ static void dispatch(hp_device *dev, const hp_frame *req) {
     dev->last_crc = req->crc;
     return;
   }
-  if (req->type == HP_MSG_BENCH || req->type == HP_MSG_PROFILE || req->type == HP_MSG_STREAM_START ||
-      req->type == HP_MSG_STREAM_AUDIO)
+  int runs_model = req->type == HP_MSG_BENCH || req->type == HP_MSG_PROFILE || req->type == HP_MSG_STREAM_START ||
+                   req->type == HP_MSG_STREAM_AUDIO || req->type == HP_MSG_LAYER_TRACE ||
+                   req->type == HP_MSG_LAYER_DUMP;
+  if (runs_model)
     dev->invoke_done_valid = 0; /* they run the model: the output is no longer the last INVOKE's */
   if (req->type == HP_MSG_HELLO) {
     handle_hello(dev, req);
-  } else if (dev->runner_status != 0 &&
-             (req->type == HP_MSG_LOAD_INPUT || req->type == HP_MSG_INVOKE ||
-              req->type == HP_MSG_READ_OUTPUT || req->type == HP_MSG_BENCH ||
-              req->type == HP_MSG_PROFILE || req->type == HP_MSG_STREAM_START ||
-              req->type == HP_MSG_STREAM_AUDIO)) {
-    send_error(dev, req->seq, HP_ERR_MODEL_NOT_READY, "the model failed to load on the device");
+  } else if (dev->runner_status != 0 && (runs_model || req->type == HP_MSG_LOAD_INPUT ||
+                                         req->type == HP_MSG_INVOKE || req->type == HP_MSG_READ_OUTPUT)) {
+    hp_send_error(dev, req->seq, HP_ERR_MODEL_NOT_READY, "the model failed to load on the device");
   } else if (req->type == HP_MSG_LOAD_INPUT) {
     handle_load_input(dev, req);
   } else if (req->type == HP_MSG_INVOKE) {
@@ -501,19 +342,23 @@ static void dispatch(hp_device *dev, const hp_frame *req) {
   } else if (req->type == HP_MSG_LINK_TEST) {
     handle_link_test(dev, req);
   } else if (req->type == HP_MSG_PERF) {
-    handle_perf(dev, req);
+    hp_handle_perf(dev, req);
   } else if (req->type == HP_MSG_BENCH) {
-    handle_bench(dev, req);
+    hp_handle_bench(dev, req);
   } else if (req->type == HP_MSG_PROFILE) {
-    handle_profile(dev, req);
+    hp_handle_profile(dev, req);
   } else if (req->type == HP_MSG_STREAM_START) {
-    handle_stream_start(dev, req);
+    hp_handle_stream_start(dev, req);
   } else if (req->type == HP_MSG_STREAM_AUDIO) {
-    handle_stream_audio(dev, req);
+    hp_handle_stream_audio(dev, req);
   } else if (req->type == HP_MSG_SET_BAUD) {
     handle_set_baud(dev, req);
+  } else if (req->type == HP_MSG_LAYER_TRACE) {
+    hp_handle_layer_trace(dev, req);
+  } else if (req->type == HP_MSG_LAYER_DUMP) {
+    hp_handle_layer_dump(dev, req);
   } else {
-    send_error(dev, req->seq, HP_ERR_UNKNOWN_TYPE, "unknown message type");
+    hp_send_error(dev, req->seq, HP_ERR_UNKNOWN_TYPE, "unknown message type");
   }
   dev->last_type = req->type;
   dev->last_seq = req->seq;
@@ -536,7 +381,7 @@ static void drop_stale_partial_frame(hp_device *dev, int32_t got) {
     if (got == 0) hp_decoder_reset(&dev->decoder);
     return;
   }
-  uint64_t t = now(dev);
+  uint64_t t = hp_now(dev);
   if (got > 0) dev->last_byte_tick = t;
   else if (dev->decoder.have && t - dev->last_byte_tick > hal->tick_hz / HP_IDLE_RESET_DIVIDER)
     hp_decoder_reset(&dev->decoder);
@@ -575,8 +420,8 @@ int32_t hp_device_poll(hp_device *dev, uint32_t timeout_ms) {
 }
 
 void hp_device_announce(hp_device *dev) {
-  hp_put_u16(response_payload(dev), HP_PROTOCOL_VERSION);
-  send_response(dev, HP_MSG_BOOT, 0, 2);
+  hp_put_u16(hp_response_payload(dev), HP_PROTOCOL_VERSION);
+  hp_send_response(dev, HP_MSG_BOOT, 0, 2);
   dev->last_tx_len = 0;
 }
 

@@ -39,6 +39,8 @@ enum hp_message_type {
   HP_MSG_BOOT = 0x0A,      /* device to host, unasked: the device (re)started and lost its state (v2) */
   HP_MSG_STREAM_START = 0x0B, /* keyword streaming: configure and reset the pipeline (hp_stream.h) */
   HP_MSG_STREAM_AUDIO = 0x0C, /* keyword streaming: audio samples in, detections out */
+  HP_MSG_LAYER_TRACE = 0x0D,  /* one invoke traced: each operator's output digests (hp_trace.h) */
+  HP_MSG_LAYER_DUMP = 0x0E,   /* one invoke traced: a slice of one operator's output tensor */
   HP_MSG_ERROR = 0x7F,
   HP_RESPONSE_BIT = 0x80 /* a response carries its request's type with this bit set */
 };
@@ -98,6 +100,7 @@ typedef struct {
 
 struct hp_hal;
 struct hp_stream;
+struct hp_trace_sink;
 
 typedef struct {
   void *ctx;
@@ -115,6 +118,9 @@ typedef struct {
    * *status), else 0. With them the core loads the next input while the model runs (two input slots). */
   int32_t (*invoke_start)(void *ctx);
   int32_t (*invoke_poll)(void *ctx, uint32_t wait_ms, int32_t *status);
+  /* Optional: one invoke that hands each finished operator's outputs to hp_trace_operator(sink, ...), in
+   * order; NULL where the runner cannot trace (LAYER_TRACE and LAYER_DUMP are then UNSUPPORTED). */
+  int32_t (*invoke_traced)(void *ctx, struct hp_trace_sink *sink);
 } hp_runner;
 
 typedef struct hp_hal {

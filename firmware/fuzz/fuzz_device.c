@@ -17,6 +17,7 @@
 
 #include "ee_dut.h"
 #include "hp_device.h"
+#include "hp_trace.h"
 
 #define INPUT_BYTES 64u
 #define OUTPUT_BYTES 8u
@@ -102,6 +103,20 @@ static int32_t invoke(void *ctx) {
   return sum == 0xFF; /* sometimes fails, so the error paths run too */
 }
 
+/* Three operators for LAYER_TRACE and LAYER_DUMP: int8, float32 and an empty output, from the input. */
+static int32_t invoke_traced(void *ctx, struct hp_trace_sink *sink) {
+  int32_t status = invoke(ctx);
+  if (status) return status;
+  float scores[4];
+  for (uint32_t i = 0; i < 4; ++i) scores[i] = (float)(int8_t)input[i] * 0.5f;
+  hp_trace_output outs[3] = {
+      {input, INPUT_BYTES, 9, 0}, {(const uint8_t *)scores, sizeof scores, 1, 1}, {input, 0, 3, 2}};
+  hp_trace_operator(sink, "CONV_2D", outs, 1);
+  hp_trace_operator(sink, "FULLY_CONNECTED", outs + 1, 2);
+  hp_trace_operator(sink, NULL, outs, 0);
+  return 0;
+}
+
 static int32_t invoke_start(void *ctx) {
   invoke_pending = 3; /* done after three polls */
   return invoke(ctx) ? 1 : 0;
@@ -149,7 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   hp_decoder_init(&link.out, link.out_buf, sizeof link.out_buf);
   hp_hal hal = {&link, link_read, link_write, link_ticks, 1000u, HP_TICKS_WALL_CLOCK, 0, 4096u,
                 (mode & 2) ? link_set_baud : NULL, 0, 0};
-  hp_runner runner = {NULL, setup, runner_input, invoke, runner_output, NULL, NULL, NULL};
+  hp_runner runner = {NULL, setup, runner_input, invoke, runner_output, NULL, NULL, NULL, invoke_traced};
   if (mode & 1) {
     runner.invoke_start = invoke_start;
     runner.invoke_poll = invoke_poll;

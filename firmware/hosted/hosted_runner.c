@@ -15,6 +15,7 @@ static struct {
   hp_model_info info;
   int32_t status;
   sim_invoke_fn invoke;
+  sim_trace_fn trace;
   void *user;
   uint8_t *input;
   uint8_t *output;
@@ -33,6 +34,9 @@ int32_t hosted_runner_configure(const hp_model_info *info, int32_t status, sim_i
   model.output = calloc(1, info->output.bytes ? info->output.bytes : 1);
   return model.input && model.output ? 0 : -1;
 }
+
+/* Layer traces go to `trace` (harness/device/layer_tracer.py, as on the virtual board). */
+void hosted_runner_trace(sim_trace_fn trace) { model.trace = trace; }
 
 uint8_t *hosted_runner_input(void) { return model.input; }
 
@@ -65,7 +69,12 @@ static int32_t invoke(void *ctx) {
   return status;
 }
 
-static const hp_runner runner = {0, setup, input, invoke, output, 0, 0, 0};
+static int32_t invoke_traced(void *ctx, struct hp_trace_sink *sink) {
+  (void)ctx;
+  return model.trace ? model.trace(model.user, sink) : -1;
+}
+
+static const hp_runner runner = {0, setup, input, invoke, output, 0, 0, 0, invoke_traced};
 
 const hp_runner *model_runner(void) { return &runner; }
 

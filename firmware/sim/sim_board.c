@@ -27,6 +27,7 @@ typedef struct {
   hp_model_info info;
   int32_t runner_status;
   sim_invoke_fn invoke;
+  sim_trace_fn trace;
   void *user;
   uint8_t *input;
   uint8_t *output;
@@ -136,6 +137,17 @@ static int32_t callback_invoke_poll(void *ctx, uint32_t wait_ms, int32_t *status
   return 1;
 }
 
+static int32_t callback_invoke_traced(void *ctx, struct hp_trace_sink *sink) {
+  sim_board *board = ctx;
+  return board->trace(board->user, sink);
+}
+
+/* The runner can trace layers (LAYER_TRACE, LAYER_DUMP) through `trace`; NULL: it cannot. */
+void sim_board_trace(sim_board *board, sim_trace_fn trace) {
+  board->trace = trace;
+  board->runner.invoke_traced = trace ? callback_invoke_traced : NULL;
+}
+
 void sim_board_destroy(sim_board *board) {
   if (!board) return;
   free(board->eembc);
@@ -171,7 +183,7 @@ sim_board *sim_board_create(int fd, const char *board_id, const char *build_id,
                         0, rx_buffer_bytes, sim_set_baud, 0, 0};
   board->runner = (hp_runner){board, callback_setup, callback_input, callback_invoke, callback_output,
                               NULL /* the TFLM host interpreter has no per-operator timer */,
-                              callback_invoke_start, callback_invoke_poll};
+                              callback_invoke_start, callback_invoke_poll, NULL /* sim_board_trace sets it */};
   hp_device_config cfg = {&board->hal, &board->runner, board_id, build_id, board->rx_buf, rx_cap,
                           board->tx_buf, tx_cap, frontend ? &frontend->runner : NULL,
                           frontend ? &board->stream : NULL};

@@ -44,7 +44,7 @@ sim_runner *sim_runner_create(const hp_model_info *info, int32_t status, sim_inv
   }
   r->runner = (hp_runner){r, callback_setup, callback_input, callback_invoke, callback_output,
                           NULL /* the TFLM host interpreter has no per-operator timer */,
-                          NULL, NULL /* invokes run to completion */};
+                          NULL, NULL /* invokes run to completion */, NULL /* no layer trace */};
   return r;
 }
 

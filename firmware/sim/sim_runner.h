@@ -7,6 +7,8 @@
 
 typedef int32_t (*sim_invoke_fn)(void *user);
 typedef int32_t (*sim_setup_fn)(void *user); /* NULL: nothing to reset */
+/* One invoke handing each operator's outputs to hp_trace_operator(sink, ...) (hp_trace.h). */
+typedef int32_t (*sim_trace_fn)(void *user, struct hp_trace_sink *sink);
 
 typedef struct {
   hp_runner runner;

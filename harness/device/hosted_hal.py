@@ -30,7 +30,7 @@ from harness.boards import Board
 from harness.device.processes import BoardPty, pty_board_process
 from harness.errors import UserError
 from harness.firmware.assemble import config_header
-from harness.native import SIM_INVOKE, ModelInfo
+from harness.native import SIM_INVOKE, SIM_TRACE, ModelInfo
 from harness.paths import cache_dir, share_dir
 
 FIRMWARE = share_dir() / "firmware"
@@ -158,6 +158,7 @@ _SIGNATURES = {
         ctypes.c_int32,
         [ctypes.POINTER(ModelInfo), ctypes.c_int32, SIM_INVOKE, ctypes.c_void_p, ctypes.c_uint32],
     ),
+    "hosted_runner_trace": (None, [SIM_TRACE]),
     "hosted_runner_input": (ctypes.c_void_p, []),
     "hosted_runner_output": (ctypes.c_void_p, []),
     "hosted_main": (None, []),
@@ -178,7 +179,7 @@ def serve(args: argparse.Namespace) -> None:
     lib = load_library(Path(args.library))
     if args.model:
         with open(args.model, "rb") as f:
-            runner = TflmRunner(f.read(), args.arena)
+            runner = TflmRunner(f.read(), args.arena, plant_fault_op=args.plant_fault_op)
     else:
         runner = NoModelRunner()
     master, slave = os.openpty()
@@ -186,6 +187,9 @@ def serve(args: argparse.Namespace) -> None:
     invoke = SIM_INVOKE(runner.invoke)  # must outlive the firmware
     if lib.hosted_runner_configure(ctypes.byref(runner.model_info), runner.status, invoke, None, args.invoke_us):
         raise MemoryError("could not allocate the runner's tensors")
+    trace = SIM_TRACE(runner.invoke_traced) if hasattr(runner, "invoke_traced") else None  # outlives it too
+    if trace:
+        lib.hosted_runner_trace(trace)
     runner.input_ptr, runner.output_ptr = lib.hosted_runner_input(), lib.hosted_runner_output()
     lib.hosted_uart_attach(master)
     stopping = threading.Event()
@@ -210,6 +214,9 @@ def hosted_board_process(board: Board, model_path: Path | None, report: list | N
     """The board's HAL built for this machine, serving for the duration of the block. With `report`,
     the process's closing line (bytes the emulated UART lost, its final rate, what the framework handed
     the firmware during the last invoke and still held at its end) is appended to it."""
+    from harness.device.layer_tracer import planted_fault_op
+
+    fault = planted_fault_op(model_path)
     library, _ = build_library(board)
     fw = board.firmware
     command = [
@@ -223,6 +230,7 @@ def hosted_board_process(board: Board, model_path: Path | None, report: list | N
         str(fw.arena_bytes),
         "--invoke-us",
         str(round(board.sim.emulate_invoke_ms * 1000)),
+        *(["--plant-fault-op", str(fault)] if fault >= 0 else []),
     ]
     with pty_board_process(command, "the hosted board", START_SECONDS, report) as path:
         yield path
@@ -234,6 +242,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", help="the .tflite to run; without it the board serves self-tests only")
     parser.add_argument("--arena", type=int, required=True)
     parser.add_argument("--invoke-us", type=int, default=0, help="the least time an invoke takes")
+    parser.add_argument("--plant-fault-op", type=int, default=-1, help=argparse.SUPPRESS)  # docs/debug.md
     serve(parser.parse_args(argv))
 
 

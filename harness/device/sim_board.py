@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.device.layer_tracer import GraphTracer, hand_to_sink
 from harness.model.tflm import arena_used_bytes, make_interpreter
-from harness.native import SIM_INVOKE, SIM_SETUP, ModelInfo, TensorInfo, device_core
+from harness.native import SIM_INVOKE, SIM_SETUP, SIM_TRACE, ModelInfo, TensorInfo, device_core
 from harness.tensors import DTYPE_CODES
 
 EEMBC_BUFFER_BYTES = 27648  # MAX_DB_INPUT_SIZE of the MLPerf Tiny reference firmware (96x96x3)
@@ -48,9 +49,11 @@ def _tensor_info(details: dict) -> TensorInfo:
 class TflmRunner:
     """Runs invokes for the C core: reads its input buffer, writes its output buffer. With
     `fresh_on_setup` every setup (a stream start, for a frontend) starts a new interpreter, so
-    state the model keeps between invokes (a noise estimate) begins afresh."""
+    state the model keeps between invokes (a noise estimate) begins afresh. invoke_traced runs one
+    operator by operator for a layer trace (harness/device/layer_tracer.py); with `plant_fault_op` every
+    invoke goes that way, perturbing that operator's output (a test build's planted fault)."""
 
-    def __init__(self, model_data: bytes, arena_bytes: int, fresh_on_setup: bool = False):
+    def __init__(self, model_data: bytes, arena_bytes: int, fresh_on_setup: bool = False, plant_fault_op: int = -1):
         self.model_info = ModelInfo()
         self.model_info.arena_configured = arena_bytes
         self.model_info.model_sha256_prefix[:] = list(hashlib.sha256(model_data).digest()[:8])
@@ -71,6 +74,10 @@ class TflmRunner:
         self.model_info.arena_used = arena_used_bytes(self.interpreter) or 0
         self.status = RUNNER_OK
         self.input_ptr = self.output_ptr = None
+        self._tracer: GraphTracer | None = None
+        self._plant_fault_op = plant_fault_op
+        if plant_fault_op >= 0:  # every invoke carries the fault
+            self.invoke = lambda _user: self.invoke_traced(_user, None)
 
     def _fresh_interpreter(self, _user) -> int:
         try:  # an exception would leave the C caller's status undefined
@@ -80,7 +87,28 @@ class TflmRunner:
             return RUNNER_SETUP_FAILED
         return RUNNER_OK
 
+    def invoke_traced(self, _user, sink) -> int:
+        """One invoke, each operator's outputs handed to the C core's trace `sink` (None: only run)."""
+        try:
+            if self._tracer is None:
+                self._tracer = GraphTracer(self._model_data, self._plant_fault_op)
+            raw = ctypes.string_at(self.input_ptr, self.model_info.input.bytes)
+            operators, output = self._tracer.run(raw)
+            for operator in operators if sink else ():
+                hand_to_sink(sink, operator)
+            if output is None:  # the model's output is its input: nothing wrote it
+                return self._invoke_plain()
+            out = np.ascontiguousarray(output).tobytes()
+            ctypes.memmove(self.output_ptr, out, len(out))
+            return 0
+        except Exception as exc:  # reported to the host as INVOKE_FAILED, never crashes the board
+            print(f"sim board: traced invoke failed: {exc}", file=sys.stderr)
+            return 1
+
     def invoke(self, _user) -> int:
+        return self._invoke_plain()
+
+    def _invoke_plain(self) -> int:
         try:
             raw = ctypes.string_at(self.input_ptr, self.model_info.input.bytes)
             tensor = np.frombuffer(raw, self.input_dtype).reshape(self.input_shape)
@@ -156,6 +184,7 @@ class SimBoard:
         tty.setraw(self._slave)  # no echo and no line discipline before the host configures the port
         os.set_blocking(self._master, False)
         self._invoke = SIM_INVOKE(runner.invoke)  # must outlive the board
+        self._trace = SIM_TRACE(runner.invoke_traced) if hasattr(runner, "invoke_traced") else None
         try:
             self._frontend = NativeRunner(frontend) if frontend else None
         except BaseException:
@@ -177,6 +206,8 @@ class SimBoard:
         if not self._board:
             self.close()
             raise RuntimeError("could not create the device core (frame buffers too small?)")
+        if self._trace:
+            self._lib.sim_board_trace(self._board, self._trace)
         if emulation:
             self._lib.sim_board_emulate(
                 self._board, emulation.baud, emulation.max_baud, round(emulation.invoke_ms * 1000)
@@ -243,7 +274,7 @@ class NoModelRunner:
 def serve(args: argparse.Namespace) -> None:
     if args.model:
         with open(args.model, "rb") as f:
-            runner = TflmRunner(f.read(), args.arena)
+            runner = TflmRunner(f.read(), args.arena, plant_fault_op=args.plant_fault_op)
     else:
         runner = NoModelRunner()
     frontend = None
@@ -300,6 +331,7 @@ def main(argv: list[str] | None = None) -> None:
         "reconstruction_mse: float32 features quantized, the reconstruction's mean squared error, as ad01's)",
     )
     parser.add_argument("--emulate-invoke-ms", type=float, default=0.0, help="the least time an invoke takes")
+    parser.add_argument("--plant-fault-op", type=int, default=-1, help=argparse.SUPPRESS)  # docs/debug.md
     serve(parser.parse_args(argv))
 
 

@@ -38,14 +38,26 @@ def _c_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+@dataclass(frozen=True)
+class LayerTraceBuild:
+    """The layer trace in a firmware (docs/debug.md): compiled in (LAYER_TRACE and LAYER_DUMP answer) or out
+    (they answer UNSUPPORTED), and for the planted-fault test build the operator whose first output gets 1
+    added after it runs (-1: none)."""
+
+    enabled: bool = True
+    plant_fault_op: int = -1
+
+
 def config_header(
     board: Board,
     build_id: str,
     model: TfliteModel | None,
     arena_bytes: int | None = None,
     frontend: TfliteModel | None = None,
+    trace: "LayerTraceBuild | None" = None,
 ) -> str:
     """harness_build_config.h: one build's settings, the same for every build system."""
+    trace = trace or LayerTraceBuild()
     fw = board.firmware
     sha = bytes.fromhex(model.sha256[:16]) if model else bytes(8)
     lines = [
@@ -61,6 +73,8 @@ def config_header(
         "#define HP_MODEL_SHA256_PREFIX {" + ", ".join(f"0x{b:02x}" for b in sha) + "}",
         f"#define HP_HAS_FRONTEND {int(frontend is not None)}",
         f"#define HP_FRONTEND_ARENA_BYTES {fw.frontend_arena_bytes}u",
+        f"#define HP_LAYER_TRACE {int(trace.enabled)}",
+        f"#define HP_PLANT_FAULT_OP {trace.plant_fault_op}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -102,6 +116,7 @@ class Assembly:
     frontend: TfliteModel | None
     bare_metal: bool
     arena_bytes: int | None = None  # None: the board file's arena_bytes
+    trace: LayerTraceBuild = LayerTraceBuild()
 
     def __post_init__(self):
         if self.board.hal_dir is None:
@@ -173,7 +188,7 @@ class Assembly:
             if model is not None:
                 files |= embed(name, model.data, symbol)
                 files[f"{name}_ops.inc"] = resolver_source(model, prefix).encode()
-        header = config_header(self.board, build_id, self.model, self.arena_bytes, self.frontend)
+        header = config_header(self.board, build_id, self.model, self.arena_bytes, self.frontend, self.trace)
         files["harness_build_config.h"] = header.encode()
         return files
 

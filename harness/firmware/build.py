@@ -15,13 +15,21 @@ from pathlib import Path
 
 from harness.boards import Board
 from harness.errors import BuildError, UserError
-from harness.firmware.assemble import COMPILED_SUFFIXES, Assembly, firmware_dir, staged, write_files
+from harness.firmware.assemble import (
+    COMPILED_SUFFIXES,
+    Assembly,
+    LayerTraceBuild,
+    firmware_dir,
+    staged,
+    write_files,
+)
 from harness.firmware.elf import memory_usage
 from harness.firmware.tflm_tree import TflmTree
 from harness.model.tflite_file import TfliteModel
 from harness.paths import cache_dir
 
 TOOLCHAIN = "arm-none-eabi-"
+DEFAULT_TRACE = LayerTraceBuild()  # layer tracing compiled in, no planted fault
 BUILD_TIMEOUT_SECONDS = 3600
 # No framework here: harness sets what a PlatformIO framework would (size, sections for --gc-sections, dialects).
 COMMON_FLAGS = "-Os -g -ffunction-sections -fdata-sections"
@@ -105,21 +113,28 @@ def _build_files(firmware: Assembly, library: Path | None, build_id: str) -> dic
 
 
 def build_firmware(
-    board: Board, model: TfliteModel | None = None, tflm: TflmTree | None = None, frontend: TfliteModel | None = None
+    board: Board,
+    model: TfliteModel | None = None,
+    tflm: TflmTree | None = None,
+    frontend: TfliteModel | None = None,
+    trace: LayerTraceBuild = DEFAULT_TRACE,
 ) -> FirmwareBuild:
     """The firmware for `board`: with a TFLM model runner when model and tree are given, else
-    self-test; with `frontend` (an audio frontend model) it also streams keywords."""
+    self-test; with `frontend` (an audio frontend model) it also streams keywords; `trace` says whether
+    it can trace layers (and for a test build, which operator it perturbs)."""
     with _BUILDING:  # several QEMU boards of one run start together: one builds, the others find it built
-        return _build_firmware(board, model, tflm, frontend)
+        return _build_firmware(board, model, tflm, frontend, trace)
 
 
 _BUILDING = threading.Lock()
 
 
-def _build_firmware(board: Board, model: TfliteModel | None, tflm: TflmTree | None, frontend: TfliteModel | None):
+def _build_firmware(
+    board: Board, model: TfliteModel | None, tflm: TflmTree | None, frontend: TfliteModel | None, trace: LayerTraceBuild
+):
     if not board.builds_firmware:
         raise UserError(f"board {board.id} has no firmware to build")
-    firmware = Assembly(board, model, tflm, frontend, bare_metal=True)
+    firmware = Assembly(board, model, tflm, frontend, bare_metal=True, trace=trace)
     compiler = _compiler_version()
     library = None
     if model is not None:

@@ -7,11 +7,20 @@ import struct
 import time
 from collections.abc import Iterable, Iterator
 
+from harness.errors import UserError
 from harness.link.baud import BaudSwitcher
 from harness.link.frame_sizer import CHUNK_FRAMING, SMALLEST_CHUNK
 from harness.link.framing import OVERHEAD, crc32, encode_frame
 from harness.link.input_window import InputLoad
+from harness.link.layer_trace import (
+    LayerRecord,
+    layer_dump_payload,
+    layer_trace_payload,
+    parse_layer_dump,
+    parse_layer_trace,
+)
 from harness.link.protocol import (
+    ErrorCode,
     InvokeResult,
     MalformedPayload,
     Msg,
@@ -29,8 +38,8 @@ from harness.link.protocol import (
 )
 from harness.link.recovery import STATE_LOST_ERRORS, Recovering
 from harness.link.requests import LOST_STATE, PAD, DeviceError
-from harness.link.roles import KeywordStreaming, LinkTesting, Profiling
-from harness.link.session import Span
+from harness.link.roles import KeywordStreaming, LayerTracing, LinkTesting, Profiling
+from harness.link.session import Span, Unsupported
 
 REAL_CLOCKS = (TickKind.WALL_CLOCK, TickKind.CPU_CYCLES)  # an emulator's time says nothing of how long we wait
 # Of a one-slot device's link buffer, what chunks sent ahead of an INVOKE's answer leave free: room for a
@@ -38,7 +47,7 @@ REAL_CLOCKS = (TickKind.WALL_CLOCK, TickKind.CPU_CYCLES)  # an emulator's time s
 AHEAD_RESERVE = 64
 
 
-class DeviceClient(Recovering, BaudSwitcher, Profiling, KeywordStreaming, LinkTesting):
+class DeviceClient(Recovering, BaudSwitcher, Profiling, LayerTracing, KeywordStreaming, LinkTesting):
     """The harness protocol (docs/protocol.md): the core session and every role."""
 
     protocol = "harness"
@@ -240,6 +249,53 @@ class DeviceClient(Recovering, BaudSwitcher, Profiling, KeywordStreaming, LinkTe
         self.load_input(data)
         total, ops, operators = parse_profile(self.request(Msg.PROFILE, timeout=self._invoke_wait()))
         return timing(total, info), [(name, timing(ticks, info)) for name, ticks in ops], operators
+
+    def layer_trace(self, data: bytes) -> list[LayerRecord]:
+        """LAYER_TRACE pages: each loads the input and runs it once, answering the records from the first
+        operator still missing that fit one frame (the device keeps nothing between them)."""
+        records: list[LayerRecord] = []
+        operators = None
+        while operators is None or len(records) < operators:
+            self.load_input(data)
+            page = parse_layer_trace(self._traced(Msg.LAYER_TRACE, layer_trace_payload(len(records))))
+            if operators is not None and page.operators_run != operators:
+                raise MalformedPayload(f"LAYER_TRACE ran {page.operators_run} operators, before {operators}")
+            operators = page.operators_run
+            if page.first_op != len(records) or [r.index for r in page.records] != list(
+                range(len(records), len(records) + len(page.records))
+            ):
+                raise MalformedPayload(f"LAYER_TRACE answered records out of order for operator {len(records)}")
+            if not page.records and len(records) < operators:
+                raise MalformedPayload(f"operator {len(records)}'s trace record does not fit one answer frame")
+            records += page.records
+        return records
+
+    def layer_tensor(self, data: bytes, op_index: int, output: int = 0) -> bytes:
+        """LAYER_DUMP pages: each loads the input, runs it once and answers a frame's worth of the tensor."""
+        info = self._require_info()
+        got, total = b"", None
+        while total is None or len(got) < total:
+            self.load_input(data)
+            want = min(info.max_response_payload - 4, 0xFFFF)
+            payload = self._traced(Msg.LAYER_DUMP, layer_dump_payload(op_index, output, len(got), want))
+            size, chunk = parse_layer_dump(payload)
+            if (total is not None and size != total) or not (chunk or size == len(got)) or len(chunk) > want:
+                raise MalformedPayload(f"LAYER_DUMP answered {len(chunk)} bytes of {size} at {len(got)}")
+            total, got = size, got + chunk
+        return got
+
+    def _traced(self, msg: Msg, payload: bytes) -> bytes:
+        try:
+            return self.request(msg, payload, timeout=self._invoke_wait())
+        except DeviceError as error:
+            if error.code == ErrorCode.UNSUPPORTED:
+                raise Unsupported(
+                    f"{self.info.board_id}: its firmware cannot trace layers (built with HP_LAYER_TRACE 0, or its "
+                    "runner has no trace); rebuild it with the default HP_LAYER_TRACE 1"
+                ) from None
+            if error.code == ErrorCode.BAD_OFFSET:
+                raise UserError(f"the traced model has no such operator output ({error}); check the index") from None
+            raise
 
     def stream_start(self, config: bytes) -> int:
         """STREAM_START: configure and reset the keyword pipeline; returns the frontend's arena use."""

@@ -23,7 +23,15 @@ import numpy as np
 
 from harness.errors import LinkError, UserError, setting
 from harness.link.protocol import DeviceInfo, InvokeResult, TickKind, Timing
-from harness.link.roles import BaudSwitching, KeywordStreaming, LinkTesting, Profiling, Recovery, refuse
+from harness.link.roles import (
+    BaudSwitching,
+    KeywordStreaming,
+    LayerTracing,
+    LinkTesting,
+    Profiling,
+    Recovery,
+    refuse,
+)
 from harness.link.session import DeviceSession, Span
 from harness.model.card import REFERENCE_INPUTS
 from harness.model.dut import DutComputation, ModelOutputs, ReconstructionError, as_computation
@@ -68,6 +76,7 @@ class EembcClient(DeviceSession):
     DUT_FIRMWARE = True
     LACKS: ClassVar[dict[type, str]] = {
         Profiling: "the DUT protocol times whole inferences, not operators; `harness profile` needs harness firmware",
+        LayerTracing: "the DUT protocol reports whole inferences, not layers; a layer trace needs harness firmware",
         KeywordStreaming: "the DUT protocol has no audio streaming; `harness stream run` needs harness firmware",
         LinkTesting: (
             "the DUT protocol has no echo request nor fixed PERF workload; `harness boards link-test` needs "

@@ -30,6 +30,8 @@ class Msg(IntEnum):
     BOOT = 0x0A  # unasked, from the device: it (re)started
     STREAM_START = 0x0B
     STREAM_AUDIO = 0x0C
+    LAYER_TRACE = 0x0D  # one invoke traced: every operator's output digests (harness/link/layer_trace.py)
+    LAYER_DUMP = 0x0E  # one invoke traced: a slice of one operator's output tensor
     ERROR = 0x7F
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Protocol, TypeVar, runtime_checkable
 
 from harness.errors import setting
+from harness.link.layer_trace import LayerRecord
 from harness.link.protocol import StreamChunkResult, Timing
 from harness.link.session import Unsupported
 
@@ -23,6 +24,20 @@ class Profiling(Protocol):
     @abstractmethod
     def profile(self, data: bytes) -> tuple[Timing, list[tuple[str, Timing]], int]:
         """One inference timed operator by operator: (whole, per operator, operators run)."""
+
+
+@runtime_checkable
+class LayerTracing(Protocol):
+    """`harness debug layers`: one inference traced operator by operator, each output digested as it lay in
+    the device's memory, and any operator's output read back whole."""
+
+    @abstractmethod
+    def layer_trace(self, data: bytes) -> list[LayerRecord]:
+        """One inference of `data`: a record per operator of the main graph, in order."""
+
+    @abstractmethod
+    def layer_tensor(self, data: bytes, op_index: int, output: int = 0) -> bytes:
+        """One inference of `data`: the bytes of output `output` of operator `op_index` as it lay in memory."""
 
 
 @runtime_checkable
@@ -70,7 +85,7 @@ class Recovery(Protocol):
         """After BoardLost: wait for the port to come back (while `wanted()`), then HELLO from the same board."""
 
 
-ROLES = (Profiling, KeywordStreaming, LinkTesting, BaudSwitching, Recovery)
+ROLES = (Profiling, LayerTracing, KeywordStreaming, LinkTesting, BaudSwitching, Recovery)
 
 Role = TypeVar("Role")
 

@@ -2,7 +2,8 @@
  * tests/unit/link/test_core_link_faults.py: a BENCH whose run count would wrap the size check, a PROFILE answer
  * that fills its frame exactly, a damaged resend between a lost answer and an intact resend, and the
  * SET_BAUD probation (committed only by a new sequence number; a resent SET_BAUD switches again), and an
- * INVOKE refused once a chunk sent after it has written the input (one-slot pipelining).
+ * INVOKE refused once a chunk sent after it has written the input (one-slot pipelining), and layer traces and
+ * dumps kept inside their frame, paged from the operator asked, answered again from the store when resent.
  * Prints one line per check and exits non-zero on the first failure. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "hp_crc32.h"
 #include "hp_device.h"
 #include "hp_stream.h"
+#include "hp_trace.h"
 
 static struct {
   uint8_t in[1 << 14];
@@ -294,6 +296,72 @@ static int invoke_refused_after_a_later_chunk(void) {
                "an INVOKE is refused once a chunk sent after it wrote the input, the same bytes or not");
 }
 
+/* Twenty operators, each writing a 300-byte int8 tensor of its own index (more than a minimal frame holds). */
+static int8_t op_tensor[300];
+static unsigned traced_invokes;
+static int32_t twenty_ops(void *c, struct hp_trace_sink *sink) {
+  (void)c;
+  traced_invokes++;
+  for (int32_t i = 0; i < 20; ++i) {
+    memset(op_tensor, (int)i, sizeof op_tensor);
+    hp_trace_output out = {(const uint8_t *)op_tensor, sizeof op_tensor, 9, 100 + i};
+    hp_trace_operator(sink, "DEPTHWISE_CONV_2D", &out, 1);
+  }
+  return 0;
+}
+
+static int layer_trace_and_dump_inside_their_frame(void) {
+  reset_link();
+  hp_runner runner = {0, model_setup, model_input, count_invoke, model_output, 0, 0, 0, twenty_ops};
+  static uint8_t rx[64], tx[HP_MIN_TX_FRAME];
+  hp_device_config cfg = {&hal, &runner, "b", "x", rx, sizeof rx, tx, sizeof tx, 0, 0};
+  hp_device dev;
+  if (hp_device_init(&dev, &cfg)) return 1;
+  uint8_t load[20] = {0}, first[2], dump[9];
+  hp_put_u16(first, 0);
+  send(HP_MSG_LAYER_TRACE, 1, first, 2, 0);
+  run(&dev);
+  int needs_input = last_error() == HP_ERR_INPUT_INCOMPLETE && traced_invokes == 0;
+  send(HP_MSG_LOAD_INPUT, 2, load, sizeof load, 0);
+  hp_put_u16(first, 7);
+  send(HP_MSG_LAYER_TRACE, 3, first, 2, 0);
+  run(&dev);
+  uint8_t records = link.last_payload[4];
+  int paged = link.last.type == (HP_MSG_LAYER_TRACE | HP_RESPONSE_BIT) && hp_get_u16(link.last_payload) == 20 &&
+              hp_get_u16(link.last_payload + 2) == 7 && records > 0 && records < 13 &&
+              hp_get_u16(link.last_payload + 5) == 7 && link.damaged_answers == 0 &&
+              link.last.length == 5u + records * (2u + 1u + 17u + 1u + HP_TRACE_OUTPUT_BYTES) &&
+              link.last.length + HP_FRAME_OVERHEAD <= sizeof tx;
+  send(HP_MSG_LAYER_TRACE, 3, first, 2, 0); /* its answer was lost: the same request again */
+  run(&dev);
+  int stored = link.last.type == (HP_MSG_LAYER_TRACE | HP_RESPONSE_BIT) && traced_invokes == 1;
+  send(HP_MSG_LOAD_INPUT, 4, load, sizeof load, 0);
+  hp_put_u16(dump, 19);
+  dump[2] = 0;
+  hp_put_u32(dump + 3, 100);
+  hp_put_u16(dump + 7, 0xFFFF);
+  send(HP_MSG_LAYER_DUMP, 5, dump, sizeof dump, 0);
+  run(&dev);
+  uint32_t got = link.last.length - 4u;
+  int dumped = link.last.type == (HP_MSG_LAYER_DUMP | HP_RESPONSE_BIT) && hp_get_u32(link.last_payload) == 300 &&
+               got > 0 && got <= 200 && link.last.length + HP_FRAME_OVERHEAD <= sizeof tx &&
+               link.last_payload[4] == 19 && link.last_payload[3 + got] == 19;
+  send(HP_MSG_LOAD_INPUT, 6, load, sizeof load, 0);
+  hp_put_u32(dump + 3, 301);
+  send(HP_MSG_LAYER_DUMP, 7, dump, sizeof dump, 0);
+  run(&dev);
+  int past_end = last_error() == HP_ERR_BAD_OFFSET;
+  hp_runner plain = {0, model_setup, model_input, count_invoke, model_output, 0, 0, 0, 0};
+  cfg.runner = &plain;
+  if (hp_device_init(&dev, &cfg)) return 1;
+  send(HP_MSG_LOAD_INPUT, 8, load, sizeof load, 0);
+  send(HP_MSG_LAYER_TRACE, 9, first, 2, 0);
+  run(&dev);
+  int unsupported = last_error() == HP_ERR_UNSUPPORTED;
+  return check(needs_input && paged && stored && dumped && past_end && unsupported,
+               "LAYER_TRACE pages whole records from the operator asked and LAYER_DUMP slices, inside their frame");
+}
+
 int main(void) {
   int failed = bench_with_wrapping_runs();
   failed |= profile_filling_its_frame();
@@ -301,5 +369,6 @@ int main(void) {
   failed |= baud_commits_only_on_a_new_seq();
   failed |= resent_set_baud_switches_again();
   failed |= invoke_refused_after_a_later_chunk();
+  failed |= layer_trace_and_dump_inside_their_frame();
   return failed;
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "tensorflow/lite/micro/memory_helpers.h"
 #include "tensorflow/lite/micro/micro_interpreter.h"
 #include "tensorflow/lite/micro/micro_mutable_op_resolver.h"
 #include "tensorflow/lite/micro/micro_profiler_interface.h"
@@ -22,8 +23,16 @@
 extern "C" {
 #include "board.h"
 #include "harness_build_config.h"
+#include "hp_trace.h"
 #include "runner.h"
 }
+
+#ifndef HP_LAYER_TRACE
+#define HP_LAYER_TRACE 1
+#endif
+#ifndef HP_PLANT_FAULT_OP
+#define HP_PLANT_FAULT_OP -1
+#endif
 #include "model_ops.inc"
 
 extern "C" const unsigned char g_harness_model[];
@@ -48,11 +57,23 @@ uint8_t *tensor_arena = nullptr;
 #else
 alignas(16) uint8_t tensor_arena[HP_ARENA_BYTES];
 #endif
-tflite::MicroInterpreter *interpreter = nullptr;
+// The interpreter, with the one thing a layer trace needs that MicroInterpreter keeps protected: an operator's
+// tensors as they lie in the arena, through the context kernels use (GetTensor needs preserve-all-tensors,
+// which would change the arena plan being traced).
+class Interpreter : public tflite::MicroInterpreter {
+ public:
+  using tflite::MicroInterpreter::MicroInterpreter;
+  TfLiteEvalTensor *EvalTensor(int index) { return context().GetEvalTensor(&context(), index); }
+};
 
-// Times each operator in the board's ticks while armed (one PROFILE request); otherwise it returns
-// at once. TFLM's stock MicroProfiler keeps thousands of events (about 80 KB): this keeps one per op.
-class OperatorTimer : public tflite::MicroProfilerInterface {
+Interpreter *interpreter = nullptr;
+
+// TFLM calls BeginEvent and EndEvent around each operator (and, nested, around what an operator runs of
+// another subgraph). While armed (one PROFILE request) it times each operator in the board's ticks; TFLM's
+// stock MicroProfiler keeps thousands of events (about 80 KB): this keeps one per op. At each end of an
+// operator of the main graph it hands the operator's outputs to a trace sink (LAYER_TRACE, LAYER_DUMP), and
+// in a planted-fault build perturbs operator HP_PLANT_FAULT_OP's first output before the next one reads it.
+class OperatorHooks : public tflite::MicroProfilerInterface {
  public:
   void Arm(const hp_hal *hal, hp_op_timing *ops, uint32_t capacity) {
     hal_ = hal;
@@ -64,7 +85,13 @@ class OperatorTimer : public tflite::MicroProfilerInterface {
     ops_ = nullptr;
     return events_;
   }
+  void Trace(hp_trace_sink *sink) { sink_ = sink; }
+  void StartInvoke() {
+    depth_ = 0;
+    operator_ = 0;
+  }
   uint32_t BeginEvent(const char *tag) override {
+    if (depth_++ == 0) tag_ = tag;
     if (!ops_) return 0;
     uint32_t handle = events_++;
     if (handle < capacity_) {
@@ -75,17 +102,52 @@ class OperatorTimer : public tflite::MicroProfilerInterface {
   }
   void EndEvent(uint32_t handle) override {
     if (ops_ && handle < capacity_) ops_[handle].ticks = hal_->ticks(hal_->ctx) - started_[handle];
+    if (depth_ > 0 && --depth_ == 0) OperatorDone();
   }
 
  private:
+  void OperatorDone();
+
   const hp_hal *hal_ = nullptr;
   hp_op_timing *ops_ = nullptr;
   uint32_t capacity_ = 0;
   uint32_t events_ = 0;
   uint64_t started_[HP_MAX_PROFILED_OPS] = {};
+  hp_trace_sink *sink_ = nullptr;
+  uint32_t depth_ = 0;
+  uint32_t operator_ = 0;
+  const char *tag_ = nullptr; // the operator's name, as TFLM's profiler tags it
 };
 
-OperatorTimer operator_timer;
+void OperatorHooks::OperatorDone() {
+  uint32_t index = operator_++;
+#if HP_LAYER_TRACE || HP_PLANT_FAULT_OP >= 0
+  bool faulty = HP_PLANT_FAULT_OP >= 0 && index == static_cast<uint32_t>(HP_PLANT_FAULT_OP);
+  if (!sink_ && !faulty) return;
+  const tflite::SubGraph *graph = tflite::GetModel(g_harness_model)->subgraphs()->Get(0);
+  if (index >= graph->operators()->size()) return;
+  const tflite::Operator *op = graph->operators()->Get(index);
+  constexpr uint32_t kMaxOutputs = 8;  // more than any builtin operator has
+  hp_trace_output outputs[kMaxOutputs];
+  uint32_t count = 0;
+  for (uint32_t i = 0; i < op->outputs()->size() && count < kMaxOutputs; ++i) {
+    int32_t tensor_index = op->outputs()->Get(i);
+    TfLiteEvalTensor *tensor = tensor_index >= 0 ? interpreter->EvalTensor(tensor_index) : nullptr;
+    if (!tensor) continue;
+    size_t bytes = 0;
+    if (tflite::TfLiteEvalTensorByteLength(tensor, &bytes) != kTfLiteOk) bytes = 0;
+    outputs[count++] = {static_cast<const uint8_t *>(tensor->data.data), static_cast<uint32_t>(bytes),
+                        static_cast<uint8_t>(tensor->type), tensor_index};
+  }
+  if (faulty && count > 0)
+    hp_plant_fault(const_cast<uint8_t *>(outputs[0].data), outputs[0].bytes, outputs[0].dtype);
+  if (sink_) hp_trace_operator(sink_, tag_, outputs, count);
+#else
+  (void)index;
+#endif
+}
+
+OperatorHooks operator_hooks;
 
 void describe(const TfLiteTensor *tensor, hp_tensor_info *info) {
   info->dtype = static_cast<uint8_t>(tensor->type);
@@ -118,8 +180,7 @@ int32_t setup(void *, hp_model_info *info) {
   if (model->version() != TFLITE_SCHEMA_VERSION) return kSchemaMismatch;
   static tflite::MicroMutableOpResolver<HARNESS_OP_COUNT> resolver;
   HARNESS_ADD_OPS(resolver);
-  static tflite::MicroInterpreter instance(model, resolver, tensor_arena, HP_ARENA_BYTES, nullptr,
-                                           &operator_timer);
+  static Interpreter instance(model, resolver, tensor_arena, HP_ARENA_BYTES, nullptr, &operator_hooks);
   if (instance.AllocateTensors() != kTfLiteOk) return kAllocateFailed;
   if (instance.inputs_size() != 1 || instance.outputs_size() != 1) return kTooManyTensors;
   interpreter = &instance;
@@ -131,19 +192,33 @@ int32_t setup(void *, hp_model_info *info) {
 
 uint8_t *input(void *) { return interpreter->input(0)->data.uint8; }
 
-int32_t invoke(void *) { return interpreter->Invoke() == kTfLiteOk ? 0 : 1; }
+int32_t invoke(void *) {
+  operator_hooks.StartInvoke();
+  return interpreter->Invoke() == kTfLiteOk ? 0 : 1;
+}
 
 const uint8_t *output(void *) { return interpreter->output(0)->data.uint8; }
 
 int32_t invoke_profiled(void *, const hp_hal *hal, hp_op_timing *ops, uint32_t capacity, uint32_t *count) {
   if (!hal->ticks) return 1;
-  operator_timer.Arm(hal, ops, capacity);
-  int32_t status = interpreter->Invoke() == kTfLiteOk ? 0 : 1;
-  *count = operator_timer.Disarm();
+  operator_hooks.Arm(hal, ops, capacity);
+  int32_t status = invoke(nullptr);
+  *count = operator_hooks.Disarm();
   return status;
 }
 
-const hp_runner runner = {nullptr, setup, input, invoke, output, invoke_profiled, nullptr, nullptr};
+#if HP_LAYER_TRACE
+int32_t invoke_traced(void *, hp_trace_sink *sink) {
+  operator_hooks.Trace(sink);
+  int32_t status = invoke(nullptr);
+  operator_hooks.Trace(nullptr);
+  return status;
+}
+#else
+#define invoke_traced nullptr
+#endif
+
+const hp_runner runner = {nullptr, setup, input, invoke, output, invoke_profiled, nullptr, nullptr, invoke_traced};
 
 #if HP_HAS_FRONTEND
 // The audio frontend for keyword streaming (frontend_data.S, frontend_ops.inc): a second

@@ -43,7 +43,10 @@ def sim_board_process(
     """Run the virtual board for the duration of the block; yields its pseudo-terminal path.
     Without a model it runs as self-test firmware does: HELLO, LINK_TEST and PERF only. With the eembc
     protocol it is the card's DUT (`eembc`: its [eembc] table) computing `computation` (harness/model/dut.py)."""
+    from harness.device.layer_tracer import planted_fault_op  # here: it loads the TFLM host interpreter
+
     fw = board.firmware
+    fault = planted_fault_op(model_path)
     dut = ["--eembc-model", eembc.model if eembc else EEMBC_SIM_MODEL, "--eembc-computation", computation]
     command = [
         sys.executable,
@@ -70,6 +73,7 @@ def sim_board_process(
         str(board.sim.emulate_invoke_ms),
         *(dut if session_type(protocol).DUT_FIRMWARE else []),
         *(["--frontend", str(frontend)] if frontend else []),
+        *(["--plant-fault-op", str(fault)] if fault >= 0 else []),
     ]
     with pty_board_process(command, "the virtual board", SIM_START_SECONDS) as path:
         yield path

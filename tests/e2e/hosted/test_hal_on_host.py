@@ -250,3 +250,16 @@ def test_a_receive_buffer_too_small_for_the_window_loses_bytes():
     assert loaded != [(101, 1000), (102, 2000), (103, 3000)]
     lost = int(closing.split("hosted: ")[1].split(" bytes lost")[0])
     assert lost > 0, closing
+
+
+@pytest.mark.parametrize("name", ALL_HALS)
+def test_a_layer_trace_through_a_hal_is_the_host_interpreters(name):
+    from tests.layer_reference import device_trace, first_difference, host_trace, one_input
+
+    path = fixture_model(SMALL_MODEL)
+    data = path.read_bytes()
+    tensor = one_input(data)
+    with connect(get_board(name), read_tflite(path)) as client:
+        device = device_trace(client.layer_trace(tensor.tobytes()))
+    host = host_trace(data, tensor)
+    assert len(device) == 13 and device == host, first_difference(device, host)

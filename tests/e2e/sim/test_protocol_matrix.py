@@ -19,7 +19,17 @@ from harness.errors import UserError
 from harness.link.client import DeviceClient
 from harness.link.eembc import EembcClient
 from harness.link.registry import PROTOCOLS, session_type
-from harness.link.roles import ROLES, BaudSwitching, KeywordStreaming, LinkTesting, Profiling, Recovery, refuse, require
+from harness.link.roles import (
+    ROLES,
+    BaudSwitching,
+    KeywordStreaming,
+    LayerTracing,
+    LinkTesting,
+    Profiling,
+    Recovery,
+    refuse,
+    require,
+)
 from harness.link.session import DeviceSession, Unsupported
 from harness.tensors import TensorSpec
 from tests.conftest import assert_refused_in_one_line, fixture_model
@@ -131,9 +141,17 @@ def test_both_protocols_implement_every_member_of_the_session_and_ours_every_rol
     members = DeviceSession.__abstractmethods__
     assert {"run_stream", "bench", "back_to_back"} <= members
     roles = {role: _members(role) for role in ROLES}
-    assert {"profile", "stream_start", "stream_audio", "echo", "perf", "switch_baud", "reconnect"} == set().union(
-        *roles.values()
-    )
+    assert {
+        "profile",
+        "layer_trace",
+        "layer_tensor",
+        "stream_start",
+        "stream_audio",
+        "echo",
+        "perf",
+        "switch_baud",
+        "reconnect",
+    } == set().union(*roles.values())
     for session, declared in ((DeviceClient, (DeviceSession, *ROLES)), (EembcClient, (DeviceSession,))):
         assert not session.__abstractmethods__, session
         for owner in declared:
@@ -151,7 +169,7 @@ def test_both_protocols_implement_every_member_of_the_session_and_ours_every_rol
 def test_what_the_eembc_protocol_lacks_is_a_domain_error_not_an_attribute_error():
     spec = TensorSpec(3, (1, 4), 0.5, 2, 4)
     client = EembcClient(None, spec, spec)
-    lacks = (Profiling, KeywordStreaming, LinkTesting, BaudSwitching, Recovery)
+    lacks = (Profiling, LayerTracing, KeywordStreaming, LinkTesting, BaudSwitching, Recovery)
     assert set(lacks) == set(EembcClient.LACKS) == set(ROLES)
     for role in lacks:
         assert not isinstance(client, role)

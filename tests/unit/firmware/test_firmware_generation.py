@@ -88,3 +88,23 @@ def test_the_makefile_and_platformio_builds_take_one_assembly(small_model, tmp_p
 
     assert qemu.build_id(makefile("-Os")) == qemu.build_id(makefile("-Os")) != qemu.build_id(makefile("-O2"))
     assert qemu.build_id(makefile("-Os")).startswith("qemu_m4-")
+
+
+def test_the_layer_trace_and_a_planted_fault_are_build_settings_the_build_id_covers(small_model, tmp_path):
+    from harness.boards import get_board
+    from harness.firmware.assemble import Assembly, LayerTraceBuild
+    from harness.model.tflite_file import read_tflite
+
+    micro = tmp_path / "tree" / "tensorflow" / "lite" / "micro"
+    micro.mkdir(parents=True)
+    (micro / "micro_interpreter.h").write_text("")
+    tree, model = TflmTree(tmp_path / "tree"), read_tflite(small_model)
+
+    def assembly(trace: LayerTraceBuild) -> Assembly:
+        return Assembly(get_board("qemu_m7"), model, tree, None, bare_metal=True, trace=trace)
+
+    builds = [assembly(LayerTraceBuild()), assembly(LayerTraceBuild(enabled=False)), assembly(LayerTraceBuild(True, 2))]
+    headers = [a.generated("x")["harness_build_config.h"].decode() for a in builds]
+    assert "#define HP_LAYER_TRACE 1\n" in headers[0] and "#define HP_PLANT_FAULT_OP -1\n" in headers[0]
+    assert "#define HP_LAYER_TRACE 0\n" in headers[1] and "#define HP_PLANT_FAULT_OP 2\n" in headers[2]
+    assert len({a.build_id(lambda _: {}) for a in builds}) == 3  # a fault build never stands in for a clean one

@@ -26,4 +26,4 @@ def test_bench_profile_damaged_resends_and_baud_probation_under_sanitizers(tmp_p
         [str(program)], capture_output=True, text=True, timeout=60, env=os.environ | {"ASAN_OPTIONS": "detect_leaks=0"}
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count("PASS ") == 7, done.stdout
+    assert done.stdout.count("PASS ") == 8, done.stdout

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from harness.errors import LinkError
 from harness.link.eembc import EembcClient
 from harness.link.framing import FrameDecoder, Received, Rejected, encode_frame
+from harness.link.layer_trace import parse_layer_dump, parse_layer_trace
 from harness.link.protocol import (
     DeviceInfo,
     TickKind,
@@ -89,7 +90,8 @@ def test_c_decoder_survives_any_bytes(data):
 @given(st.binary(max_size=300))
 def test_python_payload_parsers_accept_or_raise_a_link_error(payload):
     for parse in (parse_hello, lambda p: parse_invoke(p, INFO), lambda p: parse_perf(p, INFO), parse_bench,
-                  parse_profile, parse_error, parse_stream_audio, parse_stream_start):  # fmt: skip
+                  parse_profile, parse_error, parse_stream_audio, parse_stream_start, parse_layer_trace,
+                  parse_layer_dump):  # fmt: skip
         with contextlib.suppress(LinkError):
             parse(payload)
 
