@@ -64,10 +64,9 @@ def trace_layers(
     from harness.link.roles import LayerTracing
 
     connection = SimpleNamespace(**locals(), protocol=NATIVE_PROTOCOL, emulate_invoke_ms=None)
-    chosen = sample
 
     def measure(client, started, data, tflite):
-        return trace(client, started, model, tflite.data, data, chosen or "first", fetch_bytes)
+        return trace(client, started, model, tflite.data, data, connection.sample_id, fetch_bytes)
 
     with quieted(not progress):
         return _timed(connection, measure, (LayerTracing,))

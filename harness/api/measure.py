@@ -17,7 +17,7 @@ def _timed(connection: SimpleNamespace, measure, roles: tuple[type, ...] = ()):
     from harness.api.resolve import emulated_tflm_tree, model_for
     from harness.boards import get_board
     from harness.device.launch import ConnectOptions, connect, with_link_options
-    from harness.eval.perf import sample_input
+    from harness.eval.perf import chosen_sample, sample_input
     from harness.eval.tasks import DatasetRequest, task_for
     from harness.model.cards import load_card
     from harness.model.dut import dut_computation
@@ -37,6 +37,7 @@ def _timed(connection: SimpleNamespace, measure, roles: tuple[type, ...] = ()):
     card, model = model_for(connection, board)
     computation = dut_computation(card, model)  # what the device computes: the model's tensors, or its DUT's
     data = sample_input(card, computation.input, dataset, sample)
+    connection.sample_id = chosen_sample(dataset, sample).id  # the one run, for a report that names it
     options = ConnectOptions.named_by(
         connection,
         tflm=emulated_tflm_tree(connection, board),

@@ -2,7 +2,7 @@
 computes them (harness/model/layer_refs.py: the TFLM host interpreter keeping every tensor), go in order to the
 device core's trace sink (firmware/core/hp_trace.c), which digests and packs them exactly as on a microcontroller.
 
-A planted fault (HARNESS_SIM_PLANT_FAULT_OP=N, a test and debug aid, docs/debug.md) is the host reference's
+A planted fault (HARNESS_PLANT_FAULT_OP=N, a test and debug aid, docs/debug.md) is the host reference's
 `perturb_op=N`: operator N's first output gets 1 added to its first element and the later operators compute from
 it (the graph cut after N), so the board's trace and its output carry the fault as a broken kernel's would.
 """
@@ -19,11 +19,11 @@ from harness.model.layer_refs import OperatorOutputs, operator_outputs
 from harness.native import TraceOutput, device_core
 from harness.tensors import DTYPE_CODES
 
-PLANT_FAULT_ENV = "HARNESS_SIM_PLANT_FAULT_OP"
+PLANT_FAULT_ENV = "HARNESS_PLANT_FAULT_OP"
 
 
 def planted_fault_op(model_path: Path | None) -> int:
-    """The operator of the model's main graph HARNESS_SIM_PLANT_FAULT_OP names, or -1 (unset). Read where the board
+    """The operator of the model's main graph HARNESS_PLANT_FAULT_OP names, or -1 (unset). Read where the board
     process is started, so a bad value is refused in one line before anything starts."""
     text = os.environ.get(PLANT_FAULT_ENV, "").strip()
     if not text:

@@ -8,9 +8,7 @@ interpreter's preserved tensors. Where a digest differs, the output's bytes are 
 import numpy as np
 
 from harness.boards import Board
-from harness.errors import UserError
-from harness.link.client import DeviceError
-from harness.link.protocol import ErrorCode
+from harness.link.protocol import MalformedPayload
 from harness.link.roles import LayerTracing, require
 from harness.model.layer_refs import operator_outputs
 from harness.results.journal import HOST_COLUMN
@@ -25,18 +23,10 @@ def trace_layers(
 ) -> LayerTrace:
     """`data` (the input tensor's bytes) traced on the board through `client` and compared with the host."""
     tracing = require(client, LayerTracing)
-    try:
-        records = tracing.layer_trace(data)
-    except DeviceError as exc:
-        if exc.code == ErrorCode.UNSUPPORTED:
-            raise UserError(
-                f"{board.id}'s firmware was built without the layer trace; rebuild it with HP_LAYER_TRACE 1 "
-                "(the default)"
-            ) from exc
-        raise
+    records = tracing.layer_trace(data)  # firmware built without the trace: Unsupported, naming HP_LAYER_TRACE
     host = operator_outputs(model_bytes, data)
     if len(records) != len(host):
-        raise DeviceError(f"the board ran {len(records)} operators, the model has {len(host)}")
+        raise MalformedPayload(f"the board traced {len(records)} operators, the model has {len(host)}")
     layers, fetched = [], 0
     for record, reference in zip(records, host, strict=True):
         layer, cost = _compare(tracing, data, record, reference, budget - fetched)
@@ -58,7 +48,7 @@ def _compare(tracing, data: bytes, record, reference, budget: int) -> tuple[Laye
     """One operator against the host's: equal by digest, else counted on the bytes fetched (if the budget holds
     them all). Returns the difference and the bytes fetched."""
     if [o.tensor_index for o in record.outputs] != [o.tensor_index for o in reference.outputs]:
-        raise DeviceError(f"operator {record.index}'s outputs on the board are not the model's")
+        raise MalformedPayload(f"operator {record.index}'s outputs on the board are not the model's")
     arrays = [np.ascontiguousarray(o.array) for o in reference.outputs]
     unit = ABSOLUTE if any(np.issubdtype(a.dtype, np.floating) for a in arrays) else STEPS
     equal = all(o.digest.matches(tensor_digest(a)) for o, a in zip(record.outputs, arrays, strict=True))

@@ -7,7 +7,8 @@ from contextlib import contextmanager
 
 from harness.device.drivers.base import Driver, Endpoint
 from harness.device.qemu import qemu_link
-from harness.firmware.build import build_firmware
+from harness.firmware.assemble import LayerTraceBuild
+from harness.firmware.build import DEFAULT_TRACE, build_firmware
 from harness.model.tflite_file import read_tflite
 
 
@@ -19,6 +20,10 @@ class EmulatedDriver(Driver):
     @contextmanager
     def start(self) -> Iterator[Endpoint]:
         frontend = read_tflite(self.options.frontend) if self.options.frontend else None
-        firmware = build_firmware(self.board, self.model, self.options.tflm, frontend)
+        from harness.device.layer_tracer import planted_fault_op  # a test and debug aid (docs/debug.md)
+
+        fault = planted_fault_op(self.model.path if self.model else None)
+        trace = LayerTraceBuild(plant_fault_op=fault) if fault >= 0 else DEFAULT_TRACE
+        firmware = build_firmware(self.board, self.model, self.options.tflm, frontend, trace=trace)
         with qemu_link(self.board, firmware.elf) as link:
             yield Endpoint(link, firmware=firmware.provenance(), comes_back=False)  # QEMU is gone with its socket

@@ -35,7 +35,7 @@ def test_a_planted_fault_is_the_first_operator_that_departs(small_model, monkeyp
     tensor = one_input(data)
     host = host_trace(data, tensor)
     clean_output = _sim_trace(small_model, tensor)[1]
-    monkeypatch.setenv("HARNESS_SIM_PLANT_FAULT_OP", str(fault_op))
+    monkeypatch.setenv("HARNESS_PLANT_FAULT_OP", str(fault_op))
     device, output = _sim_trace(small_model, tensor)
     assert first_difference(device, host) == fault_op
     (_, perturbed), (_, expected) = device[fault_op][1][0], host[fault_op][1][0]
@@ -71,9 +71,9 @@ def test_a_bad_planted_fault_is_refused_in_one_line_before_the_board_starts(smal
 
     from tests.conftest import assert_refused_in_one_line
 
-    env = os.environ | {"HARNESS_SIM_PLANT_FAULT_OP": value}
+    env = os.environ | {"HARNESS_PLANT_FAULT_OP": value}
     done = subprocess.run(
         [sys.executable, "-m", "harness", "perf", "--model", "wv_quality_k_2_c_3", "--runs", "1"],
         capture_output=True, text=True, env=env,
     )  # fmt: skip
-    assert_refused_in_one_line(done, "HARNESS_SIM_PLANT_FAULT_OP", message)
+    assert_refused_in_one_line(done, "HARNESS_PLANT_FAULT_OP", message)
