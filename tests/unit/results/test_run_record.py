@@ -59,14 +59,14 @@ def test_a_resume_record_of_an_earlier_version_still_loads():
         "switch_baud": None,
         "faults": {"drop": 0.001, "corrupt": 0.0, "dup": 0.0, "reset_every": 0},
         "order_seed": 11,
-    }  # no labgrid_place, meter, boards, labgrid_tags, baud, order, seed, clean_labels nor profile (earlier runs)
+    }  # no labgrid_place, meter, boards, labgrid_tags, baud, order, seed, clean_labels, profile nor trace_layers
     settings = EvalSettings.restored(stored)
     assert settings.references == ("tflm", "litert_ref") and settings.faults == FaultSpec(drop=0.001)
     assert settings.labgrid_place is None and settings.meter is None and settings.order_seed == 11
     assert settings.boards == 1
     assert settings.baud is None
     defaults = {"labgrid_place": None, "meter": None, "boards": 1, "labgrid_tags": None, "baud": None, "seed": 0}
-    defaults |= {"clean_labels": None, "profile": False}
+    defaults |= {"clean_labels": None, "profile": False, "trace_layers": 0}
     assert settings.order == "dataset"  # as the earlier version selected: the first samples
     assert settings.stored() == stored | defaults | {"order": "dataset"}
     older = {name: value for name, value in stored.items() if name != "pools"}  # before --pools: none added
