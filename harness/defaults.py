@@ -18,3 +18,6 @@ AUTO_POOL_SAMPLES = 2000  # harness/eval/sampling.py: the most pool samples a ru
 MLPERF_WINDOW_SECONDS = 10.0  # harness/eval/perf_energy.py: MLPerf Tiny's least window of device time
 DEFAULT_SPLIT_SEED = 0  # harness/eval/convert.py: the calibration / held-out draw; fixed so a conversion repeats
 MAX_BAUD = 16_000_000  # the fastest UART rate harness drives or emulates (options and board files alike)
+# Bytes of differing tensors a layer trace fetches from the board to count their differences: each frame of them
+# runs the input once more on the board, after loading it again (docs/debug.md).
+LAYER_FETCH_BYTES = 64 * 1024

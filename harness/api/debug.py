@@ -6,7 +6,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from harness.console import quieted
-from harness.defaults import DEFAULT_BOARD, DEFAULT_MODEL, DEMO
+from harness.defaults import DEFAULT_BOARD, DEFAULT_MODEL, DEMO, LAYER_FETCH_BYTES
 from harness.errors import UserError, setting
 from harness.extras import require
 from harness.link.registry import NATIVE_PROTOCOL
@@ -37,9 +37,6 @@ def _samples(samples) -> int:
         raise UserError(f"{setting('samples')}: {exc}") from None
 
 
-DEFAULT_FETCH_BYTES = 1 << 20
-
-
 def trace_layers(
     model: str = DEFAULT_MODEL,
     *,
@@ -51,7 +48,7 @@ def trace_layers(
     baud: int | None = None,
     link_baud: int | None = None,
     tflm: str | None = None,
-    fetch_bytes: int = DEFAULT_FETCH_BYTES,
+    fetch_bytes: int = LAYER_FETCH_BYTES,
     progress: bool = False,
 ) -> LayerTrace:
     """Run the dataset's first sample (or `sample`, by id) on the board with every operator's outputs digested

@@ -8,14 +8,13 @@ interpreter's preserved tensors. Where a digest differs, the output's bytes are 
 import numpy as np
 
 from harness.boards import Board
+from harness.defaults import LAYER_FETCH_BYTES
 from harness.link.protocol import MalformedPayload
 from harness.link.roles import LayerTracing, require
 from harness.model.layer_refs import operator_outputs
 from harness.results.journal import HOST_COLUMN
 from harness.results.layer_trace import ABSOLUTE, STEPS, LayerDifference, LayerTrace
 from harness.tensor_digest import tensor_digest
-
-DEFAULT_FETCH_BUDGET = 1 << 20  # bytes of differing tensors fetched per trace: about 11 s at 921600 baud
 
 
 def trace_layers(
@@ -91,9 +90,7 @@ def departing_samples(tables, reference: str, limit: int) -> list[int]:
     return sorted(departing)[:limit]
 
 
-def trace_departures(
-    client, request, inputs, indices: list[int], budget: int = DEFAULT_FETCH_BUDGET
-) -> list[LayerTrace]:
+def trace_departures(client, request, inputs, indices: list[int], budget: int = LAYER_FETCH_BYTES) -> list[LayerTrace]:
     """Each of these samples of an eval run traced through `client` (a session on one of the run's boards)."""
     return [
         trace_layers(

@@ -2,7 +2,7 @@
 a function that adds it to the group."""
 
 from harness.cli.args import BOARD, PORT, command, group
-from harness.defaults import DEFAULT_MODEL, DEMO
+from harness.defaults import DEFAULT_MODEL, DEMO, LAYER_FETCH_BYTES
 from harness.eval.settings import TFLM_HELP
 from harness.eval.settings import add_arguments as add_eval_settings
 from harness.values import fetch_bytes, held_out_samples
@@ -48,8 +48,9 @@ def add_layers(debug) -> None:
     layers.add_argument(
         "--fetch-bytes",
         type=fetch_bytes,
-        default=1 << 20,
-        help="bytes of differing tensors fetched from the board to count their differences (default: 1 MiB)",
+        default=LAYER_FETCH_BYTES,
+        help="bytes of differing tensors fetched from the board to count their differences (each frame of them "
+        "runs the input once more)",
     )
     add_eval_settings(layers, ("baud", "link_baud"))
 
