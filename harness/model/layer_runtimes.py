@@ -1,5 +1,7 @@
 """The host runtimes a layer trace reads every tensor from: one model, inputs in, any tensor out after invoke."""
 
+import warnings
+
 import numpy as np
 
 from harness.model.references import HOST_ARENA_BYTES
@@ -45,10 +47,25 @@ class LiteRtTensors:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
         resolver = OpResolverType.BUILTIN_REF if reference_kernels else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
-        self._interpreter = Interpreter(
-            model_content=model_data, experimental_op_resolver_type=resolver, experimental_preserve_all_tensors=True
-        )
+        with warnings.catch_warnings():  # LiteRT warns that preserving every tensor is for debugging: it is
+            warnings.simplefilter("ignore")
+            self._interpreter = Interpreter(
+                model_content=model_data, experimental_op_resolver_type=resolver, experimental_preserve_all_tensors=True
+            )
         self._interpreter.allocate_tensors()
+
+    def tensor_details(self) -> list[dict]:
+        """LiteRT's description of every tensor: index, name, dtype, shape, quantization_parameters."""
+        return self._interpreter.get_tensor_details()
+
+    def operator_details(self) -> list[dict]:
+        """Every operator in execution order: index, op_name, inputs, outputs."""
+        return self._interpreter._get_ops_details()
+
+    def io_indices(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The model's input and output tensor indices."""
+        inputs = tuple(d["index"] for d in self._interpreter.get_input_details())
+        return inputs, tuple(d["index"] for d in self._interpreter.get_output_details())
 
     def input_layouts(self) -> list[tuple[np.dtype, tuple[int, ...]]]:
         return [
