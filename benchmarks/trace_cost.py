@@ -120,7 +120,8 @@ def platformio_rows(board: Board, cards: list[str], tree_path: Path, cores: Path
             _replace_sources(generated.path, fixed)
             record = platformio.build(dataclasses.replace(generated, path=fixed), timeout=PIO_TIMEOUT_SECONDS)
             flash[state], ram[state] = record["flash_bytes"], record["static_ram_bytes"]
-            toolchain = f"PlatformIO {record['platform']} ({record['framework']}): {record['flags']}"
+            flags = " ".join(f for f in record["flags"].split() if not f.startswith("-I"))
+            toolchain = f"PlatformIO {record['platform']} ({record['framework']}), its gcc-arm-none-eabi: {flags}"
         rows.append(Row(board.id, toolchain, card.name, tree.kernels, flash, ram))
     return rows
 
