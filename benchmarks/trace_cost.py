@@ -4,9 +4,10 @@ firmware built with HP_LAYER_TRACE 1 and with 0, both ELFs read by harness/firmw
 QEMU boards are built by harness's Makefile with each TFLM tree given (default: the fixture trees, CMSIS-NN and
 reference kernels). PlatformIO boards are built offline with a prepared PlatformIO core dir per PlatformIO board
 (default: the fixtures' platformio/<pio board>/, copied into --work, never written to); a board without one is
-listed with the reason. Both states of one project are built in one folder with one PlatformIO build cache, so the
-second build compiles only what includes harness_build_config.h. Figures are `host`: read from the images this
-machine's compilers made, not measured on a board. A first PlatformIO build takes up to half an hour.
+listed with the reason. Every PlatformIO build of a board happens in one folder with one build cache, so a later
+build compiles only what changed (for the other state, what includes harness_build_config.h). Figures are `host`:
+read from the images this machine's compilers made, not measured on a board. A first PlatformIO build takes
+minutes (the framework and TFLM; up to half an hour on busy cores).
 
     python benchmarks/trace_cost.py [--boards qemu_m4 qemu_m7 nucleo_h743] [--models wv_quality_k_2_c_3 ...]
 """
@@ -35,7 +36,6 @@ from harness.paths import cache_dir
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 MODELS = ("wv_quality_k_2_c_3", "mlperf_tiny_kws01", "mlperf_tiny_vww01")
-PIO_MODELS = ("wv_quality_k_2_c_3",)  # one: a first PlatformIO build of TFLM takes up to half an hour
 PIO_TIMEOUT_SECONDS = 3600
 STATES = {"traced": LayerTraceBuild(enabled=True), "compiled out": LayerTraceBuild(enabled=False)}
 
@@ -116,7 +116,7 @@ def platformio_rows(board: Board, cards: list[str], tree_path: Path, cores: Path
         flash, ram, toolchain = {}, {}, ""
         for state, trace in STATES.items():
             generated = platformio.generate_project(board, model, card.name, tree, work / "generated", trace=trace)
-            fixed = work / board.id / card.name  # one folder: the second state reuses the first one's objects
+            fixed = work / board.id / "project"  # one folder: every build reuses the objects of the ones before
             _replace_sources(generated.path, fixed)
             record = platformio.build(dataclasses.replace(generated, path=fixed), timeout=PIO_TIMEOUT_SECONDS)
             flash[state], ram[state] = record["flash_bytes"], record["static_ram_bytes"]
@@ -141,8 +141,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     buildable = [*board_ids("emulated"), *board_ids(platformio=True)]
     parser.add_argument("--boards", nargs="+", default=buildable, choices=buildable)
-    parser.add_argument("--models", nargs="+", default=list(MODELS), help="model cards for QEMU boards")
-    parser.add_argument("--pio-models", nargs="+", default=list(PIO_MODELS), help="model cards for PlatformIO boards")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), help="model cards")
     parser.add_argument(
         "--trees",
         nargs="+",
@@ -153,6 +152,10 @@ def main() -> int:
     parser.add_argument("--pio-cores", type=Path, default=FIXTURES / "platformio", help="<pio board>/ core dirs")
     parser.add_argument("--work", type=Path, default=cache_dir() / "trace-cost", help="projects and PlatformIO cache")
     args = parser.parse_args()
+    for card_name in args.models:  # bad input refused before minutes of building
+        load_card(card_name)
+    for tree in args.trees:
+        TflmTree(tree)
     rows, not_built, toolchains = [], {}, {}
     for board_id in args.boards:
         board = get_board(board_id)
@@ -160,7 +163,7 @@ def main() -> int:
             if board.platformio is None:
                 built = makefile_rows(board, args.models, args.trees)
             else:
-                built = platformio_rows(board, args.pio_models, args.trees[0], args.pio_cores, args.work.resolve())
+                built = platformio_rows(board, args.models, args.trees[0], args.pio_cores, args.work.resolve())
         except NotBuilt as reason:
             not_built[board.id] = str(reason)
             continue
