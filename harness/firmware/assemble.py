@@ -48,6 +48,9 @@ class LayerTraceBuild:
     plant_fault_op: int = -1
 
 
+DEFAULT_TRACE = LayerTraceBuild()  # layer tracing compiled in, no planted fault
+
+
 def config_header(
     board: Board,
     build_id: str,

@@ -17,6 +17,7 @@ from harness.boards import Board
 from harness.errors import BuildError, UserError
 from harness.firmware.assemble import (
     COMPILED_SUFFIXES,
+    DEFAULT_TRACE,
     Assembly,
     LayerTraceBuild,
     firmware_dir,
@@ -29,7 +30,6 @@ from harness.model.tflite_file import TfliteModel
 from harness.paths import cache_dir
 
 TOOLCHAIN = "arm-none-eabi-"
-DEFAULT_TRACE = LayerTraceBuild()  # layer tracing compiled in, no planted fault
 BUILD_TIMEOUT_SECONDS = 3600
 # No framework here: harness sets what a PlatformIO framework would (size, sections for --gc-sections, dialects).
 COMMON_FLAGS = "-Os -g -ffunction-sections -fdata-sections"

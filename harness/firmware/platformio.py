@@ -19,7 +19,15 @@ from harness import __version__, reading
 from harness.boards import Board, board_ids
 from harness.errors import BuildError, UserError
 from harness.extras import install_hint, require
-from harness.firmware.assemble import COMPILED_SUFFIXES, Assembly, firmware_dir, staged, write_files
+from harness.firmware.assemble import (
+    COMPILED_SUFFIXES,
+    DEFAULT_TRACE,
+    Assembly,
+    LayerTraceBuild,
+    firmware_dir,
+    staged,
+    write_files,
+)
 from harness.firmware.build_runs import BuildFailed, run_build
 from harness.firmware.elf import memory_usage
 from harness.firmware.tflm_tree import TflmTree
@@ -181,11 +189,13 @@ def generate_project(
     tflm: TflmTree | None = None,
     out_root: Path = Path("build"),
     frontend: TfliteModel | None = None,
+    trace: LayerTraceBuild = DEFAULT_TRACE,
 ) -> PioProject:
-    """The PlatformIO project for `board` running `model` (and, for keyword streaming, `frontend`)."""
+    """The PlatformIO project for `board` running `model` (and, for keyword streaming, `frontend`); `trace` says
+    whether its firmware can trace layers (docs/debug.md), as for build.build_firmware."""
     if board.platformio is None:  # a device board's own table
         raise UserError(f"{board.id} is not a PlatformIO board; valid: {', '.join(board_ids(platformio=True))}")
-    firmware = Assembly(board, model, tflm, frontend, bare_metal=False)
+    firmware = Assembly(board, model, tflm, frontend, bare_metal=False, trace=trace)
     # A real board's arena is sized to the model: its RAM holds the framework's data too.
     firmware = dataclasses.replace(firmware, arena_bytes=arena_for(model, board))
     library, manifest = tflm_library_files(tflm, firmware.operators) if firmware.tflm_source == "tree" else ({}, b"")

@@ -5,6 +5,7 @@ stm32duino 2.12.0, CMSIS 6.3.0; Debian's arm-none-eabi toolchain) and TFLM trees
 upstream tflite-micro: with them `pio run` runs in the moved project exactly as on a colleague's machine,
 without any registry and with nothing left where harness generated it. Both models' projects are built at
 the same place with one PlatformIO build cache, so TFLM and the framework compile once (the suite's budget).
+The last one is then rebuilt in place with the layer trace compiled out (HP_LAYER_TRACE 0): seconds, and smaller.
 """
 
 import json
@@ -90,11 +91,7 @@ def test_a_moved_copy_of_the_generated_project_builds_and_links_with_real_platfo
         shutil.rmtree(moved, ignore_errors=True)
         shutil.copytree(project, moved)
         shutil.rmtree(generated)  # nothing of the original is left to read
-        log = tmp_path / f"{card}.log"
-        with open(log, "w") as out:  # always bounded: offline, PlatformIO's registry calls hang
-            command = ["timeout", "-k", "60", str(BUILD_SECONDS), _pio(), "run"]
-            done = subprocess.run(command, cwd=moved, env=env, stdout=out, stderr=subprocess.STDOUT)
-        assert done.returncode == 0, f"{card}: {log.read_text()[-3000:]}"
+        log = _pio_run(moved, env, tmp_path / f"{card}.log")
         elf = moved / ".pio" / "build" / "nucleo_h743" / "firmware.elf"
         figures = memory_usage(elf)
         assert 0 < figures["flash_bytes"] <= board.memory.flash_bytes
@@ -104,3 +101,38 @@ def test_a_moved_copy_of_the_generated_project_builds_and_links_with_real_platfo
         assert "tflm @ 0.0.0" in log.read_text()  # PlatformIO's dependency finder found the project's TFLM copy
         # One CMSIS per build: the framework's. The tree's own copy is never on an include path.
         assert "third_party/cmsis/CMSIS" not in (moved / "platformio.ini").read_text()
+    _the_layer_trace_compiled_out_makes_a_smaller_image(moved, env, model, figures, tmp_path)
+
+
+def _pio_run(project: Path, env: dict, log: Path) -> Path:
+    with open(log, "w") as out:  # always bounded: offline, PlatformIO's registry calls hang
+        command = ["timeout", "-k", "60", str(BUILD_SECONDS), _pio(), "run"]
+        done = subprocess.run(command, cwd=project, env=env, stdout=out, stderr=subprocess.STDOUT)
+    assert done.returncode == 0, f"{project}: {log.read_text()[-3000:]}"
+    return log
+
+
+def _the_layer_trace_compiled_out_makes_a_smaller_image(project: Path, env: dict, model: Path, traced: dict, tmp_path):
+    """The last model's project again with HP_LAYER_TRACE 0, in the same folder: a rebuild of the few sources
+    that include harness_build_config.h (seconds), smaller by the trace's code and no larger in RAM."""
+    from harness.firmware.assemble import LayerTraceBuild
+    from harness.firmware.platformio import generate_project
+    from harness.firmware.tflm_tree import TflmTree
+    from harness.model.tflite_file import read_tflite
+
+    untraced = generate_project(
+        get_board("nucleo_h743"),
+        read_tflite(model),
+        "untraced",
+        TflmTree(TREE),
+        tmp_path / "untraced",
+        trace=LayerTraceBuild(enabled=False),
+    )
+    for path in project.iterdir():
+        if path.name != ".pio":
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    shutil.copytree(untraced.path, project, dirs_exist_ok=True)
+    _pio_run(project, env, tmp_path / "untraced.log")
+    figures = memory_usage(project / ".pio" / "build" / "nucleo_h743" / "firmware.elf")
+    assert 0 < figures["flash_bytes"] < traced["flash_bytes"]
+    assert figures["static_ram_bytes"] <= traced["static_ram_bytes"]

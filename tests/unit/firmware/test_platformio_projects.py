@@ -237,6 +237,17 @@ def test_model_array_is_the_model_byte_for_byte(tmp_path, small_model, tflm_tree
     assert "alignas(16)" in source and 'extern "C"' in source
 
 
+def test_a_project_compiles_the_layer_trace_in_by_default_and_out_when_asked(tmp_path, small_model, tflm_tree):
+    from harness.firmware.assemble import LayerTraceBuild
+
+    board, model = get_board("nucleo_h743"), read_tflite(small_model)
+    traced = generate_project(board, model, "x", tflm_tree, tmp_path / "on")
+    untraced = generate_project(board, model, "x", tflm_tree, tmp_path / "off", trace=LayerTraceBuild(enabled=False))
+    for project, value in ((traced, 1), (untraced, 0)):
+        assert f"#define HP_LAYER_TRACE {value}\n" in (project.path / "src" / "harness_build_config.h").read_text()
+    assert traced.build_id != untraced.build_id  # a board's HELLO tells which firmware it runs
+
+
 def test_a_keyword_card_with_streaming_embeds_its_audio_frontend(tmp_path, tflm_tree):
     """`harness firmware generate` for tflm_micro_speech: the frontend model and its signal-kernel resolver
     go into the project beside the keyword model, and the firmware is built to stream."""
