@@ -5,13 +5,19 @@ for each sample the host sends the smallest announced form that decodes to exact
 the raw bytes otherwise. The device core's decoders are firmware/core/hp_input_forms.c, numbered alike;
 compressed forms (issue #36 item 2) join ENCODERS."""
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
 
+from harness.errors import UserError
 from harness.tensors import TensorSpec
+
+# HARNESS_INPUT_FORMS=raw sends every input as its raw bytes, whatever the device decodes: to compare the two, or to
+# rule the encoding out while looking into a board. Unset (or "smallest"): the smallest exact form.
+FORMS_SETTING = "HARNESS_INPUT_FORMS"
 
 
 class Encoding(IntEnum):
@@ -55,6 +61,8 @@ def wire_form(data: bytes, spec: TensorSpec, announced: int) -> WireInput:
     """The smallest form of `data` (the input tensor's bytes) among those the device announced, raw when no
     other holds it exactly."""
     best = WireInput(Encoding.RAW, data)
+    if _only_raw():
+        return best
     for encoding, encode in ENCODERS.items():
         if not (announced >> encoding) & 1:
             continue
@@ -62,3 +70,10 @@ def wire_form(data: bytes, spec: TensorSpec, announced: int) -> WireInput:
         if wire is not None and len(wire) < len(best.data):
             best = WireInput(encoding, wire)
     return best
+
+
+def _only_raw() -> bool:
+    setting = os.environ.get(FORMS_SETTING, "").strip().lower()
+    if setting not in ("", "smallest", "raw"):
+        raise UserError(f"{FORMS_SETTING} is {setting!r}: set it to raw or smallest, or unset it")
+    return setting == "raw"
