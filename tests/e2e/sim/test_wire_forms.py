@@ -20,3 +20,13 @@ def test_an_unknown_input_forms_setting_is_refused_in_one_line(tmp_path):
     done = run_eval(tmp_path / "bad", "zip", *ARGS)
     assert_refused_in_one_line(done, "HARNESS_INPUT_FORMS is 'zip'", "raw or smallest")
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
+
+
+def test_widened_inputs_through_a_damaging_link_give_the_clean_outputs(tmp_path, vww_model):
+    """Chunks lost, damaged and sent again, and board resets, with offsets counted in wire bytes."""
+    clean_rows, _ = eval_rows_and_link(tmp_path / "clean", "smallest", *ARGS)
+    faults = "drop=1e-3,corrupt=1e-3,dup=1e-4,reset-every=5"
+    rows, link = eval_rows_and_link(tmp_path / "faulty", "smallest", *ARGS, "--faults", faults)
+    assert [r["device_output"] for r in rows] == [r["device_output"] for r in clean_rows]
+    assert link["resends"] > 0 and link["resets"] >= 1 and link["inputs_encoded"] >= 6
+    assert link["input_tensor_bytes"] == link["inputs_encoded"] * 110_592
