@@ -106,6 +106,18 @@ _SIGNATURES = {
             ctypes.POINTER(Frame),
         ],
     ),
+    "hp_input_encodings": (ctypes.c_uint32, [ctypes.POINTER(TensorInfo)]),
+    "hp_input_decode": (
+        ctypes.c_int32,
+        [
+            ctypes.c_uint8,
+            ctypes.POINTER(TensorInfo),
+            ctypes.c_void_p,
+            ctypes.c_uint32,
+            ctypes.c_char_p,
+            ctypes.c_uint32,
+        ],
+    ),
     "hp_frame_encode": (
         ctypes.c_uint32,
         [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint8, ctypes.c_uint16, ctypes.c_char_p, ctypes.c_uint16],

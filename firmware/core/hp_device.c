@@ -4,6 +4,7 @@
 
 #include "hp_bytes.h"
 #include "hp_crc32.h"
+#include "hp_input_forms.h"
 #include "hp_respond.h"
 #include "hp_stream.h"
 
@@ -36,6 +37,11 @@ static void write_all(hp_device *dev, const uint8_t *buf, uint32_t len) {
 void hp_send_response(hp_device *dev, uint8_t type, uint16_t seq, uint32_t payload_len) {
   dev->last_tx_len = hp_frame_seal(dev->cfg.tx_buf, type, seq, (uint16_t)payload_len);
   write_all(dev, dev->cfg.tx_buf, dev->last_tx_len);
+}
+
+void hp_input_consumed(hp_device *dev) {
+  dev->input_filled = 0;
+  dev->input_decoded = 0;
 }
 
 void hp_send_error(hp_device *dev, uint16_t seq, uint16_t code, const char *message) {
@@ -101,26 +107,45 @@ static void handle_hello(hp_device *dev, const hp_frame *req) {
   p = hp_put_u8(p, dev->cfg.runner->invoke_start ? 2u : 1u);
   p = hp_put_u32(p, hal->set_baud && hal->ticks && hal->tick_hz ? hal->max_baud : 0u);
   p = hp_put_u8(p, hal->link_flags);
+  p = hp_put_u32(p, hp_input_encodings(&dev->model.input));
   hp_send_response(dev, HP_MSG_HELLO | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
 }
 
+/* Offset bit 31 set: an encoding u8 follows the offset, and the offset counts that encoding's wire bytes. */
+#define HP_OFFSET_ENCODED 0x80000000u
+
 static void handle_load_input(hp_device *dev, const hp_frame *req) {
-  if (req->length < 4) {
-    hp_send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "LOAD_INPUT needs a 4-byte offset");
+  uint32_t offset = req->length >= 4 ? hp_get_u32(req->payload) : 0;
+  uint32_t head = offset & HP_OFFSET_ENCODED ? 5u : 4u;
+  if (req->length < head) {
+    hp_send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "LOAD_INPUT needs a 4-byte offset (and its encoding)");
     return;
   }
-  uint32_t offset = hp_get_u32(req->payload);
-  uint32_t len = req->length - 4u;
-  /* Chunks arrive in order; resending an earlier chunk is allowed, a gap is not. */
-  if (offset > dev->input_filled || offset + len > dev->model.input.bytes) {
+  uint8_t encoding = head == 5u ? req->payload[4] : (uint8_t)HP_INPUT_RAW;
+  offset &= ~HP_OFFSET_ENCODED;
+  uint32_t len = req->length - head;
+  if (encoding >= 32u || !((hp_input_encodings(&dev->model.input) >> encoding) & 1u)) {
+    hp_send_error(dev, req->seq, HP_ERR_UNSUPPORTED, "input encoding not announced in HELLO");
+    return;
+  }
+  /* Chunks arrive in order; resending an earlier chunk is allowed, a gap (or a chunk of another form than
+   * the input's first) is not. */
+  int32_t decoded = -1;
+  if (offset <= dev->input_filled && (offset == 0 || encoding == dev->input_encoding))
+    decoded = hp_input_decode(encoding, &dev->model.input, dev->cfg.runner->input(dev->cfg.runner->ctx), offset,
+                              req->payload + head, len);
+  if (decoded < 0) {
     hp_send_error(dev, req->seq, HP_ERR_BAD_OFFSET, "input chunk outside the loaded range");
     return;
   }
-  memcpy(dev->cfg.runner->input(dev->cfg.runner->ctx) + offset, req->payload + 4, len);
   dev->input_seq = req->seq;
   /* Offset 0 starts an input afresh; a resent later chunk (its answer lost while the ones after it
    * went through) keeps what follows it. */
-  if (offset == 0 || offset + len > dev->input_filled) dev->input_filled = offset + len;
+  if (offset == 0 || offset + len > dev->input_filled) {
+    dev->input_filled = offset + len;
+    dev->input_decoded = (uint32_t)decoded;
+    dev->input_encoding = encoding;
+  }
   hp_put_u32(hp_response_payload(dev), dev->input_filled);
   hp_send_response(dev, HP_MSG_LOAD_INPUT | HP_RESPONSE_BIT, req->seq, 4);
 }
@@ -133,7 +158,7 @@ static uint32_t copy_output(hp_device *dev, uint8_t *dst, uint32_t offset, uint3
 }
 
 int hp_input_ready(hp_device *dev, const hp_frame *req) {
-  if (dev->input_filled == dev->model.input.bytes) return 1;
+  if (dev->input_decoded == dev->model.input.bytes) return 1;
   hp_send_error(dev, req->seq, HP_ERR_INPUT_INCOMPLETE, "load the whole input first");
   return 0;
 }
@@ -204,7 +229,7 @@ static void handle_invoke(hp_device *dev, const hp_frame *req) {
     }
   }
   /* The arena planner may reuse the input tensor's memory during Invoke: load it again. */
-  dev->input_filled = 0;
+  hp_input_consumed(dev);
   dev->output_valid = 0;
   dev->invoke_done_valid = 0;
   dev->busy_seq = req->seq;

@@ -17,7 +17,7 @@ static int traced_invoke(hp_device *dev, const hp_frame *req, hp_trace_sink *sin
   }
   if (!hp_input_ready(dev, req)) return 0;
   int32_t status = runner->invoke_traced(runner->ctx, sink);
-  dev->input_filled = 0; /* the arena planner may have reused the input's memory */
+  hp_input_consumed(dev); /* the arena planner may have reused the input's memory */
   dev->output_valid = status == 0;
   if (status != 0) {
     hp_send_error(dev, req->seq, HP_ERR_INVOKE_FAILED, "model invoke failed");

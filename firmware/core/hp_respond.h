@@ -12,6 +12,8 @@ void hp_send_error(hp_device *dev, uint16_t seq, uint16_t code, const char *mess
 uint64_t hp_now(const hp_device *dev); /* the HAL's ticks, 0 without a clock */
 /* 1 when the whole input is loaded; else answers INPUT_INCOMPLETE and returns 0. */
 int hp_input_ready(hp_device *dev, const hp_frame *req);
+/* The model ran on the input (the arena planner may have reused its memory): the next run needs a new one. */
+void hp_input_consumed(hp_device *dev);
 
 void hp_handle_perf(hp_device *dev, const hp_frame *req);
 void hp_handle_bench(hp_device *dev, const hp_frame *req);

@@ -51,7 +51,7 @@ void hp_handle_bench(hp_device *dev, const hp_frame *req) {
     status = runner->invoke(runner->ctx);
     p = hp_put_u64(p, hp_now(dev) - t0);
   }
-  dev->input_filled = 0;
+  hp_input_consumed(dev);
   dev->output_valid = 0;
   if (status != 0) {
     hp_send_error(dev, req->seq, HP_ERR_INVOKE_FAILED, "model invoke failed");
@@ -72,7 +72,7 @@ void hp_handle_profile(hp_device *dev, const hp_frame *req) {
   uint64_t t0 = hp_now(dev);
   int32_t status = runner->invoke_profiled(runner->ctx, dev->cfg.hal, ops, HP_MAX_PROFILED_OPS, &count);
   uint64_t total = hp_now(dev) - t0;
-  dev->input_filled = 0;
+  hp_input_consumed(dev);
   dev->output_valid = status == 0;
   if (status != 0) {
     hp_send_error(dev, req->seq, HP_ERR_INVOKE_FAILED, "model invoke failed");

@@ -7,7 +7,8 @@
  * Mode bit 8 turns the input into well-formed frames first (type, sequence, payload length and
  * payload taken from the input, CRC computed), so the fuzzer reaches every request handler rather
  * than stopping at the CRC check. Mode bit 16 (with bit 4, the EEMBC DUT) makes the model an int8
- * autoencoder the DUT scores as ad01's reference does (EE_COMPUTE_RECONSTRUCTION_MSE).
+ * autoencoder the DUT scores as ad01's reference does (EE_COMPUTE_RECONSTRUCTION_MSE); without bit 4 it makes the
+ * input tensor float32, so LOAD_INPUT's widening encodings (hp_input_forms.c) are announced and decoded.
  * Besides memory errors (AddressSanitizer) it checks that everything the core sends back is a
  * well-formed frame: a response to a request type, an ERROR, or a BOOT notice.
  */
@@ -73,12 +74,14 @@ static uint32_t link_set_baud(void *ctx, uint32_t baud) {
   return baud == 115200u ? 9600u : 115200u;
 }
 
-static int autoencoder; /* mode bit 16: int8 out, one value per input value */
+static int autoencoder; /* mode bits 16 and 4: int8 out, one value per input value */
+static int float_input; /* mode bit 16 without 4: a float32 input tensor, which LOAD_INPUT may widen into */
 
 static int32_t setup(void *ctx, hp_model_info *info) {
   (void)ctx;
   memset(info, 0, sizeof *info);
-  info->input = (hp_tensor_info){9, 2, {1, INPUT_BYTES}, 0.5f, -3, INPUT_BYTES};
+  info->input = float_input ? (hp_tensor_info){1, 2, {1, INPUT_BYTES / 4u}, 0.0f, 0, INPUT_BYTES}
+                            : (hp_tensor_info){9, 2, {1, INPUT_BYTES}, 0.5f, -3, INPUT_BYTES};
   info->output = autoencoder ? (hp_tensor_info){9, 2, {1, INPUT_BYTES}, 0.25f, 7, INPUT_BYTES}
                              : (hp_tensor_info){3, 2, {1, OUTPUT_BYTES}, 0.25f, 7, OUTPUT_BYTES};
   return 0;
@@ -154,6 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 2) return 0;
   uint8_t mode = data[0];
   autoencoder = (mode & 4) && (mode & 16); /* set every run: no state carried from the one before */
+  float_input = !(mode & 4) && (mode & 16);
   static uint8_t framed[1 << 16];
   invokes = 0;
   fuzz_link link = {data + 1, size - 1, 0, 0, {0}, {0}, 0};

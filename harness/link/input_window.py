@@ -4,6 +4,7 @@ going back to the last acknowledged byte after a loss or damage (harness/link/fr
 from harness.errors import LinkError
 from harness.link.frame_sizer import ANSWER_BYTES, CHUNK_FRAMING
 from harness.link.framing import OVERHEAD, encode_frame
+from harness.link.input_forms import Encoding, wire_form
 from harness.link.protocol import RESPONSE_BIT, ErrorCode, Msg, load_input_payload, parse_error
 from harness.link.requests import DAMAGED_LINK_WAIT, PAD, DeviceError, RequestEngine
 
@@ -27,13 +28,17 @@ class InputLoad:
         info = client._require_info()
         if len(data) != info.input.bytes:
             raise LinkError(f"input is {len(data)} bytes, the device expects {info.input.bytes}")
-        self.client, self.data = client, data
+        self.client = client
+        self.form = wire_form(data, info.input, info.input_encodings)  # offsets and acknowledgements count its bytes
+        self.data = self.form.data
+        self.tensor_bytes = len(data)
+        self.head = 4 if self.form.encoding == Encoding.RAW else 5  # the offset, and the encoding when not raw
         # Bytes in flight are bounded by the device's frame buffer plus its link buffer; frames small
         # enough that three fit keep the line busy while the device handles one and the host is slow
         # to send the next.
         self.budget = info.max_request_frame + info.rx_buffer_bytes
         largest_frame = min(info.max_request_frame, max(self.budget // 3, MIN_WINDOW_FRAME))
-        self.largest = min(info.max_request_payload, largest_frame - OVERHEAD) - 4
+        self.largest = min(info.max_request_payload, largest_frame - OVERHEAD) - self.head
         self._resize()
         self.acked = self.sent = 0
         self.outstanding: dict[int, int] = {}  # sequence number -> input bytes loaded once it is acknowledged
@@ -50,7 +55,8 @@ class InputLoad:
         piece = self.data[self.sent : self.sent + self.chunk]
         seq = self.client._next_seq()
         self.client.stats.frames_sent += 1
-        frame = encode_frame(Msg.LOAD_INPUT, seq, load_input_payload(self.sent, piece))
+        frame = encode_frame(Msg.LOAD_INPUT, seq, load_input_payload(self.sent, piece, self.form.encoding))
+        self.client.stats.input_wire_bytes += len(frame)
         self.sent += len(piece)
         self.outstanding[seq] = self.sent
         return frame
@@ -62,7 +68,7 @@ class InputLoad:
         pad = PAD if client._damaged_link else b""
         burst = b""
         while self.sent < len(self.data):
-            size = min(self.chunk, len(self.data) - self.sent) + 4 + OVERHEAD
+            size = min(self.chunk, len(self.data) - self.sent) + self.head + OVERHEAD
             if len(burst) + size + len(pad) > limit:
                 break
             burst += self._frame()
@@ -110,6 +116,8 @@ class InputLoad:
             self.sent = self.acked
             self._resize()
         client.stats.byte_error_rate = client.frame_sizer.byte_error_rate
+        client.stats.input_tensor_bytes += self.tensor_bytes
+        client.stats.inputs_encoded += self.form.encoding != Encoding.RAW
         self.forget()
 
     def _drain(self) -> int:

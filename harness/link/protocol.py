@@ -76,6 +76,7 @@ class DeviceInfo:
     input_slots: int = 1  # 2: the device takes the next input while it runs the model (v2)
     max_baud: int = 0  # the highest rate SET_BAUD may switch to; 0: no switching (v2)
     baud_applies: bool = True  # False: the link has no baud rate (USB CDC), the host's rate is ignored (v2)
+    input_encodings: int = 1  # bit e: LOAD_INPUT may carry the input in encoding e (harness/link/input_forms.py)
 
     @property
     def max_request_payload(self) -> int:
@@ -194,6 +195,8 @@ def parse_hello(payload: bytes) -> DeviceInfo:
         r.tensor(),
         *(r.take("BI") if len(payload) - r.pos >= 5 else ()),
         baud_applies=not (r.take("B") & LINK_NO_BAUD) if len(payload) - r.pos >= 1 else True,
+        # Absent from older devices: they take the raw form only.
+        input_encodings=r.take("I") | 1 if len(payload) - r.pos >= 4 else 1,
     )
 
 
@@ -256,7 +259,12 @@ def parse_error(payload: bytes) -> tuple[int, str]:
     return code, payload[3 : 3 + n].decode("utf-8", "replace")
 
 
-def load_input_payload(offset: int, chunk: bytes) -> bytes:
+OFFSET_ENCODED = 0x80000000  # LOAD_INPUT's offset bit 31: an encoding u8 follows, the offset counts its bytes
+
+
+def load_input_payload(offset: int, chunk: bytes, encoding: int = 0) -> bytes:
+    if encoding:
+        return struct.pack("<IB", offset | OFFSET_ENCODED, encoding) + chunk
     return struct.pack("<I", offset) + chunk
 
 

@@ -40,6 +40,9 @@ class LinkStats:
     timeouts: int = 0  # waits that ended in silence
     reconnects: int = 0  # times the port went away and came back
     chunk_bytes: int = 0  # the input chunk the last load used (harness/link/frame_sizer.py)
+    input_wire_bytes: int = 0  # LOAD_INPUT frames written, framing and resends included
+    input_tensor_bytes: int = 0  # the input tensor bytes those frames loaded
+    inputs_encoded: int = 0  # inputs sent in a smaller exact form than their raw bytes (harness/link/input_forms.py)
     byte_error_rate: float = 0.0  # the link's byte error rate as the frame sizer estimates it
     faults_injected: dict | None = None  # from the fault-injection proxy, when one is in the middle
 
