@@ -36,7 +36,7 @@ def _timed(connection: SimpleNamespace, measure, roles: tuple[type, ...] = ()):
     dataset = task.load_dataset(DatasetRequest(connection.dataset, task.subsets("all"), limit=limit))
     card, model = model_for(connection, board)
     computation = dut_computation(card, model)  # what the device computes: the model's tensors, or its DUT's
-    data = sample_input(card, computation.input, dataset, sample)
+    data = sample_input(card, computation, model, dataset, sample)
     connection.sample_id = chosen_sample(dataset, sample).id  # the one run, for a report that names it
     options = ConnectOptions.named_by(
         connection,

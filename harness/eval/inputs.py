@@ -42,6 +42,18 @@ def image_preparation(pre: Preprocessing, spec: TensorSpec) -> Preparation:
     return Preparation(f"{pre}|{spec}", spec, tensor_of)
 
 
+def sample_preparation(card, computation, model) -> Preparation:
+    """How the run makes each sample's input tensor: the card's task's preparation for what the device computes
+    with, and for a float input the model quantizes on entry, each value as the model's QUANTIZE sees it (eval,
+    perf, profile and layer traces give the same tensor for the same sample)."""
+    from harness.eval.tasks import task_for
+
+    preparation = task_for(card).preparation(computation.input)
+    if computation.kind == "model" and model.input_quantized_as is not None:
+        preparation = as_the_model_quantizes(preparation, model.input_quantized_as)
+    return preparation
+
+
 def as_the_model_quantizes(preparation: Preparation, quantized: TensorSpec) -> Preparation:
     """For a float input the model quantizes on entry (TfliteModel.input_quantized_as): each value as the
     integer the model's QUANTIZE makes of it, dequantized, (q - zero point) x scale. The model computes

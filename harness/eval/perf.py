@@ -9,23 +9,23 @@ from harness.device.drivers import driver_type
 from harness.device.figures import Figure, latency_figure
 from harness.energy.meter import Meter
 from harness.errors import UserError, setting
+from harness.eval.inputs import sample_preparation
 from harness.eval.perf_energy import MLPERF_WINDOW_SECONDS, MLPERF_WINDOWS, PerfEnergy, measure_energy
-from harness.eval.tasks import task_for
 from harness.link.client import REAL_CLOCKS, DeviceError
 from harness.link.protocol import ErrorCode
 from harness.link.roles import Profiling, require
 from harness.link.session import DeviceSession
 from harness.model.card import ModelCard
 from harness.samples import Dataset, Sample
-from harness.tensors import TensorSpec
 
 
-def sample_input(card: ModelCard, spec: TensorSpec, dataset: Dataset, sample_id: str | None = None) -> bytes:
-    """The dataset's first sample (or the one of that id) as the card's task makes its input (an image
+def sample_input(card: ModelCard, computation, model, dataset: Dataset, sample_id: str | None = None) -> bytes:
+    """The dataset's first sample (or the one of that id) as an eval run makes its input (an image
     preprocessed, a clip through the frontend, a runner file as it is): a real input, not zeros."""
     if not dataset.samples:
         raise UserError(f"dataset {dataset.name} is empty; pass another {setting('dataset')}")
-    return task_for(card).preparation(spec).tensor_of(chosen_sample(dataset, sample_id)).tobytes()
+    preparation = sample_preparation(card, computation, model)
+    return preparation.tensor_of(chosen_sample(dataset, sample_id)).tobytes()
 
 
 def chosen_sample(dataset: Dataset, sample_id: str | None) -> Sample:

@@ -15,7 +15,7 @@ from harness.device.sharding import BoardEnd, ShardedStream
 from harness.energy.metering import EvalMetering
 from harness.errors import InterruptedRun, LinkError, UserError, setting
 from harness.eval.host_work import HostReferences
-from harness.eval.inputs import Inputs, as_the_model_quantizes, prepare_inputs
+from harness.eval.inputs import Inputs, prepare_inputs, sample_preparation
 from harness.eval.order import shuffle_in_groups
 from harness.eval.outputs import NO_DECISION
 from harness.eval.perf import run_profile
@@ -385,9 +385,7 @@ def run_eval(request: EvalRequest) -> EvalOutcome:
     meter = request.settings.meter
     metering = EvalMetering(meter) if meter else None  # a bad meter fails before the board starts
     # Before the board starts: a card that does not fit the model fails here, and images decode once.
-    preparation = task_for(request.card).preparation(request.computation.input)
-    if request.computation.kind == "model" and request.model.input_quantized_as is not None:
-        preparation = as_the_model_quantizes(preparation, request.model.input_quantized_as)
+    preparation = sample_preparation(request.card, request.computation, request.model)
     inputs = prepare_inputs(request.dataset, samples, preparation, request.settings.strict)
     refs = load_references(request.model, request.settings.references)
     run_id = request.run_id or new_run_id(request.card.name, request.board.id)
