@@ -34,7 +34,7 @@ from harness.device.fleet import FleetRequest, board_fleet
 from harness.device.launch import ConnectOptions, with_link_options
 from harness.device.sharding import ShardedStream
 from harness.link.roles import KeywordStreaming
-from harness.model.card import load_card
+from harness.model.cards import load_card
 from harness.model.fetch import obtain_model
 from harness.model.tflite_file import read_tflite
 
