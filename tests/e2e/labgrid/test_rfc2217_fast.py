@@ -106,3 +106,25 @@ def test_a_closed_server_is_a_serial_error(pty_and_url):
                 link.read(1)
     finally:
         link.close()
+
+
+def test_opening_waits_for_answers_not_for_pyserials_polls(pty_and_url, monkeypatch):
+    """The settings, the modem lines (answers ignored, as on a place) and the purges are awaited as ser2net
+    answers: pyserial's own 50 ms polls and 0.1 s sleeps for them (some 0.5 s a connection) are not taken.
+    Only its Telnet option negotiation in open() still polls."""
+    from serial import rfc2217
+
+    _, _, url = pty_and_url
+    slept: list[float] = []
+    real_sleep = time.sleep
+    monkeypatch.setattr(rfc2217.time, "sleep", lambda seconds: (slept.append(seconds), real_sleep(seconds)))
+    link = open_link(url, 921600)
+    try:
+        opened = list(slept)
+        link.reset_input_buffer()  # a purge, as each HELLO does
+        link.baudrate = 115200
+        assert slept == opened  # neither slept
+    finally:
+        monkeypatch.setattr(rfc2217.time, "sleep", real_sleep)  # close() pauses 0.3 s as pyserial's does
+        link.close()
+    assert 0.1 not in opened and sum(opened) <= 0.1, opened  # one or two of the option negotiation's polls
