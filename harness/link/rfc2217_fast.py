@@ -10,13 +10,16 @@ the server's acknowledgements end as the acknowledgement arrives: pyserial polls
 0.5 s of every connection to ser2net (docs/farm.md#speed).
 """
 
+import socket
 import struct
 import threading
+from contextlib import suppress
 
 from serial import rfc2217
 from serial.serialutil import PortNotOpenError, SerialException, Timeout
 
 RECV_BYTES = 65536
+QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux; elsewhere ACKs are left as the system sends them
 
 
 class Serial(rfc2217.Serial):
@@ -133,6 +136,7 @@ class Serial(rfc2217.Serial):
                     break
                 if not data:
                     break
+                self._acknowledge_now()
                 try:
                     mode, suboption, command = self._take(data, mode, suboption, command)
                 except OSError:  # an answer to the server could not be sent: the connection is gone
@@ -141,6 +145,15 @@ class Serial(rfc2217.Serial):
             with self._ready:
                 self._ended = True
                 self._ready.notify_all()
+
+    def _acknowledge_now(self) -> None:
+        """TCP-acknowledge what was received at once. The host answers each of the board's answers, so Linux
+        delays its ACKs (up to 40 ms) to carry them on the host's next data; ser2net, which does not set
+        TCP_NODELAY, then holds the board's next answer back (Nagle) until that ACK: up to 40 ms a sample
+        (docs/farm.md#speed)."""
+        if QUICKACK is not None:
+            with suppress(OSError):
+                self._socket.setsockopt(socket.IPPROTO_TCP, QUICKACK, 1)
 
     def _take(self, data: bytes, mode: int, suboption: bytearray | None, command: bytes | None):
         """Data runs to the buffer, Telnet commands to pyserial's handlers; returns the parser's state."""
