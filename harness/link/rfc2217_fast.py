@@ -7,7 +7,8 @@ bytearray under a condition variable, and read() takes as much as is there. Teln
 RFC 2217 subnegotiation are still pyserial's (its methods are called for them unchanged), but the waits for
 the server's acknowledgements end as the acknowledgement arrives: pyserial polls every 50 ms, and sleeps
 0.1 s after each modem-line change whose answer it ignores (ign_set_control, as on a labgrid place), some
-0.5 s of every connection to ser2net (docs/farm.md#speed).
+0.5 s of every connection to ser2net. And what arrives is TCP-acknowledged at once, so that ser2net's Nagle
+does not hold the board's next answer behind a delayed ACK (docs/farm.md#speed).
 """
 
 import socket
