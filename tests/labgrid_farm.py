@@ -4,7 +4,9 @@ as RawSerialPort resources (through ser2net, RFC 2217), and places matching them
     with labgrid_farm({"board-a": "/dev/pts/7"}, {"board-a": {"board": "sim_device"}}) as farm:
         env = farm.env  # LG_COORDINATOR set, for harness subprocesses
 
-Each export is a place of the same name matching the exporter's group of that name (`127.0.0.1/NAME/*`)."""
+Each export is a place of the same name matching the exporter's group of that name (`127.0.0.1/NAME/*`). The
+exporter starts ser2net as docs/farm.md advises, through scripts/exporter/ser2net (chardelay off), unless
+stock_ser2net: then as labgrid alone does."""
 
 import asyncio
 import os
@@ -23,6 +25,7 @@ import pytest
 
 BIN = Path(sys.executable).parent
 EXPORTER_NAME = "127.0.0.1"
+SER2NET_WRAPPER = Path(__file__).resolve().parents[1] / "scripts" / "exporter" / "ser2net"
 START_SECONDS = 30
 
 
@@ -132,7 +135,9 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @contextmanager
-def labgrid_farm(exports: dict[str, str], tags: dict[str, dict] | None = None) -> Iterator[Farm]:
+def labgrid_farm(
+    exports: dict[str, str], tags: dict[str, dict] | None = None, stock_ser2net: bool = False
+) -> Iterator[Farm]:
     """Start a coordinator on a free loopback port (state in a fresh folder), an exporter serving each
     export (place name -> pseudo-terminal path) and one place per export with its tags; all stopped after."""
     reason = missing()
@@ -162,7 +167,9 @@ def labgrid_farm(exports: dict[str, str], tags: dict[str, dict] | None = None) -
                 )
             )
             exporter_env = {**farm.env, "PYTHONUNBUFFERED": "1"}
-            exporter_env["PATH"] = f"{Path(_ser2net()).parent}:{exporter_env.get('PATH', '')}"
+            ser2net_dir = Path(_ser2net()).parent if stock_ser2net else SER2NET_WRAPPER.parent
+            exporter_env["PATH"] = f"{ser2net_dir}:{exporter_env.get('PATH', '')}"
+            exporter_env["SER2NET"] = _ser2net()
             exporter = subprocess.Popen(
                 [_command("labgrid-exporter"), "--name", EXPORTER_NAME, "--hostname", "127.0.0.1", str(config)],
                 cwd=state,

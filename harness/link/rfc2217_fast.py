@@ -4,15 +4,23 @@ pyserial's reader thread walks every received byte through its Telnet state mach
 on a queue.Queue, and read() takes them off one by one: a few hundred KiB/s at most, below a 2 Mbaud
 line (benchmarks/rfc2217.py). Here the reader copies the runs of data between IAC bytes whole into a
 bytearray under a condition variable, and read() takes as much as is there. Telnet negotiation and
-RFC 2217 subnegotiation are still pyserial's (its methods are called for them unchanged).
+RFC 2217 subnegotiation are still pyserial's (its methods are called for them unchanged), but the waits for
+the server's acknowledgements end as the acknowledgement arrives: pyserial polls every 50 ms, and sleeps
+0.1 s after each modem-line change whose answer it ignores (ign_set_control, as on a labgrid place), some
+0.5 s of every connection to ser2net. And what arrives is TCP-acknowledged at once, so that ser2net's Nagle
+does not hold the board's next answer behind a delayed ACK (docs/farm.md#speed).
 """
 
+import socket
+import struct
 import threading
+from contextlib import suppress
 
 from serial import rfc2217
 from serial.serialutil import PortNotOpenError, SerialException, Timeout
 
 RECV_BYTES = 65536
+QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux; elsewhere ACKs are left as the system sends them
 
 
 class Serial(rfc2217.Serial):
@@ -34,13 +42,55 @@ class Serial(rfc2217.Serial):
             raise SerialException(f"the server closed the connection ({exc.strerror or exc})") from None
 
     def _reconfigure_port(self):
-        # pyserial refuses any write_timeout for RFC 2217; its writes are bounded by the socket's own
-        # timeout (set as it connects), which is what a write timeout asks for.
-        write_timeout, self._write_timeout = self._write_timeout, None
-        try:
-            super()._reconfigure_port()
-        finally:
-            self._write_timeout = write_timeout
+        """pyserial's, with the settings' acknowledgements awaited as they come. No write_timeout check:
+        pyserial refuses any for RFC 2217, but its writes are bounded by the socket's own timeout (set as it
+        connects), which is what a write timeout asks for."""
+        if self._socket is None:
+            raise SerialException("Can only operate on open ports")
+        if not 0 < self._baudrate < 2**32:
+            raise ValueError(f"invalid baudrate: {self._baudrate!r}")
+        settings = self._rfc2217_port_settings
+        settings["baudrate"].set(struct.pack("!I", self._baudrate))
+        settings["datasize"].set(struct.pack("!B", self._bytesize))
+        settings["parity"].set(struct.pack("!B", rfc2217.RFC2217_PARITY_MAP[self._parity]))
+        settings["stopsize"].set(struct.pack("!B", rfc2217.RFC2217_STOPBIT_MAP[self._stopbits]))
+        self._acknowledged(settings.values(), "Remote does not accept parameter change (RFC2217)")
+        if self._rtscts and self._xonxoff:
+            raise ValueError("xonxoff and rtscts together are not supported")
+        if self._rtscts:
+            self.rfc2217_set_control(rfc2217.SET_CONTROL_USE_HW_FLOW_CONTROL)
+        elif self._xonxoff:
+            self.rfc2217_set_control(rfc2217.SET_CONTROL_USE_SW_FLOW_CONTROL)
+        else:
+            self.rfc2217_set_control(rfc2217.SET_CONTROL_USE_NO_FLOW_CONTROL)
+
+    def rfc2217_send_purge(self, value):
+        purge = self._rfc2217_options["purge"]
+        purge.set(value)
+        self._acknowledged([purge], "timeout while waiting for option 'purge'")
+
+    def rfc2217_set_control(self, value):
+        control = self._rfc2217_options["control"]
+        control.set(value)
+        if not self._ignore_set_control_answer:  # ignored: the server handles it in order with what follows
+            self._acknowledged([control], "timeout while waiting for option 'control'")
+
+    def _acknowledged(self, items, failure: str) -> None:
+        """Wait until the server has acknowledged each of `items` (a rejection raises ValueError, as pyserial's
+        own waits do); `failure` names a timeout."""
+        with self._ready:
+            done = self._ready.wait_for(
+                lambda: self._ended or all(item.is_ready() for item in items), self._network_timeout
+            )
+            if self._ended:
+                raise SerialException("connection failed (the RFC 2217 server closed it)")
+        if not done:
+            raise SerialException(f"{failure}: {list(items)!r}")
+
+    def _telnet_process_subnegotiation(self, suboption):
+        super()._telnet_process_subnegotiation(suboption)
+        with self._ready:
+            self._ready.notify_all()  # an acknowledgement: _acknowledged looks again
 
     @property
     def in_waiting(self):
@@ -87,6 +137,7 @@ class Serial(rfc2217.Serial):
                     break
                 if not data:
                     break
+                self._acknowledge_now()
                 try:
                     mode, suboption, command = self._take(data, mode, suboption, command)
                 except OSError:  # an answer to the server could not be sent: the connection is gone
@@ -95,6 +146,15 @@ class Serial(rfc2217.Serial):
             with self._ready:
                 self._ended = True
                 self._ready.notify_all()
+
+    def _acknowledge_now(self) -> None:
+        """TCP-acknowledge what was received at once. The host answers each of the board's answers, so Linux
+        delays its ACKs (up to 40 ms) to carry them on the host's next data; ser2net, which does not set
+        TCP_NODELAY, then holds the board's next answer back (Nagle) until that ACK: up to 40 ms a sample
+        (docs/farm.md#speed)."""
+        if QUICKACK is not None:
+            with suppress(OSError):
+                self._socket.setsockopt(socket.IPPROTO_TCP, QUICKACK, 1)
 
     def _take(self, data: bytes, mode: int, suboption: bytearray | None, command: bytes | None):
         """Data runs to the buffer, Telnet commands to pyserial's handlers; returns the parser's state."""

@@ -106,3 +106,57 @@ def test_a_closed_server_is_a_serial_error(pty_and_url):
                 link.read(1)
     finally:
         link.close()
+
+
+def test_opening_waits_for_answers_not_for_pyserials_polls(pty_and_url, monkeypatch):
+    """The settings, the modem lines (answers ignored, as on a place) and the purges are awaited as ser2net
+    answers: pyserial's own 50 ms polls and 0.1 s sleeps for them (some 0.5 s a connection) are not taken.
+    Only its Telnet option negotiation in open() still polls."""
+    from serial import rfc2217
+
+    _, _, url = pty_and_url
+    slept: list[float] = []
+    real_sleep = time.sleep
+    monkeypatch.setattr(rfc2217.time, "sleep", lambda seconds: (slept.append(seconds), real_sleep(seconds)))
+    link = open_link(url, 921600)
+    try:
+        opened = list(slept)
+        link.reset_input_buffer()  # a purge, as each HELLO does
+        link.baudrate = 115200
+        assert slept == opened  # neither slept
+    finally:
+        monkeypatch.setattr(rfc2217.time, "sleep", real_sleep)  # close() pauses 0.3 s as pyserial's does
+        link.close()
+    assert 0.1 not in opened and sum(opened) <= 0.1, opened  # one or two of the option negotiation's polls
+
+
+def _answer_twice(master: int, tries: int, gap: float) -> None:
+    """The board's side: for each request, an answer at once and another `gap` seconds later."""
+    for _ in range(tries):
+        _read_exactly(lambda n: os.read(master, n), 4)
+        os.write(master, b"A")
+        time.sleep(gap)
+        os.write(master, b"B")
+
+
+def test_a_second_answer_is_not_held_for_a_delayed_ack(pty_and_url):
+    """ser2net does not set TCP_NODELAY: an answer that follows an unacknowledged one waits (Nagle) for the
+    host's TCP ACK, which Linux delays up to 40 ms on a connection where the host answers what it receives.
+    The client acknowledges at once, so the second answer comes after the board's 5 ms, not ~40 ms."""
+    master, _, url = pty_and_url
+    tries, gap = 12, 0.005
+    link = open_link(url, 921600)
+    board = threading.Thread(target=_answer_twice, args=(master, tries, gap), daemon=True)
+    board.start()
+    gaps = []
+    try:
+        for _ in range(tries):
+            link.write(b"req!")
+            assert _read_exactly(link.read, 1, 10) == b"A"
+            first = time.monotonic()
+            assert _read_exactly(link.read, 1, 10) == b"B"
+            gaps.append(time.monotonic() - first)
+    finally:
+        link.close()
+    gaps.sort()
+    assert gaps[len(gaps) // 2] < 0.025, [round(g * 1000, 1) for g in gaps]
