@@ -35,8 +35,8 @@ def chosen_sample(dataset: Dataset, sample_id: str | None) -> Sample:
         if sample.id == sample_id:
             return sample
     raise UserError(
-        f"dataset {dataset.name} has no sample {sample_id!r}; pass one of its ids to {setting('sample')} "
-        f"(`harness dataset list` names its files), or leave it out for the first"
+        f"dataset {dataset.name} has no sample {sample_id!r}; pass the id of one of its samples to "
+        f"{setting('sample')} (its file name, as its labels name it), or leave it out for the first"
     )
 
 

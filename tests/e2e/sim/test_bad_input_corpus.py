@@ -756,6 +756,65 @@ c(
     "--model-file",
     "nowhere.tflite",
 )
+# debug layers / float-vs-int8
+c(
+    "debug-layers-unknown-sample",
+    ("has no sample 'nosuch.jpg'", "--sample", "its file name"),
+    "debug",
+    "layers",
+    "--model",
+    "wv_quality_k_2_c_3",
+    "--sample",
+    "nosuch.jpg",
+)
+c(
+    "debug-layers-model-file-fifo",
+    ("model file m.tflite is a FIFO", "regular file"),
+    "debug",
+    "layers",
+    "--model-file",
+    "m.tflite",
+    files={"m.tflite": FIFO},
+)
+c("debug-layers-fetch-negative", ("--fetch-bytes", "at least 0", "'-1'"), "debug", "layers", "--fetch-bytes", "-1")
+c(
+    "debug-layers-eembc",
+    ("unrecognized arguments: --protocol eembc",),
+    "debug",
+    "layers",
+    "--protocol",
+    "eembc",
+)
+c(
+    "debug-float-vs-int8-int8-card",
+    ("card wv_quality_k_2_c_3 has no float source", "--float-model"),
+    "debug",
+    "float-vs-int8",
+    "--model",
+    "wv_quality_k_2_c_3",
+)
+c(
+    "debug-float-vs-int8-float-model-fifo",
+    ("float model file f.tflite is a FIFO", "regular file"),
+    "debug",
+    "float-vs-int8",
+    "--model",
+    "mlperf_tiny_vww_float",
+    "--float-model",
+    "f.tflite",
+    files={"f.tflite": FIFO},
+)
+c(
+    "debug-float-vs-int8-samples-zero",
+    ("--samples", "at least 1", "'0'"),
+    "debug",
+    "float-vs-int8",
+    "--model",
+    "mlperf_tiny_vww_float",
+    "--samples",
+    "0",
+)
+c("eval-trace-layers-negative", ("--trace-layers", "at least 0", "'-1'"), "eval", "--trace-layers", "-1")
 # runs/report/compare/check
 c(
     "runs-results-missing",
