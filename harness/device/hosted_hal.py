@@ -214,7 +214,7 @@ def hosted_board_process(board: Board, model_path: Path | None, report: list | N
     """The board's HAL built for this machine, serving for the duration of the block. With `report`,
     the process's closing line (bytes the emulated UART lost, its final rate, what the framework handed
     the firmware during the last invoke and still held at its end) is appended to it."""
-    from harness.device.layer_tracer import planted_fault_op
+    from harness.device.planted_fault import planted_fault_op
 
     fault = planted_fault_op(model_path)
     library, _ = build_library(board)

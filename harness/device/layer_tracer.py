@@ -8,36 +8,13 @@ it (the graph cut after N), so the board's trace and its output carry the fault 
 """
 
 import ctypes
-import os
-from pathlib import Path
 
 import numpy as np
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as schema
 
-from harness.errors import UserError
 from harness.model.layer_refs import OperatorOutputs, operator_outputs
 from harness.native import TraceOutput, device_core
 from harness.tensors import DTYPE_CODES
-
-PLANT_FAULT_ENV = "HARNESS_PLANT_FAULT_OP"
-
-
-def planted_fault_op(model_path: Path | None) -> int:
-    """The operator of the model's main graph HARNESS_PLANT_FAULT_OP names, or -1 (unset). Read where the board
-    process is started, so a bad value is refused in one line before anything starts."""
-    text = os.environ.get(PLANT_FAULT_ENV, "").strip()
-    if not text:
-        return -1
-    if not text.isdigit():
-        raise UserError(f"{PLANT_FAULT_ENV}={text!r} is not an operator index; set a whole number or unset it")
-    if model_path is None:
-        raise UserError(f"{PLANT_FAULT_ENV} perturbs a model's operator, and this board runs none; unset it")
-    operators = len(schema.ModelT.InitFromPackedBuf(bytearray(Path(model_path).read_bytes()), 0).subgraphs[0].operators)
-    if int(text) >= operators:
-        raise UserError(
-            f"{PLANT_FAULT_ENV}={text}: the model has {operators} operators (0 to {operators - 1}); name one of them"
-        )
-    return int(text)
 
 
 class GraphTracer:

@@ -20,7 +20,7 @@ class EmulatedDriver(Driver):
     @contextmanager
     def start(self) -> Iterator[Endpoint]:
         frontend = read_tflite(self.options.frontend) if self.options.frontend else None
-        from harness.device.layer_tracer import planted_fault_op  # a test and debug aid (docs/debug.md)
+        from harness.device.planted_fault import planted_fault_op  # a test and debug aid (docs/debug.md)
 
         fault = planted_fault_op(self.model.path if self.model else None)
         trace = LayerTraceBuild(plant_fault_op=fault) if fault >= 0 else DEFAULT_TRACE

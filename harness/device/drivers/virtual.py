@@ -43,7 +43,7 @@ def sim_board_process(
     """Run the virtual board for the duration of the block; yields its pseudo-terminal path.
     Without a model it runs as self-test firmware does: HELLO, LINK_TEST and PERF only. With the eembc
     protocol it is the card's DUT (`eembc`: its [eembc] table) computing `computation` (harness/model/dut.py)."""
-    from harness.device.layer_tracer import planted_fault_op  # here: it loads the TFLM host interpreter
+    from harness.device.planted_fault import planted_fault_op
 
     fw = board.firmware
     fault = planted_fault_op(model_path)
