@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-enum { OUT_BYTES = 0, OUT_WIDEN_U8 = 1, OUT_WIDEN_I8 = 2, MODE_SIGNED = 4, ESCAPE = 12, FILTERS = 6 };
+enum { OUT_BYTES = 0, OUT_WIDEN_U8 = 1, OUT_WIDEN_I8 = 2, MODE_SIGNED = 4, MODE_GREEN = 8, ESCAPE = 12, FILTERS = 6 };
 
 #define UNDECODABLE (-2)
 
@@ -21,10 +21,13 @@ static int start_rows(hp_row_codec *c, uint32_t tensor_bytes, int float32_tensor
   c->mode = c->header[3];
   uint32_t out = c->mode & 3u;
   if (c->row == 0 || c->row > HP_ROW_CODEC_ROW_MAX || c->step == 0 || c->step > HP_ROW_CODEC_PAD ||
-      c->step > c->row || c->mode > (MODE_SIGNED | OUT_WIDEN_I8) || out > OUT_WIDEN_I8)
+      c->step > c->row || c->mode > (MODE_GREEN | MODE_SIGNED | OUT_WIDEN_I8) || out > OUT_WIDEN_I8)
     return 0;
+  /* Subtract-green: pixels of three channels, whole pixels a row and in the tensor. */
+  if (c->mode & MODE_GREEN && (c->step != 3 || c->row % 3u != 0)) return 0;
   if (out != OUT_BYTES && !(float32_tensor && tensor_bytes % 4u == 0)) return 0;
   c->total = out == OUT_BYTES ? tensor_bytes : tensor_bytes / 4u;
+  if (c->mode & MODE_GREEN && c->total % 3u != 0) return 0;
   memset(c->rows, 0, sizeof c->rows);
   c->prev = c->rows + HP_ROW_CODEC_PAD;
   c->cur = c->prev + HP_ROW_CODEC_ROW_MAX + 1 + HP_ROW_CODEC_PAD;
@@ -53,18 +56,30 @@ static uint32_t predict(const hp_row_codec *c, uint32_t col) {
   }
 }
 
-static void put(hp_row_codec *c, uint8_t *tensor, uint32_t value) {
+/* The decoded byte at `col` of the row into its tensor element. Subtract-green pixels come as G, R - G, B - G:
+ * the colour channels add the pixel's G back and land one element before or after. */
+static void put(hp_row_codec *c, uint8_t *tensor, uint32_t col, uint32_t value) {
+  uint32_t at = c->done;
+  if (c->mode & MODE_GREEN) {
+    if (c->channel == 0) {
+      at += 1u;
+    } else {
+      value = (value + c->cur[col - c->channel]) & 0xFFu;
+      at -= c->channel == 1 ? 1u : 0u;
+    }
+    c->channel = c->channel == 2 ? 0 : (uint8_t)(c->channel + 1);
+  }
   if (c->mode & MODE_SIGNED) value ^= 0x80u;
   switch (c->mode & 3u) {
-    case OUT_BYTES: tensor[c->done] = (uint8_t)value; return;
+    case OUT_BYTES: tensor[at] = (uint8_t)value; return;
     case OUT_WIDEN_U8: {
       float f = (float)value;
-      memcpy(tensor + 4u * c->done, &f, sizeof f); /* the tensor may sit at any alignment */
+      memcpy(tensor + 4u * at, &f, sizeof f); /* the tensor may sit at any alignment */
       return;
     }
     default: {
       float f = (float)(int8_t)value;
-      memcpy(tensor + 4u * c->done, &f, sizeof f);
+      memcpy(tensor + 4u * at, &f, sizeof f);
     }
   }
 }
@@ -98,7 +113,7 @@ static int drain(hp_row_codec *c, uint8_t *tensor) {
     c->nbits = (uint8_t)(c->nbits - need);
     uint32_t value = (predict(c, c->col) + ((z >> 1) ^ (0u - (z & 1u)))) & 0xFFu;
     c->cur[c->col] = (uint8_t)value;
-    put(c, tensor, value);
+    put(c, tensor, c->col, value);
     c->done++;
     if (++c->col == c->row) {
       uint8_t *above = c->cur;
@@ -114,7 +129,7 @@ int32_t hp_row_codec_decode(hp_row_codec *c, uint8_t *tensor, uint32_t tensor_by
                             uint32_t offset, const uint8_t *src, uint32_t len) {
   if (offset == 0) {
     c->wire = c->done = c->total = c->bits = 0;
-    c->nbits = c->header_got = c->in_row = c->broken = 0;
+    c->nbits = c->header_got = c->in_row = c->broken = c->channel = 0;
     c->mode = OUT_BYTES;
   }
   if (c->broken) return UNDECODABLE;

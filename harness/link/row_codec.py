@@ -7,7 +7,9 @@ of an image row, interleaved). Each row is predicted from the row above and the 
 PNG's filters or LOCO-I's median predictor, whichever codes it in the fewest bits, and the residuals
 (zigzagged) are Rice-coded with the row's own parameter k. The stream:
 
-    header  u16 row, u8 step, u8 mode (bits 0-1: OUT_*, bit 2: bytes are int8, predicted as value + 128)
+    header  u16 row, u8 step, u8 mode (bits 0-1: OUT_*, bit 2: bytes are int8, predicted as value + 128,
+            bit 3: pixels of three channels (R, G, B) go as G, R - G, B - G, modulo 256: the subtract-green
+            transform, which leaves nothing to code in the colour channels of a grey pixel)
     per row 3 bits filter, 3 bits k, then each residual z: q = z >> k ones, a zero, z's low k bits;
             q >= ESCAPE: ESCAPE ones and z's 8 bits
     the bits most significant first, the last byte padded with zeros
@@ -17,6 +19,7 @@ import numpy as np
 
 OUT_BYTES, OUT_WIDEN_U8, OUT_WIDEN_I8 = 0, 1, 2
 MODE_SIGNED = 4
+MODE_GREEN = 8
 ESCAPE = 12
 HEADER_BYTES = 4
 ROW_HEAD_BITS = 6
@@ -61,10 +64,23 @@ def _pack(codes: np.ndarray, lengths: np.ndarray) -> bytes:
     return np.packbits(bits.astype(np.uint8)).tobytes()
 
 
-def encode(elements: np.ndarray, row: int, step: int, out: int) -> bytes:
-    """`elements` (uint8 or int8, flat) as the row codec's stream, rows of `row` bytes."""
+def encode(
+    elements: np.ndarray,
+    row: int,
+    step: int,
+    out: int,
+    filters: tuple[int, ...] | None = None,
+    green: bool | None = None,
+) -> bytes:
+    """`elements` (uint8 or int8, flat) as the row codec's stream, rows of `row` bytes, each row under the
+    filter (of `filters`, default all) and k that code it in the fewest bits; `green`: the subtract-green
+    transform (default: for three channels)."""
     signed = elements.dtype == np.int8
     flat = elements.view(np.uint8).astype(np.int32) ^ (0x80 if signed else 0)
+    green = step == 3 and len(flat) % 3 == 0 and row % 3 == 0 if green is None else green
+    if green:
+        rgb = flat.reshape(-1, 3)
+        flat = np.stack([rgb[:, 1], (rgb[:, 0] - rgb[:, 1]) & 0xFF, (rgb[:, 2] - rgb[:, 1]) & 0xFF], axis=1).ravel()
     rows = -(-len(flat) // row)
     grid = np.zeros(rows * row, np.int32)
     grid[: len(flat)] = flat
@@ -73,6 +89,8 @@ def encode(elements: np.ndarray, row: int, step: int, out: int) -> bytes:
     z = np.where(residual >= 128, ((256 - residual) << 1) - 1, residual << 1)  # the int8 residual zigzagged
     valid = (np.arange(rows * row) < len(flat)).reshape(rows, row)
     cost = np.stack([(_symbol_bits(z, k) * valid).sum(axis=2) for k in range(K_MAX + 1)])  # k x filter x row
+    if filters is not None:
+        cost[:, [f for f in range(len(FILTERS)) if f not in filters]] = np.iinfo(cost.dtype).max
     best = cost.reshape(-1, rows).argmin(axis=0)
     k, chosen = best // len(FILTERS), best % len(FILTERS)
     z_rows = z[chosen, np.arange(rows)]
@@ -82,7 +100,7 @@ def encode(elements: np.ndarray, row: int, step: int, out: int) -> bytes:
     lengths = np.concatenate([np.full((rows, 1), ROW_HEAD_BITS), sym_lengths], axis=1)[
         np.c_[np.ones((rows, 1), bool), valid]
     ]
-    mode = out | (MODE_SIGNED if signed else 0)
+    mode = out | (MODE_SIGNED if signed else 0) | (MODE_GREEN if green else 0)
     header = row.to_bytes(2, "little") + bytes([step, mode])
     return header + _pack(codes.astype(np.int64), lengths.astype(np.int64))
 
