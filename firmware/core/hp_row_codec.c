@@ -34,10 +34,9 @@ static int start_rows(hp_row_codec *c, uint32_t tensor_bytes, int float32_tensor
   return 1;
 }
 
-static uint32_t predict(const hp_row_codec *c, uint32_t col) {
-  const uint8_t *cur = c->cur + col, *above = c->prev + col; /* the row pads make [-step] a zero at the start */
-  uint32_t a = cur[-(int32_t)c->step], b = above[0], up_left = above[-(int32_t)c->step];
-  switch (c->filter) {
+static uint32_t predict(uint32_t filter, const uint8_t *cur, const uint8_t *above, int32_t left) {
+  uint32_t a = cur[left], b = above[0], up_left = above[left]; /* the row pads make [left] a zero at the start */
+  switch (filter) {
     case 0: return 0;
     case 1: return a;
     case 2: return b;
@@ -56,73 +55,95 @@ static uint32_t predict(const hp_row_codec *c, uint32_t col) {
   }
 }
 
-/* The decoded byte at `col` of the row into its tensor element. Subtract-green pixels come as G, R - G, B - G:
- * the colour channels add the pixel's G back and land one element before or after. */
-static void put(hp_row_codec *c, uint8_t *tensor, uint32_t col, uint32_t value) {
-  uint32_t at = c->done;
-  if (c->mode & MODE_GREEN) {
-    if (c->channel == 0) {
-      at += 1u;
-    } else {
-      value = (value + c->cur[col - c->channel]) & 0xFFu;
-      at -= c->channel == 1 ? 1u : 0u;
-    }
-    c->channel = c->channel == 2 ? 0 : (uint8_t)(c->channel + 1);
-  }
-  if (c->mode & MODE_SIGNED) value ^= 0x80u;
-  switch (c->mode & 3u) {
-    case OUT_BYTES: tensor[at] = (uint8_t)value; return;
-    case OUT_WIDEN_U8: {
-      float f = (float)value;
-      memcpy(tensor + 4u * at, &f, sizeof f); /* the tensor may sit at any alignment */
-      return;
-    }
-    default: {
-      float f = (float)(int8_t)value;
-      memcpy(tensor + 4u * at, &f, sizeof f);
-    }
-  }
-}
+static void put_float(uint8_t *at, float value) { memcpy(at, &value, sizeof value); } /* at any alignment */
 
-/* Decodes the whole symbols the bit buffer holds. 0 when it needs more bytes, -1 for bits that do not decode. */
-static int drain(hp_row_codec *c, uint8_t *tensor) {
-  while (c->done < c->total) {
-    if (!c->in_row) {
-      if (c->nbits < 6u) return 0;
-      uint32_t head = c->bits >> 26;
-      c->filter = (uint8_t)(head >> 3);
-      c->k = (uint8_t)(head & 7u);
-      if (c->filter >= FILTERS) return -1;
-      c->bits <<= 6;
-      c->nbits -= 6u;
-      c->in_row = 1;
-      c->col = 0;
+/* Decodes the stream bytes [src, end) into the tensor. The state lives in locals while it runs (the tensor's
+ * stores could otherwise alias it) and goes back to the codec at the end. 0, or -1 for bits that do not decode. */
+static int decode_bits(hp_row_codec *c, uint8_t *tensor, const uint8_t *src, const uint8_t *end) {
+  uint32_t bits = c->bits, nbits = c->nbits, col = c->col, done = c->done, k = c->k, filter = c->filter;
+  uint32_t in_row = c->in_row, channel = c->channel;
+  const uint32_t total = c->total, row = c->row, out = c->mode & 3u, green = c->mode & MODE_GREEN;
+  const uint32_t flip = c->mode & MODE_SIGNED ? 0x80u : 0u;
+  const int32_t left = -(int32_t)c->step;
+  uint8_t *cur = c->cur, *prev = c->prev;
+  int status = 0;
+  for (;;) {
+    while (nbits <= 24u && src < end) {
+      bits |= (uint32_t)*src++ << (24u - nbits);
+      nbits += 8u;
     }
-    uint32_t q = leading_ones(c->bits), need, z;
+    if (done == total) { /* what follows the last element is the last byte's zero padding, and nothing more */
+      status = src < end || bits || nbits >= 8u ? -1 : 0;
+      break;
+    }
+    if (!in_row) {
+      if (nbits < 6u) break;
+      filter = bits >> 29;
+      k = (bits >> 26) & 7u;
+      if (filter >= FILTERS) {
+        status = -1;
+        break;
+      }
+      bits <<= 6;
+      nbits -= 6u;
+      in_row = 1;
+      col = 0;
+      continue;
+    }
+    uint32_t q = leading_ones(bits), need, z;
     if (q < ESCAPE) {
-      need = q + 1u + c->k;
-      if (need > c->nbits) return 0;
-      z = q << c->k | (c->bits << (q + 1u)) >> (31u - c->k) >> 1;
-      if (z > 255u) return -1;
+      need = q + 1u + k;
+      if (need > nbits) break;
+      z = q << k | (bits << (q + 1u)) >> (31u - k) >> 1;
+      if (z > 255u) {
+        status = -1;
+        break;
+      }
     } else {
       need = ESCAPE + 8u;
-      if (need > c->nbits) return 0;
-      z = (c->bits << ESCAPE) >> 24;
+      if (need > nbits) break;
+      z = (bits << ESCAPE) >> 24;
     }
-    c->bits <<= need;
-    c->nbits = (uint8_t)(c->nbits - need);
-    uint32_t value = (predict(c, c->col) + ((z >> 1) ^ (0u - (z & 1u)))) & 0xFFu;
-    c->cur[c->col] = (uint8_t)value;
-    put(c, tensor, c->col, value);
-    c->done++;
-    if (++c->col == c->row) {
-      uint8_t *above = c->cur;
-      c->cur = c->prev;
-      c->prev = above;
-      c->in_row = 0;
+    bits <<= need;
+    nbits -= need;
+    uint32_t value = (predict(filter, cur + col, prev + col, left) + ((z >> 1) ^ (0u - (z & 1u)))) & 0xFFu;
+    cur[col] = (uint8_t)value;
+    /* Subtract-green pixels come as G, R - G, B - G: the colour channels add the pixel's G back and land one
+     * element before or after. */
+    uint32_t at = done;
+    if (green) {
+      if (channel == 0) {
+        at += 1u;
+      } else {
+        value = (value + cur[col - channel]) & 0xFFu;
+        at -= channel == 1 ? 1u : 0u;
+      }
+      channel = channel == 2 ? 0 : channel + 1u;
+    }
+    value ^= flip;
+    if (out == OUT_BYTES)
+      tensor[at] = (uint8_t)value;
+    else
+      put_float(tensor + 4u * at, out == OUT_WIDEN_U8 ? (float)value : (float)(int8_t)value);
+    done++;
+    if (++col == row) {
+      uint8_t *above = cur;
+      cur = prev;
+      prev = above;
+      in_row = 0;
     }
   }
-  return c->bits == 0 ? 0 : -1; /* all decoded: what is left is the last byte's zero padding */
+  c->bits = bits;
+  c->nbits = (uint8_t)nbits;
+  c->col = (uint16_t)col;
+  c->done = done;
+  c->k = (uint8_t)k;
+  c->filter = (uint8_t)filter;
+  c->in_row = (uint8_t)in_row;
+  c->channel = (uint8_t)channel;
+  c->cur = cur;
+  c->prev = prev;
+  return status;
 }
 
 int32_t hp_row_codec_decode(hp_row_codec *c, uint8_t *tensor, uint32_t tensor_bytes, int float32_tensor,
@@ -137,19 +158,13 @@ int32_t hp_row_codec_decode(hp_row_codec *c, uint8_t *tensor, uint32_t tensor_by
   uint32_t skip = c->wire - offset;
   if (skip >= len) return tensor_bytes_done(c);
   int decodes = 1;
-  for (uint32_t i = skip; i < len && decodes; ++i) {
-    uint8_t byte = src[i];
-    c->wire++;
-    if (c->header_got < sizeof c->header) {
-      c->header[c->header_got++] = byte;
-      if (c->header_got == sizeof c->header) decodes = start_rows(c, tensor_bytes, float32_tensor);
-      continue;
-    }
-    decodes = c->done < c->total; /* no bytes past the end of the stream */
-    c->bits |= (uint32_t)byte << (24u - c->nbits);
-    c->nbits = (uint8_t)(c->nbits + 8u);
-    if (decodes) decodes = drain(c, tensor) == 0;
+  uint32_t i = skip;
+  while (i < len && c->header_got < sizeof c->header) {
+    c->header[c->header_got++] = src[i++];
+    if (c->header_got == sizeof c->header) decodes = start_rows(c, tensor_bytes, float32_tensor);
   }
+  if (decodes && i < len) decodes = decode_bits(c, tensor, src + i, src + len) == 0;
+  c->wire = offset + len;
   c->broken = (uint8_t)!decodes;
   return decodes ? tensor_bytes_done(c) : UNDECODABLE;
 }
