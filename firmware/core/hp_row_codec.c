@@ -34,115 +34,126 @@ static int start_rows(hp_row_codec *c, uint32_t tensor_bytes, int float32_tensor
   return 1;
 }
 
-static uint32_t predict(uint32_t filter, const uint8_t *cur, const uint8_t *above, int32_t left) {
-  uint32_t a = cur[left], b = above[0], up_left = above[left]; /* the row pads make [left] a zero at the start */
-  switch (filter) {
-    case 0: return 0;
-    case 1: return a;
-    case 2: return b;
-    case 3: return (a + b) >> 1;
-    case 4: {
-      int32_t pa = (int32_t)(b - up_left), pb = (int32_t)(a - up_left), pc = (int32_t)(a + b - 2 * up_left);
-      pa = pa < 0 ? -pa : pa;
-      pb = pb < 0 ? -pb : pb;
-      pc = pc < 0 ? -pc : pc;
-      return pa <= pb && pa <= pc ? a : pb <= pc ? b : up_left;
-    }
-    default: {
-      uint32_t low = a < b ? a : b, high = a < b ? b : a;
-      return up_left >= high ? low : up_left <= low ? high : a + b - up_left;
-    }
+static uint32_t paeth(uint32_t a, uint32_t b, uint32_t up_left) {
+  int32_t pa = (int32_t)(b - up_left), pb = (int32_t)(a - up_left), pc = (int32_t)(a + b - 2 * up_left);
+  pa = pa < 0 ? -pa : pa;
+  pb = pb < 0 ? -pb : pb;
+  pc = pc < 0 ? -pc : pc;
+  return pa <= pb && pa <= pc ? a : pb <= pc ? b : up_left;
+}
+
+static uint32_t median(uint32_t a, uint32_t b, uint32_t up_left) {
+  uint32_t low = a < b ? a : b, high = a < b ? b : a;
+  return up_left >= high ? low : up_left <= low ? high : a + b - up_left;
+}
+
+static void store(uint8_t *tensor, uint32_t at, uint32_t value, uint32_t out) {
+  if (out == OUT_BYTES) {
+    tensor[at] = (uint8_t)value;
+  } else {
+    float f = out == OUT_WIDEN_U8 ? (float)value : (float)(int8_t)value;
+    memcpy(tensor + 4u * at, &f, sizeof f); /* the tensor may sit at any alignment */
   }
 }
 
-static void put_float(uint8_t *at, float value) { memcpy(at, &value, sizeof value); } /* at any alignment */
+/* The row's decoded bytes [from, to) into the tensor from element `base`, as they were before the encoder's
+ * transforms: subtract-green pixels (G, R - G, B - G) whole, each byte back to int8 for signed elements, widened
+ * when the tensor is float32. Returns the row bytes written. */
+static uint32_t emit(const hp_row_codec *c, uint8_t *tensor, uint32_t base, uint32_t from, uint32_t to) {
+  const uint32_t out = c->mode & 3u, flip = c->mode & MODE_SIGNED ? 0x80u : 0u;
+  const uint8_t *row = c->cur;
+  if (c->mode & MODE_GREEN) {
+    for (; from + 3u <= to; from += 3u) {
+      uint32_t g = row[from];
+      store(tensor, base + from, ((row[from + 1] + g) & 0xFFu) ^ flip, out);
+      store(tensor, base + from + 1u, g ^ flip, out);
+      store(tensor, base + from + 2u, ((row[from + 2] + g) & 0xFFu) ^ flip, out);
+    }
+    return from;
+  }
+  for (; from < to; ++from) store(tensor, base + from, row[from] ^ flip, out);
+  return from;
+}
+
+/* The residuals of one row up to `limit` under one predictor, into the row buffer: returns the column reached
+ * (short of `limit` when the bits run out). A macro, so that each filter's loop has its predictor inline. */
+#define ROW_LOOP(PREDICTION)                                                  \
+  while (col < limit) {                                                       \
+    while (nbits <= 24u && src < end) {                                       \
+      bits |= (uint32_t)*src++ << (24u - nbits);                              \
+      nbits += 8u;                                                            \
+    }                                                                         \
+    uint32_t q = leading_ones(bits), need, z;                                 \
+    if (q < ESCAPE) {                                                         \
+      need = q + 1u + k;                                                      \
+      z = q << k | (bits << (q + 1u)) >> (31u - k) >> 1;                      \
+    } else {                                                                  \
+      need = ESCAPE + 8u;                                                     \
+      z = (bits << ESCAPE) >> 24;                                             \
+    }                                                                         \
+    if (need > nbits) break;                                                  \
+    bits <<= need;                                                            \
+    nbits -= need;                                                            \
+    uint32_t a = (cur + col)[left], b = above[col], up_left = (above + col)[left]; \
+    (void)a, (void)b, (void)up_left;                                          \
+    cur[col] = (uint8_t)((PREDICTION) + ((z >> 1) ^ (0u - (z & 1u))));        \
+    col++;                                                                    \
+  }
 
 /* Decodes the stream bytes [src, end) into the tensor. The state lives in locals while it runs (the tensor's
  * stores could otherwise alias it) and goes back to the codec at the end. 0, or -1 for bits that do not decode. */
 static int decode_bits(hp_row_codec *c, uint8_t *tensor, const uint8_t *src, const uint8_t *end) {
-  uint32_t bits = c->bits, nbits = c->nbits, col = c->col, done = c->done, k = c->k, filter = c->filter;
-  uint32_t in_row = c->in_row, channel = c->channel;
-  const uint32_t total = c->total, row = c->row, out = c->mode & 3u, green = c->mode & MODE_GREEN;
-  const uint32_t flip = c->mode & MODE_SIGNED ? 0x80u : 0u;
+  uint32_t bits = c->bits, nbits = c->nbits, col = c->col, k = c->k;
   const int32_t left = -(int32_t)c->step;
-  uint8_t *cur = c->cur, *prev = c->prev;
   int status = 0;
   for (;;) {
-    while (nbits <= 24u && src < end) {
-      bits |= (uint32_t)*src++ << (24u - nbits);
-      nbits += 8u;
-    }
-    if (done == total) { /* what follows the last element is the last byte's zero padding, and nothing more */
+    if (c->done == c->total) { /* what follows the last element is the last byte's zero padding, and nothing more */
       status = src < end || bits || nbits >= 8u ? -1 : 0;
       break;
     }
-    if (!in_row) {
+    if (!c->in_row) {
+      while (nbits <= 24u && src < end) {
+        bits |= (uint32_t)*src++ << (24u - nbits);
+        nbits += 8u;
+      }
       if (nbits < 6u) break;
-      filter = bits >> 29;
+      c->filter = (uint8_t)(bits >> 29);
       k = (bits >> 26) & 7u;
-      if (filter >= FILTERS) {
+      if (c->filter >= FILTERS) {
         status = -1;
         break;
       }
       bits <<= 6;
       nbits -= 6u;
-      in_row = 1;
-      col = 0;
-      continue;
+      c->in_row = 1;
+      col = c->emitted = 0;
     }
-    uint32_t q = leading_ones(bits), need, z;
-    if (q < ESCAPE) {
-      need = q + 1u + k;
-      if (need > nbits) break;
-      z = q << k | (bits << (q + 1u)) >> (31u - k) >> 1;
-      if (z > 255u) {
-        status = -1;
-        break;
-      }
-    } else {
-      need = ESCAPE + 8u;
-      if (need > nbits) break;
-      z = (bits << ESCAPE) >> 24;
+    uint8_t *cur = c->cur;
+    const uint8_t *above = c->prev;
+    uint32_t base = c->done - c->emitted, left_in_tensor = c->total - base;
+    uint32_t limit = left_in_tensor < c->row ? left_in_tensor : c->row;
+    switch (c->filter) {
+      case 0: ROW_LOOP(0u) break;
+      case 1: ROW_LOOP(a) break;
+      case 2: ROW_LOOP(b) break;
+      case 3: ROW_LOOP((a + b) >> 1) break;
+      case 4: ROW_LOOP(paeth(a, b, up_left)) break;
+      default: ROW_LOOP(median(a, b, up_left)) break;
     }
-    bits <<= need;
-    nbits -= need;
-    uint32_t value = (predict(filter, cur + col, prev + col, left) + ((z >> 1) ^ (0u - (z & 1u)))) & 0xFFu;
-    cur[col] = (uint8_t)value;
-    /* Subtract-green pixels come as G, R - G, B - G: the colour channels add the pixel's G back and land one
-     * element before or after. */
-    uint32_t at = done;
-    if (green) {
-      if (channel == 0) {
-        at += 1u;
-      } else {
-        value = (value + cur[col - channel]) & 0xFFu;
-        at -= channel == 1 ? 1u : 0u;
-      }
-      channel = channel == 2 ? 0 : channel + 1u;
-    }
-    value ^= flip;
-    if (out == OUT_BYTES)
-      tensor[at] = (uint8_t)value;
-    else
-      put_float(tensor + 4u * at, out == OUT_WIDEN_U8 ? (float)value : (float)(int8_t)value);
-    done++;
-    if (++col == row) {
-      uint8_t *above = cur;
-      cur = prev;
-      prev = above;
-      in_row = 0;
+    uint32_t emitted = emit(c, tensor, base, c->emitted, col);
+    c->done += emitted - c->emitted;
+    c->emitted = (uint16_t)emitted;
+    if (col < limit) break; /* the bits ran out mid-row */
+    if (col == c->row) {
+      c->cur = c->prev;
+      c->prev = cur;
+      c->in_row = 0;
     }
   }
   c->bits = bits;
   c->nbits = (uint8_t)nbits;
   c->col = (uint16_t)col;
-  c->done = done;
   c->k = (uint8_t)k;
-  c->filter = (uint8_t)filter;
-  c->in_row = (uint8_t)in_row;
-  c->channel = (uint8_t)channel;
-  c->cur = cur;
-  c->prev = prev;
   return status;
 }
 
@@ -150,7 +161,7 @@ int32_t hp_row_codec_decode(hp_row_codec *c, uint8_t *tensor, uint32_t tensor_by
                             uint32_t offset, const uint8_t *src, uint32_t len) {
   if (offset == 0) {
     c->wire = c->done = c->total = c->bits = 0;
-    c->nbits = c->header_got = c->in_row = c->broken = c->channel = 0;
+    c->nbits = c->header_got = c->in_row = c->broken = 0;
     c->mode = OUT_BYTES;
   }
   if (c->broken) return UNDECODABLE;

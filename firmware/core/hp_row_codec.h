@@ -29,8 +29,8 @@ typedef struct {
   uint8_t in_row; /* 0: the next bits are a row's head */
   uint8_t broken; /* the stream did not decode: nothing more of it is taken */
   uint8_t step, mode, filter, k;
-  uint8_t channel; /* of a subtract-green pixel: 0 G, 1 R - G, 2 B - G */
   uint16_t row, col;
+  uint16_t emitted; /* the current row's bytes written into the tensor (whole pixels when subtract-green) */
   uint8_t *cur, *prev;
   uint8_t rows[2 * (HP_ROW_CODEC_PAD + HP_ROW_CODEC_ROW_MAX + 1)];
 } hp_row_codec;
