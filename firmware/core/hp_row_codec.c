@@ -47,57 +47,67 @@ static uint32_t median(uint32_t a, uint32_t b, uint32_t up_left) {
   return up_left >= high ? low : up_left <= low ? high : a + b - up_left;
 }
 
-static void store(uint8_t *tensor, uint32_t at, uint32_t value, uint32_t out) {
-  if (out == OUT_BYTES) {
-    tensor[at] = (uint8_t)value;
-  } else {
-    float f = out == OUT_WIDEN_U8 ? (float)value : (float)(int8_t)value;
-    memcpy(tensor + 4u * at, &f, sizeof f); /* the tensor may sit at any alignment */
+/* Element stores, as macros so that -Os keeps them inline in emit's loops. */
+#define AS_BYTE(at, value) (tensor[at] = (uint8_t)(value))
+#define AS_FLOAT(at, value)                                                       \
+  do {                                                                            \
+    float widened_ = (float)(value);                                              \
+    memcpy(tensor + 4u * (at), &widened_, sizeof widened_); /* at any alignment */ \
+  } while (0)
+#define AS_U8_FLOAT(at, value) AS_FLOAT(at, (uint32_t)(value))
+#define AS_I8_FLOAT(at, value) AS_FLOAT(at, (int8_t)(value))
+#define EMIT_PIXELS(STORE)                                   \
+  for (; from + 3u <= to; from += 3u) {                      \
+    uint32_t g = row[from];                                  \
+    STORE(base + from, ((row[from + 1] + g) & 0xFFu) ^ flip); \
+    STORE(base + from + 1u, g ^ flip);                       \
+    STORE(base + from + 2u, ((row[from + 2] + g) & 0xFFu) ^ flip); \
   }
-}
+#define EMIT_BYTES(STORE) \
+  for (; from < to; ++from) STORE(base + from, row[from] ^ flip);
 
 /* The row's decoded bytes [from, to) into the tensor from element `base`, as they were before the encoder's
  * transforms: subtract-green pixels (G, R - G, B - G) whole, each byte back to int8 for signed elements, widened
  * when the tensor is float32. Returns the row bytes written. */
 static uint32_t emit(const hp_row_codec *c, uint8_t *tensor, uint32_t base, uint32_t from, uint32_t to) {
-  const uint32_t out = c->mode & 3u, flip = c->mode & MODE_SIGNED ? 0x80u : 0u;
+  const uint32_t flip = c->mode & MODE_SIGNED ? 0x80u : 0u;
   const uint8_t *row = c->cur;
-  if (c->mode & MODE_GREEN) {
-    for (; from + 3u <= to; from += 3u) {
-      uint32_t g = row[from];
-      store(tensor, base + from, ((row[from + 1] + g) & 0xFFu) ^ flip, out);
-      store(tensor, base + from + 1u, g ^ flip, out);
-      store(tensor, base + from + 2u, ((row[from + 2] + g) & 0xFFu) ^ flip, out);
-    }
-    return from;
+  switch ((c->mode & 3u) << 1 | (c->mode & MODE_GREEN ? 1u : 0u)) {
+    case OUT_BYTES << 1: EMIT_BYTES(AS_BYTE) break;
+    case OUT_BYTES << 1 | 1: EMIT_PIXELS(AS_BYTE) break;
+    case OUT_WIDEN_U8 << 1: EMIT_BYTES(AS_U8_FLOAT) break;
+    case OUT_WIDEN_U8 << 1 | 1: EMIT_PIXELS(AS_U8_FLOAT) break;
+    case OUT_WIDEN_I8 << 1: EMIT_BYTES(AS_I8_FLOAT) break;
+    default: EMIT_PIXELS(AS_I8_FLOAT) break;
   }
-  for (; from < to; ++from) store(tensor, base + from, row[from] ^ flip, out);
   return from;
 }
 
-/* The residuals of one row up to `limit` under one predictor, into the row buffer: returns the column reached
- * (short of `limit` when the bits run out). A macro, so that each filter's loop has its predictor inline. */
-#define ROW_LOOP(PREDICTION)                                                  \
-  while (col < limit) {                                                       \
-    while (nbits <= 24u && src < end) {                                       \
-      bits |= (uint32_t)*src++ << (24u - nbits);                              \
-      nbits += 8u;                                                            \
-    }                                                                         \
-    uint32_t q = leading_ones(bits), need, z;                                 \
-    if (q < ESCAPE) {                                                         \
-      need = q + 1u + k;                                                      \
-      z = q << k | (bits << (q + 1u)) >> (31u - k) >> 1;                      \
-    } else {                                                                  \
-      need = ESCAPE + 8u;                                                     \
-      z = (bits << ESCAPE) >> 24;                                             \
-    }                                                                         \
-    if (need > nbits) break;                                                  \
-    bits <<= need;                                                            \
-    nbits -= need;                                                            \
-    uint32_t a = (cur + col)[left], b = above[col], up_left = (above + col)[left]; \
-    (void)a, (void)b, (void)up_left;                                          \
-    cur[col] = (uint8_t)((PREDICTION) + ((z >> 1) ^ (0u - (z & 1u))));        \
-    col++;                                                                    \
+/* The residuals of one row up to `stop` under one predictor, into the row buffer at `here` (`above`: the row
+ * above), until the bits run out. A macro, so that each filter's loop has its predictor inline. */
+#define ROW_LOOP(PREDICTION)                                                 \
+  while (here < stop) {                                                      \
+    if (nbits <= 24u) {                                                      \
+      while (nbits <= 24u && src < end) {                                    \
+        bits |= (uint32_t)*src++ << (24u - nbits);                           \
+        nbits += 8u;                                                         \
+      }                                                                      \
+    }                                                                        \
+    uint32_t q = leading_ones(bits), need, z;                                \
+    if (q < ESCAPE) {                                                        \
+      need = q + 1u + k;                                                     \
+      z = q << k | (bits << (q + 1u)) >> (31u - k) >> 1;                     \
+    } else {                                                                 \
+      need = ESCAPE + 8u;                                                    \
+      z = (bits << ESCAPE) >> 24;                                            \
+    }                                                                        \
+    if (need > nbits) break;                                                 \
+    bits <<= need;                                                           \
+    nbits -= need;                                                           \
+    uint32_t a = here[left], b = *above, up_left = above[left];              \
+    (void)a, (void)b, (void)up_left;                                         \
+    *here++ = (uint8_t)((PREDICTION) + ((z >> 1) ^ (0u - (z & 1u))));        \
+    above++;                                                                 \
   }
 
 /* Decodes the stream bytes [src, end) into the tensor. The state lives in locals while it runs (the tensor's
@@ -128,10 +138,11 @@ static int decode_bits(hp_row_codec *c, uint8_t *tensor, const uint8_t *src, con
       c->in_row = 1;
       col = c->emitted = 0;
     }
-    uint8_t *cur = c->cur;
-    const uint8_t *above = c->prev;
+    uint8_t *cur = c->cur, *here = cur + col;
+    const uint8_t *above = c->prev + col;
     uint32_t base = c->done - c->emitted, left_in_tensor = c->total - base;
     uint32_t limit = left_in_tensor < c->row ? left_in_tensor : c->row;
+    const uint8_t *stop = cur + limit;
     switch (c->filter) {
       case 0: ROW_LOOP(0u) break;
       case 1: ROW_LOOP(a) break;
@@ -140,6 +151,7 @@ static int decode_bits(hp_row_codec *c, uint8_t *tensor, const uint8_t *src, con
       case 4: ROW_LOOP(paeth(a, b, up_left)) break;
       default: ROW_LOOP(median(a, b, up_left)) break;
     }
+    col = (uint32_t)(here - cur);
     uint32_t emitted = emit(c, tensor, base, c->emitted, col);
     c->done += emitted - c->emitted;
     c->emitted = (uint16_t)emitted;
