@@ -15,18 +15,12 @@ from harness.device.sim_board import SimBoard
 from harness.errors import LinkError
 from harness.link.client import DeviceClient
 from harness.link.framing import FrameDecoder
-from harness.link.input_forms import FORMS_SETTING
 from harness.link.protocol import Msg
 from harness.link.session import BoardChanged, BoardLost, Identity
 from harness.link.transport import open_link
 from tests.fake_runner import ChecksumRunner, expected_output
 
-
-@pytest.fixture(autouse=True)
-def _raw_inputs(monkeypatch):
-    """These measure the link itself, its pacing and its recovery, on the bytes as they are: the row codec would
-    shrink their constant and ramp inputs to a few bytes (harness/link/input_forms.py)."""
-    monkeypatch.setenv(FORMS_SETTING, "raw")
+pytestmark = pytest.mark.usefixtures("raw_inputs")  # constant and ramp inputs: the link as it carries raw bytes
 
 
 SIZE = 2048

@@ -7,16 +7,10 @@ import pytest
 from harness.device.sim_board import LinkEmulation
 from harness.errors import UserError
 from harness.link.framing import FrameDecoder, encode_frame
-from harness.link.input_forms import FORMS_SETTING
 from harness.link.protocol import RESPONSE_BIT, Msg, load_input_payload
 from tests.fake_runner import ChecksumRunner, PortProxy, core_on_pty, expected_output
 
-
-@pytest.fixture(autouse=True)
-def _raw_inputs(monkeypatch):
-    """These measure the link itself, its pacing and its recovery, on the bytes as they are: the row codec would
-    shrink their constant and ramp inputs to a few bytes (harness/link/input_forms.py)."""
-    monkeypatch.setenv(FORMS_SETTING, "raw")
+pytestmark = pytest.mark.usefixtures("raw_inputs")  # constant and ramp inputs: the link as it carries raw bytes
 
 
 INPUT = bytes(range(256)) * 32  # 8 KB
