@@ -56,12 +56,13 @@ static uint32_t median(uint32_t a, uint32_t b, uint32_t up_left) {
   } while (0)
 #define AS_U8_FLOAT(at, value) AS_FLOAT(at, (uint32_t)(value))
 #define AS_I8_FLOAT(at, value) AS_FLOAT(at, (int8_t)(value))
-#define EMIT_PIXELS(STORE)                                   \
-  for (; from + 3u <= to; from += 3u) {                      \
-    uint32_t g = row[from];                                  \
-    STORE(base + from, ((row[from + 1] + g) & 0xFFu) ^ flip); \
-    STORE(base + from + 1u, g ^ flip);                       \
-    STORE(base + from + 2u, ((row[from + 2] + g) & 0xFFu) ^ flip); \
+/* (x + G) ^ 0x80 is x + (G ^ 0x80) modulo 256: the sign flip is applied to G once a pixel. */
+#define EMIT_PIXELS(STORE)                             \
+  for (; from + 3u <= to; from += 3u) {                \
+    uint32_t g = row[from] ^ flip;                     \
+    STORE(base + from, (row[from + 1] + g) & 0xFFu);   \
+    STORE(base + from + 1u, g);                        \
+    STORE(base + from + 2u, (row[from + 2] + g) & 0xFFu); \
   }
 #define EMIT_BYTES(STORE) \
   for (; from < to; ++from) STORE(base + from, row[from] ^ flip);
