@@ -7,7 +7,7 @@ input, widened), timed with the CMSDK timer the qemu_mps2 HAL uses (virtual time
 instruction is 128 ns, the timer ticks every 40 ns). The decoded tensor's CRC-32 is checked against the host's.
 Every figure is `emulated`.
 
-    python benchmarks/codec_instructions.py [--images 4] [--piece 4096] [--optimize -Os]
+    python benchmarks/codec_instructions.py [--images 4] [--piece 4096] [--optimize -Os] [--filters 0,1,2,3,5]
 """
 
 import argparse
@@ -93,13 +93,14 @@ SECTIONS {
 """
 
 
-def demo_streams(count: int) -> list[tuple[bytes, np.ndarray]]:
-    """The default model's input (96x96 RGB, whole numbers 0..255 widened to float32) of the first demo images."""
+def demo_streams(count: int, filters: tuple[int, ...] = row_codec.DEFAULT_FILTERS) -> list[tuple[bytes, np.ndarray]]:
+    """The default model's input (96x96 RGB, whole numbers 0..255 widened to float32) of the first demo images,
+    each row coded under the smallest of `filters`."""
     pre = all_cards()["mlperf_tiny_vww"].preprocessing
     found = []
     for sample in load_dataset("demo").samples[:count]:
         pixels = np.clip(np.round(real_input(load_rgb(sample.image_path), pre)), 0, 255).astype(np.uint8).ravel()
-        found.append((row_codec.encode(pixels, 96 * 3, 3, row_codec.OUT_WIDEN_U8), pixels))
+        found.append((row_codec.encode(pixels, 96 * 3, 3, row_codec.OUT_WIDEN_U8, filters), pixels))
     return found
 
 
@@ -143,8 +144,19 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=4)
     parser.add_argument("--piece", type=int, default=4096, help="stream bytes a LOAD_INPUT frame (default 4096)")
     parser.add_argument("--optimize", default="-Os", help="the decoder's optimisation (default the firmware's, -Os)")
+    parser.add_argument(
+        "--filters",
+        default=",".join(map(str, row_codec.DEFAULT_FILTERS)),
+        help=f"the filters the encoder may pick, numbers into {row_codec.FILTERS} (default the encoder's)",
+    )
     args = parser.parse_args()
-    streams = demo_streams(args.images)
+    try:
+        filters = tuple(int(f) for f in args.filters.split(","))
+    except ValueError:
+        filters = ()
+    if not filters or not all(0 <= f < len(row_codec.FILTERS) for f in filters):
+        parser.error(f"--filters {args.filters!r}: give numbers 0-{len(row_codec.FILTERS) - 1}, comma-separated")
+    streams = demo_streams(args.images, filters)
     with tempfile.TemporaryDirectory() as work:
         for board in ("qemu_m4", "qemu_m7"):
             for stream, pixels in streams:
