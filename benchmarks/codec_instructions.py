@@ -38,7 +38,7 @@ MAIN = r"""
 #define TIMER_CONTROL (*(volatile uint32_t *)0x40002008u)
 
 static hp_row_codec codec;
-static uint8_t tensor[TENSOR_BYTES];
+static uint8_t tensor[TENSOR_BYTES] __attribute__((aligned(4))); /* as an interpreter arena's tensors */
 extern uint32_t _estack;
 
 static void semihost(uint32_t op, const void *arg) {

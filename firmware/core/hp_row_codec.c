@@ -1,5 +1,6 @@
 #include "hp_row_codec.h"
 
+#include <stdint.h>
 #include <string.h>
 
 enum { OUT_BYTES = 0, OUT_WIDEN_U8 = 1, OUT_WIDEN_I8 = 2, MODE_SIGNED = 4, MODE_GREEN = 8, ESCAPE = 12, FILTERS = 6 };
@@ -56,6 +57,11 @@ static uint32_t median(uint32_t a, uint32_t b, uint32_t up_left) {
   } while (0)
 #define AS_U8_FLOAT(at, value) AS_FLOAT(at, (uint32_t)(value))
 #define AS_I8_FLOAT(at, value) AS_FLOAT(at, (int8_t)(value))
+/* A float32 tensor at a 4-byte boundary takes each element in one store (one instruction an element fewer on
+ * Cortex-M4 than memcpy's way through a core register); may_alias: the tensor is the caller's bytes. */
+typedef float tensor_float __attribute__((may_alias));
+#define AS_ALIGNED_U8_FLOAT(at, value) (((tensor_float *)(void *)tensor)[at] = (float)(uint32_t)(value))
+#define AS_ALIGNED_I8_FLOAT(at, value) (((tensor_float *)(void *)tensor)[at] = (float)(int8_t)(value))
 /* (x + G) ^ 0x80 is x + (G ^ 0x80) modulo 256: the sign flip is applied to G once a pixel. */
 #define EMIT_PIXELS(STORE)                             \
   for (; from + 3u <= to; from += 3u) {                \
@@ -73,9 +79,16 @@ static uint32_t median(uint32_t a, uint32_t b, uint32_t up_left) {
 static uint32_t emit(const hp_row_codec *c, uint8_t *tensor, uint32_t base, uint32_t from, uint32_t to) {
   const uint32_t flip = c->mode & MODE_SIGNED ? 0x80u : 0u;
   const uint8_t *row = c->cur;
-  switch ((c->mode & 3u) << 1 | (c->mode & MODE_GREEN ? 1u : 0u)) {
-    case OUT_BYTES << 1: EMIT_BYTES(AS_BYTE) break;
-    case OUT_BYTES << 1 | 1: EMIT_PIXELS(AS_BYTE) break;
+  uint32_t aligned = ((uintptr_t)tensor & 3u) == 0 ? 8u : 0u;
+  switch (aligned | (c->mode & 3u) << 1 | (c->mode & MODE_GREEN ? 1u : 0u)) {
+    case 8 | OUT_WIDEN_U8 << 1: EMIT_BYTES(AS_ALIGNED_U8_FLOAT) break;
+    case 8 | OUT_WIDEN_U8 << 1 | 1: EMIT_PIXELS(AS_ALIGNED_U8_FLOAT) break;
+    case 8 | OUT_WIDEN_I8 << 1: EMIT_BYTES(AS_ALIGNED_I8_FLOAT) break;
+    case 8 | OUT_WIDEN_I8 << 1 | 1: EMIT_PIXELS(AS_ALIGNED_I8_FLOAT) break;
+    case OUT_BYTES << 1:
+    case 8 | OUT_BYTES << 1: EMIT_BYTES(AS_BYTE) break;
+    case OUT_BYTES << 1 | 1:
+    case 8 | OUT_BYTES << 1 | 1: EMIT_PIXELS(AS_BYTE) break;
     case OUT_WIDEN_U8 << 1: EMIT_BYTES(AS_U8_FLOAT) break;
     case OUT_WIDEN_U8 << 1 | 1: EMIT_PIXELS(AS_U8_FLOAT) break;
     case OUT_WIDEN_I8 << 1: EMIT_BYTES(AS_I8_FLOAT) break;

@@ -30,12 +30,15 @@ def _tensor(dtype: int, nbytes: int) -> TensorInfo:
     return info
 
 
-def _decode(info: TensorInfo, pieces: list[tuple[int, bytes]]) -> tuple[bytes, list[int]]:
+def _decode(info: TensorInfo, pieces: list[tuple[int, bytes]], misaligned: int = 0) -> tuple[bytes, list[int]]:
+    """The tensor `misaligned` bytes past a 4-byte boundary (the decoder stores floats one way or the other)."""
     core = device_core()
-    tensor = ctypes.create_string_buffer(b"\xee" * info.bytes, info.bytes)
+    buffer = ctypes.create_string_buffer(b"\xee" * (info.bytes + 4), info.bytes + 4)
+    start = -ctypes.addressof(buffer) % 4 + misaligned
+    tensor = ctypes.addressof(buffer) + start
     state = ctypes.create_string_buffer(core.hp_input_state_bytes())
     ends = [core.hp_input_decode(ROWS, ctypes.byref(info), tensor, state, at, p, len(p)) for at, p in pieces]
-    return tensor.raw, ends
+    return buffer.raw[start : start + info.bytes], ends
 
 
 def _image_like(rng: np.random.Generator, height: int, width: int, channels: int, dtype) -> np.ndarray:
@@ -89,7 +92,7 @@ def test_the_device_decodes_what_the_host_encodes_in_any_pieces_with_pieces_sent
     pieces.insert(back + 1, pieces[back])
     if back > 0:
         pieces.insert(back + 2, (pieces[back - 1][0], stream[pieces[back - 1][0] : cuts[back + 1]]))
-    tensor, ends = _decode(_tensor(tensor_dtype, len(expected)), pieces)
+    tensor, ends = _decode(_tensor(tensor_dtype, len(expected)), pieces, data.draw(st.integers(0, 3)))
     assert tensor == expected
     assert ends[-1] == len(expected) and all(end >= 0 for end in ends)
 
