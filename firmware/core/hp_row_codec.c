@@ -98,7 +98,8 @@ static uint32_t emit(const hp_row_codec *c, uint8_t *tensor, uint32_t base, uint
 }
 
 /* The residuals of one row up to `stop` under one predictor, into the row buffer at `here` (`above`: the row
- * above), until the bits run out. A macro, so that each filter's loop has its predictor inline. */
+ * above), until the bits run out. A macro, so that each filter's loop has its predictor inline. A residual's k
+ * low bits follow its ones and their zero: `bits << q` starts at that zero, so its top k + 1 bits are their value. */
 #define ROW_LOOP(PREDICTION)                                                 \
   while (here < stop) {                                                      \
     if (nbits <= 24u) {                                                      \
@@ -110,7 +111,7 @@ static uint32_t emit(const hp_row_codec *c, uint8_t *tensor, uint32_t base, uint
     uint32_t q = leading_ones(bits), need, z;                                \
     if (q < ESCAPE) {                                                        \
       need = q + 1u + k;                                                     \
-      z = q << k | (bits << (q + 1u)) >> (31u - k) >> 1;                     \
+      z = q << k | (bits << q) >> (31u - k);                                 \
     } else {                                                                 \
       need = ESCAPE + 8u;                                                    \
       z = (bits << ESCAPE) >> 24;                                            \
