@@ -1,6 +1,7 @@
 """The smallest exact form on the wire (docs/link.md): samples/s of `harness eval --board sim --link-baud 921600` on
 the default model (float32 input, integers 0..255), raw (HARNESS_INPUT_FORMS=raw: 110,592 bytes a sample) against
-widened on the board (27,648 bytes), each measured between two run sizes so start-up cancels, and its ratio to the
+the smallest form the board decodes (the row codec's stream of the 27,648 pixel bytes, widened on the board), each
+measured between two run sizes so start-up cancels, and its ratio to the
 line-rate bound for 27,648-byte inputs (baud / 10 / 27,648 samples/s). Wire bytes per sample come from the run's
 link counters. Every figure is `sim`: the virtual board's pseudo-terminal paced to the baud rate.
 
@@ -57,7 +58,7 @@ def main() -> None:
             f"{forms:>8}: {rates[forms]:.3f} samples/s = {rates[forms] / bound:.2f} x the bound; "
             f"{per_sample:,.0f} input bytes on the wire a sample, framing included (sim)"
         )
-    print(f"widened / raw: {rates['smallest'] / rates['raw']:.2f} x the samples/s (sim)")
+    print(f"smallest / raw: {rates['smallest'] / rates['raw']:.2f} x the samples/s (sim)")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ BaudOrZero = Annotated[int, pydantic.Field(ge=0, le=MAX_BAUD)]  # 0: stay, unpac
 # The frame sizes the device core accepts (firmware/core/hp_device.h HP_MIN_RX_FRAME, HP_MIN_TX_FRAME: a frame's
 # 12 bytes of header and trailer plus 16 bytes of request, or the largest HELLO); a frame's length is 16 bits.
 MIN_RX_FRAME = 12 + 16
-MIN_TX_FRAME = 12 + 195
+MIN_TX_FRAME = 12 + 199
 MAX_FRAME = 12 + 0xFFFF
 LatencySource = Literal["device", "emulated", "sim"]
 # A board file is refused, naming the field, when it holds a key no table declares or a number that is not finite.

@@ -107,11 +107,13 @@ _SIGNATURES = {
         ],
     ),
     "hp_input_encodings": (ctypes.c_uint32, [ctypes.POINTER(TensorInfo)]),
+    "hp_input_state_bytes": (ctypes.c_uint32, []),
     "hp_input_decode": (
         ctypes.c_int32,
         [
             ctypes.c_uint8,
             ctypes.POINTER(TensorInfo),
+            ctypes.c_void_p,
             ctypes.c_void_p,
             ctypes.c_uint32,
             ctypes.c_char_p,

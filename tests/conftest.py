@@ -138,6 +138,13 @@ def closed_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.fixture
+def raw_inputs(monkeypatch):
+    """Inputs cross the link as their own bytes (HARNESS_INPUT_FORMS=raw), for tests of its chunking, pacing and
+    recovery whose constant or ramp inputs the row codec would shrink to a few bytes (harness/link/input_forms.py)."""
+    monkeypatch.setenv("HARNESS_INPUT_FORMS", "raw")
+
+
 def fixture_model(relative: str) -> Path:
     path = FIXTURE_MODELS / relative
     if not path.is_file():

@@ -108,6 +108,7 @@ static void handle_hello(hp_device *dev, const hp_frame *req) {
   p = hp_put_u32(p, hal->set_baud && hal->ticks && hal->tick_hz ? hal->max_baud : 0u);
   p = hp_put_u8(p, hal->link_flags);
   p = hp_put_u32(p, hp_input_encodings(&dev->model.input));
+  p = hp_put_u32(p, HP_ROW_CODEC_ROW_MAX);
   hp_send_response(dev, HP_MSG_HELLO | HP_RESPONSE_BIT, req->seq, (uint32_t)(p - start));
 }
 
@@ -132,8 +133,12 @@ static void handle_load_input(hp_device *dev, const hp_frame *req) {
    * the input's first) is not. */
   int32_t decoded = -1;
   if (offset <= dev->input_filled && (offset == 0 || encoding == dev->input_encoding))
-    decoded = hp_input_decode(encoding, &dev->model.input, dev->cfg.runner->input(dev->cfg.runner->ctx), offset,
-                              req->payload + head, len);
+    decoded = hp_input_decode(encoding, &dev->model.input, dev->cfg.runner->input(dev->cfg.runner->ctx),
+                              &dev->input_codec, offset, req->payload + head, len);
+  if (decoded == -2) {
+    hp_send_error(dev, req->seq, HP_ERR_BAD_PAYLOAD, "input stream does not decode into the input tensor");
+    return;
+  }
   if (decoded < 0) {
     hp_send_error(dev, req->seq, HP_ERR_BAD_OFFSET, "input chunk outside the loaded range");
     return;

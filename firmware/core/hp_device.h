@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "hp_frame.h"
+#include "hp_row_codec.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,9 +21,9 @@ extern "C" {
 #define HP_MAX_ID_CHARS 32u /* board and build ids are cut to this length in HELLO */
 /* The largest HELLO payload: version, two ids, sha prefix, seven u32, tick kind, status, two tensors,
  * then (v2) input slots u8, the highest baud rate the link may switch to u32, the link flags u8 and the input
- * encodings u32 (hp_input_forms.h). */
+ * encodings u32 (hp_input_forms.h) and the longest row the row codec decodes u32 (hp_row_codec.h). */
 #define HP_HELLO_MAX_BYTES \
-  (2u + 2u * (1u + HP_MAX_ID_CHARS) + 8u + 28u + 1u + 4u + 2u * (2u + 4u * HP_MAX_DIMS + 12u) + 1u + 4u + 1u + 4u)
+  (2u + 2u * (1u + HP_MAX_ID_CHARS) + 8u + 28u + 1u + 4u + 2u * (2u + 4u * HP_MAX_DIMS + 12u) + 1u + 4u + 1u + 4u + 4u)
 #define HP_MIN_RX_FRAME (HP_FRAME_OVERHEAD + 16u)
 #define HP_MIN_TX_FRAME (HP_FRAME_OVERHEAD + HP_HELLO_MAX_BYTES)
 #define HP_MAX_PROFILED_OPS 128u
@@ -165,6 +166,7 @@ typedef struct {
   uint32_t input_filled;  /* contiguous wire bytes of the input loaded since the last invoke */
   uint32_t input_decoded; /* the tensor bytes they decoded into */
   uint8_t input_encoding; /* the form the input being loaded crosses the wire in (hp_input_forms.h) */
+  hp_row_codec input_codec; /* the row codec's state between the input's pieces */
   uint16_t input_seq;    /* sequence number of the last LOAD_INPUT that wrote into the input */
   uint8_t output_valid;
   uint64_t last_byte_tick;

@@ -25,25 +25,38 @@ static int float32_tensor(const hp_tensor_info *input) {
   return input->dtype == HP_DTYPE_FLOAT32 && input->bytes % 4u == 0;
 }
 
-static int32_t decode_raw(const hp_tensor_info *input, uint8_t *tensor, uint32_t offset, const uint8_t *src,
-                          uint32_t len) {
+static int32_t decode_raw(const hp_tensor_info *input, uint8_t *tensor, hp_row_codec *codec, uint32_t offset,
+                          const uint8_t *src, uint32_t len) {
+  (void)codec;
   if (offset > input->bytes || len > input->bytes - offset) return -1;
   memcpy(tensor + offset, src, len);
   return (int32_t)(offset + len);
 }
 
-static int32_t widen_u8(const hp_tensor_info *input, uint8_t *tensor, uint32_t offset, const uint8_t *src,
-                        uint32_t len) {
+static int32_t widen_u8(const hp_tensor_info *input, uint8_t *tensor, hp_row_codec *codec, uint32_t offset,
+                        const uint8_t *src, uint32_t len) {
+  (void)codec;
   return widen(input, tensor, offset, src, len, 0);
 }
 
-static int32_t widen_i8(const hp_tensor_info *input, uint8_t *tensor, uint32_t offset, const uint8_t *src,
-                        uint32_t len) {
+static int32_t widen_i8(const hp_tensor_info *input, uint8_t *tensor, hp_row_codec *codec, uint32_t offset,
+                        const uint8_t *src, uint32_t len) {
+  (void)codec;
   return widen(input, tensor, offset, src, len, 1);
 }
 
-typedef int32_t (*hp_input_decoder)(const hp_tensor_info *input, uint8_t *tensor, uint32_t offset,
-                                    const uint8_t *src, uint32_t len);
+static int32_t decode_rows(const hp_tensor_info *input, uint8_t *tensor, hp_row_codec *codec, uint32_t offset,
+                           const uint8_t *src, uint32_t len) {
+  return hp_row_codec_decode(codec, tensor, input->bytes, input->dtype == HP_DTYPE_FLOAT32, offset, src, len);
+}
+
+static int row_codec_built(const hp_tensor_info *input) {
+  (void)input;
+  return HP_ROW_CODEC_ROW_MAX > 0;
+}
+
+typedef int32_t (*hp_input_decoder)(const hp_tensor_info *input, uint8_t *tensor, hp_row_codec *codec,
+                                    uint32_t offset, const uint8_t *src, uint32_t len);
 
 /* By encoding number: the decoder, and the tensors it decodes into. */
 static const struct {
@@ -53,6 +66,7 @@ static const struct {
     [HP_INPUT_RAW] = {decode_raw, any_tensor},
     [HP_INPUT_WIDEN_U8] = {widen_u8, float32_tensor},
     [HP_INPUT_WIDEN_I8] = {widen_i8, float32_tensor},
+    [HP_INPUT_ROWS] = {decode_rows, row_codec_built},
 };
 
 uint32_t hp_input_encodings(const hp_tensor_info *input) {
@@ -62,8 +76,10 @@ uint32_t hp_input_encodings(const hp_tensor_info *input) {
   return set;
 }
 
-int32_t hp_input_decode(uint8_t encoding, const hp_tensor_info *input, uint8_t *tensor, uint32_t offset,
-                        const uint8_t *src, uint32_t len) {
+int32_t hp_input_decode(uint8_t encoding, const hp_tensor_info *input, uint8_t *tensor, hp_row_codec *codec,
+                        uint32_t offset, const uint8_t *src, uint32_t len) {
   if (encoding >= HP_INPUT_ENCODINGS || !forms[encoding].fits(input)) return -1;
-  return forms[encoding].decode(input, tensor, offset, src, len);
+  return forms[encoding].decode(input, tensor, codec, offset, src, len);
 }
+
+uint32_t hp_input_state_bytes(void) { return (uint32_t)sizeof(hp_row_codec); }

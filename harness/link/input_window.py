@@ -29,7 +29,8 @@ class InputLoad:
         if len(data) != info.input.bytes:
             raise LinkError(f"input is {len(data)} bytes, the device expects {info.input.bytes}")
         self.client = client
-        self.form = wire_form(data, info.input, info.input_encodings)  # offsets and acknowledgements count its bytes
+        # Offsets and acknowledgements count the wire form's bytes.
+        self.form = wire_form(data, info.input, info.input_encodings, info.codec_row_max)
         self.data = self.form.data
         self.tensor_bytes = len(data)
         self.head = 4 if self.form.encoding == Encoding.RAW else 5  # the offset, and the encoding when not raw

@@ -77,6 +77,7 @@ class DeviceInfo:
     max_baud: int = 0  # the highest rate SET_BAUD may switch to; 0: no switching (v2)
     baud_applies: bool = True  # False: the link has no baud rate (USB CDC), the host's rate is ignored (v2)
     input_encodings: int = 1  # bit e: LOAD_INPUT may carry the input in encoding e (harness/link/input_forms.py)
+    codec_row_max: int = 0  # the longest row the device's row codec decodes (harness/link/row_codec.py)
 
     @property
     def max_request_payload(self) -> int:
@@ -197,6 +198,7 @@ def parse_hello(payload: bytes) -> DeviceInfo:
         baud_applies=not (r.take("B") & LINK_NO_BAUD) if len(payload) - r.pos >= 1 else True,
         # Absent from older devices: they take the raw form only.
         input_encodings=r.take("I") | 1 if len(payload) - r.pos >= 4 else 1,
+        codec_row_max=r.take("I") if len(payload) - r.pos >= 4 else 0,
     )
 
 

@@ -35,6 +35,7 @@ def test_hello_describes_the_device():
     assert (info.input_slots, info.max_baud) == (2, 0)  # the sim runner starts invokes; no bound on rates
 
 
+@pytest.mark.usefixtures("raw_inputs")  # counts the chunks of a ramp input's raw bytes
 def test_chunked_input_and_invoke():
     data = bytes(range(256)) * 4  # 1024 bytes: two LOAD_INPUT chunks of a 524-byte frame
     runner = ChecksumRunner(len(data), 4)
@@ -47,7 +48,7 @@ def test_chunked_input_and_invoke():
 
 def test_output_larger_than_a_response_frame_is_read_in_pieces():
     data = bytes(range(50))
-    with core_on_pty(ChecksumRunner(50, 300), tx_frame=210) as (_, client):
+    with core_on_pty(ChecksumRunner(50, 300), tx_frame=211) as (_, client):
         result = client.run(data)
     assert result.output == expected_output(data, 300)
 
@@ -157,8 +158,8 @@ def test_link_test_echoes_and_perf_times_a_fixed_workload():
 
 def test_bench_times_repeated_invokes_and_profile_needs_a_profiling_runner():
     runner = ChecksumRunner(10, 2)
-    with core_on_pty(runner, tx_frame=210) as (_, client):
-        timings = client.bench(bytes(10), runs=30, warmups=3)  # 24 runs fit a 210-byte frame: two batches
+    with core_on_pty(runner, tx_frame=211) as (_, client):
+        timings = client.bench(bytes(10), runs=30, warmups=3)  # 24 runs fit a 211-byte frame: two batches
         assert len(timings) == 30 and all(t.seconds > 0 for t in timings)
         assert runner.invokes == 33
         with pytest.raises(DeviceError) as unsupported:

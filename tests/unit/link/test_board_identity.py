@@ -20,6 +20,9 @@ from harness.link.session import BoardChanged, BoardLost, Identity
 from harness.link.transport import open_link
 from tests.fake_runner import ChecksumRunner, expected_output
 
+pytestmark = pytest.mark.usefixtures("raw_inputs")  # constant and ramp inputs: the link as it carries raw bytes
+
+
 SIZE = 2048
 INPUTS = [bytes([i]) * SIZE for i in range(6)]
 

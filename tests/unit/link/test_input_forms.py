@@ -16,7 +16,7 @@ from harness.tensors import TensorSpec
 from tests.fake_runner import ChecksumRunner, core_on_pty, expected_output
 
 FLOAT32, UINT8 = 1, 3
-ALL_FORMS = 0b111
+ALL_FORMS = 0b1111
 
 
 def _tensor(dtype: int, elements: int) -> TensorInfo:
@@ -28,7 +28,9 @@ def _tensor(dtype: int, elements: int) -> TensorInfo:
 
 def _decode(encoding: int, info: TensorInfo, pieces: list[tuple[int, bytes]]) -> tuple[bytes, list[int]]:
     tensor = ctypes.create_string_buffer(b"\xee" * info.bytes, info.bytes)
-    ends = [device_core().hp_input_decode(encoding, ctypes.byref(info), tensor, at, p, len(p)) for at, p in pieces]
+    state = ctypes.create_string_buffer(device_core().hp_input_state_bytes())
+    core = device_core()
+    ends = [core.hp_input_decode(encoding, ctypes.byref(info), tensor, state, at, p, len(p)) for at, p in pieces]
     return tensor.raw, ends
 
 
@@ -55,7 +57,7 @@ def test_a_piece_past_the_tensor_or_of_a_form_the_tensor_cannot_take_is_refused(
     assert _decode(Encoding.RAW, _tensor(UINT8, 10), [(9, b"ab")])[1] == [-1]
     assert _decode(7, _tensor(FLOAT32, 10), [(0, b"a")])[1] == [-1]
     assert device_core().hp_input_encodings(ctypes.byref(_tensor(FLOAT32, 4))) == ALL_FORMS
-    assert device_core().hp_input_encodings(ctypes.byref(_tensor(UINT8, 4))) == 1
+    assert device_core().hp_input_encodings(ctypes.byref(_tensor(UINT8, 4))) == 0b1001  # raw, rows
 
 
 def _spec(elements: int, dtype: int = FLOAT32) -> TensorSpec:
@@ -148,4 +150,4 @@ def test_an_older_hello_without_the_encodings_means_raw_only():
     with core_on_pty(_float_runner(10)) as (_, client):
         payload = client.request(Msg.HELLO)
     assert parse_hello(payload).input_encodings == ALL_FORMS
-    assert parse_hello(payload[:-4]).input_encodings == 1
+    assert parse_hello(payload[:-8]).input_encodings == 1

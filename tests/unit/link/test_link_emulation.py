@@ -10,6 +10,9 @@ from harness.link.framing import FrameDecoder, encode_frame
 from harness.link.protocol import RESPONSE_BIT, Msg, load_input_payload
 from tests.fake_runner import ChecksumRunner, PortProxy, core_on_pty, expected_output
 
+pytestmark = pytest.mark.usefixtures("raw_inputs")  # constant and ramp inputs: the link as it carries raw bytes
+
+
 INPUT = bytes(range(256)) * 32  # 8 KB
 FRAMES = dict(rx_frame=2060, tx_frame=524, rx_buffer=4096)  # 2 KB chunks, two in flight
 

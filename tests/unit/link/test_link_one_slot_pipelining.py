@@ -19,6 +19,8 @@ from harness.model.tflite_file import read_tflite
 from tests.conftest import fixture_model
 from tests.fake_runner import ChecksumRunner, PortProxy, core_on_pty, expected_output
 
+pytestmark = pytest.mark.usefixtures("raw_inputs")  # constant and ramp inputs: the link as it carries raw bytes
+
 INPUT_BYTES = 3000
 FRAMES = dict(rx_frame=1036, tx_frame=524, rx_buffer=4096)  # the whole next input fits the window
 SMALL_MODEL = "wake_vision_zoo/wv_quality_k_2_c_3.tflite"  # uint8[1,50,50,3] in

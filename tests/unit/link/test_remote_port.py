@@ -8,6 +8,8 @@ import sys
 import threading
 from contextlib import contextmanager
 
+import pytest
+
 from harness.link.client import DeviceClient
 from harness.link.transport import open_link
 from tests.fake_runner import ChecksumRunner, core_on_pty, expected_output
@@ -75,6 +77,7 @@ def test_board_behind_a_socket_url_runs_like_a_local_one():
     assert results == [expected_output(data, 4), expected_output(data[::-1], 4)]
 
 
+@pytest.mark.usefixtures("raw_inputs")  # the port drops after 7000 bytes: mid-run only for raw inputs
 def test_a_port_that_goes_away_and_comes_back_is_waited_for_and_the_sample_rerun():
     data = [bytes([i]) * 2048 for i in range(6)]
     with core_on_pty(ChecksumRunner(2048, 4)) as (local, _), tcp_bridge(local.port, drop_after=7000) as url:
