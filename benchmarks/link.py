@@ -18,6 +18,9 @@
 (f) samples/s through the fault-injection proxy (harness/link/faults.py: drop = corrupt = 1e-4, 1e-3
     and 3e-3 per byte, each way) ÷ samples/s of the same inputs on the clean link, at 115200 and 921600
     baud; every output checked against the clean ones. Targets: ≥ 0.25 at 1e-3; at 3e-3 the run completes.
+(g) row-coded ÷ raw inputs (benchmarks/link_codec.py): samples/s of demo images at 115200, 921600 and 2000000
+    baud on the virtual board and the hosted HALs (the vww01 reference model), the inference emulated at the
+    Cortex-M7 figure, and coded samples/s ÷ the line-rate bound of 27,648-byte inputs; target ≥ 1.4 at 921600.
 Rounds alternate and medians are printed. Every figure is `sim`: this machine's pseudo-terminal paced
 to the baud rate by the virtual board (firmware/sim/sim_board.c), not a real UART. The board's model
 is a small int8 runner with a 96x96x3 input (the fixtures hold no int8 model of that shape; the link
@@ -25,109 +28,25 @@ does not care what the model computes, and every output is checked).
 
     python benchmarks/link.py [--rounds 3] [--samples 3] [--pipeline-samples 12] [--fault-samples 8]
                              [--fault-bauds 115200,921600] [--fault-rates 1e-4,1e-3,3e-3]
-                             [--only sim|hal|faults]
+                             [--codec-samples 8] [--codec-bauds 115200,921600,2000000]
+                             [--only sim|hal|faults|codec]
 """
 
 import argparse
-import ctypes
-import multiprocessing
-import os
 import statistics
 import time
-from contextlib import ExitStack, contextmanager
 
 import numpy as np
-import serial
+from link_boards import HAL_BAUDS, HAL_MODEL, HALS, INPUT_BYTES, SHAPE, MeanRunner, hal_client, shared_model, sim_client
+from link_codec import CODEC_BAUDS, codec_rows
 
-from harness.boards import get_board
-from harness.device.drivers.virtual import sim_build_id
-from harness.device.launch import connect
-from harness.device.sim_board import LinkEmulation, SimBoard
-from harness.link.client import DeviceClient
-from harness.link.eembc import EembcClient
-from harness.link.faults import FaultProxy, FaultSpec
-from harness.model.tflite_file import read_tflite
-from harness.native import ModelInfo
-from harness.tensors import TensorSpec
+from harness.link.faults import FaultSpec
 
 BAUDS = (115200, 921600, 2000000)
 PIPELINE_BAUD = 2000000
-SHAPE = (1, 96, 96, 3)
-INT8 = 9
-INPUT_BYTES = 96 * 96 * 3
-SPEC_IN = TensorSpec(INT8, SHAPE, 1.0, 0, INPUT_BYTES)
-SPEC_OUT = TensorSpec(INT8, (1, 3), 1.0, 0, 3)
 PROTOCOL_INVOKE_MS = 100  # the same emulated device for both protocols
 FAULT_RATES = (1e-4, 1e-3, 3e-3)  # drop = corrupt = this, per byte, each way
 FAULT_BAUDS = (115200, 921600)
-FAULT_SEED = 11
-
-
-class MeanRunner:
-    """int8[1,96,96,3] -> int8[1,3]: the per-channel mean, computed for real on every invoke."""
-
-    def __init__(self):
-        self.model_info = ModelInfo()
-        for tensor, dims in ((self.model_info.input, SHAPE), (self.model_info.output, (1, 3))):
-            tensor.dtype, tensor.rank, tensor.scale, tensor.bytes = INT8, len(dims), 1.0, int(np.prod(dims))
-            for i, dim in enumerate(dims):
-                tensor.dims[i] = dim
-        self.status = 0
-        self.input_ptr = self.output_ptr = None
-
-    @staticmethod
-    def compute(data: bytes) -> bytes:
-        return np.frombuffer(data, np.int8).reshape(SHAPE).mean(axis=(0, 1, 2)).astype(np.int8).tobytes()
-
-    def invoke(self, _user) -> int:
-        out = self.compute(ctypes.string_at(self.input_ptr, INPUT_BYTES))
-        ctypes.memmove(self.output_ptr, out, len(out))
-        return 0
-
-
-def _serve_board(conn, baud: int, invoke_ms: float, eembc: bool) -> None:
-    """The board's process: its own interpreter, so the host's never waits on the board's lock."""
-    fw = get_board("sim").firmware
-    with SimBoard(
-        MeanRunner(),
-        board_id="sim",
-        build_id=sim_build_id(),
-        rx_frame=fw.rx_frame_bytes,
-        tx_frame=fw.tx_frame_bytes,
-        rx_buffer=fw.rx_buffer_bytes,
-        emulation=LinkEmulation(baud, 4_000_000, invoke_ms),
-        eembc_model="vww01" if eembc else None,
-    ) as board:
-        conn.send(board.pty_path)
-        while not conn.poll() and board.poll(20) >= 0:
-            pass
-
-
-@contextmanager
-def sim_client(
-    baud: int, invoke_ms: float = 0.0, eembc: bool = False, switch_to: int = 0, faults: FaultSpec | None = None
-):
-    """The virtual board's C core on a pseudo-terminal paced to `baud`, in a process of its own; eembc:
-    the EEMBC DUT instead of ours on the same board; switch_to: SET_BAUD after the handshake; faults: the
-    fault-injection proxy (harness/link/faults.py) between the host and the board."""
-    ours, theirs = multiprocessing.Pipe()
-    board = multiprocessing.get_context("fork").Process(target=_serve_board, args=(theirs, baud, invoke_ms, eembc))
-    board.start()
-    with ExitStack() as stack:
-        path = ours.recv()
-        if faults is not None:
-            device = stack.enter_context(serial.Serial(path, baudrate=baud, timeout=0.05))
-            path = stack.enter_context(FaultProxy(device, faults, seed=FAULT_SEED)).path
-        port = stack.enter_context(serial.Serial(path, baudrate=baud, timeout=0.05))
-        try:
-            client = EembcClient(port, SPEC_IN, SPEC_OUT) if eembc else DeviceClient(port)
-            client.hello()
-            if switch_to:
-                assert client.switch_baud(switch_to), "the baud switch fell back"
-            yield client
-        finally:
-            ours.send("stop")
-            board.join()
 
 
 def _inputs(count: int, seed: int) -> list[bytes]:
@@ -222,25 +141,6 @@ def fault_rows(rounds: int, samples: int, bauds=FAULT_BAUDS, rates=FAULT_RATES) 
             )
 
 
-HALS = ("hal_stm32duino", "hal_espidf", "hal_mbed")
-HAL_BAUDS = (921600, 2000000)
-HAL_MODEL = "wake_vision_zoo/wv_quality_k_2_c_3.tflite"
-
-
-def _hal_model():
-    shared = os.environ.get("HARNESS_SHARED_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
-    path = os.path.join(shared, "fixtures", "models", HAL_MODEL)
-    return read_tflite(path) if os.path.isfile(path) else None
-
-
-@contextmanager
-def hal_client(name: str, baud: int, model, invoke_ms: float = 0.0):
-    board = get_board(name)
-    board = board.with_link(switch_baudrate=baud).with_sim(emulate_invoke_ms=invoke_ms)
-    with connect(board, model) as client:
-        yield client
-
-
 def hal_rows(model, rounds: int, samples: int, pipeline_samples: int) -> None:
     size = model.input.bytes
     rng = np.random.default_rng(7)
@@ -297,15 +197,22 @@ def main() -> None:
     parser.add_argument("--fault-samples", type=int, default=8, help="inputs per run for (f)")
     parser.add_argument("--fault-bauds", type=_numbers(int), default=FAULT_BAUDS, help="(f) at these bauds: 921600")
     parser.add_argument("--fault-rates", type=_numbers(float), default=FAULT_RATES, help="(f) at these, e.g. 1e-3")
+    parser.add_argument("--codec-samples", type=int, default=8, help="demo images per run for (g)")
+    parser.add_argument("--codec-bauds", type=_numbers(int), default=CODEC_BAUDS, help="(g) at these bauds")
     parser.add_argument(
-        "--only", choices=("sim", "hal", "faults"), help="only the virtual board's figures, the HALs' or (f)"
+        "--only",
+        choices=("sim", "hal", "faults", "codec"),
+        help="only the virtual board's figures, the HALs', (f) or (g)",
     )
     args = parser.parse_args()
     if args.only == "faults":
         fault_rows(args.rounds, args.fault_samples, args.fault_bauds, args.fault_rates)
         return
+    if args.only == "codec":
+        codec_rows(args.codec_samples, args.codec_bauds)
+        return
     if args.only != "sim":
-        model = _hal_model()
+        model = shared_model()
         if model is None:
             print(f"(hal) skipped: needs ../shared/fixtures/models/{HAL_MODEL}")
         else:
@@ -359,6 +266,7 @@ def main() -> None:
         f"rounds {', '.join(f'{v:.3f}' for v in ratios)}"
     )
     fault_rows(args.rounds, args.fault_samples)
+    codec_rows(args.codec_samples, args.codec_bauds)
 
 
 def _numbers(kind):
