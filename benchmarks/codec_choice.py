@@ -3,8 +3,9 @@ compressed size / raw size of each candidate, on the one-byte elements the wire 
 
 Input sets: the demo images and the LPIRC fixture images at every image card's input size and colour, as the
 eval prepares them (the card's pipeline; values 0..255, the bytes a uint8 card sends and, offset by 128, an int8
-card's), and the keyword cards' frontend outputs (micro_speech's int8 spectrogram, the MLPerf Tiny KWS MFCCs) of
-the fixture clips. Sets whose files are absent here are named and skipped. Every figure is `host`.
+card's; and at 32x32 RGB, ic01's CIFAR-10 size), and the keyword cards' frontend outputs of the fixture clips
+(micro_speech's int8 spectrogram). kws01's and ad01's int8 features come only from the MLPerf Tiny runner's files,
+which are not among the fixtures. Sets whose files are absent here are named and skipped. Every figure is `host`.
 
 Candidates: rows (harness/link/row_codec.py: subtract-green for RGB, per-row filter + Rice, the device's decoder),
 rows-no-green (without subtract-green), rows-sub-up (only PNG's sub and up filters), png (each row's filter by
@@ -77,6 +78,10 @@ def image_sets(limit: int) -> dict[str, list[tuple[np.ndarray, int, int]]]:
         for card in all_cards().values()
         if isinstance(card.preprocessing, Preprocessing)
     }
+    # ic01 (the MLPerf Tiny reference ResNet) takes CIFAR-10's 32x32 RGB images, which its card reads from the
+    # runner's files: the same images at that size stand in for them.
+    any_rgb = next(pre for (_, color), pre in shapes.items() if color == "rgb")
+    shapes[((32, 32), "rgb")] = dataclasses.replace(any_rgb, size=(32, 32))
     sets = {}
     for name, paths in sources.items():
         if not paths:

@@ -209,7 +209,7 @@ def main() -> None:
         fault_rows(args.rounds, args.fault_samples, args.fault_bauds, args.fault_rates)
         return
     if args.only == "codec":
-        codec_rows(args.codec_samples, args.codec_bauds)
+        codec_rows(args.codec_samples, args.codec_bauds, args.rounds)
         return
     if args.only != "sim":
         model = shared_model()
@@ -266,7 +266,7 @@ def main() -> None:
         f"rounds {', '.join(f'{v:.3f}' for v in ratios)}"
     )
     fault_rows(args.rounds, args.fault_samples)
-    codec_rows(args.codec_samples, args.codec_bauds)
+    codec_rows(args.codec_samples, args.codec_bauds, args.rounds)
 
 
 def _numbers(kind):

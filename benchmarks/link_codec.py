@@ -11,6 +11,7 @@ from the shared fixtures) and the coded outputs must equal the raw ones. Samples
 """
 
 import os
+import statistics
 import time
 
 import numpy as np
@@ -56,35 +57,46 @@ def _measured(open_client, args: tuple, inputs: list[bytes], forms: str) -> tupl
         del os.environ[FORMS_SETTING]
 
 
-def _row(label: str, baud: int, raw: tuple, coded: tuple, source: str) -> str:
-    (raw_rate, raw_wire, _), (rate, wire, _) = raw, coded
+def _row(label: str, baud: int, raw: list[tuple], coded: list[tuple], source: str) -> str:
+    """One (g) row from alternating rounds: median samples/s, wire bytes a sample of the last round."""
+    raw_rate, rate = (statistics.median(run[0] for run in runs) for runs in (raw, coded))
+    raw_wire, wire = raw[-1][1], coded[-1][1]
     bound = baud / 10 / VWW_INPUT_BYTES
+    rounds = ", ".join(f"{c[0] / r[0]:.2f}" for r, c in zip(raw, coded, strict=True))
     return (
         f"    {label:<15} {baud:>8} baud: raw {raw_rate:5.2f} samples/s ({raw_wire:,.0f} B a sample), coded "
-        f"{rate:5.2f} samples/s ({wire:,.0f} B a sample); coded ÷ raw {rate / raw_rate:.2f}, coded ÷ line-rate "
-        f"bound {rate / bound:.2f} [{source}]"
+        f"{rate:5.2f} samples/s ({wire:,.0f} B a sample); coded ÷ raw {rate / raw_rate:.2f} (rounds {rounds}), "
+        f"coded ÷ line-rate bound {rate / bound:.2f} [{source}]"
     )
 
 
-def codec_rows(samples: int, bauds=CODEC_BAUDS, hals: bool = True) -> None:
+def _rounds(open_client, args: tuple, inputs: list[bytes], rounds: int) -> tuple[list[tuple], list[tuple]]:
+    """Raw and coded runs, alternating, `rounds` of each."""
+    raw, coded = [], []
+    for _ in range(rounds):
+        raw.append(_measured(open_client, args, inputs, "raw"))
+        coded.append(_measured(open_client, args, inputs, "smallest"))
+    return raw, coded
+
+
+def codec_rows(samples: int, bauds=CODEC_BAUDS, rounds: int = 3, hals: bool = True) -> None:
     inputs = demo_inputs(samples + 1)
     print(
-        f"(g) row-coded ÷ raw inputs, {samples} demo images a run (int8[1,96,96,3]), inference emulated at "
-        f"{M7_INVOKE_MS:.0f} ms [estimated: 24.5 M instructions at 480 MHz]; line-rate bound = baud / 10 / 27,648"
+        f"(g) row-coded ÷ raw inputs, {samples} demo images a run (int8[1,96,96,3]), medians of {rounds} alternating "
+        f"rounds, inference emulated at {M7_INVOKE_MS:.0f} ms [estimated: 24.5 M instructions at 480 MHz]; "
+        "line-rate bound = baud / 10 / 27,648"
     )
     expected = [MeanRunner.compute(d) for d in inputs[1:]]
     for baud in bauds:
-        runs = [_measured(sim_client, (baud, M7_INVOKE_MS), inputs, forms) for forms in ("raw", "smallest")]
-        assert all(outputs == expected for _, _, outputs in runs), "outputs differ"
-        print(_row("virtual board", baud, *runs, "sim"))
+        raw, coded = _rounds(sim_client, (baud, M7_INVOKE_MS), inputs, rounds)
+        assert all(outputs == expected for _, _, outputs in raw + coded), "outputs differ"
+        print(_row("virtual board", baud, raw, coded, "sim"))
     model = shared_model(VWW01_MODEL) if hals else None
     if hals and model is None:
         print(f"    hosted HALs skipped: needs ../shared/fixtures/models/{VWW01_MODEL}")
     for name in HALS if model is not None else ():
         for baud in [b for b in bauds if b > 115200]:
-            runs = [
-                _measured(hal_client, (name, baud, model, M7_INVOKE_MS), inputs, forms) for forms in ("raw", "smallest")
-            ]
-            assert runs[0][2] == runs[1][2], f"{name}: coded outputs differ from raw"
+            raw, coded = _rounds(hal_client, (name, baud, model, M7_INVOKE_MS), inputs, rounds)
+            assert all(run[2] == raw[0][2] for run in raw + coded), f"{name}: coded outputs differ from raw"
             usb = " (USB CDC: no baud)" if name == "hal_mbed" else ""
-            print(_row(name, baud, *runs, "sim (hosted HAL)") + usb)
+            print(_row(name, baud, raw, coded, "sim (hosted HAL)") + usb)
