@@ -37,7 +37,18 @@ import statistics
 import time
 
 import numpy as np
-from link_boards import HAL_BAUDS, HAL_MODEL, HALS, INPUT_BYTES, SHAPE, MeanRunner, hal_client, shared_model, sim_client
+from link_boards import (
+    HAL_BAUDS,
+    HAL_MODEL,
+    HALS,
+    INPUT_BYTES,
+    SHAPE,
+    MeanRunner,
+    hal_client,
+    hal_is_paced,
+    shared_model,
+    sim_client,
+)
 from link_codec import CODEC_BAUDS, codec_rows
 
 from harness.link.faults import FaultSpec
@@ -149,7 +160,7 @@ def hal_rows(model, rounds: int, samples: int, pipeline_samples: int) -> None:
         "[sim (hosted HAL)]"
     )
     for name in HALS:
-        usb = name == "hal_mbed"
+        usb = not hal_is_paced(name)
         cells = []
         for baud in HAL_BAUDS:
             values, resends = [], 0

@@ -12,6 +12,7 @@ import serial
 
 from harness.boards import get_board
 from harness.device.drivers.virtual import sim_build_id
+from harness.device.hosted_hal import hal_of
 from harness.device.launch import connect
 from harness.device.sim_board import LinkEmulation, SimBoard
 from harness.link.client import DeviceClient
@@ -106,6 +107,11 @@ def shared_model(relative: str = HAL_MODEL):
     shared = os.environ.get("HARNESS_SHARED_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
     path = os.path.join(shared, "fixtures", "models", relative)
     return read_tflite(path) if os.path.isfile(path) else None
+
+
+def hal_is_paced(name: str) -> bool:
+    """Whether a hosted HAL's link is a UART paced to its baud rate (not USB CDC, which has none)."""
+    return hal_of(get_board(name)).paced
 
 
 @contextmanager

@@ -15,7 +15,7 @@ import statistics
 import time
 
 import numpy as np
-from link_boards import HALS, MeanRunner, hal_client, shared_model, sim_client
+from link_boards import HALS, MeanRunner, hal_client, hal_is_paced, shared_model, sim_client
 
 from harness.eval.dataset import load_dataset
 from harness.eval.preprocess import load_rgb, real_input
@@ -57,16 +57,17 @@ def _measured(open_client, args: tuple, inputs: list[bytes], forms: str) -> tupl
         del os.environ[FORMS_SETTING]
 
 
-def _row(label: str, baud: int, raw: list[tuple], coded: list[tuple], source: str) -> str:
+def _row(label: str, baud: int | None, raw: list[tuple], coded: list[tuple], source: str) -> str:
     """One (g) row from alternating rounds: median samples/s, wire bytes a sample of the last round."""
     raw_rate, rate = (statistics.median(run[0] for run in runs) for runs in (raw, coded))
     raw_wire, wire = raw[-1][1], coded[-1][1]
-    bound = baud / 10 / VWW_INPUT_BYTES
+    line = f"{baud:>8} baud" if baud else "  USB CDC, no baud"
+    bound = f"{rate / (baud / 10 / VWW_INPUT_BYTES):.2f}" if baud else "n/a"
     rounds = ", ".join(f"{c[0] / r[0]:.2f}" for r, c in zip(raw, coded, strict=True))
     return (
-        f"    {label:<15} {baud:>8} baud: raw {raw_rate:5.2f} samples/s ({raw_wire:,.0f} B a sample), coded "
+        f"    {label:<15} {line}: raw {raw_rate:5.2f} samples/s ({raw_wire:,.0f} B a sample), coded "
         f"{rate:5.2f} samples/s ({wire:,.0f} B a sample); coded ÷ raw {rate / raw_rate:.2f} (rounds {rounds}), "
-        f"coded ÷ line-rate bound {rate / bound:.2f} [{source}]"
+        f"coded ÷ line-rate bound {bound} [{source}]"
     )
 
 
@@ -95,8 +96,8 @@ def codec_rows(samples: int, bauds=CODEC_BAUDS, rounds: int = 3, hals: bool = Tr
     if hals and model is None:
         print(f"    hosted HALs skipped: needs ../shared/fixtures/models/{VWW01_MODEL}")
     for name in HALS if model is not None else ():
-        for baud in [b for b in bauds if b > 115200]:
+        paced = hal_is_paced(name)
+        for baud in bauds if paced else [max(bauds)]:  # USB CDC has no baud rate: one row
             raw, coded = _rounds(hal_client, (name, baud, model, M7_INVOKE_MS), inputs, rounds)
             assert all(run[2] == raw[0][2] for run in raw + coded), f"{name}: coded outputs differ from raw"
-            usb = " (USB CDC: no baud)" if name == "hal_mbed" else ""
-            print(_row(name, baud, raw, coded, "sim (hosted HAL)") + usb)
+            print(_row(name, baud if paced else None, raw, coded, "sim (hosted HAL)"))

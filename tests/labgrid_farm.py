@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.device.labgrid_adapter import quiet_grpc_forks
+
 BIN = Path(sys.executable).parent
 EXPORTER_NAME = "127.0.0.1"
 SER2NET_WRAPPER = Path(__file__).resolve().parents[1] / "scripts" / "exporter" / "ser2net"
@@ -35,6 +37,7 @@ def _ser2net() -> str | None:
 
 def missing() -> str | None:
     """Why a farm cannot start here, or None."""
+    quiet_grpc_forks()  # this import is the test process's first of gRPC: as harness imports it
     try:
         import labgrid.remote.client  # noqa: F401
     except ImportError:

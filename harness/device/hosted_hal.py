@@ -46,6 +46,7 @@ class Hal:
     stub: str  # the stand-in's folder under firmware/hosted
     stub_source: str
     defines: tuple[str, ...] = ()
+    paced: bool = True  # a UART paced to the baud rate; False: USB CDC, which has no baud rate
 
 
 HALS = {
@@ -58,6 +59,7 @@ HALS = {
         "arduino",
         "arduino_stub.cpp",
         ("SERIAL_CDC=1", "HOSTED_CPU_HZ=64000000u"),
+        paced=False,
     ),
     "espidf": Hal("espidf", "board_espidf.c", "espidf", "espidf_stub.c", ("HOSTED_CPU_HZ=240000000u",)),
 }

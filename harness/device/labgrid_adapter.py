@@ -15,6 +15,7 @@ These move between labgrid releases, so harness takes only the labgrid versions 
 checks both): another version is refused on first use with one line naming the range to install."""
 
 import logging
+import os
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
@@ -72,12 +73,20 @@ def check_version(purpose: str) -> None:
         )
 
 
+def quiet_grpc_forks() -> None:
+    """Before gRPC is first imported (it reads this once): harness forks only to exec a board process, or for an
+    arena probe that never calls gRPC, and gRPC's fork handlers would log "Other threads are currently calling
+    into gRPC, skipping fork() handlers" on stderr at each such fork while a labgrid channel is busy."""
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
+
 def labgrid() -> Labgrid:
     """labgrid's modules, after the version gate (once per process)."""
     global _loaded
     if _loaded is None:
         purpose = setting("labgrid_place")
         check_version(purpose)
+        quiet_grpc_forks()
         common = require("labgrid.remote.common", purpose)
         loaded = Labgrid(
             grpc=require("grpc", purpose),

@@ -1,6 +1,9 @@
 """harness/device/labgrid_adapter.py: harness takes only the labgrid versions it is tested with, declared once
 (the adapter's TESTED_LABGRID, the same range as pyproject.toml's farm extra), and refuses another in one line."""
 
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -64,3 +67,37 @@ def test_a_missing_labgrid_is_the_line_naming_the_farm_extra(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "labgrid", None)
     with pytest.raises(UserError, match=r"needs labgrid: pip install 'harness\[farm\]'"):
         labgrid_adapter.check_version("--labgrid-place")
+
+
+BUSY_GRPC_THEN_FORK = """
+import subprocess, sys, threading, time
+from concurrent import futures
+from harness.device.labgrid_adapter import labgrid
+from harness.device.processes import die_with_parent
+grpc = labgrid().grpc
+server = grpc.server(futures.ThreadPoolExecutor(2))
+port = server.add_insecure_port("127.0.0.1:0")
+server.start()
+call = grpc.insecure_channel(f"127.0.0.1:{port}").unary_unary("/no/method")
+def busy():
+    while True:
+        try:
+            call(b"", timeout=0.05)
+        except grpc.RpcError:
+            pass
+threading.Thread(target=busy, daemon=True).start()
+time.sleep(0.3)
+for _ in range(30):
+    subprocess.run(["true"], preexec_fn=die_with_parent, check=True)
+"""
+
+
+def test_a_board_process_started_while_grpc_is_busy_prints_nothing(tmp_path):
+    """A labgrid place keeps gRPC's threads running; a board process forked meanwhile must not make gRPC's fork
+    handlers log on stderr (the Python API prints nothing)."""
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_ENABLE_FORK_SUPPORT"}
+    done = subprocess.run(
+        [sys.executable, "-c", BUSY_GRPC_THEN_FORK], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and done.stdout == ""
