@@ -30,7 +30,7 @@ def test_the_ad01_card_is_the_reference_model_and_says_what_its_dut_computes():
     assert card.source["url"].endswith(
         "1afd2c9820f795965a6134facd0b4dfae41ef23f/benchmark/training/anomaly_detection/trained_models/ad01_int8.tflite"
     )
-    assert card.mirror_path == "mlperf_tiny/ad01_int8.tflite"
+    assert card.mirror_path == "mlperf_tiny_reference/ad01_int8.tflite"
     assert isinstance(task_for(card), AnomalyDetection)
 
 
