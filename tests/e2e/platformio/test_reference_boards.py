@@ -16,6 +16,7 @@ runs with HARNESS_PIO_MATRIX=1 (docs/testing.md); docs/boards.md holds its figur
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from harness.boards import get_board
+from harness.boards import FPUS, get_board
 from harness.firmware.elf import memory_usage
 from harness.firmware.fpu_check import fp_attributes
 from tests.conftest import FIXTURE_MODELS, FIXTURE_PLATFORMIO, FIXTURE_TFLM
@@ -115,6 +116,47 @@ def _check_image(board_id: str, record: dict, elf: Path, model: Path) -> None:
         "hardfp_use": "SP only",
         "double_instructions": 0,
     }
+
+
+def _flag_lists(dump: str) -> dict[str, list[str]]:
+    """The flag lists of `pio run -t envdump`'s SCons environment (a pretty-printed dict): name -> its strings."""
+    found = {}
+    for match in re.finditer(r"^  '([A-Z]+FLAGS)': (\[.*?\])", dump, re.MULTILINE | re.DOTALL):
+        found[match.group(1)] = re.findall(r"'([^']*)'", match.group(2))
+    return found
+
+
+@pytest.mark.parametrize("board_id", (*BUILT, "nucleo_h7a3zi_q", "nucleo_h743"))
+def test_compile_and_link_fpu_flags_as_the_core_gives_them(pio_env, tmp_path, board_id):
+    """The flags PlatformIO and stm32duino really give each compile and the link (`pio run -t envdump` runs every
+    build script, the project's link_flags.py included, and compiles nothing): one -mfpu for both, the same, one the
+    board's FPU runs. The H7A3's project is taken with its own board definition."""
+    board = get_board(board_id)
+    command = ["firmware", "generate", "--board", board_id, "--model", MODELS[0][0]]
+    command += ["--model-file", str(REFERENCE / MODELS[0][1]), "--tflm", str(TREE), "--out", str(tmp_path), "--json"]
+    done = _harness(*command, env=pio_env)
+    assert done.returncode == 0, done.stderr
+    project = Path(json.loads(done.stdout)["project"])
+    dump = subprocess.run(
+        ["timeout", "-k", "30", "600", _pio(), "run", "-t", "envdump"],
+        cwd=project,
+        env=pio_env,
+        capture_output=True,
+        text=True,
+    )
+    assert dump.returncode == 0, dump.stdout[-3000:] + dump.stderr[-3000:]
+    flags = _flag_lists(dump.stdout)
+    compiled = [f for f in flags["CCFLAGS"] if f.startswith("-mfpu=")]
+    linked = [f for f in flags["LINKFLAGS"] if f.startswith("-mfpu=")]
+    assert compiled and linked and compiled[-1] == linked[-1], (compiled, linked)
+    version, double = FPUS[compiled[-1].removeprefix("-mfpu=")]
+    assert version <= FPUS[board.fpu][0] and double <= FPUS[board.fpu][1]
+    assert f"-mcpu={board.core}" in flags["CCFLAGS"] and f"-mcpu={board.core}" in flags["LINKFLAGS"]
+    assert "-mfloat-abi=hard" in flags["LINKFLAGS"]
+
+
+def _pio() -> str:
+    return shutil.which("pio") or str(Path(sys.executable).parent / "pio")
 
 
 @pytest.mark.parametrize("board_id", BUILT)
