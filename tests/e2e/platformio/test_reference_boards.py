@@ -47,6 +47,13 @@ BUILT = ("nucleo_l4r5zi", "nucleo_u575zi_q", "disco_f746ng")  # the boards the f
 # Tag_CPU_arch (Arm build attributes): what -mcpu each board file's core compiles for.
 CPU_ARCH = {"cortex-m4": 13, "cortex-m7": 13, "cortex-m33": 17}  # v7E-M, v8-M.mainline
 VFPV4_D16, FPV5_D16, SP_ONLY = 6, 8, 1
+# GCC's multilib folder for -mcpu=<core> -mfpu=fpv4-sp-d16 -mfloat-abi=hard: the C, maths and GCC libraries the link
+# must take (without -mfpu the Cortex-M7 link takes thumb/v7e-m+dp/hard, double precision).
+MULTILIB = {
+    "cortex-m4": "thumb/v7e-m+fp/hard",
+    "cortex-m7": "thumb/v7e-m+fp/hard",
+    "cortex-m33": "thumb/v8-m.main+fp/hard",
+}
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +117,12 @@ def _check_image(board_id: str, record: dict, elf: Path, model: Path) -> None:
     fp_arch, hardfp_use = fp_attributes(elf)
     # stm32duino's -mfpu=fpv4-sp-d16 when compiling and when linking (no board file here swaps it): single precision.
     assert (fp_arch, hardfp_use) == (VFPV4_D16, SP_ONLY)
+    linked = set(
+        re.findall(
+            r"/lib/(?:gcc/arm-none-eabi/[\d.]+/)?(thumb/[^/ ]+/[^/ ]+)/lib\w+\.a", elf.with_suffix(".map").read_text()
+        )
+    )
+    assert linked == {MULTILIB[board.core]}, linked  # the libraries the linker took, from stm32duino's map file
     assert record["fpu"] == {
         "fpu": board.fpu,
         "fp_arch": "VFPv4-D16",
