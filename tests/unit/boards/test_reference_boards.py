@@ -249,3 +249,12 @@ vendor = "{platform["vendor"]}"
 
     subset(written, platform)
     assert Path(path).is_file()
+
+
+def test_boards_json_writes_the_eembc_table_as_its_fields():
+    done = run_harness_command(["boards", "--json"])
+    assert done.returncode == 0, done.stderr
+    boards = {board["id"]: board for board in json.loads(done.stdout)["boards"]}
+    assert boards["nucleo_l4r5zi"]["eembc"] == {"timestamp_pin": "D7"}
+    assert boards["nucleo_h7a3zi_q"]["platformio"]["board_definition"]["variant"] == "STM32H7xx/H7A3Z(G-I)TxQ_H7B3ZITxQ"
+    assert boards["nucleo_h7a3zi_q"]["platformio"]["link_flags"] == ["-mfpu=fpv5-d16"]

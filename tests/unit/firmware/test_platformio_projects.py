@@ -59,7 +59,7 @@ def test_generated_project_lints_clean_and_resolves_exactly_the_models_operators
 ):
     model = read_tflite(fixture_model(model_path))
     board = get_board(board_id)
-    project = generate_project(board, model, "test", tflm_tree if board_id == "nucleo_h743" else None, tmp_path)
+    project = generate_project(board, model, "test", tflm_tree if board.tflm_source == "tree" else None, tmp_path)
     assert lint(project) == {"errors": [], "warnings": []}
     ini = (project.path / "platformio.ini").read_text()
     assert f"platform = {board.platformio.platform}" in ini and "@" in board.platformio.platform
