@@ -178,12 +178,17 @@ def test_the_reference_board_builds_the_smallest_mlperf_tiny_model_offline(pio_e
     model = REFERENCE / file
     command = ["firmware", "build", "--board", board_id, "--model", card, "--model-file", str(model)]
     started = time.monotonic()
-    done = _harness(*command, "--tflm", str(TREE), "--out", str(tmp_path / "build"), "--json", env=pio_env)
+    done = _harness(*command, "--tflm", str(TREE), "--out", str(tmp_path / "build"), env=pio_env)
     assert done.returncode == 0, done.stderr[-3000:]
-    record = json.loads(done.stdout)
-    project = Path(record["project"])
+    (project,) = (tmp_path / "build" / board_id).iterdir()
+    record = json.loads((project / "harness-build.json").read_text())  # what `harness eval` reads back
     elf = project / ".pio" / "build" / board_id / "firmware.elf"
     _check_image(board_id, record, elf, model)
+    board = get_board(board_id)
+    said = f"flash {record['flash_bytes']:,} of {board.memory.flash_bytes:,} B, static RAM "
+    assert said in done.stdout, done.stdout
+    said = f"FPU VFPv4-D16, SP only, 0 double-precision instructions (board: {board.fpu})"
+    assert said in done.stdout, done.stdout
     print(
         f"{board_id} {card}: flash {record['flash_bytes']} B, RAM {record['static_ram_bytes']} B, "
         f"{time.monotonic() - started:.0f} s"
