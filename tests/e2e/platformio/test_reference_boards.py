@@ -28,7 +28,7 @@ from elftools.elf.elffile import ELFFile
 
 from harness.boards import FPUS, get_board
 from harness.firmware.elf import memory_usage
-from harness.firmware.fpu_check import fp_attributes
+from harness.firmware.fpu_check import FP_ARCH_NAMES, fp_attributes
 from tests.conftest import FIXTURE_MODELS, FIXTURE_PLATFORMIO, FIXTURE_TFLM
 
 pytestmark = [pytest.mark.platformio, pytest.mark.slow]
@@ -47,6 +47,9 @@ BUILT = ("nucleo_l4r5zi", "nucleo_u575zi_q", "disco_f746ng")  # the boards the f
 # Tag_CPU_arch (Arm build attributes): what -mcpu each board file's core compiles for.
 CPU_ARCH = {"cortex-m4": 13, "cortex-m7": 13, "cortex-m33": 17}  # v7E-M, v8-M.mainline
 VFPV4_D16, FPV5_D16, SP_ONLY = 6, 8, 1
+# Tag_FP_arch of an image linked with stm32duino's -mfpu=fpv4-sp-d16: the merged attribute is the highest of its
+# objects', and GCC's Cortex-M33 libraries (thumb/v8-m.main+fp) are built for FPv5-SP: single precision either way.
+FP_ARCH = {"cortex-m4": VFPV4_D16, "cortex-m7": VFPV4_D16, "cortex-m33": FPV5_D16}
 # GCC's multilib folder for -mcpu=<core> -mfpu=fpv4-sp-d16 -mfloat-abi=hard: the C, maths and GCC libraries the link
 # must take (without -mfpu the Cortex-M7 link takes thumb/v7e-m+dp/hard, double precision).
 MULTILIB = {
@@ -116,7 +119,7 @@ def _check_image(board_id: str, record: dict, elf: Path, model: Path) -> None:
     assert _cpu_arch(elf) == CPU_ARCH[board.core]
     fp_arch, hardfp_use = fp_attributes(elf)
     # stm32duino's -mfpu=fpv4-sp-d16 when compiling and when linking (no board file here swaps it): single precision.
-    assert (fp_arch, hardfp_use) == (VFPV4_D16, SP_ONLY)
+    assert (fp_arch, hardfp_use) == (FP_ARCH[board.core], SP_ONLY)
     linked = set(
         re.findall(
             r"/lib/(?:gcc/arm-none-eabi/[\d.]+/)?(thumb/[^/ ]+/[^/ ]+)/lib\w+\.a", elf.with_suffix(".map").read_text()
@@ -125,7 +128,7 @@ def _check_image(board_id: str, record: dict, elf: Path, model: Path) -> None:
     assert linked == {MULTILIB[board.core]}, linked  # the libraries the linker took, from stm32duino's map file
     assert record["fpu"] == {
         "fpu": board.fpu,
-        "fp_arch": "VFPv4-D16",
+        "fp_arch": FP_ARCH_NAMES[FP_ARCH[board.core]],
         "hardfp_use": "SP only",
         "double_instructions": 0,
     }
@@ -187,7 +190,7 @@ def test_the_reference_board_builds_the_smallest_mlperf_tiny_model_offline(pio_e
     board = get_board(board_id)
     said = f"flash {record['flash_bytes']:,} of {board.memory.flash_bytes:,} B, static RAM "
     assert said in done.stdout, done.stdout
-    said = f"FPU VFPv4-D16, SP only, 0 double-precision instructions (board: {board.fpu})"
+    said = f"FPU {FP_ARCH_NAMES[FP_ARCH[board.core]]}, SP only, 0 double-precision instructions (board: {board.fpu})"
     assert said in done.stdout, done.stdout
     print(
         f"{board_id} {card}: flash {record['flash_bytes']} B, RAM {record['static_ram_bytes']} B, "
