@@ -12,6 +12,7 @@ from harness.errors import BuildError
 from harness.firmware.fpu_check import (
     FP_ARCH_NAMES,
     SP_ONLY,
+    FpuUse,
     check_firmware_fpu,
     double_instructions,
     find_objdump,
@@ -100,3 +101,17 @@ def test_the_cortex_m33_default_link_is_single_precision(tmp_path):
 def test_a_board_without_an_fpu_is_not_checked(tmp_path):
     elf = _probe(tmp_path, "any", "cortex-m7", "fpv4-sp-d16", None)
     assert check_firmware_fpu(elf, _board("nano33ble")) == {}
+
+
+def test_without_objdump_the_attributes_alone_refuse_double_precision(tmp_path):
+    """Where no arm-none-eabi-objdump is found, the attributes still say it: the double-precision libraries leave
+    Tag_ABI_HardFP_use unset (single and double), which a single-precision FPU refuses."""
+    wrong = _probe(tmp_path, "wrong", "cortex-m7", "fpv4-sp-d16", None)
+    use = FpuUse(*fp_attributes(wrong), scanned=False)
+    assert use.hardfp_use != SP_ONLY
+    assert fpu_problem(use, "fpv5-sp-d16") == (
+        "is built for double precision (Tag_ABI_HardFP_use: as Tag_FP_arch) and fpv5-sp-d16 has none"
+    )
+    right = _probe(tmp_path, "right", "cortex-m7", "fpv4-sp-d16", "fpv4-sp-d16")
+    assert fpu_problem(FpuUse(*fp_attributes(right), scanned=False), "fpv5-sp-d16") is None
+    assert FpuUse(*fp_attributes(right), scanned=False).as_record()["double_instructions"] is None
