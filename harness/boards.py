@@ -16,6 +16,7 @@ from typing import Annotated, ClassVar, Literal
 
 import platformdirs
 import pydantic
+from pydantic import BaseModel
 
 from harness import reading
 from harness.defaults import DEFAULT_BOARD as DEFAULT_BOARD  # the board a command runs on unless told
@@ -34,6 +35,11 @@ MAX_FRAME = 12 + 0xFFFF
 LatencySource = Literal["device", "emulated", "sim"]
 # A board file is refused, naming the field, when it holds a key no table declares or a number that is not finite.
 _STRICT = pydantic.ConfigDict(extra="forbid", strict=False, frozen=True, allow_inf_nan=False)
+# The Cortex-M FPUs a board file may name (`fpu`, GCC's -mfpu spelling) and what each runs: (FPv4 or FPv5, double
+# precision). A -mfpu flag in a board file must name one of them that the board's own FPU runs: fpv4-sp-d16 runs on
+# every one of them, fpv5-d16 only on an FPv5 with double precision (docs/boards.md, "FPU flags").
+FPUS: dict[str, tuple[int, bool]] = {"fpv4-sp-d16": (4, False), "fpv5-sp-d16": (5, False), "fpv5-d16": (5, True)}
+Fpu = Literal[tuple(FPUS)]
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,29 @@ class Firmware:
 
 
 @dataclass(frozen=True)
+class BoardDefinition:
+    """A PlatformIO board definition (the board JSON's fields that builds and uploads read), for a board the
+    pinned platform lacks. Its flash and RAM limits are the board file's [memory]."""
+
+    __pydantic_config__ = _STRICT
+    name: str
+    mcu: str  # e.g. "stm32h7a3zit6q"
+    cpu: str  # e.g. "cortex-m7"
+    f_cpu: pydantic.PositiveInt
+    extra_flags: str  # the defines the framework needs, e.g. "-DSTM32H7xx -DSTM32H7A3xxQ"
+    product_line: str
+    variant: str  # the framework's variant folder, e.g. "STM32H7xx/H7A3Z(G-I)TxQ_H7B3ZITxQ"
+    core: str = ""  # the platform's build core ("stm32": stm32duino)
+    frameworks: tuple[str, ...] = ("arduino",)
+    upload_protocols: tuple[str, ...] = ("stlink",)
+    openocd_target: str = ""
+    jlink_device: str = ""
+    svd_path: str = ""
+    url: str = ""
+    vendor: str = ""
+
+
+@dataclass(frozen=True)
 class PlatformIO:
     __pydantic_config__ = _STRICT
     platform: str  # pinned, e.g. "platformio/ststm32@19.6.0"
@@ -85,6 +114,11 @@ class PlatformIO:
     tflm: Literal["tree", "lib_deps", "idf_component"] = "tree"  # where TFLM comes from (docs/tflm.md)
     lib_deps: tuple[str, ...] = ()
     idf_components: dict[str, str] = field(default_factory=dict)
+    # Flags the linker must get: PlatformIO's build_flags reach only the compiler (build_unflags take a flag from
+    # both), so the project adds these to the link with a post-build script of its own (link_flags.py).
+    link_flags: tuple[str, ...] = ()
+    # A board PlatformIO's pinned platform does not have: its board JSON, generated into the project's boards/.
+    board_definition: BoardDefinition | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +152,11 @@ class TflmRecipe:
     target_arch: str = ""
 
 
+class Eembc(BaseModel):
+    model_config = _STRICT
+    timestamp_pin: str = "D7"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Board:
     """What every board file holds. A board is one of the kinds below (the file's `kind` picks it): each kind
@@ -133,7 +172,9 @@ class Board:
     firmware: Firmware
     link: Link = Link()
     core: str = ""
+    fpu: Fpu | None = None  # the FPU the chip has (GCC's -mfpu name); none stated: no FPU check
     cpu_hz: pydantic.NonNegativeInt = 0
+    eembc: Eembc = Eembc()
     platformio: None = None  # a device board's own table (DeviceBoard)
     qemu: None = None  # an emulated board's own table (EmulatedBoard)
     sim: Sim = Sim()
@@ -240,16 +281,26 @@ def _located(error: dict) -> tuple[type[Board], tuple]:
     return Board, loc
 
 
+def _table_fields(table: type) -> dict[str, object]:
+    """A table's fields and their types: a dataclass's, or a pydantic model's ([eembc])."""
+    if isinstance(table, type) and issubclass(table, BaseModel):
+        return {name: f.annotation for name, f in table.model_fields.items()}
+    return {f.name: f.type for f in dataclasses.fields(table)}
+
+
+def _is_table(kind) -> bool:
+    return dataclasses.is_dataclass(kind) or (isinstance(kind, type) and issubclass(kind, BaseModel))
+
+
 def _valid_fields(table: type, loc: tuple) -> str:
     """The fields of the table an error is in, for the refusal's fix."""
     for part in loc[:-1]:
-        hints = {f.name: f.type for f in dataclasses.fields(table)}
-        nested = hints.get(part)
-        nested = next((a for a in getattr(nested, "__args__", (nested,)) if dataclasses.is_dataclass(a)), None)
+        nested = _table_fields(table).get(part)
+        nested = next((a for a in getattr(nested, "__args__", (nested,)) if _is_table(a)), None)
         if nested is None:
             break
         table = nested
-    return ", ".join(f.name for f in dataclasses.fields(table) if f.name != "source_file" and f.type is not None)
+    return ", ".join(name for name, kind in _table_fields(table).items() if name != "source_file" and kind is not None)
 
 
 def _a(kind: str) -> str:
@@ -320,6 +371,53 @@ def _check_consistent(board: Board, path: Path) -> None:
         refuse(board.kind_problem())
     if board.builds_firmware and board.hal_dir is None:
         refuse("a board that gets firmware needs firmware.family or firmware.hal")
+    fpu_problem = _fpu_flags_problem(board)
+    if fpu_problem:
+        refuse(fpu_problem)
+
+
+def _mfpu(flags) -> list[str]:
+    return [flag.split("=", 1)[1] for flag in flags if flag.startswith("-mfpu=")]
+
+
+def _fpu_flags_problem(board: Board) -> str | None:
+    """Whether the board file's -mfpu flags (compile, link, bare-metal CPU flags) agree with its `fpu`, or the
+    problem in a sentence. Flags the framework gives and the board file does not name are for the ELF check
+    (harness/firmware/fpu_check.py) to find in the built firmware."""
+    pio = board.platformio
+    given = [("firmware.cpu_flags", name) for name in _mfpu((board.firmware.cpu_flags or "").split())]
+    if pio:
+        given += [("platformio.build_flags", name) for name in _mfpu(pio.build_flags)]
+        given += [("platformio.link_flags", name) for name in _mfpu(pio.link_flags)]
+    for where, name in given:
+        if name not in FPUS:
+            return f"{where} gives -mfpu={name}, an FPU harness does not know (valid: {', '.join(FPUS)})"
+        if board.fpu is None:
+            return f"{where} gives -mfpu={name} but the board names no fpu; write fpu = the FPU its chip has"
+        (version, double), (has_version, has_double) = FPUS[name], FPUS[board.fpu]
+        if version > has_version or double > has_double:
+            return f"{where} gives -mfpu={name}, which the board's fpu {board.fpu} cannot run; give -mfpu={board.fpu}"
+    if pio is None:
+        return None
+    compiled, linked, removed = _mfpu(pio.build_flags), _mfpu(pio.link_flags), _mfpu(pio.build_unflags)
+    if compiled and linked and compiled[-1] != linked[-1]:
+        return (
+            f"platformio.build_flags compiles for -mfpu={compiled[-1]} and platformio.link_flags links for "
+            f"-mfpu={linked[-1]}; give both the same"
+        )
+    wanted = (compiled or linked or [board.fpu or "<fpu>"])[-1]
+    if removed and not compiled:
+        return (
+            f"platformio.build_unflags removes -mfpu={removed[-1]} and build_flags gives none, so the compiler takes "
+            f'GCC\'s default for the core; add "-mfpu={wanted}" to platformio.build_flags'
+        )
+    if removed and not linked:
+        return (
+            f"platformio.build_unflags removes -mfpu={removed[-1]} from the link too and link_flags gives none, so the "
+            f"linker takes GCC's default libraries for the core (double precision on a Cortex-M7); add "
+            f'"-mfpu={wanted}" to platformio.link_flags'
+        )
+    return None
 
 
 def user_boards_dir() -> Path:

@@ -67,8 +67,14 @@ def percent_interval(interval: tuple[float, float] | list[float] | None) -> str:
     return "n/a" if interval is None else f"{100 * interval[0]:.1f}-{100 * interval[1]:.1f}"
 
 
+def _json_value(value):
+    """What json cannot write itself: a pydantic table (a board's [eembc]) as its fields, anything else as text."""
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if callable(dump) else str(value)
+
+
 def print_json(data) -> None:
-    print(json.dumps(data, indent=2, default=str))
+    print(json.dumps(data, indent=2, default=_json_value))
 
 
 def stdout_width() -> int:

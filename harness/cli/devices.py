@@ -231,10 +231,18 @@ def cmd_build(args) -> int:
     if args.json:
         print_json(record)
         return 0
+    fpu = record.get("fpu")
+    scanned = (
+        f", {fpu['double_instructions']} double-precision instructions"
+        if fpu and fpu["double_instructions"] is not None
+        else ""
+    )
+    fpu_text = f"; FPU {fpu['fp_arch']}, {fpu['hardfp_use']}{scanned} (board: {fpu['fpu']})" if fpu else ""
     stdout_console().print(
         f"{board.id}: built {project.build_id} ({project.kernels} kernels), model {card.name}: "
         f"flash {record['flash_bytes']:,} of {board.memory.flash_bytes:,} B, "
-        f"static RAM {record['static_ram_bytes']:,} of {board.memory.ram_bytes:,} B (from the ELF); {project.path}",
+        f"static RAM {record['static_ram_bytes']:,} of {board.memory.ram_bytes:,} B (from the ELF){fpu_text}; "
+        f"{project.path}",
         highlight=False,
     )
     return 0

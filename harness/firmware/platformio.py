@@ -30,6 +30,7 @@ from harness.firmware.assemble import (
 )
 from harness.firmware.build_runs import BuildFailed, run_build
 from harness.firmware.elf import memory_usage
+from harness.firmware.fpu_check import check_firmware_fpu
 from harness.firmware.tflm_tree import TflmTree
 from harness.model.tflite_file import TfliteModel
 from harness.model.tflm import arena_used_bytes, make_interpreter
@@ -46,6 +47,7 @@ ARENA_MARGIN = 1.25  # the host's 64-bit figure is an estimate; 32-bit devices n
 ARENA_SLACK_BYTES = 4096
 UPLOAD_TIMEOUT_SECONDS = 1800
 BUILD_RECORD = "harness-build.json"
+LINK_SCRIPT = "link_flags.py"  # the project's post-build script adding platformio.link_flags to the link
 FRAMEWORK_SOURCES = 210  # what stm32duino adds to a build (measured: 209); only for the progress bar
 
 
@@ -134,6 +136,32 @@ def _flags(firmware: Assembly) -> dict[str, list[str]]:
     }
 
 
+def board_json(board: Board) -> str:
+    """The PlatformIO board JSON of a board the pinned platform lacks (the board file's
+    [platformio.board_definition]), laid out as the platform's own: its limits are the board file's [memory]."""
+    pio, definition = board.platformio, board.platformio.board_definition
+    build = {"cpu": definition.cpu, "extra_flags": definition.extra_flags, "f_cpu": f"{definition.f_cpu}L"}
+    build |= {"mcu": definition.mcu, "product_line": definition.product_line, "variant": definition.variant}
+    if definition.core:
+        build["core"] = definition.core
+    debug = {"default_tools": [pio.upload_protocol], "onboard_tools": [pio.upload_protocol]}
+    debug |= {k: v for k in ("jlink_device", "openocd_target", "svd_path") if (v := getattr(definition, k))}
+    data = {
+        "build": dict(sorted(build.items())),
+        "debug": debug,
+        "frameworks": list(definition.frameworks),
+        "name": definition.name,
+        "upload": {
+            "maximum_ram_size": board.memory.ram_bytes,
+            "maximum_size": board.memory.flash_bytes,
+            "protocol": pio.upload_protocol,
+            "protocols": list(definition.upload_protocols),
+        },
+    }
+    data |= {k: v for k in ("url", "vendor") if (v := getattr(definition, k))}
+    return json.dumps(data, indent=2) + "\n"
+
+
 def _build_files(firmware: Assembly, build_id: str, card_name: str = "", version: str = "") -> dict[str, bytes]:
     """platformio.ini, and for ESP-IDF the CMake project, its main component and the sdkconfig defaults. The card
     name and harness's version only label the project (comments)."""
@@ -164,11 +192,18 @@ def _build_files(firmware: Assembly, build_id: str, card_name: str = "", version
         src_flags=flags["src_flags"],
         lib_deps=lib_deps,
         tflm_library=TFLM_LIBRARY if source == "tree" else "",
+        link_flags=list(pio.link_flags),
+        link_script=LINK_SCRIPT if pio.link_flags else "",
+        board_definition=pio.board_definition is not None,
     )
     files = {
         "platformio.ini": templates.get_template("platformio.ini.j2").render(**context),
         "README.md": templates.get_template("README.md.j2").render(**context),
     }
+    if pio.link_flags:
+        files[LINK_SCRIPT] = templates.get_template("link_flags.py.j2").render(**context)
+    if pio.board_definition:
+        files[f"boards/{pio.board}.json"] = board_json(board)
     if pio.framework == "espidf":
         files["CMakeLists.txt"] = templates.get_template("CMakeLists.txt.j2").render(**context)
         files["src/CMakeLists.txt"] = templates.get_template("src_CMakeLists.txt.j2").render(
@@ -287,8 +322,8 @@ def _run_pio(project: PioProject, targets: list[str], port: str | None, timeout:
 
 
 def build(project: PioProject, timeout: int | None = None) -> dict:
-    """`pio run`: compile and link the project; returns the build record (flash and RAM from the ELF),
-    refusing firmware that does not fit the board."""
+    """`pio run`: compile and link the project; returns the build record (flash and RAM from the ELF, the FPU it
+    needs), refusing firmware that does not fit the board or needs an FPU the board does not have."""
     _run_pio(project, [], None, timeout, "build.log")
     record = _record_build(project)
     if "flash_bytes" not in record:
@@ -300,6 +335,10 @@ def build(project: PioProject, timeout: int | None = None) -> dict:
                 f"the {project.board.id} firmware needs {record[figure]} bytes of {figure.split('_')[-2]} and the "
                 f"board has {limit}: choose a smaller model or lower [firmware] arena_bytes"
             )
+    fpu = check_firmware_fpu(project.path / ".pio" / "build" / project.env / "firmware.elf", project.board)
+    if fpu:  # the FPU the image needs, read from the ELF, against the board's
+        record["fpu"] = fpu
+        (project.path / BUILD_RECORD).write_text(json.dumps(record, indent=2) + "\n")
     return record
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from serial.tools import list_ports_common
 
-from harness.boards import board_ids, get_board
+from harness.boards import all_boards, board_ids, get_board
 from harness.cli import exits
 from harness.device.sim_board import SimBoard, TflmRunner
 from harness.firmware.platformio import generate_project, lint
@@ -59,7 +59,7 @@ def test_generated_project_lints_clean_and_resolves_exactly_the_models_operators
 ):
     model = read_tflite(fixture_model(model_path))
     board = get_board(board_id)
-    project = generate_project(board, model, "test", tflm_tree if board_id == "nucleo_h743" else None, tmp_path)
+    project = generate_project(board, model, "test", tflm_tree if board.tflm_source == "tree" else None, tmp_path)
     assert lint(project) == {"errors": [], "warnings": []}
     ini = (project.path / "platformio.ini").read_text()
     assert f"platform = {board.platformio.platform}" in ini and "@" in board.platformio.platform
@@ -217,11 +217,16 @@ def test_attached_boards_are_found_by_usb_id_and_serial_number(monkeypatch, caps
     monkeypatch.setattr(discovery.list_ports, "comports", lambda: ports)
     assert cli.main(["boards", "list", "--json"]) == 0
     attached = json.loads(capsys.readouterr().out)["attached"]
-    assert sorted((a["board"], a["port"], a["serial_number"]) for a in attached) == [
-        ("esp32dev", "/dev/ttyUSB0", "0001"),
-        ("nano33ble", "/dev/ttyACM1", "A1B2C3"),
-        ("nucleo_h743", "/dev/ttyACM0", "0671FF3833554B3043164817"),
-    ]
+    # Every ST board with an STLINK-V3 has its USB id: the port is listed under each of them (docs/boards.md).
+    stlink_v3 = [board.id for board in all_boards().values() if "0483:374E" in board.link.usb_ids]
+    assert "nucleo_h743" in stlink_v3
+    assert sorted((a["board"], a["port"], a["serial_number"]) for a in attached) == sorted(
+        [
+            ("esp32dev", "/dev/ttyUSB0", "0001"),
+            ("nano33ble", "/dev/ttyACM1", "A1B2C3"),
+            *((board, "/dev/ttyACM0", "0671FF3833554B3043164817") for board in stlink_v3),
+        ]
+    )
     assert discovery.find_port(get_board("nucleo_h743")) == "/dev/ttyACM0"
     ports.append(_port("/dev/ttyACM2", 0x0483, 0x374B, "066DFF"))
     with pytest.raises(UserError, match="several nucleo_h743"):
