@@ -199,9 +199,7 @@ class Assembly:
             if model is not None:
                 files |= embed(name, model.data, symbol)
                 files[f"{name}_ops.inc"] = resolver_source(model, prefix).encode()
-        header = config_header(
-            self.board, build_id, self.model, self.arena_bytes, self.frontend, self.trace, self.dut
-        )
+        header = config_header(self.board, build_id, self.model, self.arena_bytes, self.frontend, self.trace, self.dut)
         files["harness_build_config.h"] = header.encode()
         return files
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from harness.boards import Board
 from harness.device.drivers.base import Driver, Endpoint
-from harness.firmware.eembc_dut import EEMBC_DEFAULT_MODEL
 from harness.device.processes import BoardPty, pty_board_process
+from harness.firmware.eembc_dut import EEMBC_DEFAULT_MODEL
 from harness.link.protocol import DeviceInfo
 from harness.link.registry import NATIVE_PROTOCOL, PROTOCOL_NAMES, session_type
 from harness.model.card import EembcDut
