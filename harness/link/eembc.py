@@ -138,7 +138,7 @@ class EembcClient(DeviceSession):
         if ENERGY_BANNER.encode() in waiting:
             raise EnergyModeFirmware(ENERGY_MODE)
         first = self.command("name", tolerate_errors=True)
-        if not any(x.startswith(("m-name-dut-", "e-")) for x in first):
+        if "m-init-done" in first and not any(x.startswith("m-name-dut-") for x in first):
             # the boot banner's m-ready (a DUT that boots as the link opens: QEMU); the answer comes next
             self._energy_check(first)
             first = self._until_ready("name", self.timeout, tolerate_errors=True)
