@@ -63,10 +63,11 @@ def firmware():
 
 
 def _dataset(folder: Path) -> Path:
+    """Five vww01 inputs: the runner's performance script takes a new file for each of its five windows."""
     rng = np.random.default_rng(7)
     (folder / "vww01").mkdir(parents=True)
     rows = []
-    for i in range(4):
+    for i in range(5):
         rng.integers(0, 256, 27648, dtype=np.uint8).tofile(folder / "vww01" / f"s{i}.bin")
         rows.append(f"s{i}.bin,2,{i % 2}")
     (folder / "vww01" / "y_labels.csv").write_text("\n".join(rows) + "\n")
@@ -101,7 +102,7 @@ def test_accuracy_mode_scores_are_the_hosts(tmp_path, firmware):
     out = _run_runner(tmp_path, firmware, "a")
     files = re.findall(r"Loading file (\S+) segment", out)
     printed = re.findall(r"m-results\s*:\s*\[([^\]]*)\]", out)
-    assert len(files) == len(printed) == 4 and "AUC = " in out
+    assert len(files) == len(printed) == 5 and "AUC = " in out
     model = read_tflite(VWW01)
     reference, spec = TflmReference(model), model.output
     for name, line in zip(files, printed, strict=True):
