@@ -143,6 +143,14 @@ class Sim:
 
 
 @dataclass(frozen=True)
+class Eembc:
+    """MLPerf Tiny / EEMBC DUT firmware on this board (docs/eembc.md)."""
+
+    __pydantic_config__ = _STRICT
+    timestamp_pin: str = "D7"  # energy mode: the pin the DUT pulls low for a timestamp
+
+
+@dataclass(frozen=True)
 class TflmRecipe:
     """The TFLM tree harness prepares for this board when --tflm is not given (docs/tflm.md)."""
 
@@ -179,6 +187,7 @@ class Board:
     qemu: None = None  # an emulated board's own table (EmulatedBoard)
     sim: Sim = Sim()
     tflm: TflmRecipe | None = None
+    eembc: Eembc = Eembc()
     source_file: Path | None = None  # set by the loader, never read from the file
 
     builds_firmware: ClassVar[bool] = False  # harness builds firmware for it from firmware/ (needs a HAL folder)

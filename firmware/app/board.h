@@ -18,6 +18,11 @@ const hp_hal *board_hal(void);
 /* A line of diagnostics on a channel that is not the protocol link (may do nothing). */
 void board_debug_write(const char *text, unsigned length);
 
+/* MLPerf Tiny / EEMBC DUT builds in energy mode only (HP_EEMBC_ENERGY_MODE): one timestamp on the board's
+ * timestamp pin (HP_EEMBC_TIMESTAMP_PIN), held high, pulled low for at least 1 us, released. `ctx` is the
+ * link's hal context. */
+void board_timestamp_pulse(void *ctx);
+
 /* The firmware: initialise the board, serve the protocol, never return. */
 void harness_firmware_run(void);
 

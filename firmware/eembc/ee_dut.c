@@ -30,6 +30,10 @@ static uint32_t micros(const ee_dut *dut) {
 
 static void timestamp(ee_dut *dut) {
   char text[EE_LINE];
+  if (dut->cfg.timestamp_pulse) { /* energy mode: the pin, no line (the reference's th_timestamp) */
+    dut->cfg.timestamp_pulse(dut->cfg.hal->ctx);
+    return;
+  }
   snprintf(text, sizeof text, "m-lap-us-%lu", (unsigned long)micros(dut));
   line(dut, text);
 }
@@ -141,6 +145,38 @@ static void db(ee_dut *dut, char **args) {
   }
 }
 
+/* printf's "%0.Nf" of a float, without printf's floating point (newlib-nano has none): the float times
+ * 10^N is exact in a double (24 + 20 bits at most), so its integer part and the rest are exact too, and
+ * the rounding is printf's own: the nearest, ties to even. Writes at most 32 characters. */
+static void format_fixed(char *text, float value, unsigned decimals) {
+  static const uint32_t POW10[] = {1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u};
+  if (value != value) {
+    strcpy(text, "nan");
+    return;
+  }
+  int negative = value < 0.0f || (value == 0.0f && 1.0f / value < 0.0f);
+  double scaled = (negative ? -(double)value : (double)value) * (double)POW10[decimals];
+  if (scaled >= 1.8e19) { /* past 64 bits (and inf): printf would print every digit; say so plainly */
+    strcpy(text, negative ? "-inf" : "inf");
+    return;
+  }
+  uint64_t whole = (uint64_t)scaled;
+  double rest = scaled - (double)whole;
+  if (rest > 0.5 || (rest == 0.5 && (whole & 1u))) ++whole;
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = (char)('0' + whole % 10u);
+    whole /= 10u;
+  } while (whole || n <= (int)decimals);
+  char *p = text;
+  if (negative) *p++ = '-';
+  while (n > (int)decimals) *p++ = digits[--n];
+  if (decimals) *p++ = '.';
+  while (n > 0) *p++ = digits[--n];
+  *p = '\0';
+}
+
 static float output_value(const ee_dut *dut, const uint8_t *out, uint32_t i) {
   const hp_tensor_info *t = &dut->model.output;
   if (t->dtype == 1) {
@@ -195,24 +231,43 @@ static float reconstruction_mse(const ee_dut *dut, const uint8_t *out) {
 }
 
 static void results(ee_dut *dut) {
-  char text[32];
+  char text[48];
   if (!dut->have_results) {
     line(dut, "e-[No results: run infer first]");
     return;
   }
   const uint8_t *out = dut->cfg.runner->output(dut->cfg.runner->ctx);
   if (dut->cfg.computation == EE_COMPUTE_RECONSTRUCTION_MSE) {
-    snprintf(text, sizeof text, "m-results-[%0.3f]", (double)reconstruction_mse(dut, out));
-    line(dut, text);
+    put(dut, "m-results-[");
+    format_fixed(text, reconstruction_mse(dut, out), 3);
+    put(dut, text);
+    line(dut, "]");
     return;
   }
   uint32_t count = dut->model.output.dtype == 1 ? dut->model.output.bytes / 4 : dut->model.output.bytes;
   put(dut, "m-results-[");
   for (uint32_t i = 0; i < count; ++i) {
-    snprintf(text, sizeof text, "%f,", (double)output_value(dut, out, i));
-    put(dut, text); /* the reference's trailing comma included */
+    format_fixed(text, output_value(dut, out, i), 6); /* as "%f" */
+    put(dut, text);
+    put(dut, ","); /* the reference's trailing comma included */
   }
   line(dut, "]");
+}
+
+/* th_load_tensor, then one inference. The input goes into the tensor before every invoke: TFLM's arena
+ * plan may reuse the input tensor's bytes for later tensors, so an invoke can leave it changed, and the
+ * runner runs `infer N W` on one loaded input. */
+static int32_t invoke_loaded(ee_dut *dut) {
+  const hp_runner *runner = dut->cfg.runner;
+  uint8_t *input = runner->input(runner->ctx);
+  if (dut->cfg.computation == EE_COMPUTE_RECONSTRUCTION_MSE) {
+    quantize_features(dut, input);
+  } else if (dut->cfg.uint8_input) {
+    for (uint32_t i = 0; i < dut->loaded; ++i) input[i] = (uint8_t)(dut->cfg.buffer[i] - 128u);
+  } else {
+    memcpy(input, dut->cfg.buffer, dut->loaded);
+  }
+  return runner->invoke(runner->ctx);
 }
 
 static void infer(ee_dut *dut, char **args) {
@@ -241,7 +296,6 @@ static void infer(ee_dut *dut, char **args) {
     line(dut, text);
     return;
   }
-  const hp_runner *runner = dut->cfg.runner;
   if (dut->runner_status != 0) {
     line(dut, "e-[The model failed to load]");
     return;
@@ -252,20 +306,15 @@ static void infer(ee_dut *dut, char **args) {
     line(dut, text);
     return;
   }
-  if (dut->cfg.computation == EE_COMPUTE_RECONSTRUCTION_MSE) { /* th_load_tensor */
-    quantize_features(dut, runner->input(runner->ctx));
-  } else {
-    memcpy(runner->input(runner->ctx), dut->cfg.buffer, dut->loaded);
-  }
   int32_t status = 0;
   snprintf(text, sizeof text, "m-warmup-start-%lu", (unsigned long)w);
   line(dut, text);
-  for (uint32_t i = 0; i < w && status == 0; ++i) status = runner->invoke(runner->ctx);
+  for (uint32_t i = 0; i < w && status == 0; ++i) status = invoke_loaded(dut);
   line(dut, "m-warmup-done");
   snprintf(text, sizeof text, "m-infer-start-%lu", (unsigned long)n);
   line(dut, text);
   timestamp(dut);
-  for (uint32_t i = 0; i < n && status == 0; ++i) status = runner->invoke(runner->ctx);
+  for (uint32_t i = 0; i < n && status == 0; ++i) status = invoke_loaded(dut);
   timestamp(dut);
   if (status != 0) {
     dut->have_results = 0;
@@ -338,7 +387,7 @@ int32_t ee_dut_init(ee_dut *dut, const ee_dut_config *cfg) {
       dut->runner_status = -1;
     dut->input_bytes = 4u * in->bytes;
   }
-  line(dut, "m-timestamp-mode-performance");
+  line(dut, dut->cfg.timestamp_pulse ? "m-timestamp-mode-energy" : "m-timestamp-mode-performance");
   timestamp(dut);
   line(dut, "m-init-done");
   line(dut, "m-ready");

@@ -43,6 +43,13 @@ typedef struct {
   uint8_t *buffer;   /* the db buffer (MAX_DB_INPUT_SIZE in the reference) */
   uint32_t buffer_cap;
   ee_computation computation;
+  /* 1: an int8 input arrives as uint8, each byte less 128 into the tensor (the reference VWW and IC
+   * th_load_tensor); 0: the bytes as they are. */
+  uint8_t uint8_input;
+  /* Energy mode (EE_CFG_ENERGY_MODE 1 upstream): set, a timestamp is this pulse on the timestamp pin (held
+   * high, pulled low for at least 1 us, released: what the runner's IO manager counts) and the banner says
+   * m-timestamp-mode-energy; NULL: performance mode, timestamps are m-lap-us- lines. */
+  void (*timestamp_pulse)(void *ctx);
 } ee_dut_config;
 
 typedef struct {

@@ -32,6 +32,7 @@ from harness.defaults import DEFAULT_MODEL, DEMO, MLPERF_WINDOW_SECONDS
 from harness.errors import InterruptedRun, UserError, WordedError
 from harness.eval.settings import TFLM_HELP
 from harness.eval.settings import add_arguments as add_eval_settings
+from harness.firmware.eembc_dut import EEMBC_MODES
 from harness.values import (
     link_bytes,
     output_folder,
@@ -206,6 +207,14 @@ def _add_firmware(commands) -> None:
         )
         project.add_argument(
             "--out", type=output_folder("--out"), default="build", help="where projects go: OUT/<board>/<model hash>/"
+        )
+        add_protocol_option(project)
+        project.add_argument(
+            "--eembc-mode",
+            choices=EEMBC_MODES,
+            default=EEMBC_MODES[0],
+            help="with --protocol eembc: performance (115200 baud, m-lap-us- timestamps; accuracy runs too) or "
+            "energy (9600 baud, timestamps on the board's [eembc] timestamp_pin)",
         )
         if name == "generate":
             project.add_argument(

@@ -199,6 +199,20 @@ def flash_project(args, board) -> int:
     return 0
 
 
+def _dut_build(args, card, model):
+    """`--protocol eembc`: the card's MLPerf Tiny / EEMBC DUT firmware in `--eembc-mode` (docs/eembc.md);
+    else None, harness's protocol."""
+    from harness.firmware.eembc_dut import EEMBC_MODES, EembcDutBuild
+    from harness.link.registry import session_type
+    from harness.model.dut import dut_computation
+
+    if not session_type(args.protocol).DUT_FIRMWARE:
+        if args.eembc_mode != EEMBC_MODES[0]:
+            raise UserError(f"--eembc-mode {args.eembc_mode} is for DUT firmware: add --protocol eembc")
+        return None
+    return EembcDutBuild.for_card(card.eembc, dut_computation(card, model).kind, args.eembc_mode)
+
+
 def cmd_generate(args) -> int:
     from harness.firmware.platformio import generate_project
     from harness.firmware.project_archive import archive_project
@@ -206,7 +220,13 @@ def cmd_generate(args) -> int:
     board = get_board(args.board)
     card, model = model_for(args, board)
     project = generate_project(
-        board, model, card.name, tflm_tree(args, board), Path(args.out), streaming_frontend(card)
+        board,
+        model,
+        card.name,
+        tflm_tree(args, board),
+        Path(args.out),
+        streaming_frontend(card),
+        dut=_dut_build(args, card, model),
     )
     archive = archive_project(project.path) if args.archive else None
     if args.json:
@@ -225,7 +245,13 @@ def cmd_build(args) -> int:
     board = get_board(args.board)
     card, model = model_for(args, board)
     project = generate_project(
-        board, model, card.name, tflm_tree(args, board), Path(args.out), streaming_frontend(card)
+        board,
+        model,
+        card.name,
+        tflm_tree(args, board),
+        Path(args.out),
+        streaming_frontend(card),
+        dut=_dut_build(args, card, model),
     )
     record = build(project)
     if args.json:

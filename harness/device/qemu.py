@@ -45,7 +45,7 @@ def qemu_command(board: Board, elf: Path, port: int, debug_log: Path) -> list[st
         "-kernel",
         str(elf),
         "-serial",
-        f"tcp:127.0.0.1:{port},server=on,wait=on",  # the link; QEMU waits for harness
+        f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on",  # the link; QEMU waits for harness
         "-serial",
         f"file:{debug_log}",  # UART1: the firmware's diagnostics
     ]
@@ -55,7 +55,11 @@ def _connect(port: int, proc: subprocess.Popen) -> serial.SerialBase:
     deadline = time.monotonic() + CONNECT_SECONDS
     while True:
         try:
-            return serial.serial_for_url(f"socket://127.0.0.1:{port}", timeout=0.05, write_timeout=10)
+            link = serial.serial_for_url(f"socket://127.0.0.1:{port}", timeout=0.05, write_timeout=10)
+            # Small writes go at once: a command-and-answer protocol (EEMBC's m-ready after every 31 bytes)
+            # would otherwise wait out Nagle's algorithm against delayed ACKs, ~40 ms a round trip.
+            link._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return link
         except serial.SerialException:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise

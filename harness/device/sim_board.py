@@ -17,14 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.device.layer_tracer import GraphTracer, hand_to_sink
+from harness.firmware.eembc_dut import EEMBC_COMPUTATIONS, EEMBC_DEFAULT_MODEL
 from harness.model.tflm import arena_used_bytes, make_interpreter
 from harness.native import SIM_INVOKE, SIM_SETUP, SIM_TRACE, ModelInfo, TensorInfo, device_core
 from harness.tensors import DTYPE_CODES
 
 EEMBC_BUFFER_BYTES = 27648  # MAX_DB_INPUT_SIZE of the MLPerf Tiny reference firmware (96x96x3)
-EEMBC_DEFAULT_MODEL = "vww01"  # one the MLPerf Tiny runner has tests for (firmware/eembc/ee_dut.h)
-# What the EEMBC DUT computes (harness/model/dut.py kinds), as firmware/eembc/ee_dut.h's ee_computation.
-EEMBC_COMPUTATIONS = {"model": 0, "reconstruction_mse": 1}
 RUNNER_OK = 0
 RUNNER_SETUP_FAILED = 1
 RUNNER_NO_MODEL = 2  # as firmware/app/runner.h's HARNESS_RUNNER_NO_MODEL

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from harness.boards import Board
 from harness.errors import UserError, setting
+from harness.firmware.eembc_dut import EembcDutBuild
 from harness.firmware.tflm_pins import PACKAGED_KERNELS, tflm_source
 from harness.firmware.tflm_tree import RELEASE_DEFINES, TflmTree, resolver_source
 from harness.model.tflite_file import TfliteModel, model_operators
@@ -58,6 +59,7 @@ def config_header(
     arena_bytes: int | None = None,
     frontend: TfliteModel | None = None,
     trace: "LayerTraceBuild | None" = None,
+    dut: EembcDutBuild | None = None,
 ) -> str:
     """harness_build_config.h: one build's settings, the same for every build system."""
     trace = trace or LayerTraceBuild()
@@ -71,13 +73,14 @@ def config_header(
         f"#define HP_RX_FRAME_BYTES {fw.rx_frame_bytes}u",
         f"#define HP_TX_FRAME_BYTES {fw.tx_frame_bytes}u",
         f"#define HP_ARENA_BYTES {int(arena_bytes or fw.arena_bytes)}u",
-        f"#define HP_LINK_BAUD {board.link.baudrate}u",
+        f"#define HP_LINK_BAUD {dut.baud if dut else board.link.baudrate}u",
         f"#define HP_LINK_RX_BUFFER_BYTES {fw.rx_buffer_bytes}u",
         "#define HP_MODEL_SHA256_PREFIX {" + ", ".join(f"0x{b:02x}" for b in sha) + "}",
         f"#define HP_HAS_FRONTEND {int(frontend is not None)}",
         f"#define HP_FRONTEND_ARENA_BYTES {fw.frontend_arena_bytes}u",
         f"#define HP_LAYER_TRACE {int(trace.enabled)}",
         f"#define HP_PLANT_FAULT_OP {trace.plant_fault_op}",
+        *(dut.config_lines(model, board.eembc.timestamp_pin) if dut else []),
     ]
     return "\n".join(lines) + "\n"
 
@@ -120,6 +123,7 @@ class Assembly:
     bare_metal: bool
     arena_bytes: int | None = None  # None: the board file's arena_bytes
     trace: LayerTraceBuild = LayerTraceBuild()
+    dut: EembcDutBuild | None = None  # an MLPerf Tiny / EEMBC DUT (eembc_dut.py) instead of harness's protocol
 
     def __post_init__(self):
         if self.board.hal_dir is None:
@@ -136,12 +140,15 @@ class Assembly:
     def sources(self) -> list[Path]:
         """Every firmware file the build takes, headers included, in link order."""
         fw = firmware_dir()
-        app = [p for p in _files(fw / "app") if p.name not in ("bare_main.c", "no_model_runner.c")]
+        # The firmware's body: harness's protocol core (firmware_main.c) or the EEMBC DUT (eembc_main.c).
+        other = "firmware_main.c" if self.dut else "eembc_main.c"
+        app = [p for p in _files(fw / "app") if p.name not in ("bare_main.c", "no_model_runner.c", other)]
+        dut = _files(fw / "eembc") if self.dut else []
         # The reset handler's way to main(): a framework brings its own.
         entry = [fw / "app" / "bare_main.c"] if self.bare_metal else []
         # Without a model, the self-test runner: HELLO says "no model", LINK_TEST and PERF work.
         runner = _files(fw / "runners" / "tflm") if self.model is not None else [fw / "app" / "no_model_runner.c"]
-        return [*_files(fw / "core"), *app, *entry, *_files(self.board.hal_dir), *runner]
+        return [*_files(fw / "core"), *dut, *app, *entry, *_files(self.board.hal_dir), *runner]
 
     @property
     def compiled(self) -> list[Path]:
@@ -150,7 +157,8 @@ class Assembly:
     @property
     def include_dirs(self) -> list[Path]:
         """The folders whose headers the firmware sources include (besides the generated ones and TFLM's)."""
-        return [firmware_dir() / "core", firmware_dir() / "app", self.board.hal_dir]
+        dut = [firmware_dir() / "eembc"] if self.dut else []
+        return [firmware_dir() / "core", *dut, firmware_dir() / "app", self.board.hal_dir]
 
     @property
     def defines(self) -> list[str]:
@@ -191,7 +199,7 @@ class Assembly:
             if model is not None:
                 files |= embed(name, model.data, symbol)
                 files[f"{name}_ops.inc"] = resolver_source(model, prefix).encode()
-        header = config_header(self.board, build_id, self.model, self.arena_bytes, self.frontend, self.trace)
+        header = config_header(self.board, build_id, self.model, self.arena_bytes, self.frontend, self.trace, self.dut)
         files["harness_build_config.h"] = header.encode()
         return files
 

@@ -24,6 +24,7 @@ from harness.firmware.assemble import (
     staged,
     write_files,
 )
+from harness.firmware.eembc_dut import EembcDutBuild
 from harness.firmware.elf import memory_usage
 from harness.firmware.tflm_tree import TflmTree
 from harness.model.tflite_file import TfliteModel
@@ -118,23 +119,30 @@ def build_firmware(
     tflm: TflmTree | None = None,
     frontend: TfliteModel | None = None,
     trace: LayerTraceBuild = DEFAULT_TRACE,
+    dut: EembcDutBuild | None = None,
 ) -> FirmwareBuild:
     """The firmware for `board`: with a TFLM model runner when model and tree are given, else
     self-test; with `frontend` (an audio frontend model) it also streams keywords; `trace` says whether
-    it can trace layers (and for a test build, which operator it perturbs)."""
+    it can trace layers (and for a test build, which operator it perturbs); `dut`: an MLPerf Tiny / EEMBC
+    DUT instead of harness's protocol (eembc_dut.py)."""
     with _BUILDING:  # several QEMU boards of one run start together: one builds, the others find it built
-        return _build_firmware(board, model, tflm, frontend, trace)
+        return _build_firmware(board, model, tflm, frontend, trace, dut)
 
 
 _BUILDING = threading.Lock()
 
 
 def _build_firmware(
-    board: Board, model: TfliteModel | None, tflm: TflmTree | None, frontend: TfliteModel | None, trace: LayerTraceBuild
+    board: Board,
+    model: TfliteModel | None,
+    tflm: TflmTree | None,
+    frontend: TfliteModel | None,
+    trace: LayerTraceBuild,
+    dut: EembcDutBuild | None,
 ):
     if not board.builds_firmware:
         raise UserError(f"board {board.id} has no firmware to build")
-    firmware = Assembly(board, model, tflm, frontend, bare_metal=True, trace=trace)
+    firmware = Assembly(board, model, tflm, frontend, bare_metal=True, trace=trace, dut=dut)
     compiler = _compiler_version()
     library = None
     if model is not None:

@@ -29,6 +29,7 @@ from harness.firmware.assemble import (
     write_files,
 )
 from harness.firmware.build_runs import BuildFailed, run_build
+from harness.firmware.eembc_dut import EembcDutBuild
 from harness.firmware.elf import memory_usage
 from harness.firmware.fpu_check import check_firmware_fpu
 from harness.firmware.tflm_tree import TflmTree
@@ -225,12 +226,14 @@ def generate_project(
     out_root: Path = Path("build"),
     frontend: TfliteModel | None = None,
     trace: LayerTraceBuild = DEFAULT_TRACE,
+    dut: EembcDutBuild | None = None,
 ) -> PioProject:
     """The PlatformIO project for `board` running `model` (and, for keyword streaming, `frontend`); `trace` says
-    whether its firmware can trace layers (docs/debug.md), as for build.build_firmware."""
+    whether its firmware can trace layers (docs/debug.md), as for build.build_firmware; `dut`: an MLPerf Tiny
+    / EEMBC DUT instead of harness's protocol (eembc_dut.py)."""
     if board.platformio is None:  # a device board's own table
         raise UserError(f"{board.id} is not a PlatformIO board; valid: {', '.join(board_ids(platformio=True))}")
-    firmware = Assembly(board, model, tflm, frontend, bare_metal=False, trace=trace)
+    firmware = Assembly(board, model, tflm, frontend, bare_metal=False, trace=trace, dut=dut)
     # A real board's arena is sized to the model: its RAM holds the framework's data too.
     firmware = dataclasses.replace(firmware, arena_bytes=arena_for(model, board))
     library, manifest = tflm_library_files(tflm, firmware.operators) if firmware.tflm_source == "tree" else ({}, b"")

@@ -137,7 +137,12 @@ class EembcClient(DeviceSession):
         self._pending = b""
         if ENERGY_BANNER.encode() in waiting:
             raise EnergyModeFirmware(ENERGY_MODE)
-        self._energy_check(self.command("name", tolerate_errors=True))
+        first = self.command("name", tolerate_errors=True)
+        if "m-init-done" in first and not any(x.startswith("m-name-dut-") for x in first):
+            # the boot banner's m-ready (a DUT that boots as the link opens: QEMU); the answer comes next
+            self._energy_check(first)
+            first = self._until_ready("name", self.timeout, tolerate_errors=True)
+        self._energy_check(first)
         name = _field(self.command("name"), "m-name-dut-")
         model = _field(self.command("profile"), "m-model-")
         self._energy_check(self.command("timestamp"), probe=True)
@@ -240,6 +245,10 @@ class EembcClient(DeviceSession):
         self.port.write(wire)
         self.stats.frames_sent += 1
         wait = (timeout or self.timeout) + len(wire) * 10 / (getattr(self.port, "baudrate", 0) or 115200)
+        return self._until_ready(text, wait, tolerate_errors)
+
+    def _until_ready(self, text: str, wait: float, tolerate_errors: bool = False) -> list[str]:
+        """The lines up to the next m-ready, within `wait` s (`text`: the command they answer, for errors)."""
         deadline = time.monotonic() + wait
         lines: list[str] = []
         self._arrivals = []

@@ -178,6 +178,10 @@ hp_hal hal = {nullptr, link_read, link_write, cycles, 0, HP_TICKS_CPU_CYCLES, 0,
 }  // namespace
 
 extern "C" void board_init(void) {
+#if defined(HP_EEMBC_ENERGY_MODE) && HP_EEMBC_ENERGY_MODE
+  pinMode(HP_EEMBC_TIMESTAMP_PIN, OUTPUT);  // EEMBC energy mode: the timestamp pin, held high until a pulse
+  digitalWrite(HP_EEMBC_TIMESTAMP_PIN, HIGH);
+#endif
   Serial.begin(HP_LINK_BAUD);
   while (!Serial) {
     // USB CDC (Nano 33 BLE) is ready once the host opens the port and raises DTR.
@@ -192,6 +196,16 @@ extern "C" void board_init(void) {
 }
 
 extern "C" const hp_hal *board_hal(void) { return &hal; }
+
+#if defined(HP_EEMBC_ENERGY_MODE) && HP_EEMBC_ENERGY_MODE
+// th_timestamp in the reference's energy mode: pull the pin low, hold it at least 1 us, release it; the
+// runner's IO manager counts the falling edge.
+extern "C" void board_timestamp_pulse(void *) {
+  digitalWrite(HP_EEMBC_TIMESTAMP_PIN, LOW);
+  delayMicroseconds(2);
+  digitalWrite(HP_EEMBC_TIMESTAMP_PIN, HIGH);
+}
+#endif
 
 extern "C" void board_debug_write(const char *, unsigned) {}  // one serial port: it carries the protocol
 

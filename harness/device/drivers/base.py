@@ -18,6 +18,7 @@ import serial
 
 from harness.boards import Board
 from harness.errors import UserError, setting
+from harness.firmware.eembc_dut import EembcDutBuild
 from harness.firmware.tflm_tree import TflmTree
 from harness.link.faults import FaultProxy, FaultSpec
 from harness.link.protocol import DeviceInfo
@@ -82,6 +83,9 @@ class Driver(ABC):
     injects_faults: ClassVar[bool] = True  # a fault proxy can sit in its link
     takes_port: ClassVar[bool] = False  # its link is a port the user may name (a real board's)
     runs_users_firmware: ClassVar[bool] = False  # flashed by the user (a real board), not started by harness
+    # Its MLPerf Tiny DUT firmware is the card's (the user's, or one harness builds from the card as the
+    # reference submission is: its model name and input form); the virtual board serves harness's own DUT.
+    runs_cards_dut: ClassVar[bool] = True
     takes_baud: ClassVar[bool] = False  # its serial rate is the user's to set (--baud): a real board's
     builds_at_start: ClassVar[bool] = False  # it builds the model's firmware with a TFLM tree as it starts (QEMU)
     flashes: ClassVar[bool] = True  # `harness flash` puts firmware on it (the virtual board runs any model as is)
@@ -118,8 +122,8 @@ class Driver(ABC):
         session = self.session_type  # an unknown protocol is refused here
         if options.protocol not in self.protocols:
             raise UserError(
-                f"{setting('protocol')} {options.protocol} needs the virtual board or a real one: {self.board.id} "
-                f"({self.board.kind}) runs harness firmware"
+                f"{setting('protocol')} {options.protocol} needs a board whose firmware speaks it: {self.board.id} "
+                f"({self.board.kind}) runs harness's protocol only"
             )
         if session.NEEDS_MODEL and self.model is None:
             raise UserError(
@@ -138,6 +142,14 @@ class Driver(ABC):
         if Profiling in options.roles and not self.profiles:
             raise UserError(f"{self.board.id} cannot time operators: {self.no_profiler}; pass a QEMU or real board")
 
+    def dut_build(self, mode: str = "performance") -> "EembcDutBuild | None":
+        """What harness builds into this board's firmware: with --protocol eembc the card's MLPerf Tiny DUT
+        (harness/firmware/eembc_dut.py), else None (harness's protocol core)."""
+        if not self.session_type.DUT_FIRMWARE:
+            return None
+        computation = self.options.computation.kind if self.options.computation else "model"
+        return EembcDutBuild.for_card(self.options.eembc, computation, mode)
+
     @abstractmethod
     def start(self) -> AbstractContextManager[Endpoint]:
         """The device started (where harness starts it) with its link open, for the block; stopped after."""
@@ -147,7 +159,7 @@ class Driver(ABC):
         """A session that has said hello to the started device, through the fault proxy when asked."""
         with self.start() as endpoint, _through_faults(endpoint, self.options.faults) as (link, counts):
             client = self.session_type.over(link, self.options.computation or self.model, endpoint.switch_baudrate)
-            if self.runs_users_firmware:  # the virtual board serves harness's own DUT, whatever the card says
+            if self.runs_cards_dut:  # the virtual board serves harness's own DUT, whatever the card says
                 client.meet_firmware_of(self.options.eembc)
             if not endpoint.comes_back:
                 client.reconnect_seconds = 0.0

@@ -15,14 +15,12 @@ from pathlib import Path
 from harness.boards import Board
 from harness.device.drivers.base import Driver, Endpoint
 from harness.device.processes import BoardPty, pty_board_process
+from harness.firmware.eembc_dut import EEMBC_DEFAULT_MODEL
 from harness.link.protocol import DeviceInfo
 from harness.link.registry import NATIVE_PROTOCOL, PROTOCOL_NAMES, session_type
 from harness.model.card import EembcDut
 
 SIM_START_SECONDS = 60
-# What the virtual board's EEMBC DUT reports as m-model-[…] for a card without an [eembc] table: the MLPerf
-# Tiny runner picks its test by this name (tests_*.yaml: ad01, ic01, kws01, vww01) and fails on any other.
-EEMBC_SIM_MODEL = "vww01"
 
 
 def sim_build_id() -> str:
@@ -47,7 +45,7 @@ def sim_board_process(
 
     fw = board.firmware
     fault = planted_fault_op(model_path)
-    dut = ["--eembc-model", eembc.model if eembc else EEMBC_SIM_MODEL, "--eembc-computation", computation]
+    dut = ["--eembc-model", eembc.model if eembc else EEMBC_DEFAULT_MODEL, "--eembc-computation", computation]
     command = [
         sys.executable,
         "-m",
@@ -82,6 +80,7 @@ def sim_board_process(
 class VirtualDriver(Driver):
     kind = "virtual"
     protocols = PROTOCOL_NAMES
+    runs_cards_dut = False  # its DUT takes the model's own input tensor, whatever the card's [eembc] input
     emulates = frozenset({"link_baud", "emulate_invoke_ms"})
     flashes = False
     profiles = False
