@@ -160,11 +160,6 @@ class TflmRecipe:
     target_arch: str = ""
 
 
-class Eembc(BaseModel):
-    model_config = _STRICT
-    timestamp_pin: str = "D7"
-
-
 @dataclass(frozen=True, kw_only=True)
 class Board:
     """What every board file holds. A board is one of the kinds below (the file's `kind` picks it): each kind
@@ -187,7 +182,6 @@ class Board:
     qemu: None = None  # an emulated board's own table (EmulatedBoard)
     sim: Sim = Sim()
     tflm: TflmRecipe | None = None
-    eembc: Eembc = Eembc()
     source_file: Path | None = None  # set by the loader, never read from the file
 
     builds_firmware: ClassVar[bool] = False  # harness builds firmware for it from firmware/ (needs a HAL folder)
