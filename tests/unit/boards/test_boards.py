@@ -178,15 +178,12 @@ def test_docs_boards_names_every_field_the_tables_declare():
 
     text = (boards_dir().parent / "docs" / "boards.md").read_text()
     tables = [boards.Board, boards.Memory, boards.Link, boards.Firmware, boards.PlatformIO, boards.Qemu]
-    tables += [boards.Sim, boards.TflmRecipe, boards.BoardDefinition]
+    tables += [boards.Sim, boards.TflmRecipe, boards.BoardDefinition, boards.Eembc]
     for table in tables:
         for field in dataclasses.fields(table):
-            kinds = (field.type, *typing.get_args(field.type))
-            subtable = any(dataclasses.is_dataclass(t) or t is boards.Eembc for t in kinds)
+            subtable = any(dataclasses.is_dataclass(t) for t in (field.type, *typing.get_args(field.type)))
             if field.name != "source_file" and not subtable:
                 assert f"`{field.name}`" in text, f"docs/boards.md does not describe {table.__name__}.{field.name}"
-    for name in boards.Eembc.model_fields:  # [eembc], a pydantic model's table
-        assert f"`{name}`" in text, f"docs/boards.md does not describe Eembc.{name}"
 
 
 def test_the_frame_minimums_are_the_device_cores():
