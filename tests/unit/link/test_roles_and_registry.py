@@ -51,6 +51,7 @@ def test_every_driver_and_the_parser_take_their_protocols_from_the_registry():
         assert driver.protocols is PROTOCOL_NAMES or driver.protocols == (NATIVE_PROTOCOL,), driver.kind
     assert {driver.kind for driver in DRIVERS.values() if driver.protocols is PROTOCOL_NAMES} == {
         "virtual",
+        "emulated",
         "device",
         "labgrid",
     }
