@@ -671,7 +671,7 @@ c(
 c("build-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "firmware", "build", "--board", "nosuch")
 c(
     "build-sim",
-    ("sim is not a PlatformIO board", "valid: esp32dev, nano33ble, nucleo_h743"),
+    ("sim is not a PlatformIO board", "valid: ", "esp32dev, nano33ble, nucleo_h743"),
     "firmware",
     "build",
     "--board",
