@@ -213,21 +213,23 @@ def _dut_build(args, card, model):
     return EembcDutBuild.for_card(card.eembc, dut_computation(card, model).kind, args.eembc_mode)
 
 
-def cmd_generate(args) -> int:
+def _generated_project(args):
+    """The board, the card and the PlatformIO project of --board and --model (--protocol eembc: its DUT) in --out."""
     from harness.firmware.platformio import generate_project
-    from harness.firmware.project_archive import archive_project
 
     board = get_board(args.board)
     card, model = model_for(args, board)
+    dut = _dut_build(args, card, model)
     project = generate_project(
-        board,
-        model,
-        card.name,
-        tflm_tree(args, board),
-        Path(args.out),
-        streaming_frontend(card),
-        dut=_dut_build(args, card, model),
+        board, model, card.name, tflm_tree(args, board), Path(args.out), streaming_frontend(card), dut=dut
     )
+    return board, card, project
+
+
+def cmd_generate(args) -> int:
+    from harness.firmware.project_archive import archive_project
+
+    _, _, project = _generated_project(args)
     archive = archive_project(project.path) if args.archive else None
     if args.json:
         found = {"project": str(project.path), "build_id": project.build_id, "kernels": project.kernels}
@@ -240,19 +242,9 @@ def cmd_generate(args) -> int:
 
 
 def cmd_build(args) -> int:
-    from harness.firmware.platformio import build, generate_project
+    from harness.firmware.platformio import build
 
-    board = get_board(args.board)
-    card, model = model_for(args, board)
-    project = generate_project(
-        board,
-        model,
-        card.name,
-        tflm_tree(args, board),
-        Path(args.out),
-        streaming_frontend(card),
-        dut=_dut_build(args, card, model),
-    )
+    board, card, project = _generated_project(args)
     record = build(project)
     if args.json:
         print_json(record)
