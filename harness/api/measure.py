@@ -16,11 +16,12 @@ def _timed(connection: SimpleNamespace, measure, roles: tuple[type, ...] = ()):
     where the protocol lacks one."""
     from harness.api.resolve import emulated_tflm_tree, model_for
     from harness.boards import get_board
-    from harness.device.launch import ConnectOptions, connect, with_link_options
-    from harness.eval.perf import chosen_sample, sample_input
+    from harness.device.drivers import driver_for
+    from harness.device.launch import ConnectOptions, with_link_options
+    from harness.eval.perf import chosen_sample, sample_tensor
     from harness.eval.tasks import DatasetRequest, task_for
     from harness.model.cards import load_card
-    from harness.model.dut import dut_computation
+    from harness.model.dut import device_bytes, dut_computation
 
     board = with_link_options(
         get_board(connection.board),
@@ -36,7 +37,7 @@ def _timed(connection: SimpleNamespace, measure, roles: tuple[type, ...] = ()):
     dataset = task.load_dataset(DatasetRequest(connection.dataset, task.subsets("all"), limit=limit))
     card, model = model_for(connection, board)
     computation = dut_computation(card, model)  # what the device computes: the model's tensors, or its DUT's
-    data = sample_input(card, computation, model, dataset, sample)
+    tensor = sample_tensor(card, computation, model, dataset, sample)
     connection.sample_id = chosen_sample(dataset, sample).id  # the one run, for a report that names it
     options = ConnectOptions.named_by(
         connection,
@@ -45,7 +46,9 @@ def _timed(connection: SimpleNamespace, measure, roles: tuple[type, ...] = ()):
         eembc=card.eembc,
         computation=computation,
     )
-    with connect(board, model, options) as client:
+    driver = driver_for(board, model, options)  # what the board and the protocol rule out is refused here
+    data = device_bytes(driver.share, tensor)  # the model's input, where the host does the DUT's part
+    with driver.session() as client:
         return dataclasses.replace(measure(client, board, data, model), model=card.name)
 
 

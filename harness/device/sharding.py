@@ -11,6 +11,7 @@ harness/eval/host_work.py). One board is the same code with one thread.
 """
 
 import contextvars
+import dataclasses
 import queue
 import threading
 from collections import deque
@@ -26,6 +27,7 @@ from harness.errors import LinkError
 from harness.link.protocol import DeviceInfo, InvokeResult
 from harness.link.roles import Recovery, require
 from harness.link.session import BoardChanged, BoardLost, DeviceSession, Identity
+from harness.model.dut import DeviceShare, device_bytes
 
 # A board's failures that leave the other boards able to go on: its link, its port, its process.
 BOARD_FAILURES = (LinkError, serial.SerialException, OSError)
@@ -110,6 +112,11 @@ class BoardEnd:
     retired: tuple[Identity, Identity | None] | None = None
 
 
+def _finished(share: DeviceShare | None, tensor: np.ndarray, answer: InvokeResult) -> InvokeResult:
+    """The sample's result from the device's answer: the host finishes what the device's protocol does not."""
+    return dataclasses.replace(answer, output=share.result(tensor, answer.output)) if share else answer
+
+
 class ShardedStream:
     """Start every board's session (`with`), `ready()` for their hellos, `go()`, then `arrivals()`. `last`: a
     request the first board to finish its part makes before its session ends (its answer: `last_answer`)."""
@@ -159,7 +166,7 @@ class ShardedStream:
                 self._messages.put(("ready", member.name, client.info))
                 self._go.wait()
                 try:
-                    self._run(member.name, client, end)
+                    self._run(member, client, end)
                     self._make_last_request(client)
                 finally:
                     end.stats = vars(client.stats).copy()
@@ -178,13 +185,15 @@ class ShardedStream:
             if stage != "ended":
                 self._messages.put(("error", member.name, exc))
 
-    def _run(self, name: str, client: DeviceSession, end: BoardEnd) -> None:
+    def _run(self, member: FleetMember, client: DeviceSession, end: BoardEnd) -> None:
+        name, share = member.name, member.driver.share
         client.hands_on_loss = True
         while self._dealer.more_work():
             sent: deque[int] = deque()  # taken, in order: results come in the order inputs went
             try:
-                for result in client.run_stream(self._inputs(name, sent)):
+                for answer in client.run_stream(self._inputs(name, sent, share)):
                     index = sent.popleft()
+                    result = _finished(share, self._tensors[index], answer)
                     self._messages.put(
                         ("arrival", name, Arrival(name, index, result, client.last_invoke, client.last_device_window))
                     )
@@ -200,12 +209,12 @@ class ShardedStream:
             return  # none asked, or another board makes it
         self.last_answer = self._last(client)
 
-    def _inputs(self, name: str, sent: deque[int]) -> Iterator[bytes]:
+    def _inputs(self, name: str, sent: deque[int], share: DeviceShare | None) -> Iterator[bytes]:
         """The board's inputs while samples wait; it ends when none waits (the board then finishes what it
         has in flight before it asks again: waiting here would hold up its own last result)."""
         while (index := self._dealer.take(name)) is not None:
             sent.append(index)
-            yield self._tensors[index].tobytes()
+            yield device_bytes(share, self._tensors[index])
 
     def ready(self) -> dict[str, DeviceInfo]:
         """Every board's hello, in the fleet's order; a board that did not start stops the run with its error."""

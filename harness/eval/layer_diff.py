@@ -11,6 +11,7 @@ from harness.boards import Board
 from harness.defaults import LAYER_FETCH_BYTES
 from harness.link.protocol import MalformedPayload
 from harness.link.roles import LayerTracing, require
+from harness.model.dut import DeviceShare
 from harness.model.layer_refs import operator_outputs
 from harness.results.journal import HOST_COLUMN
 from harness.results.layer_trace import ABSOLUTE, STEPS, LayerDifference, LayerTrace
@@ -90,7 +91,9 @@ def departing_samples(tables, reference: str, limit: int) -> list[int]:
     return sorted(departing)[:limit]
 
 
-def trace_departures(client, request, inputs, indices: list[int], budget: int = LAYER_FETCH_BYTES) -> list[LayerTrace]:
+def trace_departures(
+    client, request, inputs, indices: list[int], share: DeviceShare, budget: int = LAYER_FETCH_BYTES
+) -> list[LayerTrace]:
     """Each of these samples of an eval run traced through `client` (a session on one of the run's boards)."""
     return [
         trace_layers(
@@ -98,7 +101,7 @@ def trace_departures(client, request, inputs, indices: list[int], budget: int = 
             request.board,
             request.card.name,
             request.model.data,
-            inputs.tensors[index].tobytes(),
+            share.sent(inputs.tensors[index]),
             inputs.samples[index].id,
             budget,
         )

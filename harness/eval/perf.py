@@ -19,13 +19,13 @@ from harness.model.card import ModelCard
 from harness.samples import Dataset, Sample
 
 
-def sample_input(card: ModelCard, computation, model, dataset: Dataset, sample_id: str | None = None) -> bytes:
+def sample_tensor(card: ModelCard, computation, model, dataset: Dataset, sample_id: str | None = None) -> np.ndarray:
     """The dataset's first sample (or the one of that id) as an eval run makes its input (an image
     preprocessed, a clip through the frontend, a runner file as it is): a real input, not zeros."""
     if not dataset.samples:
         raise UserError(f"dataset {dataset.name} is empty; pass another {setting('dataset')}")
     preparation = sample_preparation(card, computation, model)
-    return preparation.tensor_of(chosen_sample(dataset, sample_id)).tobytes()
+    return preparation.tensor_of(chosen_sample(dataset, sample_id))
 
 
 def chosen_sample(dataset: Dataset, sample_id: str | None) -> Sample:

@@ -32,7 +32,7 @@ from harness.firmware.tflm_tree import TflmTree
 from harness.link.protocol import DeviceInfo
 from harness.link.roles import LayerTracing, Profiling
 from harness.model.card import ModelCard
-from harness.model.dut import DutComputation, dut_computation
+from harness.model.dut import DeviceShare, DutComputation, dut_computation
 from harness.model.references import load_references
 from harness.model.tflite_file import TfliteModel
 from harness.results.journal import (
@@ -144,11 +144,12 @@ def _stream(request: EvalRequest, inputs: Inputs, references, journal: Journal, 
         HostReferences(references, options.computation, inputs.tensors, todo) as host,
         board_fleet(request.board, request.model, options, fleet) as members,
     ):
-        with ShardedStream(members, inputs.tensors, todo, last=_profiler(request, inputs)) as shards:
+        share = members[0].driver.share  # what the device does of the computation; the host does the rest
+        with ShardedStream(members, inputs.tensors, todo, last=_profiler(request, inputs, share)) as shards:
             infos = shards.ready()
             info = check_same_firmware(infos)
             reflash = members[0].driver.reflash_advice()
-            check_device_runs_model(info, request.model, request.computation, request.board, reflash)
+            check_device_runs_model(info, request.model, share.tensors, request.board, reflash)
             check_firmware_origin(journal.path.parent, origin, info.build_id)
             with metering or nullcontext(), progress(len(todo), f"eval {request.board.id}") as advance:
                 shards.go()  # after the meter's idle measurement
@@ -197,17 +198,17 @@ def _trace_departures(request: EvalRequest, inputs: Inputs, journal: Journal, re
         return []
     with member.driver.session() as client:
         check_same_firmware({member.name: info, f"{member.name} (its layer trace)": client.info})
-        return trace_departures(client, request, inputs, departing)
+        return trace_departures(client, request, inputs, departing, member.driver.share)
 
 
-def _profiler(request: EvalRequest, inputs: Inputs):
+def _profiler(request: EvalRequest, inputs: Inputs, share: DeviceShare):
     """With --profile: the request that times the run's first sample operator by operator, as an OperatorProfile."""
     if not request.settings.profile:
         return None
     sample, board = inputs.samples[0], request.board
 
     def profile(client) -> OperatorProfile:
-        report = run_profile(client, board, inputs.tensors[0].tobytes())
+        report = run_profile(client, board, share.sent(inputs.tensors[0]))
         return OperatorProfile(
             source=report.total.source,
             unit=report.total.unit,

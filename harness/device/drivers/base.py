@@ -27,7 +27,7 @@ from harness.link.roles import BaudSwitching, Profiling, Recovery, refuse
 from harness.link.session import DeviceSession
 from harness.link.transport import open_link
 from harness.model.card import EembcDut
-from harness.model.dut import DutComputation
+from harness.model.dut import DeviceShare, DutComputation
 from harness.model.tflite_file import TfliteModel
 
 
@@ -129,12 +129,6 @@ class Driver(ABC):
             raise UserError(
                 f"{setting('protocol')} {options.protocol} needs a model: its device reports no tensor layout"
             )
-        computes = options.computation.kind if options.computation else "model"
-        if computes not in session.COMPUTES:
-            raise UserError(
-                f"the model card's result is {computes}, which MLPerf Tiny DUT firmware computes and "
-                f"{options.protocol} firmware does not: use {setting('protocol')} eembc"
-            )
         self.refuse_faults(options.faults)
         link = [Recovery] if options.faults else []
         link += [BaudSwitching] if self.board.link.switch_baudrate else []
@@ -142,13 +136,23 @@ class Driver(ABC):
         if Profiling in options.roles and not self.profiles:
             raise UserError(f"{self.board.id} cannot time operators: {self.no_profiler}; pass a QEMU or real board")
 
+    @property
+    def share(self) -> DeviceShare | None:
+        """What the device does of the run's computation (None: the model's tensors, whatever they are)."""
+        computation = self.options.computation
+        return DeviceShare.of(computation, self.session_type.COMPUTES) if computation else None
+
+    @property
+    def device_computes(self) -> str:
+        """The kind of computation the device does (harness/model/dut.py): a DUT's result, or the model's."""
+        return self.share.tensors.kind if self.share else "model"
+
     def dut_build(self, mode: str = "performance") -> "EembcDutBuild | None":
         """What harness builds into this board's firmware: with --protocol eembc the card's MLPerf Tiny DUT
         (harness/firmware/eembc_dut.py), else None (harness's protocol core)."""
         if not self.session_type.DUT_FIRMWARE:
             return None
-        computation = self.options.computation.kind if self.options.computation else "model"
-        return EembcDutBuild.for_card(self.options.eembc, computation, mode)
+        return EembcDutBuild.for_card(self.options.eembc, self.device_computes, mode)
 
     @abstractmethod
     def start(self) -> AbstractContextManager[Endpoint]:
@@ -158,7 +162,8 @@ class Driver(ABC):
     def session(self) -> Iterator[DeviceSession]:
         """A session that has said hello to the started device, through the fault proxy when asked."""
         with self.start() as endpoint, _through_faults(endpoint, self.options.faults) as (link, counts):
-            client = self.session_type.over(link, self.options.computation or self.model, endpoint.switch_baudrate)
+            tensors = self.share.tensors if self.share else self.model
+            client = self.session_type.over(link, tensors, endpoint.switch_baudrate)
             if self.runs_cards_dut:  # the virtual board serves harness's own DUT, whatever the card says
                 client.meet_firmware_of(self.options.eembc)
             if not endpoint.comes_back:

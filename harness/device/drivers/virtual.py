@@ -93,9 +93,9 @@ class VirtualDriver(Driver):
             board = board.with_link(baudrate=board.sim.link_baud)
         model_path = self.model.path if self.model else None
         options = self.options
-        computation = options.computation.kind if options.computation else "model"
+        computes = self.device_computes
         with (
-            sim_board_process(board, model_path, options.protocol, options.frontend, options.eembc, computation) as pty,
+            sim_board_process(board, model_path, options.protocol, options.frontend, options.eembc, computes) as pty,
             self._open(pty, board, lambda: os.kill(pty.pid, signal.SIGUSR1), comes_back=False) as endpoint,
         ):
             yield endpoint

@@ -13,7 +13,6 @@ import pytest
 
 from harness.eval.anomaly import auc, top1
 from tests.autoencoder_model import write_ad01_setup
-from tests.conftest import assert_refused_in_one_line
 from tests.reference_dut import ReferenceDut
 
 pytestmark = pytest.mark.slow
@@ -99,35 +98,42 @@ def test_ad01_on_a_reference_dut_port(tmp_path):
     assert dut.commands.count("db load 2560") == 2 * WINDOWS and not dut.crashed
 
 
-def test_the_ad01_card_needs_the_eembc_protocol(tmp_path):
-    card, dataset = write_ad01_setup(tmp_path, files=1)
-    command = [
-        sys.executable,
-        "-m",
-        "harness",
-        "eval",
-        "--board",
-        "sim",
-        "--model",
-        str(card),
-        "--dataset",
-        str(dataset),
-    ]
-    command += ["--results", str(tmp_path / "r")]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert_refused_in_one_line(done, "reconstruction_mse", "--protocol eembc")
-    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
+def test_harness_firmware_gives_the_duts_scores(tmp_path):
+    """With harness's protocol the board runs the model only (its input quantized on the host, its output
+    tensor answered) and the host computes the DUT's score from that output: the same scores, byte for byte,
+    as the C DUT prints, and the same file-level figures."""
+    card, dataset = write_ad01_setup(tmp_path, files=2)
+    runs = {}
+    for protocol in ("eembc", "harness"):
+        results = tmp_path / protocol
+        command = [sys.executable, "-m", "harness", "eval", "--board", "sim", "--protocol", protocol]
+        command += ["--model", str(card), "--dataset", str(dataset), "--results", str(results)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        (folder,) = [path.parent for path in results.glob("*/summary.json")]
+        table = pq.read_table(folder / "samples.parquet").to_pydict()
+        runs[protocol] = table, json.loads((folder / "summary.json").read_text())
+        runs[protocol + " manifest"] = json.loads((folder / "manifest.json").read_text())
+    (dut, dut_summary), (ours, our_summary) = runs["eembc"], runs["harness"]
+    assert len(ours["device_score"]) == 2 * WINDOWS
+    assert ours["device_score"] == dut["device_score"] == ours["tflm_score"]
+    assert our_summary["bit_exact"]["tflm"] == 2 * WINDOWS
+    assert our_summary["anomaly"] == dut_summary["anomaly"]
+    assert runs["eembc manifest"]["device"]["firmware_build_id"] == "eembc:ad01"
+    assert runs["harness manifest"]["device"]["firmware_build_id"] != "eembc:ad01"  # harness firmware ran it
 
 
 def test_perf_times_the_first_ad01_window_as_its_dut_takes_it(tmp_path):
-    """perf sends what the DUT computes from: the first window's 2,560 float32 bytes, not int8 tensor bytes."""
+    """perf sends what the DUT computes from: the first window's 2,560 float32 bytes, not int8 tensor bytes; to
+harness firmware, the model's input tensor the host quantized from them."""
     card, dataset = write_ad01_setup(tmp_path, files=2)
     perf = [sys.executable, "-m", "harness", "perf", "--model", str(card), "--dataset", str(dataset), "--runs", "3"]
     done = subprocess.run([*perf, "--protocol", "eembc", "--json"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["runs"]) == 3
-    refused = subprocess.run(perf, capture_output=True, text=True, timeout=300)  # harness firmware: no score
-    assert_refused_in_one_line(refused, "reconstruction_mse", "--protocol eembc")
+    ours = subprocess.run([*perf, "--json"], capture_output=True, text=True, timeout=300)  # the model alone
+    assert ours.returncode == 0, ours.stderr
+    assert len(json.loads(ours.stdout)["runs"]) == 3
 
 
 def test_a_limit_that_cuts_a_file_leaves_it_out_of_auc_and_says_so(tmp_path):

@@ -128,7 +128,7 @@ def test_quantization_rounds_halves_away_from_zero_as_c_round():
     computation = ReconstructionError(_spec(9, 0.5, 1), _spec(9, 1.0, 0))  # the input: scale 0.5, zero point 1
     features = np.array([[0.25, -0.25, 0.75, -0.75, 100.0, -100.0, np.nan, 0.24]], np.float32)
     # v / 0.5: 0.5 -> 1, -0.5 -> -1, 1.5 -> 2, -1.5 -> -2 (not to even), then +1; clamped; NaN as the zero point
-    assert computation.quantize(features).tolist() == [[2, 0, 3, -1, 127, -128, 1, 1]]
+    assert computation.to_model(features).tolist() == [[2, 0, 3, -1, 127, -128, 1, 1]]
 
 
 def _spec(dtype, scale, zero_point):

@@ -165,7 +165,7 @@ def test_the_c_dut_scores_float_features_as_the_reference_ad_submission(tmp_path
         for features in (halves, huge, rng.normal(0, 20, (1, 640)).astype(np.float32)):
             assert client.run(features.tobytes()).output == computation.result(reference.run, features)
     to_even = np.clip(np.round(halves / np.float32(0.5)) + 1, -128, 127).astype(np.int8)
-    assert not np.array_equal(to_even, computation.quantize(halves))  # halves told apart: the check can fail
+    assert not np.array_equal(to_even, computation.to_model(halves))  # halves told apart: the check can fail
     with eembc_dut(TflmRunner(data, 1 << 20), computation=computation) as (port, _):
         _raw(port, "db load 4%"), _raw(port, "db 00000000%")  # the model's 4 int8 values would not do: 4 floats
         assert "e-[Loaded 4 bytes, the input tensor needs 2560]" in _raw(port, "infer 1 0%")
