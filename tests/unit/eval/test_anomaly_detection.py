@@ -1,8 +1,11 @@
 """MLPerf Tiny ad01: the card, the runner's windowed files, the DUT's score arithmetic against an independent
 numpy computation, and AUC and Top-1 over files against values worked out by hand."""
 
+import hypothesis.strategies as st
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis.extra.numpy import arrays
 
 from harness.errors import UserError
 from harness.eval.anomaly import anomaly_score, auc, file_scores, top1, windows_per_file
@@ -10,7 +13,7 @@ from harness.eval.runner_files import file_of, load_runner_dataset, runner_file_
 from harness.eval.tasks import AnomalyDetection, task_for
 from harness.model.card_fit import check_card_model
 from harness.model.cards import load_card
-from harness.model.dut import ModelOutputs, ReconstructionError, dut_computation
+from harness.model.dut import DeviceShare, ModelOutputs, ReconstructionError, dut_computation
 from harness.model.tflite_file import read_tflite
 from harness.samples import Sample
 from harness.tensors import TensorSpec
@@ -179,3 +182,26 @@ def test_anomaly_score_counts_files_and_windows():
     assert (partial.files, partial.partial_files, partial.windows) == (2, 1, 4)  # a1.bin lacks a window
     normal_only = anomaly_score(samples[:4], [1.0, 1.0, 2.0, 2.0])
     assert normal_only.auc is None and normal_only.top1_percent is None  # one class: neither figure exists
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    features=arrays(np.float32, (1, 8), elements=st.floats(-300, 300, width=32)),
+    answered=arrays(np.int8, 8),
+)
+def test_a_device_that_runs_the_model_only_gets_the_duts_score_from_the_host(features, answered):
+    """Harness firmware runs the model only: it is sent the quantized features (the model's input tensor) and
+    answers the output tensor; the host's score from that is the one the DUT (and a host reference) gives."""
+    computation = ReconstructionError(_spec(9, 0.5, 1), _spec(9, 0.25, -3))
+    dut, ours = DeviceShare.of(computation, ("model", "reconstruction_mse")), DeviceShare.of(computation, ("model",))
+    assert dut.whole and dut.tensors == computation and dut.sent(features) == features.tobytes()
+    assert not ours.whole and ours.tensors == ModelOutputs(computation.model_input, computation.model_output)
+    sent = ours.sent(features)
+    assert sent == computation.to_model(features).tobytes() and len(sent) == ours.tensors.input.bytes
+
+    def model(tensor):
+        assert tensor.tobytes() == sent  # the host reference runs the model on what the board is sent
+        return answered.tobytes()
+
+    assert ours.result(features, answered.tobytes()) == computation.result(model, features)
+    assert dut.result(features, b"\x00\x00\x80?") == b"\x00\x00\x80?"  # the DUT's printed score, as it is
