@@ -130,6 +130,8 @@ class _Session:
 
 
 class _Driver:
+    share = None  # the device computes the model's tensors: what it is sent is the sample's tensor
+
     def __init__(self, session: _Session):
         self._session = session
 
