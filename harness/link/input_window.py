@@ -90,6 +90,8 @@ class InputLoad:
                 last = self.sent == len(self.data) or self.window == 1
                 client.port.write(burst + (PAD if client._damaged_link and last else b""))
             wait = min(client.timeout, DAMAGED_LINK_WAIT if client._damaged_link else INPUT_ANSWER_WAIT)
+            if client.lossless:
+                wait = client.timeout
             in_flight = max(self.window, len(self.outstanding)) * (self.chunk + CHUNK_FRAMING)
             event = client._next_answer(set(self.outstanding), wait + client.wire_seconds(in_flight))
             ok = event is not None and event.type == Msg.LOAD_INPUT | RESPONSE_BIT

@@ -147,6 +147,9 @@ class DeviceSession(ABC):
         # Set by a caller whose samples other boards can take (a run): a port that goes away raises BoardLost
         # at once rather than being waited for in the middle of a sample, and reconnect() waits for it.
         self.hands_on_loss = False
+        # The link loses no bytes (a local socket to an emulator, no fault proxy): silence is a device the host
+        # does not give the CPU to, never a lost frame, so it is waited for rather than resent.
+        self.lossless = False
 
     # --- starting -------------------------------------------------------------------------------------
     @classmethod

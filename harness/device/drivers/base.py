@@ -74,6 +74,7 @@ class Endpoint:
     firmware: dict | None = None  # how harness built the firmware it runs
     switch_baudrate: int = 0  # after the handshake, move the link to this rate (0: stay)
     comes_back: bool = True  # a port that goes away may return (USB, network); not a started board's own
+    lossless: bool = False  # a link that loses no bytes (QEMU's local socket): silence is a slow device
 
 
 class Driver(ABC):
@@ -168,6 +169,7 @@ class Driver(ABC):
                 client.meet_firmware_of(self.options.eembc)
             if not endpoint.comes_back:
                 client.reconnect_seconds = 0.0
+            client.lossless = endpoint.lossless and not self.options.faults
             client.stats.faults_injected = counts
             client.firmware = endpoint.firmware
             yield client
