@@ -125,7 +125,7 @@ def test_harness_firmware_gives_the_duts_scores(tmp_path):
 
 def test_perf_times_the_first_ad01_window_as_its_dut_takes_it(tmp_path):
     """perf sends what the DUT computes from: the first window's 2,560 float32 bytes, not int8 tensor bytes; to
-harness firmware, the model's input tensor the host quantized from them."""
+    harness firmware, the model's input tensor the host quantized from them."""
     card, dataset = write_ad01_setup(tmp_path, files=2)
     perf = [sys.executable, "-m", "harness", "perf", "--model", str(card), "--dataset", str(dataset), "--runs", "3"]
     done = subprocess.run([*perf, "--protocol", "eembc", "--json"], capture_output=True, text=True, timeout=300)
