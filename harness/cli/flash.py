@@ -141,10 +141,11 @@ def _dut_flashed(board, request, info, built: dict | None, headline: str) -> tup
     timestamps = "no line, a pulse on its pin (energy mode)" if dut.energy else "m-lap-us- lines"
     figures = {"board": board.id, "flashed": True, "protocol": "eembc", "model": request.card.name}
     figures |= {"model_sha256_prefix": request.model.sha256[:16], "eembc_mode": dut.mode, "baud": dut.baud}
-    figures |= {"answers": {"name": info.board_id, "profile": dut.model, "timestamps": timestamps}} | (built or {})
+    profile = info.build_id.removeprefix("eembc:")
+    figures |= {"answers": {"name": info.board_id, "profile": profile, "timestamps": timestamps}} | (built or {})
     line = (
         f"{headline}, MLPerf Tiny DUT of model {request.card.name} ({dut.mode} mode, {dut.baud} baud): it answers "
-        f"name {info.board_id}, profile {dut.model}, timestamps as {timestamps}"
+        f"name {info.board_id}, profile {profile}, timestamps as {timestamps}"
     )
     return figures, line
 

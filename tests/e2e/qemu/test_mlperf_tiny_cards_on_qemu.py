@@ -111,3 +111,14 @@ def test_ad01_windows_and_auc_on_its_reference_model(tmp_path, datasets):
     assert qemu["bit_exact"]["tflm"] == windows  # every printed score is the host's, byte for byte
     assert qemu_out == sim_out
     assert qemu["anomaly"]["device"]["auc"] == sim["anomaly"]["device"]["auc"] is not None
+
+
+# qemu_m4 (mps2-an386, Cortex-M4 with fpv4-sp-d16): the same DUT firmware, built for the M4; two cards keep it cheap
+# (all four were checked by hand, docs/eembc.md).
+M4_CARDS = os.environ.get("HARNESS_M4_CARDS", "mlperf_tiny_kws01,mlperf_tiny_ad01").split(",")
+
+
+@pytest.mark.parametrize("card", M4_CARDS)
+def test_qemu_m4_runs_the_cards_dut_bit_exact_with_the_host(tmp_path, datasets, card):
+    summary, outputs = _eval(tmp_path, "qemu_m4", card, "qemu_m4", "eembc", datasets[card])
+    assert summary["bit_exact"]["tflm"] == summary["samples"] == len(outputs) > 0
