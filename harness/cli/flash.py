@@ -60,7 +60,7 @@ def flash_started(args, board) -> int:
     what = f"model {info.model_sha256_prefix}…" if request else "self-test firmware (no model: pass --tflm PATH)"
     _say_flashed(
         args,
-        {"board": board.id, "flashed": True, "protocol": "harness"}
+        {"board": board.id, "flashed": True, "protocol": args.protocol}
         | {"model_sha256_prefix": info.model_sha256_prefix if request else None}
         | _device_info(info),
         f"{board.id}: firmware {info.build_id} booted and answered HELLO; {what}",
@@ -90,7 +90,7 @@ def flash_project(args, board) -> int:
                 f"{board.id} answers with model {info.model_sha256_prefix}… and firmware {info.build_id}, expected "
                 f"{model.sha256[:16]}… and {project.build_id}: {UPLOAD_FAILED}"
             )
-        figures = {"board": board.id, "flashed": True, "protocol": "harness", "model": request.card.name}
+        figures = {"board": board.id, "flashed": True, "protocol": args.protocol, "model": request.card.name}
         _say_flashed(
             args,
             figures | {"model_sha256_prefix": model.sha256[:16]} | _device_info(info) | built,
