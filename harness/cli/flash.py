@@ -138,14 +138,14 @@ def _check_dut_answers(board, dut, info, why: str) -> None:
 def _dut_flashed(board, request, info, built: dict | None, headline: str) -> tuple[dict, str]:
     """flash's figures and line for DUT firmware: what was built, and what it answered."""
     dut = request.dut
-    timestamps = "no line, a pulse on its pin (energy mode)" if dut.energy else "m-lap-us- lines"
+    timestamps = "none on the serial line (energy mode)" if dut.energy else "m-lap-us- lines"
     figures = {"board": board.id, "flashed": True, "protocol": "eembc", "model": request.card.name}
     figures |= {"model_sha256_prefix": request.model.sha256[:16], "eembc_mode": dut.mode, "baud": dut.baud}
     profile = info.build_id.removeprefix("eembc:")
     figures |= {"answers": {"name": info.board_id, "profile": profile, "timestamps": timestamps}} | (built or {})
     line = (
         f"{headline}, MLPerf Tiny DUT of model {request.card.name} ({dut.mode} mode, {dut.baud} baud): it answers "
-        f"name {info.board_id}, profile {profile}, timestamps as {timestamps}"
+        f"name {info.board_id}, profile {profile}; timestamps: {timestamps}"
     )
     return figures, line
 
@@ -169,4 +169,4 @@ def _say_flashed(args, figures: dict, headline: str, *details: str) -> None:
         return
     console = stdout_console()
     for line in (headline,) if args.quiet else (headline, *details):
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, soft_wrap=True)
