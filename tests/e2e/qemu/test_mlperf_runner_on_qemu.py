@@ -38,10 +38,12 @@ pytestmark = [
     needs_tflm_tree,
 ]
 # The runner's test key: (bytes of one of its files, classes). Random inputs, one file a class (its AUC needs
-# every class), at least five (its performance script takes a new file for each of five windows); ad01: two
-# files of AD01_FRAMES frames of 128 float32 features, one normal, one anomalous.
+# every class), at least five (its performance script takes a new file for each of five windows, ad01's too:
+# with fewer it fails on the missing file); ad01: AD01_FILES of AD01_FRAMES frames of 128 float32 features,
+# normal and anomalous in turn.
 FILES = {"vww01": (27648, 2), "kws01": (490, 12), "ic01": (3072, 10)}
-AD01_FRAMES = 12  # 8 windows of 5 frames every 1 a file (the runner's files have 200 frames: 196 windows)
+AD01_FILES = 5
+AD01_FRAMES = 8  # 4 windows of 5 frames every 1 a file (the runner's files have 200 frames: 196 windows)
 DRIVE = """import os, runpy, sys, types
 os.chdir(sys.argv.pop(1))
 sys.path.insert(0, ".")
@@ -72,10 +74,11 @@ def _dataset(folder: Path, key: str) -> Path:
     (folder / key).mkdir(parents=True)
     rows = []
     if key == "ad01":
-        for label in (0, 1):
+        for i in range(AD01_FILES):
+            label = i % 2
             values = rng.normal(-20 + 6 * label, 6 + 4 * label, (AD01_FRAMES, 128)).astype(np.float32)
-            values.tofile(folder / key / f"{'anomaly' if label else 'normal'}_{label}.bin")
-            rows.append(f"{'anomaly' if label else 'normal'}_{label}.bin,2,{label},2560,512")
+            values.tofile(folder / key / f"{'anomaly' if label else 'normal'}_{i}.bin")
+            rows.append(f"{'anomaly' if label else 'normal'}_{i}.bin,2,{label},2560,512")
     else:
         size, classes = FILES[key]
         for i in range(max(5, classes)):
@@ -131,7 +134,7 @@ def test_accuracy_mode_scores_are_the_hosts(tmp_path, key):
     out = _run_runner(tmp_path, key, "a")
     loads = re.findall(r"Loading file (\S+) segment (\d+)", out)
     printed = re.findall(r"m-results\s*:\s*\[([^\]]*)\]", out)
-    windows = 2 * (AD01_FRAMES - 4) if key == "ad01" else max(5, FILES[key][1])
+    windows = AD01_FILES * (AD01_FRAMES - 4) if key == "ad01" else max(5, FILES[key][1])
     assert len(loads) == len(printed) == windows and "AUC = " in out
     card = load_card(f"mlperf_tiny_{key}")
     model = read_tflite(REFERENCE_MODELS / card.file_name)
@@ -141,14 +144,21 @@ def test_accuracy_mode_scores_are_the_hosts(tmp_path, key):
         if key == "ad01":
             data = data[512 * int(segment) : 512 * int(segment) + 2560]
         texts = line.split(",")
-        assert [float(v) for v in texts] == _host_printed(key, model, reference, data, texts), (name, segment)
+        device = np.float32([float(v) for v in texts])  # ad01's score is a float32: compared as one
+        assert device.tolist() == np.float32(_host_printed(key, model, reference, data, texts)).tolist(), name
 
 
 @pytest.mark.parametrize("key", ["vww01", "ad01"])
 def test_performance_mode_completes(tmp_path, key):
+    """Five windows, each over 10 s of the DUT's (virtual) time. The runner's median line, unless its own wall
+    clock saw the five in under 10 s (QEMU runs ad01 faster than its virtual time): then its ERROR 2 instead."""
     out = _run_runner(tmp_path, key, "p")
-    windows = re.findall(r"Throughput\s*:\s*([\d.]+) inf\./sec\.", out)
-    assert len(windows) == 5 and all(float(w) > 0 for w in windows)
+    runtimes = [float(w) for w in re.findall(r"Runtime      :\s*([\d.]+) sec\.", out)]  # the windows' lines
+    throughputs = [float(w) for w in re.findall(r"Throughput   :\s*([\d.]+) inf\./sec\.", out)]
+    assert len(runtimes) == len(throughputs) == 5 and min(runtimes) > 10 and min(throughputs) > 0
     median = re.search(r"Median throughput is\s*([\d.]+) inf\./sec\.", out)
-    assert median, out[-2000:]
-    print(f"{key}: {median.group(0)}; windows {', '.join(windows)}")
+    too_fast = "ERROR 2 - loop exited before 10 seconds elapsed" in out
+    assert bool(median) != too_fast, out[-2000:]
+    windows_median = f"ERROR 2; median of the windows {float(np.median(throughputs)):.3f} inf./sec."
+    said = median.group(0) if median else windows_median
+    print(f"{key}: {said}; windows {throughputs} inf./sec. over {runtimes} s")
