@@ -3,6 +3,7 @@ HARNESS_MLPERF_RUNNER, with scikit-learn importable) accepts harness-built DUT f
 qemu_m7 in accuracy and performance mode, and its scores are TFLM's on the host. The runner finds boards by USB
 id, which QEMU's pseudo-terminal lacks: a wrapper registers the devices file's DUT at the pty (docs/eembc.md)."""
 
+import importlib.util
 import os
 import re
 import shutil
@@ -33,6 +34,10 @@ pytestmark = [
     pytest.mark.skipif(
         not (RUNNER and (Path(RUNNER) / "main.py").is_file()),
         reason="needs HARNESS_MLPERF_RUNNER: a copy of mlcommons/tiny benchmark/runner (not in this repository)",
+    ),
+    pytest.mark.skipif(
+        importlib.util.find_spec("sklearn") is None,
+        reason="needs scikit-learn importable (the runner imports it): pip install --target D, then PYTHONPATH=D",
     ),
     pytest.mark.skipif(not REFERENCE_MODELS.is_dir(), reason=f"needs {REFERENCE_MODELS}"),
     needs_tflm_tree,
