@@ -205,6 +205,7 @@ def test_flash_eembc_uploads_the_cards_dut_then_checks_its_name_and_profile(fake
     config = (project / "src" / "harness_build_config.h").read_text()
     assert '#define HP_EEMBC_MODEL "vww01"' in config and (project / "src" / "eembc_main.c").is_file()
     assert f"#define HP_EEMBC_ENERGY_MODE {int(mode == 'energy')}" in config
+    assert f"monitor_speed = {found['baud']}\n" in (project / "platformio.ini").read_text()  # the DUT's rate
     assert found["protocol"] == "eembc" and found["eembc_mode"] == mode and found["model"] == "mlperf_tiny_vww01"
     assert found["baud"] == (9600 if mode == "energy" else 115200)
     assert found["answers"]["name"] == "nucleo_h743" and found["answers"]["profile"] == "vww01"
