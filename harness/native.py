@@ -166,7 +166,7 @@ _SIGNATURES = {
     "sim_board_one_slot": (None, [ctypes.c_void_p]),
     "sim_board_use_eembc": (
         ctypes.c_int32,
-        [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_int32],
+        [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_int32, ctypes.c_int32],
     ),
     "sim_board_reset": (ctypes.c_int32, [ctypes.c_void_p]),
     "sim_board_input": (ctypes.c_void_p, [ctypes.c_void_p]),

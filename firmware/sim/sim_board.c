@@ -215,15 +215,19 @@ uint8_t *sim_board_input(sim_board *board) { return board->input; }
 
 uint8_t *sim_board_output(sim_board *board) { return board->output; }
 
+/* The energy-mode DUT's timestamp: a pin pulse on a board; the virtual board has no pin to pulse. */
+static void sim_no_pin(void *ctx) { (void)ctx; }
+
 /* Serve the EEMBC DUT protocol from now on, computing `computation` (an ee_computation), and print its
- * boot banner. Returns 0, or -1. */
+ * boot banner; `energy` nonzero: as an energy-mode build (m-timestamp-mode-energy, no m-lap-us- lines).
+ * Returns 0, or -1. */
 int32_t sim_board_use_eembc(sim_board *board, const char *name, const char *model, uint32_t buffer_bytes,
-                            int32_t computation) {
+                            int32_t computation, int32_t energy) {
   board->eembc = calloc(1, sizeof *board->eembc);
   board->eembc_buffer = calloc(1, buffer_bytes ? buffer_bytes : 1); /* db print shows unloaded bytes */
   if (!board->eembc || !board->eembc_buffer) return -1;
   ee_dut_config cfg = {&board->hal, &board->runner, name, model, board->eembc_buffer, buffer_bytes,
-                       (ee_computation)computation};
+                       (ee_computation)computation, 0, energy ? sim_no_pin : NULL};
   return ee_dut_init(board->eembc, &cfg);
 }
 

@@ -103,7 +103,7 @@ def _add_main_job(commands) -> None:
     flash = command(
         commands,
         "flash",
-        "harness.cli.devices:cmd_flash",
+        "harness.cli.flash:cmd_flash",
         "build the firmware for a board and load it (QEMU: boot and check)",
         ("harness flash --board nucleo_h743", "harness flash --board qemu_m4 --tflm ~/tflm-tree"),
     )
@@ -119,6 +119,7 @@ def _add_main_job(commands) -> None:
     flash.add_argument(
         "--out", type=output_folder("--out"), default="build", help="where PlatformIO projects are generated"
     )
+    _add_dut_options(flash)
 
 
 def _add_timing(commands) -> None:
@@ -208,20 +209,25 @@ def _add_firmware(commands) -> None:
         project.add_argument(
             "--out", type=output_folder("--out"), default="build", help="where projects go: OUT/<board>/<model hash>/"
         )
-        add_protocol_option(project)
-        project.add_argument(
-            "--eembc-mode",
-            choices=EEMBC_MODES,
-            default=EEMBC_MODES[0],
-            help="with --protocol eembc: performance (115200 baud, m-lap-us- timestamps; accuracy runs too) or "
-            "energy (9600 baud, timestamps on the board's [eembc] timestamp_pin)",
-        )
+        _add_dut_options(project)
         if name == "generate":
             project.add_argument(
                 "--archive",
                 action="store_true",
                 help="also pack the project as OUT/<board>/<model hash>.zip, with a manifest.json of sha256s",
             )
+
+
+def _add_dut_options(parser) -> None:
+    """--protocol and --eembc-mode of the commands that make firmware: harness's, or the card's MLPerf Tiny DUT."""
+    add_protocol_option(parser)
+    parser.add_argument(
+        "--eembc-mode",
+        choices=EEMBC_MODES,
+        default=EEMBC_MODES[0],
+        help="with --protocol eembc: performance (115200 baud, m-lap-us- timestamps; accuracy runs too) or "
+        "energy (9600 baud, timestamps on the board's [eembc] timestamp_pin)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,19 +1,13 @@
-"""Commands that talk to boards: flash, generate, link-test, perf, profile, boards."""
+"""Commands that talk to boards: generate, build, link-test, perf, profile, boards (flash: harness/cli/flash.py)."""
 
 import dataclasses
 import sys
-from pathlib import Path
 
-from harness.api.resolve import board_with_link_options, model_for, tflm_tree
-from harness.boards import get_board, scan_boards, user_boards_dir
+from harness.api.resolve import board_with_link_options
+from harness.boards import scan_boards, user_boards_dir
 from harness.cli import exits
+from harness.cli.projects import ProjectRequest
 from harness.console import print_json, stdout_console
-from harness.errors import UserError
-from harness.model.cards import load_card
-from harness.model.deployable import require_deployable
-from harness.model.fetch import obtain_model
-from harness.model.tflite_file import read_tflite
-from harness.streaming.pipeline import streaming_frontend
 
 
 def cmd_link_test(args) -> int:
@@ -38,68 +32,6 @@ def cmd_link_test(args) -> int:
         for line in describe(report, board.latency_source):
             console.print(line, highlight=False)
     return exits.OK if report.ok else exits.FAILED
-
-
-def cmd_flash(args) -> int:
-    """Through the board's driver, always: a real board gets a PlatformIO upload, QEMU and hosted boards build
-    and boot their firmware, the virtual board has nothing to flash."""
-    from harness.device.drivers import driver_type
-
-    board = get_board(args.board)
-    driver = driver_type(board)
-    return flash_project(args, board) if driver.uploads_project else flash_started(args, board, driver.flashes)
-
-
-def flash_started(args, board, flashes: bool) -> int:
-    """A board harness starts: its driver boots the firmware it builds (with the model when --tflm is given)."""
-    from harness.device.drivers import ConnectOptions, driver_for
-
-    tflm = tflm_tree(args) if flashes else None
-    model = None
-    if tflm is not None:
-        card = load_card(args.model)
-        model = read_tflite(Path(args.model_file) if args.model_file else obtain_model(card))
-        require_deployable(model, board)
-    info = driver_for(board, model, ConnectOptions.named_by(args, tflm=tflm)).flash()
-    if info is None:
-        _say_flashed(
-            args,
-            {"board": board.id, "flashed": False},
-            "the virtual board runs the model each command names; there is nothing to flash",
-        )
-        return 0
-    what = f"model {info.model_sha256_prefix}…" if model else "self-test firmware (no model: pass --tflm PATH)"
-    _say_flashed(
-        args,
-        {"board": board.id, "flashed": True, "model_sha256_prefix": info.model_sha256_prefix if model else None}
-        | _device_info(info),
-        f"{board.id}: firmware {info.build_id} booted and answered HELLO; {what}",
-        f"  protocol v{info.protocol_version}, frames {info.max_request_frame}/{info.max_response_frame} B, "
-        f"timer {info.tick_kind.name.lower()} at {info.tick_hz:,} Hz",
-    )
-    return 0
-
-
-def _device_info(info) -> dict:
-    """What the flashed firmware said in its HELLO, for --json."""
-    return {
-        "build_id": info.build_id,
-        "protocol_version": info.protocol_version,
-        "max_request_frame": info.max_request_frame,
-        "max_response_frame": info.max_response_frame,
-        "tick_kind": info.tick_kind.name.lower(),
-        "tick_hz": info.tick_hz,
-    }
-
-
-def _say_flashed(args, figures: dict, headline: str, *details: str) -> None:
-    """flash's result: JSON, the headline alone (--quiet), or the headline and its details."""
-    if args.json:
-        print_json(figures)
-        return
-    console = stdout_console()
-    for line in (headline,) if args.quiet else (headline, *details):
-        console.print(line, highlight=False)
 
 
 def _timing_options(args, more: tuple[str, ...] = ()) -> dict:
@@ -174,62 +106,10 @@ def cmd_profile(args) -> int:
     return 0
 
 
-def flash_project(args, board) -> int:
-    """A real board: its driver uploads the generated PlatformIO project, then checks the firmware it answers with."""
-    from harness.device.drivers import ConnectOptions, driver_for
-    from harness.firmware.platformio import generate_project
-
-    card, model = model_for(args, board)
-    driver = driver_for(board, model, ConnectOptions.named_by(args))
-    project = generate_project(
-        board, model, card.name, tflm_tree(args, board), Path(args.out), streaming_frontend(card)
-    )
-    info = driver.flash(project)
-    if info.model_sha256_prefix != model.sha256[:16] or info.build_id != project.build_id:
-        raise UserError(
-            f"{board.id} answers with model {info.model_sha256_prefix}… and firmware {info.build_id}, expected "
-            f"{model.sha256[:16]}… and {project.build_id}: the upload did not take; check the port and the probe"
-        )
-    figures = {"board": board.id, "flashed": True, "model": card.name, "model_sha256_prefix": model.sha256[:16]}
-    _say_flashed(
-        args,
-        figures | _device_info(info) | {"project": str(project.path), "kernels": project.kernels},
-        f"{board.id}: flashed {project.build_id} ({project.kernels} kernels), model {card.name}",
-    )
-    return 0
-
-
-def _dut_build(args, card, model):
-    """`--protocol eembc`: the card's MLPerf Tiny / EEMBC DUT firmware in `--eembc-mode` (docs/eembc.md);
-    else None, harness's protocol."""
-    from harness.firmware.eembc_dut import EEMBC_MODES, EembcDutBuild
-    from harness.link.registry import session_type
-    from harness.model.dut import dut_computation
-
-    if not session_type(args.protocol).DUT_FIRMWARE:
-        if args.eembc_mode != EEMBC_MODES[0]:
-            raise UserError(f"--eembc-mode {args.eembc_mode} is for DUT firmware: add --protocol eembc")
-        return None
-    return EembcDutBuild.for_card(card.eembc, dut_computation(card, model).kind, args.eembc_mode)
-
-
-def _generated_project(args):
-    """The board, the card and the PlatformIO project of --board and --model (--protocol eembc: its DUT) in --out."""
-    from harness.firmware.platformio import generate_project
-
-    board = get_board(args.board)
-    card, model = model_for(args, board)
-    dut = _dut_build(args, card, model)
-    project = generate_project(
-        board, model, card.name, tflm_tree(args, board), Path(args.out), streaming_frontend(card), dut=dut
-    )
-    return board, card, project
-
-
 def cmd_generate(args) -> int:
     from harness.firmware.project_archive import archive_project
 
-    _, _, project = _generated_project(args)
+    project = ProjectRequest.named_by(args).generate(args)
     archive = archive_project(project.path) if args.archive else None
     if args.json:
         found = {"project": str(project.path), "build_id": project.build_id, "kernels": project.kernels}
@@ -244,7 +124,8 @@ def cmd_generate(args) -> int:
 def cmd_build(args) -> int:
     from harness.firmware.platformio import build
 
-    board, card, project = _generated_project(args)
+    request = ProjectRequest.named_by(args)
+    board, card, project = request.board, request.card, request.generate(args)
     record = build(project)
     if args.json:
         print_json(record)

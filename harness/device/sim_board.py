@@ -172,10 +172,12 @@ class SimBoard:
         emulation: "LinkEmulation | None" = None,
         eembc_model: str | None = None,
         eembc_computation: str = "model",
+        eembc_energy: bool = False,
         frontend=None,
     ):
         """eembc_model set (e.g. "vww01"): the board speaks the MLPerf Tiny / EEMBC DUT protocol, computing
-        eembc_computation (a key of EEMBC_COMPUTATIONS) as that benchmark's reference DUT does."""
+        eembc_computation (a key of EEMBC_COMPUTATIONS) as that benchmark's reference DUT does; eembc_energy: as
+        its energy-mode build (the boot banner says so, timestamps print nothing)."""
         self._lib = device_core()
         self._runner = runner
         self._master, self._slave = os.openpty()
@@ -216,7 +218,7 @@ class SimBoard:
             self._eembc_ids = (board_id.encode(), eembc_model.encode())  # must outlive the board
             buffer = max(runner.model_info.input.bytes, EEMBC_BUFFER_BYTES)
             computation = EEMBC_COMPUTATIONS[eembc_computation]
-            if self._lib.sim_board_use_eembc(self._board, *self._eembc_ids, buffer, computation) != 0:
+            if self._lib.sim_board_use_eembc(self._board, *self._eembc_ids, buffer, computation, eembc_energy) != 0:
                 self.close()
                 raise RuntimeError("could not set up the EEMBC DUT")
         runner.input_ptr = self._lib.sim_board_input(self._board)

@@ -67,6 +67,10 @@ class EnergyModeFirmware(UserError):
     """The DUT runs the reference's energy-mode build: no timestamps on the serial line."""
 
 
+class PerformanceModeFirmware(UserError):
+    """An energy-mode build was expected and the DUT prints its timestamps."""
+
+
 NO_MODEL = f"{setting('protocol')} eembc needs a model: the DUT reports no tensor layout, the model gives it"
 
 
@@ -128,24 +132,27 @@ class EembcClient(DeviceSession):
         client.hello()
         return client
 
-    def hello(self) -> DeviceInfo:
+    def hello(self, energy_mode: bool = False) -> DeviceInfo:
         """`name` (twice: the first ends whatever the DUT half-received, its answer is not read), `profile`,
         then `timestamp`, which a performance-mode DUT answers with an m-lap-us- line and an energy-mode one
-        with a GPIO pulse. Never a bare `%`: the reference parser passes strtok's NULL to strncmp."""
+        with a GPIO pulse. Never a bare `%`: the reference parser passes strtok's NULL to strncmp.
+        energy_mode: the DUT is expected to be an energy-mode build (`harness flash --eembc-mode energy`
+        checks what it uploaded): an m-lap-us- line is then the refusal, and no session can use it."""
+        check = self._performance_check if energy_mode else self._energy_check
         waiting = self.port.read(self.port.in_waiting) if self.port.in_waiting else b""
         self.port.reset_input_buffer()
         self._pending = b""
-        if ENERGY_BANNER.encode() in waiting:
+        if ENERGY_BANNER.encode() in waiting and not energy_mode:
             raise EnergyModeFirmware(ENERGY_MODE)
         first = self.command("name", tolerate_errors=True)
         if "m-init-done" in first and not any(x.startswith("m-name-dut-") for x in first):
             # the boot banner's m-ready (a DUT that boots as the link opens: QEMU); the answer comes next
-            self._energy_check(first)
+            check(first)
             first = self._until_ready("name", self.timeout, tolerate_errors=True)
-        self._energy_check(first)
+        check(first)
         name = _field(self.command("name"), "m-name-dut-")
         model = _field(self.command("profile"), "m-model-")
-        self._energy_check(self.command("timestamp"), probe=True)
+        check(self.command("timestamp"), probe=True)
         # Protocol version 0 and no model hash: nothing here is reported by the DUT but its name and model.
         info = DeviceInfo(
             0,
@@ -327,6 +334,14 @@ class EembcClient(DeviceSession):
     def _energy_check(self, lines: list[str], probe: bool = False) -> None:
         if ENERGY_BANNER in lines or (probe and not any(x.startswith("m-lap-us-") for x in lines)):
             raise EnergyModeFirmware(ENERGY_MODE)
+
+    def _performance_check(self, lines: list[str], probe: bool = False) -> None:
+        """Where an energy-mode build is expected: a timestamp printed as a line is a performance-mode one's."""
+        if any(x.startswith("m-lap-us-") for x in lines) or "m-timestamp-mode-performance" in lines:
+            raise PerformanceModeFirmware(
+                "the DUT prints its timestamps as m-lap-us- lines: it runs performance-mode firmware where an "
+                f"energy-mode build was expected; flash it again with {setting('eembc_mode')} energy"
+            )
 
     def _line(self) -> str | None:
         while b"\n" not in self._pending:

@@ -160,12 +160,13 @@ class Driver(ABC):
         """The device started (where harness starts it) with its link open, for the block; stopped after."""
 
     @contextmanager
-    def session(self) -> Iterator[DeviceSession]:
-        """A session that has said hello to the started device, through the fault proxy when asked."""
+    def session(self, meet_firmware: bool = True) -> Iterator[DeviceSession]:
+        """A session that has said hello to the started device, through the fault proxy when asked;
+        meet_firmware: checked to run the firmware the model card describes (`flash` checks its own upload)."""
         with self.start() as endpoint, _through_faults(endpoint, self.options.faults) as (link, counts):
             tensors = self.share.tensors if self.share else self.model
             client = self.session_type.over(link, tensors, endpoint.switch_baudrate)
-            if self.runs_cards_dut:  # the virtual board serves harness's own DUT, whatever the card says
+            if meet_firmware and self.runs_cards_dut:  # the virtual board serves its own DUT, whatever the card
                 client.meet_firmware_of(self.options.eembc)
             if not endpoint.comes_back:
                 client.reconnect_seconds = 0.0
@@ -179,9 +180,10 @@ class Driver(ABC):
         return f"run `harness flash --board {self.board.id}` with this model first"
 
     def flash(self, project=None) -> DeviceInfo | None:
-        """Put the firmware on the board and check that it answers; None: there is nothing to flash. Boards
-        harness starts itself (QEMU, hosted HALs) build their firmware as they start: booting is flashing."""
-        with self.session() as client:
+        """Put the firmware on the board and return what it answers, which the flash command checks against
+        what it built; None: there is nothing to flash. Boards harness starts itself (QEMU, hosted HALs) build
+        their firmware as they start: booting is flashing."""
+        with self.session(meet_firmware=False) as client:
             return client.info
 
     def _open(

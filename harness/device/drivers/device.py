@@ -30,9 +30,12 @@ class SerialDeviceDriver(Driver):
             yield endpoint
 
     def flash(self, project=None) -> DeviceInfo | None:
-        """`pio run -t upload` of the generated project (PlatformIO finds the port unless one is named), then
-        HELLO from the firmware it loaded."""
+        """The generated project uploaded, then HELLO from the firmware it loaded."""
+        self.upload(project)
+        return super().flash()
+
+    def upload(self, project) -> None:
+        """`pio run -t upload` of the generated project (PlatformIO finds the port unless one is named)."""
         from harness.firmware.platformio import upload
 
         upload(project, self.named_port)
-        return super().flash()

@@ -112,3 +112,26 @@ def test_a_card_gives_the_hosts_outputs_through_both_protocols(tmp_path, dataset
         anomaly = summaries[ROUTES[0]]["anomaly"]["device"]
         assert anomaly["auc"] is not None
         assert all(summary["anomaly"]["device"] == anomaly for summary in summaries.values())
+
+
+# qemu_m4 (mps2-an386, Cortex-M4 with fpv4-sp-d16): the same DUT firmware, built for the M4; two cards keep it cheap
+# (all four were checked by hand, docs/eembc.md).
+M4_CARDS = os.environ.get("HARNESS_M4_CARDS", "mlperf_tiny_kws01,mlperf_tiny_ad01").split(",")
+
+
+@pytest.mark.parametrize("card", M4_CARDS)
+def test_qemu_m4_runs_the_cards_dut_bit_exact_with_the_host(tmp_path, datasets, card):
+    summary, outputs = _eval(tmp_path, "qemu_m4", card, "qemu_m4", "eembc", datasets[card])
+    assert summary["bit_exact"]["tflm"] == summary["samples"] == len(outputs) > 0
+
+
+def test_flash_boots_the_cards_dut_on_qemu_and_checks_its_name_and_profile():
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "flash", "--board", "qemu_m4", "--protocol", "eembc", "--model",
+         "mlperf_tiny_kws01", "--tflm", TFLM_TREE, "--json"],
+        capture_output=True, text=True, timeout=900, env=os.environ.copy(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout)
+    assert found["answers"] == {"name": "qemu_m4", "profile": "kws01", "timestamps": "m-lap-us- lines"}
+    assert found["protocol"] == "eembc" and found["eembc_mode"] == "performance"

@@ -668,6 +668,16 @@ c(
     "--tflm",
     "nowhere",
 )
+c(
+    "flash-eembc-mode-without-eembc",
+    ("--eembc-mode energy is for DUT firmware", "add --protocol eembc"),
+    *("flash", "--board", "qemu_m4", "--eembc-mode", "energy"),
+)
+c(
+    "flash-qemu-energy-mode",
+    ("--eembc-mode energy builds firmware that pulses a timestamp pin", "qemu_m4", "drop --eembc-mode"),
+    *("flash", "--board", "qemu_m4", "--protocol", "eembc", "--eembc-mode", "energy"),
+)
 c("build-unknown-board", ("unknown board 'nosuch'", "valid boards:"), "firmware", "build", "--board", "nosuch")
 c(
     "build-sim",

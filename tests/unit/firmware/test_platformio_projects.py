@@ -116,12 +116,13 @@ def fake_pio(tmp_path):
 
 
 class _BoardOnPty:
-    """A board that runs `model` and reports `build_id`, served by the device core on a pseudo-terminal."""
+    """A board that runs `model` and reports `build_id`, served by the device core on a pseudo-terminal; with
+    `dut` (SimBoard's eembc_model, eembc_energy) the EEMBC C DUT harness builds for `--protocol eembc`."""
 
-    def __init__(self, model_path: Path, build_id: str):
+    def __init__(self, model_path: Path, build_id: str = "", board_id: str = "nucleo_h743", **dut):
         self.runner = TflmRunner(model_path.read_bytes(), 1 << 20)
         self.board = SimBoard(
-            self.runner, board_id="nucleo_h743", build_id=build_id, rx_frame=4108, tx_frame=4108, rx_buffer=4096
+            self.runner, board_id=board_id, build_id=build_id, rx_frame=4108, tx_frame=4108, rx_buffer=4096, **dut
         )
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -176,6 +177,78 @@ def test_flash_refuses_a_board_that_answers_with_another_model(fake_pio, tmp_pat
     with _BoardOnPty(other, "nucleo_h743-000000000000") as port:
         done = _flash(env, tmp_path, tflm_tree, port)
     assert done.returncode == 2 and "answers with model" in done.stderr and len(error_lines(done)) == 1
+
+
+def _vww01() -> Path:
+    return fixture_model("mlperf_tiny_reference/vww_96_int8.tflite")
+
+
+def _flash_dut(env, tmp_path, tflm_tree, port, *extra):
+    """`harness flash --protocol eembc` of the vww01 card to nucleo_h743 at `port`, --json."""
+    command = [sys.executable, "-m", "harness", "flash", "--board", "nucleo_h743", "--model", "mlperf_tiny_vww01"]
+    command += ["--protocol", "eembc", "--tflm", str(tflm_tree.root), "--out", str(tmp_path / "build"), "--json"]
+    return subprocess.run([*command, "--port", port, *extra], capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("mode", ["performance", "energy"])
+def test_flash_eembc_uploads_the_cards_dut_then_checks_its_name_and_profile(fake_pio, tmp_path, tflm_tree, mode):
+    """Behind the port, the EEMBC C DUT harness builds (the virtual board's, as an energy-mode build for energy):
+    the upload of the DUT project, then `name` and `profile` answered as the card's [eembc] model says."""
+    env, log = fake_pio
+    with _BoardOnPty(_vww01(), eembc_model="vww01", eembc_energy=mode == "energy") as port:
+        done = _flash_dut(env, tmp_path, tflm_tree, port, "--eembc-mode", mode)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    project = Path(found["project"])
+    upload = ["run", "-d", str(project), "-e", "nucleo_h743", "-t", "upload", "--upload-port", port]
+    assert log.read_text().split() == upload
+    config = (project / "src" / "harness_build_config.h").read_text()
+    assert '#define HP_EEMBC_MODEL "vww01"' in config and (project / "src" / "eembc_main.c").is_file()
+    assert f"#define HP_EEMBC_ENERGY_MODE {int(mode == 'energy')}" in config
+    assert f"monitor_speed = {found['baud']}\n" in (project / "platformio.ini").read_text()  # the DUT's rate
+    assert found["protocol"] == "eembc" and found["eembc_mode"] == mode and found["model"] == "mlperf_tiny_vww01"
+    assert found["baud"] == (9600 if mode == "energy" else 115200)
+    assert found["answers"]["name"] == "nucleo_h743" and found["answers"]["profile"] == "vww01"
+    assert found["answers"]["timestamps"] == (
+        "none on the serial line (energy mode)" if mode == "energy" else "m-lap-us- lines"
+    )
+
+
+@pytest.mark.parametrize(
+    ("board_id", "dut", "answer"),
+    [
+        (
+            "nucleo_h743",
+            {"eembc_model": "ic01"},
+            "answers name nucleo_h743 and profile ic01, expected nucleo_h743 and vww01",
+        ),
+        ("nucleo_f746", {"eembc_model": "vww01"}, "answers name nucleo_f746 and profile vww01, expected nucleo_h743"),
+    ],
+)
+def test_flash_eembc_refuses_a_dut_that_answers_another_model_or_board(
+    fake_pio, tmp_path, tflm_tree, board_id, dut, answer
+):
+    env, log = fake_pio
+    with _BoardOnPty(_vww01(), board_id=board_id, **dut) as port:
+        done = _flash_dut(env, tmp_path, tflm_tree, port)
+    assert_refused_in_one_line(done, answer, "the upload did not take")
+    assert "-t upload" in log.read_text()  # it was uploaded, then refused for what it answered
+
+
+def test_flash_eembc_energy_refuses_a_dut_that_prints_its_timestamps(fake_pio, tmp_path, tflm_tree):
+    env, _ = fake_pio
+    with _BoardOnPty(_vww01(), eembc_model="vww01") as port:  # a performance-mode build
+        done = _flash_dut(env, tmp_path, tflm_tree, port, "--eembc-mode", "energy")
+    assert_refused_in_one_line(done, "prints its timestamps as m-lap-us- lines", "--eembc-mode energy")
+
+
+def test_flash_refuses_eembc_mode_without_the_eembc_protocol_before_anything(
+    fake_pio, tmp_path, tflm_tree, small_model
+):
+    env, log = fake_pio
+    done = _flash(env, tmp_path, tflm_tree, "/dev/null", "--eembc-mode", "energy")
+    assert_refused_in_one_line(done, "--eembc-mode energy is for DUT firmware: add --protocol eembc")
+    assert not log.exists() and not (tmp_path / "build").exists()
 
 
 @pytest.mark.slow
