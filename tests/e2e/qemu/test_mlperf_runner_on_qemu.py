@@ -3,11 +3,9 @@ HARNESS_MLPERF_RUNNER, with scikit-learn importable) accepts harness-built vww01
 accuracy and performance mode, and its scores are TFLM's on the host. The runner finds boards by USB id,
 which QEMU's pseudo-terminal lacks: a wrapper registers the devices file's DUT at the pty (docs/eembc.md)."""
 
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,37 +19,18 @@ from harness.model.cards import load_card
 from harness.model.references import TflmReference
 from harness.model.tflite_file import read_tflite
 from tests.conftest import FIXTURE_MODELS, TFLM_TREE, needs_tflm_tree
+from tests.mlperf_runner import HAS_RUNNER, NO_RUNNER, run_runner
 
-RUNNER = os.environ.get("HARNESS_MLPERF_RUNNER")
 VWW01 = FIXTURE_MODELS / "mlperf_tiny_reference" / "vww_96_int8.tflite"
 pytestmark = [
     pytest.mark.skipif(
         not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
         reason="needs gcc-arm-none-eabi and qemu-system-arm (scripts/install --test installs them as root)",
     ),
-    pytest.mark.skipif(
-        not (RUNNER and (Path(RUNNER) / "main.py").is_file()),
-        reason="needs HARNESS_MLPERF_RUNNER: a copy of mlcommons/tiny benchmark/runner (not in this repository)",
-    ),
+    pytest.mark.skipif(not HAS_RUNNER, reason=NO_RUNNER),
     pytest.mark.skipif(not VWW01.is_file(), reason=f"needs {VWW01}"),
     needs_tflm_tree,
 ]
-
-DRIVE = """import os, runpy, sys, types
-os.chdir(sys.argv.pop(1))
-sys.path.insert(0, ".")
-import device_manager
-pty = sys.argv.pop(1)
-def scan(self):
-    for d in self._device_defs:
-        if d.get("type") == "dut":
-            self._add_device(types.SimpleNamespace(device=pty), d)
-    for d in self.values():
-        self._instantiate(d)
-device_manager.DeviceManager.scan = scan
-sys.argv[0] = "main.py"
-runpy.run_path("main.py", run_name="__main__")
-"""
 
 
 @pytest.fixture(scope="module")
@@ -75,10 +54,6 @@ def _dataset(folder: Path) -> Path:
 
 
 def _run_runner(tmp_path: Path, elf: Path, mode: str) -> str:
-    runner = tmp_path / "runner"
-    shutil.copytree(RUNNER, runner)
-    (tmp_path / "drive.py").write_text(DRIVE)
-    (tmp_path / "devices.yaml").write_text("- name: harness-qemu\n  type: dut\n  baud: 115200\n")
     qemu = subprocess.Popen(
         ["qemu-system-arm", "-M", get_board("qemu_m7").qemu.machine, "-display", "none", "-monitor", "none",
          "-icount", "shift=7", "-kernel", str(elf), "-serial", "pty", "-serial", f"file:{tmp_path / 'uart1.log'}"],
@@ -86,16 +61,10 @@ def _run_runner(tmp_path: Path, elf: Path, mode: str) -> str:
     )  # fmt: skip
     try:
         pty = re.search(r"/dev/pts/\d+", qemu.stdout.readline()).group(0)
-        done = subprocess.run(
-            [sys.executable, str(tmp_path / "drive.py"), str(runner), pty, f"--device_list={tmp_path / 'devices.yaml'}",
-             f"--dataset_path={_dataset(tmp_path / 'datasets')}", f"--mode={mode}"],
-            capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
+        return run_runner(tmp_path, pty, _dataset(tmp_path / "datasets"), mode, name="harness-qemu")
     finally:
         qemu.kill()
         qemu.wait()
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return done.stdout
 
 
 def test_accuracy_mode_scores_are_the_hosts(tmp_path, firmware):
