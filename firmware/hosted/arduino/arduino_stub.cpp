@@ -30,13 +30,14 @@ constexpr uint32_t kIdleWaitUs = 200;  // see hosted_uart_poll_available
 
 HardwareSerial Serial;
 
-// Pins: each pinMode() and digitalWrite() is a line `<ns> <pin> <OUTPUT|INPUT|HIGH|LOW>` (host monotonic
-// nanoseconds) appended to the file $HARNESS_HOSTED_PIN_LOG names; without it, pins are not recorded.
+// Pins: each pinMode() and digitalWrite() is a line `<ns> <pin> <OUTPUT|INPUT|HIGH|LOW>`, each
+// delayMicroseconds() one `<ns> delay <us>` (host monotonic nanoseconds), appended to the file
+// $HARNESS_HOSTED_PIN_LOG names; without it, nothing is recorded.
 namespace {
 const char *const kPinNames[] = {"D0",  "D1",  "D2",  "D3",  "D4", "D5", "D6", "D7", "D8", "D9", "D10",
                                  "D11", "D12", "D13", "D14", "D15", "A0", "A1", "A2", "A3", "A4", "A5"};
 
-void record_pin(uint32_t pin, const char *what) {
+void record(const char *name, const char *what) {
   static FILE *log = nullptr;
   static bool opened = false;
   if (!opened) {
@@ -45,9 +46,12 @@ void record_pin(uint32_t pin, const char *what) {
     if (path && *path) log = fopen(path, "a");
   }
   if (!log) return;
-  const char *name = pin < sizeof kPinNames / sizeof *kPinNames ? kPinNames[pin] : "?";
   fprintf(log, "%llu %s %s\n", static_cast<unsigned long long>(hosted_uart_monotonic_ns()), name, what);
   fflush(log);
+}
+
+void record_pin(uint32_t pin, const char *what) {
+  record(pin < sizeof kPinNames / sizeof *kPinNames ? kPinNames[pin] : "?", what);
 }
 }  // namespace
 
@@ -56,6 +60,9 @@ void pinMode(uint32_t pin, uint32_t mode) { record_pin(pin, mode == OUTPUT ? "OU
 void digitalWrite(uint32_t pin, uint32_t value) { record_pin(pin, value ? "HIGH" : "LOW"); }
 
 void delayMicroseconds(uint32_t us) {  // a busy wait, as the cores' (DWT cycles, or a timer)
+  char text[16];
+  snprintf(text, sizeof text, "%lu", static_cast<unsigned long>(us));
+  record("delay", text);
   uint64_t until = hosted_uart_monotonic_ns() + static_cast<uint64_t>(us) * 1000u;
   while (hosted_uart_monotonic_ns() < until) {
   }

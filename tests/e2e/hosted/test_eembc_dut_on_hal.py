@@ -28,6 +28,7 @@ pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason=f"needs {REFERENC
 
 FILES = 2  # kws01, ic01: runner files a card
 AD01_FRAMES = 7  # two short files (one normal, one anomalous) of 3 windows each
+PULSE = ["LOW", "2us", "HIGH"]  # a timestamp: the pin pulled low, held 2 us, released
 
 
 @pytest.fixture(scope="module")
@@ -100,9 +101,9 @@ def _load(port: serial.Serial, data: bytes) -> None:
 
 
 def _pin_events(log: Path, pin: str) -> list[str]:
-    """The pin's transitions (OUTPUT, HIGH, LOW) in the order the firmware made them."""
+    """The pin's transitions (OUTPUT, HIGH, LOW) and the firmware's microsecond waits ("2us"), in order."""
     rows = [line.split() for line in log.read_text().splitlines()] if log.exists() else []
-    return [what for _, name, what in rows if name == pin]
+    return [what if name == pin else f"{what}us" for _, name, what in rows if name in (pin, "delay")]
 
 
 @pytest.mark.parametrize("pin", [None, "D5"])  # the board file's pin (D7), and another one
@@ -117,14 +118,14 @@ def test_energy_mode_pulses_the_timestamp_pin_once_a_timestamp(tmp_path, monkeyp
     model = REFERENCE / "kws_ref_model.tflite"
     with hosted_board_process(board, model, dut=dut) as path, serial.Serial(path, 9600, timeout=1) as port:
         assert _command(port, None) == ["m-timestamp-mode-energy", "m-init-done", "m-ready"]
-        assert _pin_events(log, pin) == ["OUTPUT", "HIGH", "LOW", "HIGH"]  # set up high, the boot timestamp
+        assert _pin_events(log, pin) == ["OUTPUT", "HIGH", *PULSE]  # set up high, the boot timestamp
         for count in range(1, 4):
             assert _command(port, "timestamp") == ["m-ready"]  # no line: the pin is the timestamp
-            assert _pin_events(log, pin) == ["OUTPUT", "HIGH"] + ["LOW", "HIGH"] * (1 + count)
+            assert _pin_events(log, pin) == ["OUTPUT", "HIGH"] + PULSE * (1 + count)
         _load(port, bytes(range(256)) + bytes(234))  # kws01's 490 input bytes
         infer = _command(port, "infer 1 0")
         assert "m-infer-done" in infer and "m-lap-us" not in " ".join(infer)
-        assert _pin_events(log, pin) == ["OUTPUT", "HIGH"] + ["LOW", "HIGH"] * 6  # infer: one before, one after
+        assert _pin_events(log, pin) == ["OUTPUT", "HIGH"] + PULSE * 6  # infer: one before, one after
     stamps = [int(line.split()[0]) for line in log.read_text().splitlines() if line.split()[1] == pin]
     held = [high - low for low, high in zip(stamps[2::2], stamps[3::2], strict=True)]
     assert len(held) == 6 and min(held) >= 2000  # delayMicroseconds(2) between the edges
