@@ -17,7 +17,8 @@ import pytest
 import serial
 
 from harness.boards import get_board
-from harness.device.hosted_hal import hosted_board_process
+from harness.device.hosted_hal import build_library, hosted_board_process
+from harness.errors import UserError
 from harness.firmware.eembc_dut import EembcDutBuild
 from harness.model.cards import load_card
 from tests.conftest import FIXTURE_MODELS
@@ -67,6 +68,18 @@ def test_a_card_gives_the_hosts_and_the_virtual_boards_outputs(tmp_path, dataset
     assert hosted_out == sim_out  # the same samples, the same bytes
     if card == "mlperf_tiny_ad01":
         assert hosted["anomaly"]["device"]["auc"] == sim["anomaly"]["device"]["auc"] is not None
+
+
+@pytest.mark.parametrize("board", ["hal_espidf", "hal_mbed"])
+def test_the_other_hals_run_the_dut_too(tmp_path, board):
+    summary, outputs = _eval(tmp_path, "mlperf_tiny_vww01", board, ["--limit", "1"])
+    assert summary["samples"] == len(outputs) == summary["bit_exact"]["tflm"] == 1
+
+
+def test_energy_mode_is_refused_where_no_glue_drives_a_timestamp_pin():
+    dut = EembcDutBuild(mode="energy")
+    with pytest.raises(UserError, match="hal_espidf: EEMBC energy mode needs a timestamp pin"):
+        build_library(get_board("hal_espidf"), dut)
 
 
 def test_perf_times_the_dut():
