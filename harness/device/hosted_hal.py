@@ -2,11 +2,13 @@
 
 firmware/boards/arduino_cortex_m/board_arduino_cortex_m.cpp (as stm32duino or Arduino mbed builds it)
 and firmware/boards/espidf/board_espidf.c run unchanged, with firmware/app/firmware_main.c and
-firmware/core, against the small framework stand-ins under firmware/hosted/: a UART emulated on a
-pseudo-terminal (a receive thread filling a ring of the configured size, paced to the baud rate) and
-a model runner that calls the TFLM host interpreter. Boards of kind "hosted" (boards/hal_*.toml) name
-the HAL in `[sim] hal`; harness starts this module for them as it starts the virtual board: it prints
-`pty <path>` once the firmware runs, then serves until it is terminated.
+firmware/core (or, for `--protocol eembc`, firmware/app/eembc_main.c and the MLPerf Tiny DUT
+firmware/eembc/ee_dut.c, as harness/firmware/eembc_dut.py settles it), against the small framework
+stand-ins under firmware/hosted/: a UART emulated on a pseudo-terminal (a receive thread filling a ring
+of the configured size, paced to the baud rate) and a model runner that calls the TFLM host interpreter.
+Boards of kind "hosted" (boards/hal_*.toml) name the HAL in `[sim] hal`; harness starts this module for
+them as it starts the virtual board: it prints `pty <path>` once the firmware runs, then serves until it
+is terminated.
 
 Figures measured through it are `sim`: the real HAL sources over an emulated UART, not a board.
 """
@@ -30,6 +32,8 @@ from harness.boards import Board
 from harness.device.processes import BoardPty, pty_board_process
 from harness.errors import UserError
 from harness.firmware.assemble import config_header
+from harness.firmware.eembc_dut import EembcDutBuild
+from harness.model.tflite_file import TfliteModel, read_tflite
 from harness.native import SIM_INVOKE, SIM_TRACE, ModelInfo
 from harness.paths import cache_dir, share_dir
 
@@ -82,11 +86,13 @@ def _defines(board: Board) -> list[str]:
     return defines
 
 
-def _sources(hal: Hal) -> list[Path]:
+def _sources(hal: Hal, dut: EembcDutBuild | None) -> list[Path]:
     core = sorted(p for p in (FIRMWARE / "core").glob("*.c"))
+    dut_body = [FIRMWARE / "app" / "eembc_main.c", FIRMWARE / "eembc" / "ee_dut.c"]
+    body = dut_body if dut else [FIRMWARE / "app" / "firmware_main.c"]
     return [
         *core,
-        FIRMWARE / "app" / "firmware_main.c",
+        *body,
         FIRMWARE / "boards" / hal.family / hal.hal_source,
         FIRMWARE / "hosted" / hal.stub / hal.stub_source,
         FIRMWARE / "hosted" / "hosted_uart.c",
@@ -95,27 +101,38 @@ def _sources(hal: Hal) -> list[Path]:
 
 
 def _headers(hal: Hal) -> list[Path]:
-    folders = ("core", "app", "sim", "hosted", f"hosted/{hal.stub}", f"boards/{hal.family}")
+    folders = ("core", "app", "eembc", "sim", "hosted", f"hosted/{hal.stub}", f"boards/{hal.family}")
     return sorted(p for folder in folders for p in (FIRMWARE / folder).rglob("*.h"))
 
 
-def build_id_and_header(board: Board) -> tuple[str, str]:
-    """The build's id (a hash of every source, header and setting) and its harness_build_config.h."""
+def build_id_and_header(
+    board: Board, dut: EembcDutBuild | None = None, model: TfliteModel | None = None
+) -> tuple[str, str]:
+    """The build's id (a hash of every source, header and setting) and its harness_build_config.h. With
+    `dut`, the MLPerf Tiny DUT for `model` (its db buffer is the model's input) in place of our protocol."""
     hal = hal_of(board)
+    model = model if dut else None  # harness's protocol takes the model at run time: one build for all
     digest = hashlib.sha256()
-    for path in [*_sources(hal), *_headers(hal)]:
+    for path in [*_sources(hal, dut), *_headers(hal)]:
         digest.update(str(path.relative_to(FIRMWARE)).encode() + b"\0" + path.read_bytes())
     digest.update(repr(_defines(board)).encode())
-    digest.update(config_header(board, "", None).encode())
-    build_id = f"hosted-{board.sim.hal}-{digest.hexdigest()[:12]}"
-    return build_id, config_header(board, build_id, None)
+    digest.update(config_header(board, "", model, dut=dut).encode())
+    kind = f"eembc-{dut.mode}-" if dut else ""
+    build_id = f"hosted-{board.sim.hal}-{kind}{digest.hexdigest()[:12]}"
+    return build_id, config_header(board, build_id, model, dut=dut)
 
 
-def build_library(board: Board) -> tuple[Path, str]:
-    """The HAL, firmware_main.c, firmware/core and the stand-ins as one shared library, built with the
-    host's gcc/g++ once per build id (cached); returns its path and the build id."""
+def build_library(board: Board, dut: EembcDutBuild | None = None, model: TfliteModel | None = None) -> tuple[Path, str]:
+    """The HAL, firmware_main.c (with `dut`: eembc_main.c and ee_dut.c), firmware/core and the stand-ins as
+    one shared library, built with the host's gcc/g++ once per build id (cached); returns its path and the
+    build id."""
     hal = hal_of(board)
-    build_id, header = build_id_and_header(board)
+    if dut and dut.energy and hal.family != "arduino_cortex_m":
+        raise UserError(
+            f"{board.id}: EEMBC energy mode needs a timestamp pin, which only the Arduino glue drives; "
+            "use hal_stm32duino or hal_mbed, or performance mode"
+        )
+    build_id, header = build_id_and_header(board, dut, model)
     folder = cache_dir() / "hosted" / build_id
     library = folder / "libhosted.so"
     if library.is_file():
@@ -123,11 +140,11 @@ def build_library(board: Board) -> tuple[Path, str]:
     folder.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(dir=folder))
     (work / "harness_build_config.h").write_text(header)
-    includes = [work, *(FIRMWARE / f for f in ("core", "app", "sim", "hosted", f"hosted/{hal.stub}"))]
+    includes = [work, *(FIRMWARE / f for f in ("core", "app", "eembc", "sim", "hosted", f"hosted/{hal.stub}"))]
     includes.append(FIRMWARE / "boards" / hal.family)
     flags = ["-O2", "-fPIC", "-Wall", "-Wextra", *(f"-D{d}" for d in _defines(board)), *(f"-I{i}" for i in includes)]
     objects = []
-    for source in _sources(hal):
+    for source in _sources(hal, dut):
         cpp = source.suffix == ".cpp"
         obj = work / f"{source.stem}.o"
         command = ["g++", "-std=c++17"] if cpp else ["gcc", "-std=c99"]
@@ -212,14 +229,18 @@ def serve(args: argparse.Namespace) -> None:
 
 
 @contextmanager
-def hosted_board_process(board: Board, model_path: Path | None, report: list | None = None) -> Iterator[BoardPty]:
+def hosted_board_process(
+    board: Board, model_path: Path | None, report: list | None = None, dut: EembcDutBuild | None = None
+) -> Iterator[BoardPty]:
     """The board's HAL built for this machine, serving for the duration of the block. With `report`,
     the process's closing line (bytes the emulated UART lost, its final rate, what the framework handed
-    the firmware during the last invoke and still held at its end) is appended to it."""
+    the firmware during the last invoke and still held at its end) is appended to it. With `dut`, the
+    firmware is the MLPerf Tiny DUT (at dut.baud) instead of harness's protocol."""
     from harness.device.planted_fault import planted_fault_op
 
     fault = planted_fault_op(model_path)
-    library, _ = build_library(board)
+    model = read_tflite(model_path) if dut and model_path else None
+    library, _ = build_library(board, dut, model)
     fw = board.firmware
     command = [
         sys.executable,

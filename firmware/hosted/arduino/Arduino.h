@@ -1,5 +1,7 @@
 // Stand-in for the Arduino core API the harness HAL uses (firmware/boards/arduino_cortex_m), built
-// for the host: `Serial`, millis(), SystemCoreClock, setup()/loop(). Not the Arduino core: only the
+// for the host: `Serial`, millis(), SystemCoreClock, setup()/loop(), and for EEMBC energy mode's
+// timestamp pin pinMode(), digitalWrite() and delayMicroseconds() on the header pins D0-D15 and A0-A5
+// (each transition is recorded, see arduino_stub.cpp). Not the Arduino core: only the
 // calls the HAL makes, with the behaviour it relies on (see firmware/hosted/README.md).
 //
 // Two flavours, chosen as the real variants choose them:
@@ -21,6 +23,17 @@
 
 extern "C" uint32_t SystemCoreClock;
 extern "C" uint32_t millis(void);
+
+// Pins as the variants number them (stm32duino's D0..D15, then A0..A5); only recorded, driving nothing.
+enum : uint32_t { D0, D1, D2, D3, D4, D5, D6, D7, D8, D9, D10, D11, D12, D13, D14, D15, A0, A1, A2, A3, A4, A5 };
+#define LOW 0x0
+#define HIGH 0x1
+#define INPUT 0x0
+#define OUTPUT 0x1
+
+void pinMode(uint32_t pin, uint32_t mode);
+void digitalWrite(uint32_t pin, uint32_t value);
+void delayMicroseconds(uint32_t us);
 
 class HardwareSerial {
  public:

@@ -1,6 +1,8 @@
 // The stand-in Arduino core's few calls (Arduino.h, USB/PluggableUSBSerial.h), on the emulated link
 // (hosted_uart.h).
 #include <Arduino.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "hosted_cycle_counter.h"
 #include "hosted_uart.h"
@@ -27,6 +29,44 @@ constexpr uint32_t kIdleWaitUs = 200;  // see hosted_uart_poll_available
 }  // namespace
 
 HardwareSerial Serial;
+
+// Pins: each pinMode() and digitalWrite() is a line `<ns> <pin> <OUTPUT|INPUT|HIGH|LOW>`, each
+// delayMicroseconds() one `<ns> delay <us>` (host monotonic nanoseconds), appended to the file
+// $HARNESS_HOSTED_PIN_LOG names; without it, nothing is recorded.
+namespace {
+const char *const kPinNames[] = {"D0",  "D1",  "D2",  "D3",  "D4", "D5", "D6", "D7", "D8", "D9", "D10",
+                                 "D11", "D12", "D13", "D14", "D15", "A0", "A1", "A2", "A3", "A4", "A5"};
+
+void record(const char *name, const char *what) {
+  static FILE *log = nullptr;
+  static bool opened = false;
+  if (!opened) {
+    opened = true;
+    const char *path = getenv("HARNESS_HOSTED_PIN_LOG");
+    if (path && *path) log = fopen(path, "a");
+  }
+  if (!log) return;
+  fprintf(log, "%llu %s %s\n", static_cast<unsigned long long>(hosted_uart_monotonic_ns()), name, what);
+  fflush(log);
+}
+
+void record_pin(uint32_t pin, const char *what) {
+  record(pin < sizeof kPinNames / sizeof *kPinNames ? kPinNames[pin] : "?", what);
+}
+}  // namespace
+
+void pinMode(uint32_t pin, uint32_t mode) { record_pin(pin, mode == OUTPUT ? "OUTPUT" : "INPUT"); }
+
+void digitalWrite(uint32_t pin, uint32_t value) { record_pin(pin, value ? "HIGH" : "LOW"); }
+
+void delayMicroseconds(uint32_t us) {  // a busy wait, as the cores' (DWT cycles, or a timer)
+  char text[16];
+  snprintf(text, sizeof text, "%lu", static_cast<unsigned long>(us));
+  record("delay", text);
+  uint64_t until = hosted_uart_monotonic_ns() + static_cast<uint64_t>(us) * 1000u;
+  while (hosted_uart_monotonic_ns() < until) {
+  }
+}
 
 extern "C" uint32_t millis(void) { return static_cast<uint32_t>((hosted_uart_monotonic_ns() - boot_ns) / 1000000u); }
 

@@ -12,11 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import FIXTURE_MODELS, TFLM_TREE, needs_tflm_tree
+from tests.mlperf_tiny_datasets import ad01_folder, runner_folder
 
 pytestmark = [
     pytest.mark.skipif(
@@ -35,45 +35,14 @@ AD01_FILES = 2  # one normal, one anomaly: AUC over two files
 AD01_FRAMES = 24  # 24 frames of 128 features a file (the runner's have 200): 20 windows of 5 frames every 1
 
 
-def _runner_folder(root: Path, name: str, size: int, classes: int, seed: int) -> Path:
-    """`name`'s folder as the runner's datasets hold it: y_labels.csv rows `file,classes,class`, the files."""
-    folder = root / name
-    folder.mkdir()
-    rng = np.random.default_rng(seed)
-    rows = []
-    for i in range(FILES):
-        file = f"{name}_{i:03d}.bin"
-        rng.integers(0, 256, size, dtype=np.uint8).tofile(folder / file)
-        rows.append(f"{file},{classes},{i % classes}")
-    (folder / "y_labels.csv").write_text("\n".join(rows) + "\n")
-    return folder
-
-
-def _ad01_folder(root: Path) -> Path:
-    """ad01's runner folder: float32 spectrograms in the model's input range (shorter than the runner's 200
-    frames, to keep the test short), rows `file,2,class,2560,512` (windows of 640 features every 128)."""
-    folder = root / "ad01"
-    folder.mkdir()
-    rng = np.random.default_rng(5)
-    rows = []
-    for i in range(AD01_FILES):
-        label = i % 2
-        values = rng.normal(-20 + 6 * label, 6 + 4 * label, (AD01_FRAMES, 128)).astype(np.float32)
-        file = f"{'anomaly' if label else 'normal'}_id_00_{i:08d}_hist_numpy.bin"
-        values.tofile(folder / file)
-        rows.append(f"{file},2,{label},2560,512")
-    (folder / "y_labels.csv").write_text("\n".join(rows) + "\n")
-    return folder
-
-
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory) -> dict[str, list[str]]:
     root = tmp_path_factory.mktemp("runner-datasets")
     return {
         "mlperf_tiny_vww01": ["--limit", "3"],  # the demo images
-        "mlperf_tiny_kws01": ["--dataset", str(_runner_folder(root, "kws01", 490, 12, 1))],
-        "mlperf_tiny_ic01": ["--dataset", str(_runner_folder(root, "ic01", 3072, 10, 2))],
-        "mlperf_tiny_ad01": ["--dataset", str(_ad01_folder(root))],
+        "mlperf_tiny_kws01": ["--dataset", str(runner_folder(root, "kws01", 490, 12, 1, FILES))],
+        "mlperf_tiny_ic01": ["--dataset", str(runner_folder(root, "ic01", 3072, 10, 2, FILES))],
+        "mlperf_tiny_ad01": ["--dataset", str(ad01_folder(root, AD01_FILES, AD01_FRAMES))],
     }
 
 
