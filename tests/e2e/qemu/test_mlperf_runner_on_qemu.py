@@ -1,7 +1,7 @@
 """The unmodified MLPerf Tiny runner (tests/mlperf_runner.py: a copy named by HARNESS_MLPERF_RUNNER, with
-scikit-learn importable) accepts harness-built DUT firmware of the four cards on qemu_m7 in accuracy and
-performance mode, and every score it logs is TFLM's on the host. The runner finds boards by USB id, which
-QEMU's pseudo-terminal lacks: a wrapper registers the devices file's DUT at the pty (docs/eembc.md)."""
+scikit-learn importable) accepts harness-built DUT firmware of the four cards on qemu_m7 and qemu_m4 in
+accuracy and performance mode, and every score it logs is TFLM's on the host. The runner finds boards by USB
+id, which QEMU's pseudo-terminal lacks: a wrapper registers the devices file's DUT at the pty (docs/eembc.md)."""
 
 import re
 import shutil
@@ -46,9 +46,9 @@ def _dataset(root: Path, key: str) -> Path:
     return runner_folder(root, key, size, classes, seed=7, files=max(5, classes))
 
 
-def _run_runner(tmp_path: Path, elf: Path, folder: Path, mode: str) -> str:
+def _run_runner(tmp_path: Path, board: str, elf: Path, folder: Path, mode: str) -> str:
     qemu = subprocess.Popen(
-        ["qemu-system-arm", "-M", get_board("qemu_m7").qemu.machine, "-display", "none", "-monitor", "none",
+        ["qemu-system-arm", "-M", get_board(board).qemu.machine, "-display", "none", "-monitor", "none",
          "-icount", "shift=7", "-kernel", str(elf), "-serial", "pty", "-serial", f"file:{tmp_path / 'uart1.log'}"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
@@ -62,14 +62,15 @@ def _run_runner(tmp_path: Path, elf: Path, folder: Path, mode: str) -> str:
 
 @pytest.mark.parametrize("mode", ["a", "p"])
 @pytest.mark.parametrize("key", ["vww01", "kws01", "ic01", "ad01"])
-def test_the_runner_scores_the_qemu_dut_as_the_host(tmp_path, key, mode):
+@pytest.mark.parametrize("board", ["qemu_m7", "qemu_m4"])
+def test_the_runner_scores_the_qemu_dut_as_the_host(tmp_path, board, key, mode):
     card = load_card(f"mlperf_tiny_{key}")
     model = read_tflite(REFERENCE / card.file_name)
     computation = dut_computation(card, model)
     dut = EembcDutBuild.for_card(card.eembc, computation.kind)
-    elf = build_firmware(get_board("qemu_m7"), model, TflmTree(Path(TFLM_TREE)), dut=dut).elf
+    elf = build_firmware(get_board(board), model, TflmTree(Path(TFLM_TREE)), dut=dut).elf
     folder = _dataset(tmp_path / "datasets", key)
-    out = _run_runner(tmp_path, elf, folder, mode)
+    out = _run_runner(tmp_path, board, elf, folder, mode)
     scores = logged_scores(out)
     for file, segment, printed in scores:
         data = (folder / file).read_bytes()
@@ -88,4 +89,4 @@ def test_the_runner_scores_the_qemu_dut_as_the_host(tmp_path, key, mode):
     median = re.search(r"Median throughput is\s*([\d.]+) inf\./sec\.", out)
     assert bool(median) != ("ERROR 2 - loop exited before 10 seconds elapsed" in out), out[-2000:]
     said = median.group(0) if median else f"ERROR 2; median of the windows {float(np.median(throughputs)):.3f}"
-    print(f"{key}: {said}; windows {throughputs} inf./sec. over {runtimes} s")
+    print(f"{board} {key}: {said}; windows {throughputs} inf./sec. over {runtimes} s")
