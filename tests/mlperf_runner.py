@@ -79,3 +79,18 @@ def host_scores(model: TfliteModel, computation, data: bytes, uint8_input: bool)
     spec = model.output
     out = np.frombuffer(run_model(tensor), spec.numpy_dtype).astype(np.int32)
     return [float(f"{np.float32((v - spec.zero_point) * np.float32(spec.scale)):f}") for v in out]
+
+
+AD01_WINDOW, AD01_STRIDE = 2560, 512  # the runner sends ad01's files in windows of 640 features every 128
+
+
+def assert_scores_are_the_hosts(out: str, folder: Path, model: TfliteModel, computation, uint8_input: bool) -> list:
+    """Every score the runner logged (`out`) for the files of `folder` is what TFLM on the host gives for the
+    input it loaded (ad01: the window at its segment); the logged scores."""
+    scores = logged_scores(out)
+    for file, segment, printed in scores:
+        data = (folder / file).read_bytes()
+        if isinstance(computation, ReconstructionError):
+            data = data[segment * AD01_STRIDE : segment * AD01_STRIDE + AD01_WINDOW]
+        assert printed == host_scores(model, computation, data, uint8_input), (file, segment)
+    return scores

@@ -16,7 +16,7 @@ from harness.model.cards import load_card
 from harness.model.dut import dut_computation
 from harness.model.tflite_file import read_tflite
 from tests.conftest import FIXTURE_MODELS
-from tests.mlperf_runner import HAS_RUNNER, NO_RUNNER, host_scores, logged_scores, run_runner
+from tests.mlperf_runner import HAS_RUNNER, NO_RUNNER, assert_scores_are_the_hosts, host_scores, run_runner
 from tests.mlperf_tiny_datasets import ad01_folder, runner_folder
 
 REFERENCE = FIXTURE_MODELS / "mlperf_tiny_reference"
@@ -33,7 +33,7 @@ CARDS = {
     "ic01": ("mlperf_tiny_ic01", "pretrainedResnet_quant.tflite"),
     "ad01": ("mlperf_tiny_ad01", "ad01_int8.tflite"),
 }
-AD01_FILES, AD01_FRAMES, AD01_STRIDE = 6, 6, 512  # 2 windows a file (2,560 bytes every 512)
+AD01_FILES, AD01_FRAMES = 6, 6  # 2 windows a file (2,560 bytes every 512)
 
 
 def _dataset(root: Path, key: str) -> Path:
@@ -55,12 +55,7 @@ def test_the_runner_scores_the_hosted_dut_as_the_host(tmp_path, key, mode):
     board = get_board("hal_stm32duino").with_link(baudrate=dut.baud)
     with hosted_board_process(board, model.path, dut=dut) as pty:
         out = run_runner(tmp_path, pty, folder.parent, mode, name="hal-stm32duino")
-    scores = logged_scores(out)
-    for file, segment, printed in scores:
-        data = (folder / file).read_bytes()
-        if key == "ad01":
-            data = data[segment * AD01_STRIDE : segment * AD01_STRIDE + 2560]
-        assert printed == host_scores(model, computation, data, dut.uint8_input), (file, segment)
+    scores = assert_scores_are_the_hosts(out, folder, model, computation, dut.uint8_input)
     if mode == "a":
         windows = AD01_FILES * (AD01_FRAMES - 4) if key == "ad01" else len(list(folder.glob("*.bin")))
         assert len(scores) == windows and "AUC = " in out

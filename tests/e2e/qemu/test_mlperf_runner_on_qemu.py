@@ -19,7 +19,7 @@ from harness.model.cards import load_card
 from harness.model.dut import dut_computation
 from harness.model.tflite_file import read_tflite
 from tests.conftest import FIXTURE_MODELS, TFLM_TREE, needs_tflm_tree
-from tests.mlperf_runner import HAS_RUNNER, NO_RUNNER, host_scores, logged_scores, run_runner
+from tests.mlperf_runner import HAS_RUNNER, NO_RUNNER, assert_scores_are_the_hosts, run_runner
 from tests.mlperf_tiny_datasets import ad01_folder, runner_folder
 
 REFERENCE = FIXTURE_MODELS / "mlperf_tiny_reference"
@@ -35,7 +35,7 @@ pytestmark = [
 # The runner's test key: (bytes of one of its files, classes). Every class once (the runner's AUC needs each),
 # at least five files (its performance script takes a new file for each of its five windows, ad01's too).
 FILES = {"vww01": (27648, 2), "kws01": (490, 12), "ic01": (3072, 10)}
-AD01_FILES, AD01_FRAMES, AD01_STRIDE = 5, 8, 512  # 4 windows a file (the runner's files have 200 frames: 196)
+AD01_FILES, AD01_FRAMES = 5, 8  # 4 windows a file (the runner's files have 200 frames: 196)
 
 
 def _dataset(root: Path, key: str) -> Path:
@@ -71,12 +71,7 @@ def test_the_runner_scores_the_qemu_dut_as_the_host(tmp_path, board, key, mode):
     elf = build_firmware(get_board(board), model, TflmTree(Path(TFLM_TREE)), dut=dut).elf
     folder = _dataset(tmp_path / "datasets", key)
     out = _run_runner(tmp_path, board, elf, folder, mode)
-    scores = logged_scores(out)
-    for file, segment, printed in scores:
-        data = (folder / file).read_bytes()
-        if key == "ad01":
-            data = data[segment * AD01_STRIDE : segment * AD01_STRIDE + 2560]
-        assert printed == host_scores(model, computation, data, dut.uint8_input), (file, segment)
+    scores = assert_scores_are_the_hosts(out, folder, model, computation, dut.uint8_input)
     if mode == "a":
         windows = AD01_FILES * (AD01_FRAMES - 4) if key == "ad01" else len(list(folder.glob("*.bin")))
         assert len(scores) == windows and "AUC = " in out
