@@ -52,6 +52,7 @@ def test_every_driver_and_the_parser_take_their_protocols_from_the_registry():
     assert {driver.kind for driver in DRIVERS.values() if driver.protocols is PROTOCOL_NAMES} == {
         "virtual",
         "emulated",
+        "hosted",
         "device",
         "labgrid",
     }
