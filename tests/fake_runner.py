@@ -81,29 +81,44 @@ class ScriptedClassifier(ChecksumRunner):
 
 
 @contextmanager
+def serving(board, pause: float = 0.0):
+    """`board` (a SimBoard) polled on a thread for the block; `pause`: seconds asleep after each poll (a device
+    the host starves of CPU)."""
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            board.poll(20)
+            stop.wait(pause)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield board
+    finally:
+        stop.set()
+        thread.join()
+
+
+@contextmanager
 def core_on_pty(
     runner, rx_frame=524, tx_frame=524, timeout=0.5, emulation=None, rx_buffer=4096, frontend=None, wrap=None
 ):
     """The C device core serving `runner` on a pseudo-terminal; yields (pyserial port, client). With
     `wrap`, the client talks through wrap(port, board) instead of the port itself."""
-    with SimBoard(
-        runner,
-        board_id="test-board",
-        build_id="test-build",
-        rx_frame=rx_frame,
-        tx_frame=tx_frame,
-        rx_buffer=rx_buffer,
-        emulation=emulation,
-        frontend=frontend,
-    ) as board:
-        stop = threading.Event()
-
-        def serve():
-            while not stop.is_set():
-                board.poll(20)
-
-        thread = threading.Thread(target=serve, daemon=True)
-        thread.start()
+    with (
+        SimBoard(
+            runner,
+            board_id="test-board",
+            build_id="test-build",
+            rx_frame=rx_frame,
+            tx_frame=tx_frame,
+            rx_buffer=rx_buffer,
+            emulation=emulation,
+            frontend=frontend,
+        ) as board,
+        serving(board),
+    ):
         port = serial.Serial(
             board.pty_path, baudrate=emulation.baud if emulation and emulation.baud else 921600, timeout=0.05
         )
@@ -111,8 +126,6 @@ def core_on_pty(
             client_port = wrap(port, board) if wrap else port
             yield port, DeviceClient(client_port, timeout=timeout, invoke_timeout=2 * timeout, retries=3)
         finally:
-            stop.set()
-            thread.join()
             port.close()
 
 

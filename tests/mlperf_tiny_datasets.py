@@ -38,3 +38,14 @@ def ad01_folder(root: Path, files: int, frames: int) -> Path:
         rows.append(f"{file},2,{label},2560,512")
     (folder / "y_labels.csv").write_text("\n".join(rows) + "\n")
     return folder
+
+
+def card_arguments(root: Path, files: int, ad01_files: int, ad01_frames: int, images: int) -> dict[str, list[str]]:
+    """Each card's eval arguments for such datasets under `root`: vww01 the first `images` demo images, kws01
+    and ic01 `files` random runner files, ad01 `ad01_files` files of `ad01_frames` frames."""
+    return {
+        "mlperf_tiny_vww01": ["--limit", str(images)],
+        "mlperf_tiny_kws01": ["--dataset", str(runner_folder(root, "kws01", 490, 12, 1, files))],
+        "mlperf_tiny_ic01": ["--dataset", str(runner_folder(root, "ic01", 3072, 10, 2, files))],
+        "mlperf_tiny_ad01": ["--dataset", str(ad01_folder(root, ad01_files, ad01_frames))],
+    }

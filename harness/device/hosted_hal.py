@@ -33,7 +33,7 @@ from harness.device.processes import BoardPty, pty_board_process
 from harness.errors import UserError
 from harness.firmware.assemble import config_header
 from harness.firmware.eembc_dut import EembcDutBuild
-from harness.model.tflite_file import TfliteModel, read_tflite
+from harness.model.tflite_file import TfliteModel
 from harness.native import SIM_INVOKE, SIM_TRACE, ModelInfo
 from harness.paths import cache_dir, share_dir
 
@@ -230,7 +230,7 @@ def serve(args: argparse.Namespace) -> None:
 
 @contextmanager
 def hosted_board_process(
-    board: Board, model_path: Path | None, report: list | None = None, dut: EembcDutBuild | None = None
+    board: Board, model: TfliteModel | None, report: list | None = None, dut: EembcDutBuild | None = None
 ) -> Iterator[BoardPty]:
     """The board's HAL built for this machine, serving for the duration of the block. With `report`,
     the process's closing line (bytes the emulated UART lost, its final rate, what the framework handed
@@ -238,8 +238,8 @@ def hosted_board_process(
     firmware is the MLPerf Tiny DUT (at dut.baud) instead of harness's protocol."""
     from harness.device.planted_fault import planted_fault_op
 
+    model_path = model.path if model else None
     fault = planted_fault_op(model_path)
-    model = read_tflite(model_path) if dut and model_path else None
     library, _ = build_library(board, dut, model)
     fw = board.firmware
     command = [

@@ -20,9 +20,8 @@ class HostedDriver(Driver):
     def start(self) -> Iterator[Endpoint]:
         dut = self.dut_build()
         board = self.board.with_link(baudrate=dut.baud) if dut else self.board  # the DUT's serial rate
-        model_path = self.model.path if self.model else None
         with (
-            hosted_board_process(board, model_path, dut=dut) as pty,
+            hosted_board_process(board, self.model, dut=dut) as pty,
             self._open(pty, board, comes_back=False) as endpoint,  # its pty ends with its process
         ):
             yield endpoint

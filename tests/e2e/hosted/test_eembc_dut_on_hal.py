@@ -21,8 +21,9 @@ from harness.device.hosted_hal import build_library, hosted_board_process
 from harness.errors import UserError
 from harness.firmware.eembc_dut import EembcDutBuild
 from harness.model.cards import load_card
+from harness.model.tflite_file import read_tflite
 from tests.conftest import FIXTURE_MODELS
-from tests.mlperf_tiny_datasets import ad01_folder, runner_folder
+from tests.mlperf_tiny_datasets import card_arguments
 
 REFERENCE = FIXTURE_MODELS / "mlperf_tiny_reference"
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason=f"needs {REFERENCE} (the MLPerf Tiny reference models)")
@@ -34,13 +35,7 @@ PULSE = ["LOW", "2us", "HIGH"]  # a timestamp: the pin pulled low, held 2 us, re
 
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory) -> dict[str, list[str]]:
-    root = tmp_path_factory.mktemp("runner-datasets")
-    return {
-        "mlperf_tiny_vww01": ["--limit", "2"],  # the demo images
-        "mlperf_tiny_kws01": ["--dataset", str(runner_folder(root, "kws01", 490, 12, 1, FILES))],
-        "mlperf_tiny_ic01": ["--dataset", str(runner_folder(root, "ic01", 3072, 10, 2, FILES))],
-        "mlperf_tiny_ad01": ["--dataset", str(ad01_folder(root, 2, AD01_FRAMES))],
-    }
+    return card_arguments(tmp_path_factory.mktemp("runner-datasets"), FILES, 2, AD01_FRAMES, images=2)
 
 
 def _harness(*args: str) -> subprocess.CompletedProcess:
@@ -97,7 +92,7 @@ def _command(port: serial.Serial, text: str | None) -> list[str]:
     if text is not None:
         port.write(text.encode() + b"%")
     lines: list[str] = []
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 120  # a guard against a hang, not a speed: generous on a loaded machine
     while not lines or lines[-1] != "m-ready":
         assert time.monotonic() < deadline, f"no m-ready after {text}%: {lines}"
         line = port.readline().decode(errors="replace").strip()
@@ -128,7 +123,7 @@ def test_energy_mode_pulses_the_timestamp_pin_once_a_timestamp(tmp_path, monkeyp
     log = tmp_path / "pins.log"
     monkeypatch.setenv("HARNESS_HOSTED_PIN_LOG", str(log))
     dut = EembcDutBuild.for_card(load_card("mlperf_tiny_kws01").eembc, mode="energy")
-    model = REFERENCE / "kws_ref_model.tflite"
+    model = read_tflite(REFERENCE / "kws_ref_model.tflite")
     with hosted_board_process(board, model, dut=dut) as path, serial.Serial(path, 9600, timeout=1) as port:
         assert _command(port, None) == ["m-timestamp-mode-energy", "m-init-done", "m-ready"]
         assert _pin_events(log, pin) == ["OUTPUT", "HIGH", *PULSE]  # set up high, the boot timestamp

@@ -159,7 +159,7 @@ def _frames_during_an_invoke(board, chunks: int, chunk: int, invoke_ms: float = 
     model = read_tflite(fixture_model(SMALL_MODEL))
     board = board.with_sim(emulate_invoke_ms=invoke_ms)
     report: list[str] = []
-    with hosted_board_process(board, model.path, report) as path:
+    with hosted_board_process(board, model, report) as path:
         port = serial.Serial(path, baudrate=board.link.baudrate, timeout=0.05)
         try:
             decoder, answers = FrameDecoder(), []

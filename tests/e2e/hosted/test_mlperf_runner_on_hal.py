@@ -53,7 +53,7 @@ def test_the_runner_scores_the_hosted_dut_as_the_host(tmp_path, key, mode):
     dut = EembcDutBuild.for_card(card.eembc, computation.kind)
     folder = _dataset(tmp_path / "datasets", key)
     board = get_board("hal_stm32duino").with_link(baudrate=dut.baud)
-    with hosted_board_process(board, model.path, dut=dut) as pty:
+    with hosted_board_process(board, model, dut=dut) as pty:
         out = run_runner(tmp_path, pty, folder.parent, mode, name="hal-stm32duino")
     scores = assert_scores_are_the_hosts(out, folder, model, computation, dut.uint8_input)
     if mode == "a":

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import FIXTURE_MODELS, TFLM_TREE, needs_tflm_tree
-from tests.mlperf_tiny_datasets import ad01_folder, runner_folder
+from tests.mlperf_tiny_datasets import card_arguments
 
 pytestmark = [
     pytest.mark.skipif(
@@ -37,13 +37,7 @@ AD01_FRAMES = 24  # 24 frames of 128 features a file (the runner's have 200): 20
 
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory) -> dict[str, list[str]]:
-    root = tmp_path_factory.mktemp("runner-datasets")
-    return {
-        "mlperf_tiny_vww01": ["--limit", "3"],  # the demo images
-        "mlperf_tiny_kws01": ["--dataset", str(runner_folder(root, "kws01", 490, 12, 1, FILES))],
-        "mlperf_tiny_ic01": ["--dataset", str(runner_folder(root, "ic01", 3072, 10, 2, FILES))],
-        "mlperf_tiny_ad01": ["--dataset", str(ad01_folder(root, AD01_FILES, AD01_FRAMES))],
-    }
+    return card_arguments(tmp_path_factory.mktemp("runner-datasets"), FILES, AD01_FILES, AD01_FRAMES, images=3)
 
 
 def _eval(tmp_path: Path, name: str, card: str, board: str, protocol: str, data: list[str]) -> tuple[dict, dict]:

@@ -18,7 +18,7 @@ from harness.link.framing import FrameDecoder
 from harness.link.protocol import Msg
 from harness.link.session import BoardChanged, BoardLost, Identity
 from harness.link.transport import open_link
-from tests.fake_runner import ChecksumRunner, expected_output
+from tests.fake_runner import ChecksumRunner, expected_output, serving
 
 pytestmark = pytest.mark.usefixtures("raw_inputs")  # constant and ramp inputs: the link as it carries raw bytes
 
@@ -33,20 +33,11 @@ def board(build_id: str = "test-build", model: list[int] | None = None):
     runner = ChecksumRunner(SIZE, 4)
     if model is not None:
         runner.model_info.model_sha256_prefix[:] = model
-    with SimBoard(runner, board_id="test-board", build_id=build_id, rx_frame=524, tx_frame=524, rx_buffer=4096) as sim:
-        stop = threading.Event()
-
-        def serve():
-            while not stop.is_set():
-                sim.poll(20)
-
-        thread = threading.Thread(target=serve, daemon=True)
-        thread.start()
-        try:
-            yield sim.pty_path
-        finally:
-            stop.set()
-            thread.join()
+    with (
+        SimBoard(runner, board_id="test-board", build_id=build_id, rx_frame=524, tx_frame=524, rx_buffer=4096) as sim,
+        serving(sim),
+    ):
+        yield sim.pty_path
 
 
 @contextmanager

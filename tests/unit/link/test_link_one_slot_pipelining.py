@@ -217,7 +217,7 @@ def test_one_slot_pipelining_through_each_hosted_hal(name):
     rng = np.random.default_rng(3)
     data = [rng.integers(0, 256, model.input.bytes, dtype=np.uint8).tobytes() for _ in range(4)]
     report: list[str] = []
-    with hosted_board_process(board, model.path, report) as path:
+    with hosted_board_process(board, model, report) as path:
         port = serial.Serial(path, baudrate=board.link.baudrate, timeout=0.05)
         try:
             client = DeviceClient(_Recorder(port), timeout=2.0, invoke_timeout=10.0)

@@ -3,7 +3,6 @@ loses nothing (DeviceSession.lossless, QEMU's local socket) that silence is wait
 chunk: no go-back, no resend, however late within the timeout. On any other link the same lateness is a
 loss, which the test checks too (so it can fail)."""
 
-import threading
 from contextlib import contextmanager
 
 import pytest
@@ -12,7 +11,7 @@ from harness.device.sim_board import SimBoard
 from harness.errors import LinkError
 from harness.link.client import DeviceClient
 from harness.link.transport import open_link
-from tests.fake_runner import ChecksumRunner, expected_output
+from tests.fake_runner import ChecksumRunner, expected_output, serving
 
 pytestmark = pytest.mark.usefixtures("raw_inputs")
 
@@ -23,21 +22,11 @@ LATE = 0.8  # each pass of the device's loop, after this long asleep: longer tha
 @contextmanager
 def starved_board():
     runner = ChecksumRunner(SIZE, 4)
-    with SimBoard(runner, board_id="starved", build_id="b", rx_frame=524, tx_frame=524, rx_buffer=1024) as sim:
-        stop = threading.Event()
-
-        def serve():
-            while not stop.is_set():
-                sim.poll(20)
-                stop.wait(LATE)  # then everything that came meanwhile, at once
-
-        thread = threading.Thread(target=serve, daemon=True)
-        thread.start()
-        try:
-            yield sim.pty_path
-        finally:
-            stop.set()
-            thread.join()
+    with (
+        SimBoard(runner, board_id="starved", build_id="b", rx_frame=524, tx_frame=524, rx_buffer=1024) as sim,
+        serving(sim, pause=LATE),  # then everything that came meanwhile, at once
+    ):
+        yield sim.pty_path
 
 
 def _load(lossless: bool):
