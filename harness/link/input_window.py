@@ -11,6 +11,11 @@ from harness.link.requests import DAMAGED_LINK_WAIT, PAD, DeviceError, RequestEn
 # While input streams, a lost chunk makes the ones behind it land past the loaded range: go back.
 # (FRAME_TOO_LONG too: our chunks fit, so the length field was damaged on the way.)
 RESEND_INPUT_ERRORS = {ErrorCode.BAD_CRC, ErrorCode.BAD_OFFSET, ErrorCode.FRAME_TOO_LONG}
+# A stream the device cannot decode, before it has acknowledged this input's first chunk, is this input's bytes
+# decoded onto another input's stream: the first chunk was lost while the device still held a whole earlier
+# input (its INVOKE lost too). Offset 0 starts afresh. After the first chunk was acknowledged it is a fault.
+RESTART_INPUT_ERRORS = {ErrorCode.BAD_PAYLOAD}
+ACCEPTED, RESEND, RESTART = "accepted", "resend", "restart"
 # A device answers each input chunk as it arrives, during an invoke too (two slots) or once it ends (chunks
 # sent ahead are collected with the INVOKE's answer): silence past the wire time and this is a lost chunk.
 INPUT_ANSWER_WAIT = 0.5
@@ -43,7 +48,9 @@ class InputLoad:
         self._resize()
         self.acked = self.sent = 0
         self.outstanding: dict[int, int] = {}  # sequence number -> input bytes loaded once it is acknowledged
+        self.started = False  # the device acknowledged a chunk at offset 0 since this input last started
         self.ahead: set[int] = set()  # chunks sent ahead, whose answers may come while others are awaited
+        self.first_chunks: set[int] = set()  # sequence numbers of chunks sent at offset 0
 
     def _resize(self) -> None:
         """Chunk and window for the byte error rate the link has shown (harness/link/frame_sizer.py)."""
@@ -60,6 +67,8 @@ class InputLoad:
         self.client.stats.input_wire_bytes += len(frame)
         self.sent += len(piece)
         self.outstanding[seq] = self.sent
+        if self.sent == len(piece):
+            self.first_chunks.add(seq)
         return frame
 
     def send_ahead(self, limit: int) -> None:
@@ -94,16 +103,11 @@ class InputLoad:
                 wait = client.timeout
             in_flight = max(self.window, len(self.outstanding)) * (self.chunk + CHUNK_FRAMING)
             event = client._next_answer(set(self.outstanding), wait + client.wire_seconds(in_flight))
-            ok = event is not None and event.type == Msg.LOAD_INPUT | RESPONSE_BIT
-            if not ok and event is not None and event.type == Msg.ERROR:
-                code, text = parse_error(event.payload)
-                if code not in RESEND_INPUT_ERRORS:
-                    raise DeviceError(code, text)
-                if code == ErrorCode.BAD_OFFSET and failures >= 2:
-                    self.acked = 0  # the device holds less than it acknowledged: a reset whose notice was lost
+            verdict = self._verdict(event, failures)
             exchange = self.chunk + CHUNK_FRAMING + ANSWER_BYTES
-            if ok:
+            if verdict == ACCEPTED:
                 self.acked = max(self.acked, int.from_bytes(event.payload[:4], "little"))
+                self.started |= event.seq in self.first_chunks
                 del self.outstanding[event.seq]
                 failures = 0
                 client.frame_sizer.delivered(exchange)
@@ -113,7 +117,9 @@ class InputLoad:
             if failures > client._retries():
                 raise LinkError(f"input not accepted after {failures} attempts; check the link and the baud rate")
             client.stats.go_backs += 1
-            self.acked = self._drain()
+            drained_to = self._drain()
+            self.acked = 0 if verdict == RESTART else drained_to
+            self.started &= verdict != RESTART
             client.stats.resends += len(self.outstanding)
             self.outstanding.clear()
             self.sent = self.acked
@@ -122,6 +128,23 @@ class InputLoad:
         client.stats.input_tensor_bytes += self.tensor_bytes
         client.stats.inputs_encoded += self.form.encoding != Encoding.RAW
         self.forget()
+
+    def _verdict(self, event, failures: int) -> str:
+        """What an answer (or silence) to the chunks in flight means: one accepted, or go back to the last
+        acknowledged byte (a chunk lost or damaged), or to offset 0 (the device is not on this input's stream)."""
+        if event is not None and event.type == Msg.LOAD_INPUT | RESPONSE_BIT:
+            holds = int.from_bytes(event.payload[:4], "little")
+            return ACCEPTED if holds <= len(self.data) else RESTART  # more than this input: another's stream
+        if event is None or event.type != Msg.ERROR:
+            return RESEND
+        code, text = parse_error(event.payload)
+        if code in RESTART_INPUT_ERRORS and not self.started and event.seq not in self.first_chunks:
+            return RESTART
+        if code not in RESEND_INPUT_ERRORS:
+            raise DeviceError(code, text)
+        if code == ErrorCode.BAD_OFFSET and failures >= 2:
+            return RESTART  # the device holds less than it acknowledged: a reset whose notice was lost
+        return RESEND
 
     def _drain(self) -> int:
         """Before going back: an empty LINK_TEST behind the frames still on their way. The device answers
