@@ -1,6 +1,8 @@
 """One input on its way to a harness-protocol device: chunks of the largest frame, a window of them in flight,
 going back to the last acknowledged byte after a loss or damage (harness/link/frame_sizer.py sizes them)."""
 
+from enum import Enum, auto
+
 from harness.errors import LinkError
 from harness.link.frame_sizer import ANSWER_BYTES, CHUNK_FRAMING
 from harness.link.framing import OVERHEAD, encode_frame
@@ -15,12 +17,19 @@ RESEND_INPUT_ERRORS = {ErrorCode.BAD_CRC, ErrorCode.BAD_OFFSET, ErrorCode.FRAME_
 # decoded onto another input's stream: the first chunk was lost while the device still held a whole earlier
 # input (its INVOKE lost too). Offset 0 starts afresh. After the first chunk was acknowledged it is a fault.
 RESTART_INPUT_ERRORS = {ErrorCode.BAD_PAYLOAD}
-ACCEPTED, RESEND, RESTART = "accepted", "resend", "restart"
 # A device answers each input chunk as it arrives, during an invoke too (two slots) or once it ends (chunks
 # sent ahead are collected with the INVOKE's answer): silence past the wire time and this is a lost chunk.
 INPUT_ANSWER_WAIT = 0.5
 MAX_WINDOW = 8
 MIN_WINDOW_FRAME = 256  # below this, framing overhead outweighs what a window gains
+
+
+class Verdict(Enum):
+    """What an answer (or silence) to the chunks in flight means."""
+
+    ACCEPTED = auto()  # one chunk acknowledged
+    RESEND = auto()  # go back to the last acknowledged byte: a chunk lost or damaged
+    RESTART = auto()  # go back to offset 0: the device is not on this input's stream
 
 
 class InputLoad:
@@ -105,7 +114,7 @@ class InputLoad:
             event = client._next_answer(set(self.outstanding), wait + client.wire_seconds(in_flight))
             verdict = self._verdict(event, failures)
             exchange = self.chunk + CHUNK_FRAMING + ANSWER_BYTES
-            if verdict == ACCEPTED:
+            if verdict == Verdict.ACCEPTED:
                 self.acked = max(self.acked, int.from_bytes(event.payload[:4], "little"))
                 self.started |= event.seq in self.first_chunks
                 del self.outstanding[event.seq]
@@ -118,8 +127,8 @@ class InputLoad:
                 raise LinkError(f"input not accepted after {failures} attempts; check the link and the baud rate")
             client.stats.go_backs += 1
             drained_to = self._drain()
-            self.acked = 0 if verdict == RESTART else drained_to
-            self.started &= verdict != RESTART
+            self.acked = 0 if verdict == Verdict.RESTART else drained_to
+            self.started &= verdict != Verdict.RESTART
             client.stats.resends += len(self.outstanding)
             self.outstanding.clear()
             self.sent = self.acked
@@ -129,22 +138,22 @@ class InputLoad:
         client.stats.inputs_encoded += self.form.encoding != Encoding.RAW
         self.forget()
 
-    def _verdict(self, event, failures: int) -> str:
-        """What an answer (or silence) to the chunks in flight means: one accepted, or go back to the last
-        acknowledged byte (a chunk lost or damaged), or to offset 0 (the device is not on this input's stream)."""
+    def _verdict(self, event, failures: int) -> Verdict:
+        """The answer (None: silence) judged; an error that no going back mends is raised."""
         if event is not None and event.type == Msg.LOAD_INPUT | RESPONSE_BIT:
             holds = int.from_bytes(event.payload[:4], "little")
-            return ACCEPTED if holds <= len(self.data) else RESTART  # more than this input: another's stream
+            # More than this input has: the device is on another input's stream.
+            return Verdict.ACCEPTED if holds <= len(self.data) else Verdict.RESTART
         if event is None or event.type != Msg.ERROR:
-            return RESEND
+            return Verdict.RESEND
         code, text = parse_error(event.payload)
         if code in RESTART_INPUT_ERRORS and not self.started and event.seq not in self.first_chunks:
-            return RESTART
+            return Verdict.RESTART
         if code not in RESEND_INPUT_ERRORS:
             raise DeviceError(code, text)
         if code == ErrorCode.BAD_OFFSET and failures >= 2:
-            return RESTART  # the device holds less than it acknowledged: a reset whose notice was lost
-        return RESEND
+            return Verdict.RESTART  # the device holds less than it acknowledged: a reset whose notice was lost
+        return Verdict.RESEND
 
     def _drain(self) -> int:
         """Before going back: an empty LINK_TEST behind the frames still on their way. The device answers

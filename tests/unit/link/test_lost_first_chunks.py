@@ -15,6 +15,7 @@ from tests.fake_runner import ChecksumRunner, PortProxy, core_on_pty, expected_o
 
 HEIGHT, WIDTH, CHANNELS = 24, 32, 3
 FRAME_OVERHEAD = 12
+SYNC = b"\xa5\x5a"
 
 
 def _image_runner() -> ChecksumRunner:
@@ -38,13 +39,15 @@ def _images(count: int, seed: int) -> list[bytes]:
     return images
 
 
-def _frames(data: bytes) -> list[bytes]:
-    frames = []
+def _pieces(data: bytes) -> list[bytes]:
+    """A write cut into its frames and the padding between them (any run of bytes that does not start a frame)."""
+    pieces = []
     while data:
-        size = FRAME_OVERHEAD + int.from_bytes(data[6:8], "little")
-        frames.append(data[:size])
+        size = FRAME_OVERHEAD + int.from_bytes(data[6:8], "little") if data[:2] == SYNC else data.find(SYNC)
+        size = len(data) if size < 0 else size
+        pieces.append(data[:size])
         data = data[size:]
-    return frames
+    return pieces
 
 
 class _LoseFrames(PortProxy):
@@ -55,14 +58,13 @@ class _LoseFrames(PortProxy):
         self.lose, self.written, self.lost = lose, 0, []
 
     def write(self, data):
-        data = bytes(data)
         kept = []
-        for frame in _frames(data) if data[:2] == b"\xa5\x5a" else [data]:
-            if self.lose(self.written, frame):
-                self.lost.append(frame[2])
+        for piece in _pieces(bytes(data)):
+            if piece[:2] == SYNC and self.lose(self.written, piece):
+                self.lost.append(piece[2])
             else:
-                kept.append(frame)
-            self.written += 1
+                kept.append(piece)
+            self.written += piece[:2] == SYNC
         self._port.write(b"".join(kept))
         return len(data)
 
@@ -106,6 +108,32 @@ def test_an_input_landing_on_an_earlier_inputs_stream_starts_afresh(monkeypatch,
     client = _stream(monkeypatch, forms, _after_invoke(lost_invoke, lost_chunks), seed=lost_chunks)
     assert client.port.lost == [Msg.INVOKE] + [Msg.LOAD_INPUT] * lost_chunks
     assert client.stats.reruns + client.stats.go_backs >= 1  # the loss was noticed, not stepped over
+
+
+@pytest.mark.parametrize("forms", ["raw", "smallest"])
+@pytest.mark.parametrize("lost_chunks", [1, 2, 3, 4, 5])
+def test_chunks_landing_on_a_whole_earlier_input_start_it_afresh(monkeypatch, forms, lost_chunks):
+    """The same without an INVOKE's timing, so it fails on every run of a host without the restart: the device
+    holds a whole earlier input (1,025 coded bytes), the next one (1,469) loses its first chunks, and the chunks
+    that arrive continue the earlier stream (1 to 3 lost: BAD_PAYLOAD before this fix, every time)."""
+    monkeypatch.setenv("HARNESS_INPUT_FORMS", "raw" if forms == "raw" else "smallest")
+    earlier, later = _images(4, seed=1)[0], _images(4, seed=1)[3]
+    armed = {"to_lose": 0}
+
+    def lose(_index, frame):
+        if armed["to_lose"] and frame[2] == Msg.LOAD_INPUT:
+            armed["to_lose"] -= 1
+            return True
+        return False
+
+    wrap = lambda port, _: _LoseFrames(port, lose)  # noqa: E731
+    with core_on_pty(_image_runner(), wrap=wrap, rx_frame=300, rx_buffer=4096) as (_, client):
+        client.hello()
+        client.load_input(earlier)
+        armed["to_lose"] = lost_chunks
+        result = client._recovering(lambda: client.run(later))
+    assert client.port.lost == [Msg.LOAD_INPUT] * lost_chunks
+    assert result.output == expected_output(later, 4)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
