@@ -271,7 +271,8 @@ class Journal:
             os.close(fd)
 
     def append(self, entry: dict) -> None:
-        """One whole line at the end of the file, or none: a write that fails part-way is cut back off."""
+        """One whole line at the end of the file, or none: a write that fails (or is interrupted) part-way is cut
+        back off; a line whose every byte was written stays, whatever interrupts the append after that."""
         if self._lines is None:
             self.done()
         if self._fd is None:
@@ -283,6 +284,9 @@ class Journal:
             while written < len(line):
                 written += os.write(self._fd, line[written:])
         except BaseException as exc:
+            if os.fstat(self._fd).st_size == start + len(line):  # interrupted after the last byte: the line stands
+                self._lines += 1
+                raise
             os.ftruncate(self._fd, start)
             if isinstance(exc, OSError):
                 raise WriteFailed(self.path, exc.strerror or str(exc)) from exc

@@ -5,6 +5,8 @@ import json
 import os
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harness.errors import UserError
 from harness.results.journal import Journal
@@ -50,6 +52,59 @@ def test_a_write_that_fails_part_way_leaves_no_cut_line(tmp_path, monkeypatch):
     journal.append(ENTRY | {"index": 2})
     journal.close()
     assert sorted(Journal(tmp_path).load()) == [0, 2]
+
+
+class _Interrupted(KeyboardInterrupt):
+    pass
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    pieces=st.lists(st.integers(1, 40), min_size=1, max_size=8),
+    at=st.integers(0, 12),
+    after_the_write=st.booleans(),
+    rows_per_group=st.integers(2, 4),
+)
+def test_an_interrupt_anywhere_in_an_append_keeps_the_line_exactly_when_it_was_written_whole(
+    tmp_path_factory, pieces, at, after_the_write, rows_per_group
+):
+    """Ctrl-C (or SIGTERM, raised as KeyboardInterrupt) lands on write call `at`, before its bytes go out or
+    just after: the journal then holds whole lines only, the interrupted entry exactly when every byte of its
+    line was written (what a reader saw in the file stays), and the next run appends after it."""
+    folder = tmp_path_factory.mktemp("journal")
+    journal = Journal(folder, rows_per_group=rows_per_group)
+    _append(journal, range(3))
+    real_write, calls, written = os.write, [], []
+
+    def interrupted_write(fd, data):
+        calls.append(data)
+        if len(calls) - 1 == at and not after_the_write:
+            raise _Interrupted
+        count = real_write(fd, data[: pieces[(len(calls) - 1) % len(pieces)]])
+        written.append(count)
+        if len(calls) - 1 == at:
+            raise _Interrupted
+        return count
+
+    line = (json.dumps(_entry(3), separators=(",", ":")) + "\n").encode()
+    os_write = os.write
+    os.write = interrupted_write
+    try:
+        journal.append(_entry(3))
+        interrupted = False
+    except _Interrupted:
+        interrupted = True
+    finally:
+        os.write = os_write
+    journal.close()
+    whole = sum(written) == len(line)
+    resumed = Journal(folder, rows_per_group=rows_per_group)
+    kept = [0, 1, 2, 3] if whole else [0, 1, 2]
+    assert sorted(resumed.done()) == kept
+    assert interrupted or whole
+    _append(resumed, range(4, 7))
+    resumed.close()
+    assert sorted(Journal(folder, rows_per_group=rows_per_group).done()) == [*kept, 4, 5, 6]
 
 
 @pytest.mark.parametrize(
@@ -129,9 +184,13 @@ def test_a_full_disk_names_the_journal_and_the_exact_resume_command(tmp_path, mo
     assert f"`harness eval --resume 20260101T000000Z-m-b-abcd --results '{tmp_path}/my results'` goes on" in message
 
 
+def _entry(i: int) -> dict:
+    return ENTRY | {"index": i, "id": f"{i}.jpg", "host": {"tflm": f"{i:02x}"}}
+
+
 def _append(journal, indices):
     for i in indices:
-        journal.append(ENTRY | {"index": i, "id": f"{i}.jpg", "host": {"tflm": f"{i:02x}"}})
+        journal.append(_entry(i))
 
 
 def test_every_rows_per_group_lines_become_a_row_group_and_are_cut_off(tmp_path):
