@@ -7,8 +7,8 @@ firmware/eembc/ee_dut.c, as harness/firmware/eembc_dut.py settles it), against t
 stand-ins under firmware/hosted/: a UART emulated on a pseudo-terminal (a receive thread filling a ring
 of the configured size, paced to the baud rate) and a model runner that calls the TFLM host interpreter.
 Boards of kind "hosted" (boards/hal_*.toml) name the HAL in `[sim] hal`; harness starts this module for
-them as it starts the virtual board: it prints `pty <path>` once the firmware runs, then serves until it
-is terminated.
+them as it starts the virtual board: it prints `pty <path>` once the firmware runs (started --powered-off: once
+the port is there, the firmware booting at SIGUSR1), then serves until it is terminated.
 
 Figures measured through it are `sim`: the real HAL sources over an emulated UART, not a board.
 """
@@ -38,6 +38,7 @@ from harness.native import SIM_INVOKE, SIM_TRACE, ModelInfo
 from harness.paths import cache_dir, share_dir
 
 FIRMWARE = share_dir() / "firmware"
+POWER_ON = signal.SIGUSR1  # a process started --powered-off boots its firmware when it gets this
 START_SECONDS = 60
 
 
@@ -211,10 +212,16 @@ def serve(args: argparse.Namespace) -> None:
         lib.hosted_runner_trace(trace)
     runner.input_ptr, runner.output_ptr = lib.hosted_runner_input(), lib.hosted_runner_output()
     lib.hosted_uart_attach(master)
-    stopping = threading.Event()
+    stopping, powered = threading.Event(), threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
-    threading.Thread(target=lib.hosted_main, daemon=True).start()  # setup() / app_main(): never returns
+    signal.signal(POWER_ON, lambda *_: powered.set())
+    if not args.powered_off:
+        powered.set()
     print(f"pty {os.ttyname(slave)}", flush=True)
+    while not powered.wait(0.2) and not stopping.is_set():
+        pass
+    if powered.is_set():
+        threading.Thread(target=lib.hosted_main, daemon=True).start()  # setup() / app_main(): never returns
     while not stopping.wait(0.2):
         pass
     print(
@@ -230,12 +237,18 @@ def serve(args: argparse.Namespace) -> None:
 
 @contextmanager
 def hosted_board_process(
-    board: Board, model: TfliteModel | None, report: list | None = None, dut: EembcDutBuild | None = None
+    board: Board,
+    model: TfliteModel | None,
+    report: list | None = None,
+    dut: EembcDutBuild | None = None,
+    powered: bool = True,
 ) -> Iterator[BoardPty]:
     """The board's HAL built for this machine, serving for the duration of the block. With `report`,
     the process's closing line (bytes the emulated UART lost, its final rate, what the framework handed
     the firmware during the last invoke and still held at its end) is appended to it. With `dut`, the
-    firmware is the MLPerf Tiny DUT (at dut.baud) instead of harness's protocol."""
+    firmware is the MLPerf Tiny DUT (at dut.baud) instead of harness's protocol. With powered=False the
+    pseudo-terminal is there but the firmware starts only at power_on(path): a DUT whose supply is switched
+    on once the host has opened its port (as an energy monitor does), so nothing it prints at boot is lost."""
     from harness.device.planted_fault import planted_fault_op
 
     model_path = model.path if model else None
@@ -254,9 +267,15 @@ def hosted_board_process(
         "--invoke-us",
         str(round(board.sim.emulate_invoke_ms * 1000)),
         *(["--plant-fault-op", str(fault)] if fault >= 0 else []),
+        *([] if powered else ["--powered-off"]),
     ]
     with pty_board_process(command, "the hosted board", START_SECONDS, report) as path:
         yield path
+
+
+def power_on(board: BoardPty) -> None:
+    """Switch on the supply of a board process started with powered=False: its firmware boots now."""
+    os.kill(board.pid, POWER_ON)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -266,6 +285,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--arena", type=int, required=True)
     parser.add_argument("--invoke-us", type=int, default=0, help="the least time an invoke takes")
     parser.add_argument("--plant-fault-op", type=int, default=-1, help=argparse.SUPPRESS)  # docs/debug.md
+    parser.add_argument("--powered-off", action="store_true", help="start the firmware only at SIGUSR1")
     serve(parser.parse_args(argv))
 
 

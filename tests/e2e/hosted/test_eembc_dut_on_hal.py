@@ -16,7 +16,7 @@ import pytest
 import serial
 
 from harness.boards import get_board
-from harness.device.hosted_hal import build_library, hosted_board_process
+from harness.device.hosted_hal import build_library, hosted_board_process, power_on
 from harness.errors import UserError
 from harness.firmware.eembc_dut import EembcDutBuild
 from harness.model.cards import load_card
@@ -125,7 +125,13 @@ def test_energy_mode_pulses_the_timestamp_pin_once_a_timestamp(tmp_path, monkeyp
     monkeypatch.setenv("HARNESS_HOSTED_PIN_LOG", str(log))
     dut = EembcDutBuild.for_card(load_card("mlperf_tiny_kws01").eembc, mode="energy")
     model = read_tflite(REFERENCE / "kws_ref_model.tflite")
-    with hosted_board_process(board, model, dut=dut) as path, serial.Serial(path, 9600, timeout=1) as port:
+    # Powered on once the port is open at the DUT's rate, as the energy monitor powers it: the banner is whole.
+    with (
+        hosted_board_process(board, model, dut=dut, powered=False) as path,
+        serial.Serial(path, 9600, timeout=1) as port,
+    ):
+        assert _pin_events(log, pin) == []  # not booted yet
+        power_on(path)
         assert _command(port, None) == ["m-timestamp-mode-energy", "m-init-done", "m-ready"]
         assert _pin_events(log, pin) == ["OUTPUT", "HIGH", *PULSE]  # set up high, the boot timestamp
         for count in range(1, 4):
