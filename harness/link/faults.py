@@ -18,10 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.errors import UserError, setting
+from harness.link.framing import SYNC
 
 CLOSED_END_BACKOFF = 0.05  # seconds between looks at an end that has closed (it may open again)
 
-INVOKE_HEADER = b"\xa5\x5a\x03"  # sync and the INVOKE type: one per sample
+INVOKE_HEADER = SYNC + b"\x03"  # sync and the INVOKE type: one per sample
 KNOWN = ("drop", "corrupt", "dup", "reset-every")
 
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from harness.native import Decoder, Frame, device_core
 
+SYNC = b"\xa5\x5a"  # a frame's first two bytes (firmware/core/hp_frame.h HP_SYNC0, HP_SYNC1)
 HEADER_BYTES = 8
 OVERHEAD = 12
 MAX_PAYLOAD = 0xFFFF

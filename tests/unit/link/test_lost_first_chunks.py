@@ -10,12 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.device.sim_board import LinkEmulation
+from harness.link.framing import OVERHEAD, SYNC
 from harness.link.protocol import Msg
 from tests.fake_runner import ChecksumRunner, PortProxy, core_on_pty, expected_output
 
 HEIGHT, WIDTH, CHANNELS = 24, 32, 3
-FRAME_OVERHEAD = 12
-SYNC = b"\xa5\x5a"
 
 
 def _image_runner() -> ChecksumRunner:
@@ -43,7 +42,7 @@ def _pieces(data: bytes) -> list[bytes]:
     """A write cut into its frames and the padding between them (any run of bytes that does not start a frame)."""
     pieces = []
     while data:
-        size = FRAME_OVERHEAD + int.from_bytes(data[6:8], "little") if data[:2] == SYNC else data.find(SYNC)
+        size = OVERHEAD + int.from_bytes(data[6:8], "little") if data[:2] == SYNC else data.find(SYNC)
         size = len(data) if size < 0 else size
         pieces.append(data[:size])
         data = data[size:]

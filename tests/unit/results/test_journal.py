@@ -74,28 +74,26 @@ def test_an_interrupt_anywhere_in_an_append_keeps_the_line_exactly_when_it_was_w
     folder = tmp_path_factory.mktemp("journal")
     journal = Journal(folder, rows_per_group=rows_per_group)
     _append(journal, range(3))
-    real_write, calls, written = os.write, [], []
+    real_write, written = os.write, []
 
     def interrupted_write(fd, data):
-        calls.append(data)
-        if len(calls) - 1 == at and not after_the_write:
+        call = len(written)
+        if call == at and not after_the_write:
             raise _Interrupted
-        count = real_write(fd, data[: pieces[(len(calls) - 1) % len(pieces)]])
-        written.append(count)
-        if len(calls) - 1 == at:
+        written.append(real_write(fd, data[: pieces[call % len(pieces)]]))
+        if call == at:
             raise _Interrupted
-        return count
+        return written[-1]
 
     line = (json.dumps(_entry(3), separators=(",", ":")) + "\n").encode()
-    os_write = os.write
-    os.write = interrupted_write
+    os.write = interrupted_write  # not monkeypatch: hypothesis runs many examples in one test call
     try:
         journal.append(_entry(3))
         interrupted = False
     except _Interrupted:
         interrupted = True
     finally:
-        os.write = os_write
+        os.write = real_write
     journal.close()
     whole = sum(written) == len(line)
     resumed = Journal(folder, rows_per_group=rows_per_group)
