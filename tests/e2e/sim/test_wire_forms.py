@@ -33,5 +33,6 @@ def test_coded_inputs_through_a_damaging_link_give_the_clean_outputs(tmp_path, v
     faults = "drop=1e-3,corrupt=1e-3,dup=1e-4,reset-every=5"
     rows, link = eval_rows_and_link(tmp_path / "faulty", "smallest", *ARGS, "--faults", faults)
     assert [r["device_output"] for r in rows] == [r["device_output"] for r in clean_rows]
-    assert link["resends"] > 0 and link["resets"] >= 1 and link["inputs_encoded"] >= 6
+    # The proxy reset the board (the host may meet the reset's notice, or lose it and find its input gone).
+    assert link["resends"] > 0 and link["faults_injected"]["resets"] >= 1 and link["inputs_encoded"] >= 6
     assert link["input_tensor_bytes"] == link["inputs_encoded"] * 110_592
